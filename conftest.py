@@ -1,0 +1,17 @@
+"""Repository-wide pytest set-up, also for `pytest --nbval notebooks` run by hand."""
+
+import os
+from pathlib import Path
+
+# nbval kernels inherit this process's environment: fix hash randomisation (set
+# ordering in SymPy output) and let `%matplotlib inline` work.
+os.environ["PYTHONHASHSEED"] = "0"
+os.environ.pop("MPLBACKEND", None)
+
+_SANITIZE = Path(__file__).parent / "tests" / "nbval_sanitize.cfg"
+
+
+def pytest_configure(config):
+    if getattr(config.option, "nbval", False) or getattr(config.option, "nbval_lax", False):
+        config.option.nbval_sanitize_with = str(_SANITIZE)
+        config.option.nbval_current_env = True

@@ -1,0 +1,5 @@
+import sys
+
+from kvlib.cli import main
+
+sys.exit(main())

@@ -1,0 +1,42 @@
+"""Byte units, binary and decimal, kept apart (notebook 01, "Units").
+
+Binary: KiB = 1024 B, MiB = 1024^2 B, GiB = 1024^3 B, TiB = 1024^4 B.
+Decimal: KB = 1000 B, MB = 1000^2 B, GB = 1000^3 B, TB = 1000^4 B.
+Every conversion is exact (``Fraction``) until it is formatted for a reader.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+__all__ = ["UNITS", "to_unit", "fmt_bytes", "describe"]
+
+UNITS: dict[str, int] = {
+    "B": 1,
+    "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4,
+    "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+}
+
+
+def to_unit(n_bytes, unit: str) -> Fraction:
+    """``n_bytes`` expressed in ``unit``, exactly."""
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    return Fraction(n_bytes) / UNITS[unit]
+
+
+def fmt_bytes(n_bytes, unit: str, digits: int = 2) -> str:
+    """``"2.5 MiB"``: exact values print without decimals, others rounded to ``digits``."""
+    value = to_unit(n_bytes, unit)
+    if value.denominator == 1:
+        return f"{value.numerator:,} {unit}"
+    text = f"{float(value):,.{digits}f}".rstrip("0").rstrip(".")
+    return f"{text} {unit}"
+
+
+def describe(n_bytes, binary: str = "KiB", decimal: str = "KB", digits: int = 2) -> str:
+    """``"2,621,440 B = 2,560 KiB = 2,621.44 KB"``: the exact count, then both units."""
+    exact = Fraction(n_bytes)
+    head = f"{exact.numerator:,} B" if exact.denominator == 1 else f"{float(exact):,} B"
+    return (f"{head} = {fmt_bytes(n_bytes, binary, digits)}"
+            f" = {fmt_bytes(n_bytes, decimal, digits)}")

@@ -1,0 +1,57 @@
+"""Re-execute notebooks in place and store clean, reproducible outputs.
+
+Runs each notebook top to bottom in a fresh ``python3`` kernel (cwd = its folder,
+PYTHONHASHSEED=0, a per-cell timeout because nbclient can hang on widget cells),
+then removes what differs run to run: widget state, widget-view outputs, timing
+metadata. Fails if any cell errors.
+
+Usage: python scripts/run_notebooks.py notebooks/01_*.ipynb [...]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def clean(nb: nbformat.NotebookNode) -> None:
+    nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
+                                 "name": "python3"}
+    nb.metadata["language_info"] = {"name": "python"}
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for out in cell.outputs:
+            if out.get("output_type") == "error":
+                raise RuntimeError(f"cell {cell.get('id')} raised: {out.get('evalue')}")
+            if WIDGET_VIEW in out.get("data", {}):
+                continue  # a live view: meaningless without the kernel, new id every run
+            kept.append(out)
+        cell.outputs = kept
+
+
+def run(path: Path, timeout: int = 180) -> None:
+    nb = nbformat.read(path, as_version=4)
+    os.environ["PYTHONHASHSEED"] = "0"
+    os.environ.pop("MPLBACKEND", None)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}},
+                            record_timing=False)
+    client.execute()
+    clean(nb)
+    nbformat.write(nb, path)
+    print(f"executed {path}")
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        run(Path(p))
