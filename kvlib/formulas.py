@@ -34,7 +34,8 @@ class Attention:
             setattr(self, q, Formula(getattr(self.symbolic, q), f"{name}.{q}"))
 
     def __repr__(self) -> str:
-        return f"Attention({self.name}: {self.symbolic.elements_per_token_layer} per token per layer)"
+        per_token = self.symbolic.elements_per_token_layer
+        return f"Attention({self.name}: {per_token} per token per layer)"
 
 
 def ratio(a: Attention, b: Attention) -> Formula:

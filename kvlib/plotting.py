@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import matplotlib as mpl
-import matplotlib.pyplot as plt
 import numpy as np
 
 from kvlib.units import UNITS

@@ -9,14 +9,14 @@ All numbers come from the generated formulas of :mod:`kvlib.formulas`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from kvlib import validate
 
 __all__ = ["CacheKind", "LayerGroup", "ModelSpec"]
 
 
-class CacheKind(str, Enum):
+class CacheKind(StrEnum):
     FULL = "full"  # every token stays: N_KV = T
     SLIDING = "sliding"  # the last W tokens: N_KV = min(T, W)
     CHUNKED = "chunked"  # local attention within chunks of C tokens: N_KV = min(T, C)

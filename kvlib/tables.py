@@ -13,7 +13,7 @@ Nothing here is a formula for the cache: :mod:`kvlib.derive` reads the
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
 import sympy as sp
 
@@ -22,7 +22,7 @@ from kvlib.notation import N_KV, N_g, N_h, d_in, d_QK, d_V
 __all__ = ["Role", "Tensor", "TensorTable", "TABLE_1", "grouped"]
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     WEIGHT = "weight"
     ACTIVATION = "activation"  # formed during the forward pass, then dropped
     CACHE = "cache"  # kept for every later token: the KV cache
