@@ -1,9 +1,10 @@
-"""The attention kinds, each derived from its table once, at import (notebooks 01-02).
+"""The attention kinds, each derived from its table once, at import (notebooks 01-04).
 
-``MHA``, ``GQA`` and ``MQA`` are :class:`Attention` objects. Each holds the
-symbolic derivation (``.symbolic``) and, for every quantity, a :class:`Formula`
-generated from it, so a notebook, a widget, a plot, the CLI and a test all
-evaluate the same expression::
+``MHA``, ``GQA``, ``MQA``, ``MLA`` and ``MLA_ROPE`` (``KINDS`` keys "MLA" and
+"MLA+RoPE") are :class:`Attention` objects. Each holds the symbolic derivation
+(``.symbolic``) and, for every quantity, a :class:`Formula` generated from it,
+so a notebook, a widget, a plot, the CLI and a test all evaluate the same
+expression::
 
     >>> GQA.bytes_per_token(N_L=80, N_h=64, N_g=8, d_QK=128, d_V=128, b=2)
     327680
@@ -15,9 +16,9 @@ import sympy as sp
 
 from kvlib.derive import CacheFormulas, derive
 from kvlib.numeric import Formula
-from kvlib.tables import TABLE_1, TensorTable, grouped
+from kvlib.tables import TABLE_1, TABLE_2, TABLE_2_ROPE, TensorTable, grouped
 
-__all__ = ["Attention", "MHA", "GQA", "MQA", "KINDS", "ratio"]
+__all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "KINDS", "ratio"]
 
 
 class Attention:
@@ -47,5 +48,7 @@ def ratio(a: Attention, b: Attention) -> Formula:
 MHA = Attention("MHA", TABLE_1)
 GQA = Attention("GQA", grouped(TABLE_1))
 MQA = Attention("MQA", grouped(TABLE_1, 1))
+MLA = Attention("MLA", TABLE_2)  # caches d_L per token per layer
+MLA_ROPE = Attention("MLA+RoPE", TABLE_2_ROPE)  # caches d_L + d_R
 
-KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA)}
+KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE)}

@@ -17,9 +17,12 @@ from enum import StrEnum
 
 import sympy as sp
 
-from kvlib.notation import N_KV, N_g, N_h, d_in, d_QK, d_V
+from kvlib.notation import N_KV, N_g, N_h, d_in, d_L, d_Lq, d_QK, d_R, d_V
 
-__all__ = ["Role", "Tensor", "TensorTable", "TABLE_1", "grouped"]
+__all__ = [
+    "Role", "Tensor", "TensorTable", "TABLE_1", "TABLE_2", "TABLE_2_ROPE", "grouped",
+    "decoupled_rope", "query_compressed",
+]
 
 
 class Role(StrEnum):
@@ -132,3 +135,84 @@ def grouped(table: TensorTable, kv_heads: sp.Expr | int = N_g.symbol) -> TensorT
     )
     caption = f"{table.name} with N_h -> {kv} in the key/value rows ({name})."
     return TensorTable(f"{table.name} ({name})", caption, rows)
+
+
+TABLE_2 = TensorTable(
+    "Table 2",
+    "Tensors of one multi-head latent attention (MLA) layer on an input X of N_KV tokens: "
+    "one shared latent per token is cached, each head up-projects it to its keys and values.",
+    (
+        _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
+        _t("W^Q_h", r"W^{Q}_h", d_in, d_QK, N_h, W),
+        _t("W^L", r"W^{L}", d_in, d_L, 1, W, note="shared down-projection (kv_lora_rank)"),
+        _t("W^LK_h", r"W^{LK}_h", d_L, d_QK, N_h, W, note="key up-projection"),
+        _t("W^LV_h", r"W^{LV}_h", d_L, d_V, N_h, W, note="value up-projection"),
+        _t("W^O_h", r"W^{O}_h", d_V, d_in, N_h, W, note="rows of W^O for head h"),
+        _t("L", r"L = X W^{L}", N_KV, d_L, 1, C, note="the latent: one d_L vector per token"),
+        _t("Q_h", r"Q_h = X W^{Q}_h", N_KV, d_QK, N_h, A),
+        _t("K_h", r"K_h = L W^{LK}_h", N_KV, d_QK, N_h, A, note="formed from L, not cached"),
+        _t("V_h", r"V_h = L W^{LV}_h", N_KV, d_V, N_h, A, note="formed from L, not cached"),
+        _t("S_h", r"S_h = \mathrm{softmax}(Q_h K_h^{T} / \sqrt{d_{QK}})", N_KV, N_KV, N_h, A,
+           note="attention scores"),
+        _t("Y", r"Y = \sum_h S_h V_h W^{O}_h", N_KV, d_in, 1, A, note="layer output"),
+    ),
+)
+
+
+def decoupled_rope(table: TensorTable = TABLE_2) -> TensorTable:
+    """Add the decoupled-RoPE rows (DeepSeek-V2) to an MLA table (notebook 04).
+
+    Each head's query gets an extra d_R-wide part Q^R_h = RoPE(X W^{QR}_h); one
+    d_R-wide key per token, K^R = RoPE(X W^{KR}), shared by all heads, is cached
+    beside the latent. Scores become (Q_h K_h^T + Q^R_h K^{R T}) / sqrt(d_QK + d_R).
+    """
+    extra_weights = (
+        _t("W^QR_h", r"W^{QR}_h", d_in, d_R, N_h, W, note="RoPE part of each query"),
+        _t("W^KR", r"W^{KR}", d_in, d_R, 1, W, note="shared RoPE key projection"),
+    )
+    query_part = _t("Q^R_h", r"Q^{R}_h = \mathrm{RoPE}(X W^{QR}_h)", N_KV, d_R, N_h, A)
+    key_part = _t("K^R", r"K^{R} = \mathrm{RoPE}(X W^{KR})", N_KV, d_R, 1, C,
+                  note="one RoPE key per token, shared by all heads, cached")
+    rows: list[Tensor] = []
+    for t in table.tensors:
+        if t.name == "S_h":
+            t = replace(t, latex=r"S_h = \mathrm{softmax}((Q_h K_h^{T} + Q^{R}_h K^{R\,T})"
+                        r" / \sqrt{d_{QK} + d_R})")
+        rows.append(t)
+        if t.name == "W^O_h":
+            rows.extend(extra_weights)
+        if t.name == "L":
+            rows.append(key_part)
+        if t.name == "Q_h":
+            rows.append(query_part)
+    return TensorTable(f"{table.name} + decoupled RoPE",
+                       f"{table.caption} Plus the decoupled RoPE query and key parts.",
+                       tuple(rows))
+
+
+TABLE_2_ROPE = decoupled_rope(TABLE_2)
+
+
+def query_compressed(table: TensorTable) -> TensorTable:
+    """Replace each W^Q_h (d_in x d_QK) by DeepSeek's query compression (q_lora_rank).
+
+    W^{DQ} (d_in x d_Lq, shared) then W^{UQ}_h (d_Lq x d_QK, per head); with decoupled
+    RoPE, W^{QR}_h reads the query latent too (d_Lq x d_R). Only weight rows and one
+    activation change: no cache row does.
+    """
+    rows: list[Tensor] = []
+    for t in table.tensors:
+        if t.name == "W^Q_h":
+            rows.append(_t("W^DQ", r"W^{DQ}", d_in, d_Lq, 1, W,
+                           note="query down-projection (q_lora_rank)"))
+            rows.append(_t("W^UQ_h", r"W^{UQ}_h", d_Lq, d_QK, N_h, W,
+                           note="query up-projection"))
+        elif t.name == "W^QR_h":
+            rows.append(replace(t, rows=d_Lq.symbol, note="RoPE query part, from the query latent"))
+        elif t.name == "Q_h":
+            rows.append(_t("C^Q", r"C^{Q} = X W^{DQ}", N_KV, d_Lq, 1, A, note="query latent"))
+            rows.append(replace(t, latex=r"Q_h = C^{Q} W^{UQ}_h"))
+        else:
+            rows.append(t)
+    return TensorTable(f"{table.name} + query compression",
+                       f"{table.caption} Queries pass through a d_Lq-wide latent.", tuple(rows))
