@@ -1,0 +1,207 @@
+"""Bundled real models, the paper's Table 3 view of them, and one estimate (notebook 05).
+
+``BUNDLED`` maps a short name (used by ``kvlib estimate`` and the widgets) to
+an offline copy of the model's ``config.json`` (``kvlib/configs/<name>.json``),
+the Hugging Face repository it was copied from, and its published parameter
+count. :func:`load_model` reads a bundled name or a path into a
+:class:`kvlib.spec.ModelSpec`::
+
+    >>> load_model("llama-3.1-70b").kv_bytes_per_token(2)   # 80 * 2 * 8 * 128 * 2
+    327680
+
+:func:`simplified` gives the paper's Table 3 view of a model (every layer full
+attention, MLA counted as the latent alone), evaluated through the same
+formulas; :func:`estimate` is what the CLI prints and the widget shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from kvlib.config import ConfigReading, load_config, parse_config, read_config
+from kvlib.dtypes import bytes_per_element
+from kvlib.spec import CacheKind, LayerGroup, ModelSpec
+
+__all__ = [
+    "BundledModel", "BUNDLED", "bundled_config", "load_model", "reading", "simplified",
+    "attention_label", "GroupEstimate", "Estimate", "estimate",
+]
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """One bundled model.
+
+    params: total parameter count as published by the model's authors (for a
+    mixture of experts, all experts; ``active_params`` is the per-token count).
+    """
+
+    name: str
+    title: str
+    repo: str
+    params: int
+    params_note: str
+    active_params: int | None = None
+
+    @property
+    def source(self) -> str:
+        return f"https://huggingface.co/{self.repo}/blob/main/config.json"
+
+
+def _m(name, title, repo, params, note, active=None) -> BundledModel:
+    return BundledModel(name, title, repo, int(params), note, None if active is None
+                        else int(active))
+
+
+BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
+    _m("llama-3-70b", "Llama 3 70B", "meta-llama/Meta-Llama-3-70B", 70.6e9,
+       "70.6B, the count shown on the model page (paper's Table 3 model)"),
+    _m("llama-3.1-70b", "Llama 3.1 70B", "meta-llama/Llama-3.1-70B", 70.6e9,
+       "70.6B, the count shown on the model page"),
+    _m("llama-3.1-8b", "Llama 3.1 8B", "meta-llama/Llama-3.1-8B", 8.03e9,
+       "8.03B, the count shown on the model page"),
+    _m("gemma-3-27b", "Gemma 3 27B", "google/gemma-3-27b-it", 27.4e9,
+       "27.4B including the 0.4B SigLIP vision encoder (paper's Table 3 model)"),
+    _m("deepseek-v2", "DeepSeek V2", "deepseek-ai/DeepSeek-V2", 236e9,
+       "236B total, 21B activated per token (paper's Table 3 model)", 21e9),
+)}
+
+
+def _unknown(name: str) -> ValueError:
+    return ValueError(f"unknown model {name!r}: bundled models are {', '.join(BUNDLED)} "
+                      "(or give the path of a config.json)")
+
+
+def bundled_config(name: str) -> dict:
+    """The bundled config.json of ``name``, as a dict."""
+    if name not in BUNDLED:
+        raise _unknown(name)
+    text = (resources.files("kvlib") / "configs" / f"{name}.json").read_text(encoding="utf-8")
+    return load_config(json.loads(text))
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.endswith(".json") or os.sep in name or "/" in name or Path(name).exists()
+
+
+def reading(name_or_path) -> ConfigReading:
+    """The :class:`ConfigReading` of a bundled name or a config path (per-layer map)."""
+    if isinstance(name_or_path, str) and name_or_path in BUNDLED:
+        return parse_config(bundled_config(name_or_path))
+    if isinstance(name_or_path, Path) or (isinstance(name_or_path, str)
+                                          and _looks_like_path(name_or_path)):
+        return parse_config(name_or_path)
+    if isinstance(name_or_path, str):
+        raise _unknown(name_or_path)
+    return parse_config(name_or_path)
+
+
+def load_model(name_or_path) -> ModelSpec:
+    """A :class:`ModelSpec` from a bundled short name, a config.json path, or a dict.
+
+    An unknown name raises ValueError listing the bundled ones; a missing file
+    raises FileNotFoundError.
+    """
+    if isinstance(name_or_path, str) and name_or_path in BUNDLED:
+        m = BUNDLED[name_or_path]
+        return read_config(bundled_config(m.name), name=m.name, params=m.params,
+                           source_label=m.repo)
+    if isinstance(name_or_path, str) and not _looks_like_path(name_or_path):
+        raise _unknown(name_or_path)
+    return read_config(name_or_path)
+
+
+def title(spec: ModelSpec) -> str:
+    """A reader's name for a spec: the bundled title, else its name."""
+    m = BUNDLED.get(spec.name)
+    return m.title if m else spec.name
+
+
+def attention_label(spec: ModelSpec) -> str:
+    """MHA, GQA, MQA or MLA, from the sizes of the model's groups."""
+    g = spec.groups[0]
+    if g.attention.startswith("MLA"):
+        return "MLA"
+    if g.attention != "GQA":
+        return g.attention
+    n_h, n_g = g.sizes["N_h"], g.sizes["N_g"]
+    return "MHA" if n_g == n_h else "MQA" if n_g == 1 else "GQA"
+
+
+def simplified(spec: ModelSpec) -> ModelSpec:
+    """The paper's Table 3 view: every layer full attention, MLA as the latent d_L alone.
+
+    Same formulas (``KINDS["GQA"]``, ``KINDS["MLA"]``), fewer details: windows
+    are dropped and the decoupled RoPE key ``d_R`` is left out.
+    """
+    merged: dict = {}
+    for g in spec.groups:
+        if g.attention == "MLA+RoPE":
+            attention, sizes = "MLA", {"d_L": g.sizes["d_L"]}
+        else:
+            attention, sizes = g.attention, dict(g.sizes)
+        kind = CacheKind.LATENT if attention.startswith("MLA") else CacheKind.FULL
+        key = (kind, attention, tuple(sorted(sizes.items())))
+        merged[key] = merged.get(key, 0) + g.layers
+    groups = tuple(LayerGroup(kind, n, attention, dict(sizes))
+                   for (kind, attention, sizes), n in merged.items())
+    return ModelSpec(
+        name=spec.name, groups=groups, params=spec.params,
+        max_position_embeddings=spec.max_position_embeddings, source=spec.source,
+        assumptions=("the paper's simplification: every layer keeps every token, "
+                     "and MLA caches the latent d_L only (no decoupled RoPE key)",),
+    )
+
+
+@dataclass(frozen=True)
+class GroupEstimate:
+    """One layer group's share: bytes per token (all its layers) and per sequence."""
+
+    group: LayerGroup
+    bytes_per_token: int
+    cached_tokens: int
+    bytes_per_sequence: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The cache of ``batch`` sequences of ``context`` tokens at ``kv_dtype``."""
+
+    spec: ModelSpec
+    kv_dtype: str
+    b: object  # bytes per element (Fraction)
+    context: int
+    batch: int
+    kv_bytes_per_token: int
+    kv_bytes_per_sequence: int
+    kv_bytes_total: int
+    groups: tuple[GroupEstimate, ...]
+
+
+def estimate(model, context: int | None = None, batch: int = 1,
+             kv_dtype: str = "bf16") -> Estimate:
+    """Cache bytes of ``model`` (a ModelSpec, bundled name or config path).
+
+    context: tokens per sequence (default: the config's max_position_embeddings);
+    batch: sequences; kv_dtype: a key of :data:`kvlib.dtypes.DTYPE_BYTES`.
+    """
+    from kvlib import validate
+
+    spec = model if isinstance(model, ModelSpec) else load_model(model)
+    b = bytes_per_element(kv_dtype)
+    if context is None:
+        if spec.max_position_embeddings is None:
+            raise ValueError(f"{spec.name}: the config gives no max_position_embeddings; "
+                             "pass a context length")
+        context = spec.max_position_embeddings
+    context = validate.positive_int("context", context)
+    batch = validate.positive_int("batch", batch)
+    groups = tuple(GroupEstimate(g, g.bytes_per_token(b), g.cached_tokens(context),
+                                 g.bytes_per_sequence(context, b)) for g in spec.groups)
+    per_seq = spec.kv_bytes_per_sequence(context, b)
+    return Estimate(spec, kv_dtype, b, context, batch, spec.kv_bytes_per_token(b), per_seq,
+                    per_seq * batch, groups)
