@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import matplotlib as mpl
+import matplotlib.ticker as mticker
 import numpy as np
 
 from kvlib.units import UNITS
 
 __all__ = [
-    "STYLE", "apply_style", "context_ticks", "format_context", "context_axis",
+    "STYLE", "COLORS", "apply_style", "context_ticks", "format_context", "context_axis",
+    "log_value_axis",
     "plot_cache_vs_context", "plot_bars",
 ]
 
@@ -69,14 +71,23 @@ def context_ticks(lo: int = 1024, hi: int = 131072) -> list[int]:
     return out
 
 
-def context_axis(ax, lo: int = 1024, hi: int = 131072, label: str = "context length N_KV (tokens)"):
-    """Log-2 x axis with 1K..128K tick labels."""
+def context_axis(ax, lo: int = 1024, hi: int = 131072,
+                 label: str = r"context length $N_{KV}$ (tokens)"):
+    """Log-2 x axis with 1K..128K tick labels (a little margin so end markers show)."""
     ax.set_xscale("log", base=2)
     ticks = context_ticks(lo, hi)
     ax.set_xticks(ticks, [format_context(t) for t in ticks])
     ax.minorticks_off()
-    ax.set_xlim(lo, hi)
+    ax.set_xlim(lo / 1.12, hi * 1.12)
     ax.set_xlabel(label)
+
+
+def log_value_axis(ax) -> None:
+    """Log-10 y axis labelled 1, 2, 5, 10, 20, 50, ... in plain numbers, not powers of ten."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
 
 
 def plot_cache_vs_context(ax, contexts: Sequence[int], series: Mapping[str, np.ndarray],
@@ -98,7 +109,7 @@ def plot_cache_vs_context(ax, contexts: Sequence[int], series: Mapping[str, np.n
         ax.axhline(hline[0] / UNITS[unit], color="black", ls="--", lw=1.6, label=hline[1])
     context_axis(ax, min(contexts), max(contexts))
     if logy:
-        ax.set_yscale("log")
+        log_value_axis(ax)
     ax.set_ylabel(f"KV cache ({unit})")
     if title:
         ax.set_title(title)

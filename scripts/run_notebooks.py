@@ -35,6 +35,11 @@ def clean(nb: nbformat.NotebookNode) -> None:
                 raise RuntimeError(f"cell {cell.get('id')} raised: {out.get('evalue')}")
             if WIDGET_VIEW in out.get("data", {}):
                 continue  # a live view: meaningless without the kernel, new id every run
+            prev = kept[-1] if kept else None
+            if (prev is not None and out.get("output_type") == "stream"
+                    and prev.get("output_type") == "stream" and prev.name == out.name):
+                prev.text += out.text  # one print can arrive in several messages
+                continue
             kept.append(out)
         cell.outputs = kept
 
