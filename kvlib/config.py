@@ -301,8 +301,9 @@ def _windows(c: _Fields, n: int, family: str, notes: list[str]):
         return (lambda i: slide if i % 2 == 0 else full), {slide: (n + 1) // 2, full: n // 2}
     if family == "gemma3":
         w = _window_or_default(c, "sliding_window", GEMMA3_WINDOW, family, notes)
-        period = c.int("sliding_window_pattern", required=False)
-        where = "sliding_window_pattern"
+        key = c.first("sliding_window_pattern", "_sliding_window_pattern")
+        period = c.int(key) if key else None
+        where = key
         if period is None:
             period, where = GEMMA3_PATTERN, "the architecture, not config.json"
         notes.append(f"Gemma 3 pattern from {where}: layer i is global iff (i + 1) % "

@@ -68,6 +68,25 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
        "27.4B including the 0.4B SigLIP vision encoder (paper's Table 3 model)"),
     _m("deepseek-v2", "DeepSeek V2", "deepseek-ai/DeepSeek-V2", 236e9,
        "236B total, 21B activated per token (paper's Table 3 model)", 21e9),
+    _m("deepseek-v3", "DeepSeek V3", "deepseek-ai/DeepSeek-V3", 671e9,
+       "671B total (the 685B on the model page adds the 14B multi-token-prediction "
+       "module), 37B activated per token", 37e9),
+    _m("gemma-2-9b", "Gemma 2 9B", "google/gemma-2-9b", 9.24e9,
+       "9.24B, the count shown on the model page"),
+    _m("qwen3-32b", "Qwen3 32B", "Qwen/Qwen3-32B", 32.8e9,
+       "32.8B, from the model card"),
+    _m("qwen2.5-7b", "Qwen2.5 7B Instruct", "Qwen/Qwen2.5-7B-Instruct", 7.61e9,
+       "7.61B, from the model card"),
+    _m("mistral-7b-v0.1", "Mistral 7B v0.1", "mistralai/Mistral-7B-v0.1", 7.24e9,
+       "7.24B, the count shown on the model page (announced as 7.3B)"),
+    _m("falcon-7b", "Falcon 7B", "tiiuae/falcon-7b", 7.22e9,
+       "7.22B, the count shown on the model page (model card: 7B)"),
+    _m("gpt2", "GPT-2 (124M)", "openai-community/gpt2", 124e6,
+       "124M, the smallest GPT-2"),
+    _m("llama-4-scout", "Llama 4 Scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9,
+       "109B total, 17B activated per token (16 experts)", 17e9),
+    _m("gpt-oss-20b", "gpt-oss 20B", "openai/gpt-oss-20b", 20.9e9,
+       "20.9B total, 3.6B activated per token (model card)", 3.6e9),
 )}
 
 
