@@ -106,16 +106,21 @@ class Formula:
     def _call_vector(self, values: dict) -> np.ndarray:
         arrays = {}
         for k, v in values.items():
-            if by_name(k).integer:
-                arrays[k] = validate.positive_int_array(_label(k), np.asarray(v))
-            else:
-                arrays[k] = validate.positive_number_array(_label(k), np.asarray(v))
+            integer = by_name(k).integer
+            if isinstance(v, np.ndarray):
+                check = validate.positive_int_array if integer else validate.positive_number_array
+                arrays[k] = check(_label(k), v)
+            elif integer:
+                arrays[k] = np.int64(validate.positive_int(_label(k), v))
+            else:  # 1/2 byte stays exact as a float; whole bytes keep the result int64
+                exact = validate.positive_number(_label(k), v)
+                arrays[k] = np.int64(exact) if exact.denominator == 1 else float(exact)
         if "N_g" in arrays and "N_h" in arrays:
             validate.check_divides("N_g (key/value heads)", arrays["N_g"],
                                    "N_h (query heads)", arrays["N_h"])
         args = [arrays[a] for a in self.args]
         # Guard int64: estimate in float first, refuse rather than wrap around.
-        estimate = self._vector(*(a.astype(np.float64) for a in args))
+        estimate = self._vector(*(np.asarray(a, dtype=np.float64) for a in args))
         if np.any(np.abs(estimate) > _INT64_MAX / 2):
             raise ValueError(
                 f"{self.name}: values too large for int64 arrays; call with Python ints instead"
