@@ -102,7 +102,7 @@ def plot_cache_vs_context(ax, contexts: Sequence[int], series: Mapping[str, np.n
     lines = []
     for label, values in series.items():
         y = np.asarray(values, dtype=float) / UNITS[unit]
-        key = label.split(" ")[0]
+        key = label.split(" ")[0].rstrip(":,")
         (ln,) = ax.plot(contexts, y, marker="o", label=label, color=colors.get(key))
         lines.append(ln)
     if hline is not None:
@@ -113,7 +113,9 @@ def plot_cache_vs_context(ax, contexts: Sequence[int], series: Mapping[str, np.n
     ax.set_ylabel(f"KV cache ({unit})")
     if title:
         ax.set_title(title)
-    ax.legend(loc="upper left", frameon=False)
+    # Lines rise to the right, so the upper left corner is free (a framed box hides
+    # the part of a dashed reference line that runs behind it).
+    ax.legend(loc="upper left", frameon=True, framealpha=0.95, edgecolor="none")
     return lines
 
 

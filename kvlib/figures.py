@@ -1,0 +1,66 @@
+"""``make figures``: write the collection's figures to ``figures/`` (README shows them).
+
+Each entry of :data:`FIGURES` is a function returning a matplotlib Figure, built by
+the same kvlib functions the notebooks call, so the README and the notebooks show
+the same picture. Usage: ``python -m kvlib.figures [OUTDIR]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from kvlib.formulas import GQA, MHA, MQA
+from kvlib.plotting import apply_style, context_ticks, plot_cache_vs_context
+
+__all__ = ["FIGURES", "heads_vs_context", "main"]
+
+LLAMA3_70B = dict(N_L=80, N_h=64, d_QK=128, d_V=128, b=2)  # Meta-Llama-3-70B config.json
+
+
+def heads_vs_context() -> Figure:
+    """Llama 3 70B's shape as MHA (64 KV heads), GQA (its real 8) and MQA (1), 1K..128K tokens."""
+    contexts = np.array(context_ticks())
+    fig = Figure(figsize=(10, 5.6), layout="constrained")
+    ax = fig.add_subplot()
+    plot_cache_vs_context(ax, contexts, {
+        "MHA: 64 KV heads": MHA.bytes_per_sequence(**LLAMA3_70B, N_KV=contexts),
+        "GQA: 8 KV heads (Llama 3 70B as shipped)":
+            GQA.bytes_per_sequence(**LLAMA3_70B, N_g=8, N_KV=contexts),
+        "MQA: 1 KV head": MQA.bytes_per_sequence(**LLAMA3_70B, N_KV=contexts),
+    }, unit="GiB", title="Llama 3 70B: KV cache of one sequence (bf16)",
+        hline=(141 * 10**9, "one H200 (141 GB)"))
+    return fig
+
+
+def _collect() -> dict[str, Callable[[], Figure]]:
+    figures = {"heads_vs_context": heads_vs_context}
+    for module in ("kvlib.figures_mla", "kvlib.figures_models", "kvlib.figures_capacity"):
+        try:
+            mod = __import__(module, fromlist=["FIGURES"])
+        except ModuleNotFoundError:
+            continue
+        figures.update(getattr(mod, "FIGURES", {}))
+    return figures
+
+
+FIGURES = _collect()
+
+
+def main(argv: list[str] | None = None) -> int:
+    out = Path((argv or sys.argv[1:] or ["figures"])[0])
+    out.mkdir(parents=True, exist_ok=True)
+    apply_style()
+    for name, make in FIGURES.items():
+        path = out / f"{name}.png"
+        make().savefig(path, metadata={"Software": None})
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""pyproject.toml and environment.yml must list the same packages at the same versions."""
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+
+
+def _pyproject_pins():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = project["dependencies"] + project["optional-dependencies"]["dev"]
+    pins = {}
+    for r in reqs:
+        name, version = r.split("==")
+        pins[name.lower()] = version
+    return pins
+
+
+def _conda_pins():
+    pins = {}
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        m = re.match(r"^\s+-\s+([A-Za-z0-9_.-]+)=([0-9][^\s=]*)\s*$", line)
+        if m and m.group(1) != "python":
+            pins[m.group(1).lower()] = m.group(2)
+    return pins
+
+
+def test_every_dependency_is_pinned_exactly():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for r in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        assert re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", r), r
+
+
+def test_environment_yml_matches_pyproject():
+    assert _conda_pins() == _pyproject_pins()
+
+
+def test_python_versions_agree():
+    env = (ROOT / "environment.yml").read_text()
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    m = re.search(r"-\s+python=(3\.\d+)", env)
+    assert m and requires == f">={m.group(1)}"
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    assert "make lab" in readme and "make test" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
