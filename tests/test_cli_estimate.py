@@ -1,0 +1,115 @@
+"""`kvlib estimate`: JSON fields, readable table, and one-line errors with exit status 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kvlib.cli import main
+
+GiB = 1024**3
+
+
+def run(capsys, *argv):
+    code = main(["estimate", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv) -> dict:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0 and err == ""
+    return json.loads(out)
+
+
+def test_json_has_the_documented_fields(capsys):
+    d = run_json(capsys, "gemma-3-27b", "--context", "131072")
+    for key in ("model", "attention", "kv_dtype", "context", "batch", "kv_bytes_per_token",
+                "kv_bytes_per_sequence", "kv_bytes_total", "groups", "assumptions"):
+        assert key in d
+    assert d["model"] == "gemma-3-27b" and d["attention"] == "GQA" and d["kv_dtype"] == "bf16"
+    assert d["kv_bytes_per_token"] == 62 * 2 * 16 * 128 * 2
+    assert d["kv_bytes_per_sequence"] == (10 * 2 * 16 * 128 * 2 * 131072
+                                          + 52 * 2 * 16 * 128 * 2 * 1024)
+    assert [(g["kind"], g["layers"], g["window"], g["bytes_per_token"]) for g in d["groups"]] == [
+        ("full", 10, None, 10 * 2 * 16 * 128 * 2), ("sliding", 52, 1024, 52 * 2 * 16 * 128 * 2)]
+    assert any("text_config" in a for a in d["assumptions"])
+
+
+def test_json_batch_dtype_and_default_context(capsys):
+    d = run_json(capsys, "llama-3.1-70b", "--batch", "4", "--kv-dtype", "fp8")
+    assert d["context"] == 131072  # max_position_embeddings
+    assert d["kv_bytes_per_token"] == 80 * 2 * 8 * 128 * 1
+    assert d["kv_bytes_total"] == 4 * 80 * 2 * 8 * 128 * 131072 == 80 * GiB
+    assert d["params"] == 70_600_000_000
+
+
+def test_json_mla(capsys):
+    d = run_json(capsys, "deepseek-v2", "--context", "1000", "--kv-dtype", "fp32")
+    assert d["attention"] == "MLA"
+    assert d["kv_bytes_per_token"] == 60 * (512 + 64) * 4
+    assert d["groups"][0]["sizes"] == {"d_L": 512, "d_R": 64}
+
+
+def test_json_from_a_path(capsys, tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+                             "num_attention_heads": 32, "num_key_value_heads": 8,
+                             "sliding_window": 4096, "max_position_embeddings": 32768}))
+    d = run_json(capsys, str(p))
+    assert d["kv_bytes_per_sequence"] == 32 * 2 * 8 * 128 * 2 * 4096
+
+
+def test_table_shows_groups_totals_and_assumptions(capsys):
+    code, out, err = run(capsys, "gemma-3-27b")
+    assert code == 0 and err == ""
+    assert "507,904 B = 496 KiB" in out
+    assert "11,173,625,856 B = 10.41 GiB" in out
+    assert "sliding" in out and "1,024" in out and "assumptions:" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["no-such-model"], ["unknown model", "llama-3-70b", "gemma-3-27b", "deepseek-v2"]),
+    (["missing/config.json"], ["not found", "missing/config.json"]),
+    (["gpt2", "--context", "0"], ["--context", "'0'"]),
+    (["gpt2", "--context", "abc"], ["--context", "'abc'"]),
+    (["gpt2", "--batch", "-2"], ["--batch", "'-2'"]),
+    (["gpt2", "--kv-dtype", "fp7"], ["--kv-dtype", "fp7"]),
+])
+def test_errors_are_one_line_and_exit_2(capsys, argv, words):
+    try:  # bad option values stop in argparse (SystemExit), bad models in the command
+        code = main(["estimate", *argv])
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    for w in words:
+        assert w in err
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{not json", ["not valid JSON"]),
+    ("[1, 2]", ["JSON object"]),
+    ('{"num_hidden_layers": "80", "num_attention_heads": 64}', ["num_hidden_layers", "'80'"]),
+    ('{"num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 6,'
+     ' "head_dim": 128}', ["num_key_value_heads=6", "num_attention_heads=64"]),
+])
+def test_bad_config_files(capsys, tmp_path, content, words):
+    p = tmp_path / "config.json"
+    p.write_text(content)
+    code, out, err = run(capsys, str(p), "--context", "10")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    for w in words:
+        assert w in err
+
+
+def test_python_dash_m_has_no_traceback():
+    r = subprocess.run([sys.executable, "-m", "kvlib", "estimate", "nope"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("kvlib estimate: error: unknown model 'nope'")
+    r = subprocess.run([sys.executable, "-m", "kvlib", "estimate", "llama-3-70b", "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and json.loads(r.stdout)["kv_bytes_per_token"] == 327_680
