@@ -1,4 +1,4 @@
-"""The NumPy reference: cached decoding equals full attention, and the cache's bytes equal the formula."""
+"""The NumPy reference: cached decoding equals full attention; cache bytes equal the formula."""
 
 import numpy as np
 import pytest

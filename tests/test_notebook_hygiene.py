@@ -54,7 +54,8 @@ def test_lesson_shape(path):
     cells = _load(path)["cells"]
     opening = "".join(cells[0]["source"])
     assert cells[0]["cell_type"] == "markdown" and "you will be able to" in opening
-    assert any("## Takeaways" in "".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    assert any("## Takeaways" in text for text in markdown)
     solutions = [c for c in cells if "solution" in c["metadata"].get("tags", [])]
     assert len(solutions) >= 2, "2-3 exercises with revealable solutions"
     for c in solutions:
