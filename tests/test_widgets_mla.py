@@ -1,0 +1,27 @@
+"""Notebook 04's explorer: its computation against hand arithmetic, and the live widget."""
+
+from fractions import Fraction
+
+from kvlib.widgets_mla import rope_explorer, rope_price
+
+
+def test_deepseek_v2_price_of_decoupling_by_hand():
+    r = rope_price(d_L=512, d_R=64, N_h=128, context=131_072)
+    assert r.per_token == {"a": 60 * 512 * 2, "b": 60 * (512 + 64) * 2}
+    assert r.extra == Fraction(64, 512) == Fraction(1, 8)
+    assert Fraction(r.per_sequence["b"], 1024**3) == Fraction(135, 16)  # 8.4375 GiB
+    assert Fraction(r.per_sequence["a"], 1024**3) == Fraction(15, 2)  # 7.5 GiB
+    # (b): per cached token 2 * 128 * (512 + 64 + 512) FLOPs, dominant at 128K
+    assert r.flops["b"] > 131_072 * 2 * 128 * (512 + 64 + 512)
+    # (a): re-expanding 192-wide keys and 128-wide values from 512 for all 128 heads
+    assert r.flops["a"] > 131_072 * 2 * 128 * 512 * (192 + 128)
+    assert 140 < r.speedup < 160
+
+
+def test_explorer_follows_its_controls():
+    e = rope_explorer(context=4096)
+    before = e.readout.value
+    assert "67.5 KiB" in before and "+12.5%" in before
+    e.controls["d_R"].value = 128
+    assert e.readout.value != before and "+25.0%" in e.readout.value
+    assert len(e.fig.axes) == 2
