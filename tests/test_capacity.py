@@ -1,0 +1,381 @@
+"""Capacity planning rules, each pinned by hand arithmetic written out in the test."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvlib import capacity, paging
+from kvlib.capacity import (
+    Deployment,
+    as_mha,
+    cache_dominates_at,
+    kv_bytes_per_sequence_per_gpu,
+    paged_tokens,
+    plan,
+    shard,
+    vllm_sliding_window_tokens,
+    weights_bytes_per_gpu,
+)
+from kvlib.gpus import get_gpu
+from kvlib.spec import CacheKind, LayerGroup, ModelSpec
+
+GiB = 1024**3
+
+# Built by hand from the published configs, so these tests do not depend on the config reader.
+LLAMA_70B_GROUP = LayerGroup(CacheKind.FULL, 80, "GQA",
+                             {"N_h": 64, "N_g": 8, "d_QK": 128, "d_V": 128})
+LLAMA_70B = ModelSpec("llama-70b", (LLAMA_70B_GROUP,), params=70_600_000_000,
+                      max_position_embeddings=131072)
+LLAMA_8B = ModelSpec("llama-8b", (LayerGroup(CacheKind.FULL, 32, "GQA",
+                                             {"N_h": 32, "N_g": 8, "d_QK": 128, "d_V": 128}),),
+                     params=8_030_000_000, max_position_embeddings=131072)
+DEEPSEEK_V2 = ModelSpec("deepseek-v2", (LayerGroup(CacheKind.LATENT, 60, "MLA+RoPE",
+                                                   {"N_h": 128, "d_L": 512, "d_R": 64}),),
+                        params=236_000_000_000, max_position_embeddings=163840)
+GEMMA3_27B = ModelSpec("gemma-3-27b", (
+    LayerGroup(CacheKind.FULL, 10, "GQA", {"N_h": 32, "N_g": 16, "d_QK": 128, "d_V": 128}),
+    LayerGroup(CacheKind.SLIDING, 52, "GQA", {"N_h": 32, "N_g": 16, "d_QK": 128, "d_V": 128},
+               window=1024),
+), params=27_400_000_000)
+
+
+def per_token(model, tp=1, kv_dtype="bf16", scales=None):
+    return kv_bytes_per_sequence_per_gpu(model, 1, kv_dtype, tp, block_size=1, scales=scales)
+
+
+# --- weights -------------------------------------------------------------------
+
+def test_weights_split_over_tp_ranks():
+    assert weights_bytes_per_gpu(70_600_000_000, "bf16", 4) == 70_600_000_000 * 2 // 4
+    assert weights_bytes_per_gpu(70_600_000_000, "fp8", 4) == 70_600_000_000 // 4
+    assert weights_bytes_per_gpu(70_600_000_000, "int4", 8) == 70_600_000_000 // 2 // 8
+    assert weights_bytes_per_gpu(7, "int4", 1) == 4  # 3.5 bytes rounds up
+
+
+def test_bad_weight_dtype_is_named():
+    with pytest.raises(ValueError, match="weight dtype must be one of"):
+        weights_bytes_per_gpu(10, "fp6")
+
+
+# --- tensor parallelism -----------------------------------------------------------
+
+@pytest.mark.parametrize("tp, kv_heads_per_gpu, replicas", [
+    (1, 8, 1), (2, 4, 1), (4, 2, 1), (8, 1, 1),
+    (16, 1, 2), (32, 1, 4), (64, 1, 8),  # TP > 8 KV heads: one whole head, replicated
+])
+def test_tp_shards_kv_heads_then_replicates(tp, kv_heads_per_gpu, replicas):
+    _, s = shard(LLAMA_70B_GROUP, tp)
+    assert (s.per_rank, s.replicas) == (kv_heads_per_gpu, replicas)
+    assert per_token(LLAMA_70B, tp) == 2 * 80 * kv_heads_per_gpu * 128 * 2
+
+
+def test_tp_per_gpu_numbers_written_out():
+    assert per_token(LLAMA_70B, 1) == 2 * 80 * 8 * 128 * 2 == 327_680  # 320 KiB
+    assert per_token(LLAMA_70B, 4) == 2 * 80 * 2 * 128 * 2 == 81_920  # 80 KiB
+    assert per_token(LLAMA_70B, 8) == 2 * 80 * 1 * 128 * 2 == 40_960
+    # replication: 16 GPUs hold 16 x 40,960 B per token, twice the model's 327,680
+    assert 16 * per_token(LLAMA_70B, 16) == 2 * 327_680
+
+
+def test_tp_shards_query_heads_too():
+    rank, _ = shard(LLAMA_70B_GROUP, 4)
+    assert rank.sizes == {"N_h": 64 // 4, "N_g": 8 // 4, "d_QK": 128, "d_V": 128}
+    assert rank.kind is CacheKind.FULL and rank.layers == 80
+
+
+def test_mha_shards_its_heads():
+    mha = ModelSpec("mha", (LayerGroup(CacheKind.FULL, 32, "MHA",
+                                       {"N_h": 32, "d_QK": 128, "d_V": 128}),), params=1)
+    assert per_token(mha, 4) == 2 * 32 * (32 // 4) * 128 * 2
+    assert shard(mha.groups[0], 4)[1].replicas == 1
+
+
+def test_mqa_single_head_is_replicated_on_every_rank():
+    mqa = ModelSpec("mqa", (LayerGroup(CacheKind.FULL, 32, "MQA",
+                                       {"N_h": 32, "d_QK": 128, "d_V": 128}),), params=1)
+    assert per_token(mqa, 8) == per_token(mqa, 1) == 2 * 32 * 1 * 128 * 2
+    assert shard(mqa.groups[0], 8)[1].replicas == 8
+
+
+@pytest.mark.parametrize("sizes, tp, match", [
+    ({"N_h": 64, "N_g": 8}, 3, "must divide the query heads N_h=64"),
+    ({"N_h": 48, "N_g": 8}, 12, "must divide the KV-head count 8 or be a multiple of it"),
+    ({"N_h": 48, "N_g": 12}, 8, "must divide the KV-head count 12 or be a multiple of it"),
+])
+def test_tp_that_neither_divides_nor_is_a_multiple_is_an_error(sizes, tp, match):
+    g = LayerGroup(CacheKind.FULL, 4, "GQA", {**sizes, "d_QK": 64, "d_V": 64})
+    with pytest.raises(ValueError, match=match):
+        shard(g, tp)
+
+
+def test_mla_latent_is_replicated_across_tp_ranks():
+    latent = 60 * (512 + 64) * 2  # layers x (d_L + d_R) x bf16
+    assert latent == 69_120  # 67.5 KiB
+    for tp in (1, 2, 8, 16, 128):
+        assert per_token(DEEPSEEK_V2, tp) == latent
+        assert shard(DEEPSEEK_V2.groups[0], tp)[1].replicas == tp
+
+
+def test_mla_per_gpu_advantage_shrinks_as_tp_grows():
+    # TP=1: GQA 70B holds 327,680 / 69,120 = 4.74x more per token than DeepSeek V2
+    assert Fraction(per_token(LLAMA_70B, 1), per_token(DEEPSEEK_V2, 1)) == Fraction(327680, 69120)
+    # TP=8: each GPU holds one Llama KV head (40,960 B) but the whole latent (69,120 B)
+    assert per_token(LLAMA_70B, 8) == 40_960 < per_token(DEEPSEEK_V2, 8) == 69_120
+
+
+# --- paging ----------------------------------------------------------------------
+
+def test_block_rounding_full_group():
+    assert paged_tokens(1000, 16) == 63 * 16 == 1008
+    assert kv_bytes_per_sequence_per_gpu(LLAMA_70B, 1000, block_size=16) == 1008 * 327_680
+    assert kv_bytes_per_sequence_per_gpu(LLAMA_70B, 1000, block_size=1) == 1000 * 327_680
+    assert kv_bytes_per_sequence_per_gpu(LLAMA_70B, 1, block_size=16) == 16 * 327_680
+
+
+def test_block_rounding_per_layer_group_with_window():
+    full, sliding = 2 * 10 * 16 * 128 * 2, 2 * 52 * 16 * 128 * 2  # bytes per token per group
+    # T = 5000: full group ceil(5000/16) = 313 blocks; window 1024 = 64 blocks exactly
+    assert kv_bytes_per_sequence_per_gpu(GEMMA3_27B, 5000) == 313 * 16 * full + 1024 * sliding
+    # T = 1000 < window: both groups round 1000 up to 1008
+    assert kv_bytes_per_sequence_per_gpu(GEMMA3_27B, 1000) == 1008 * full + 1008 * sliding
+
+
+def test_block_rounding_of_a_window_that_is_not_a_block_multiple():
+    g = LayerGroup(CacheKind.SLIDING, 2, "GQA", {"N_h": 4, "N_g": 2, "d_QK": 8, "d_V": 8},
+                   window=1000)
+    m = ModelSpec("w", (g,), params=1)
+    # ceil(min(5000, 1000) / 16) = 63 blocks = 1008 slots, not clamped back to 1000
+    assert kv_bytes_per_sequence_per_gpu(m, 5000) == 1008 * (2 * 2 * 2 * 8 * 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(T=st.integers(1, 300_000), block=st.sampled_from([1, 16, 32, 128, 256]),
+       tp=st.sampled_from([1, 2, 4, 8, 16]))
+def test_rounding_adds_less_than_one_block_per_group(T, block, tp):
+    exact = kv_bytes_per_sequence_per_gpu(GEMMA3_27B, T, tp=tp, block_size=1)
+    paged = kv_bytes_per_sequence_per_gpu(GEMMA3_27B, T, tp=tp, block_size=block)
+    one_block = sum(kv_bytes_per_sequence_per_gpu(ModelSpec("g", (g,)), block, tp=tp,
+                                                  block_size=1) for g in GEMMA3_27B.groups)
+    assert exact <= paged < exact + one_block
+
+
+def test_vllm_sliding_window_reserve():
+    # SlidingWindowSpec: ceil(min(W - 1 + max_num_batched_tokens, max_model_len) / block) + 1
+    assert vllm_sliding_window_tokens(1024, 16, 8192) == (-(-(1023 + 8192) // 16) + 1) * 16
+    assert vllm_sliding_window_tokens(1024, 16, 8192) == 577 * 16
+    assert vllm_sliding_window_tokens(1024, 16, 8192, max_model_len=4096) == (256 + 1) * 16
+
+
+# --- KV dtypes and scales ---------------------------------------------------------------
+
+def test_fp8_halves_and_int4_quarters_the_cache():
+    bf16 = kv_bytes_per_sequence_per_gpu(LLAMA_70B, 131072, "bf16", 4)
+    assert bf16 == 2 * 80 * 2 * 128 * 2 * 131072
+    assert kv_bytes_per_sequence_per_gpu(LLAMA_70B, 131072, "fp8", 4) * 2 == bf16
+    assert kv_bytes_per_sequence_per_gpu(LLAMA_70B, 131072, "int4", 4) * 4 == bf16
+
+
+def test_per_token_head_scales_add_one_fp32_per_head_vector():
+    # vLLM int8/fp8_per_token_head: per token per layer, 2 x N_g scales of 4 bytes
+    assert per_token(LLAMA_70B, 1, "fp8", "per-token-head") == 80 * (2 * 8 * 128 * 1 + 2 * 8 * 4)
+    assert per_token(LLAMA_70B, 4, "fp8", "per-token-head") == 80 * (2 * 2 * 128 + 2 * 2 * 4)
+    # MLA: one scale for the latent and one for the RoPE key
+    assert per_token(DEEPSEEK_V2, 8, "fp8", "per-token-head") == 60 * (576 + 2 * 4)
+
+
+def test_per_16_element_fp8_scales_on_int4():
+    # 0.5 byte per element + 1 byte per 16 elements = 0.5625 = 9/16 byte per element
+    assert per_token(LLAMA_70B, 1, "int4", "per-16-fp8") == 2 * 80 * 8 * 128 * 9 // 16
+
+
+def test_unknown_scales_named():
+    with pytest.raises(ValueError, match="kv scales must be one of"):
+        per_token(LLAMA_70B, 1, "fp8", "per-block")
+
+
+# --- budget, sequences, replicas ------------------------------------------------------------
+
+H200_USABLE = 141_000_000_000 * 9 // 10  # floor(0.9 x 141 GB) = 126.9 GB
+WEIGHTS_TP4 = 70_600_000_000 * 2 // 4  # 35.3 GB
+BUDGET_TP4 = H200_USABLE - WEIGHTS_TP4 - 4 * GiB
+SEQ_128K_TP4 = 2 * 80 * 2 * 128 * 2 * 131072  # 10 GiB per GPU
+
+
+def test_four_h200_tp4_budget_and_sequences():
+    p = plan(LLAMA_70B, "H200", gpus=4, tp=4, context=131072)
+    assert p.hbm_bytes_per_gpu == 141_000_000_000
+    assert p.usable_bytes_per_gpu == H200_USABLE == 126_900_000_000
+    assert p.weights_bytes_per_gpu == WEIGHTS_TP4 == 35_300_000_000
+    assert p.overhead_bytes_per_gpu == 4 * 1024**3
+    assert p.kv_budget_bytes_per_gpu == BUDGET_TP4 == 87_305_032_704
+    assert p.kv_bytes_per_sequence_per_gpu == SEQ_128K_TP4 == 10 * GiB
+    assert p.max_sequences_per_replica == BUDGET_TP4 // SEQ_128K_TP4 == 8
+    assert p.replicas == 1 and p.max_sequences == 8
+    assert p.kv_free_bytes_per_gpu == BUDGET_TP4 - 8 * SEQ_128K_TP4
+    assert p.fits and p.reason == ""
+
+
+def test_replicas_multiply_sequences():
+    p = plan(LLAMA_70B, "H200", gpus=8, tp=4, context=131072)
+    assert p.replicas == 8 // 4 == 2
+    assert p.max_sequences == 2 * (BUDGET_TP4 // SEQ_128K_TP4) == 16
+
+
+def test_gpus_must_be_a_multiple_of_tp():
+    with pytest.raises(ValueError, match="gpus=6 must be a multiple of tensor_parallel_size=4"):
+        Deployment(LLAMA_70B, "H200", gpus=6, tp=4)
+
+
+def test_utilization_is_exact_and_at_most_one():
+    d = Deployment(LLAMA_70B, "H200", gpus=4, tp=4, gpu_mem_util=0.95)
+    assert d.gpu_mem_util == Fraction(95, 100)
+    assert d.usable_bytes_per_gpu == 141_000_000_000 * 95 // 100
+    with pytest.raises(ValueError, match="at most 1"):
+        Deployment(LLAMA_70B, "H200", gpu_mem_util=1.2)
+
+
+def test_overridden_memory_and_overhead():
+    p = plan(LLAMA_70B, get_gpu("H200", hbm_bytes=140 * GiB), gpus=4, tp=4, context=131072,
+             overhead_bytes=0)
+    assert p.usable_bytes_per_gpu == 140 * GiB * 9 // 10
+    assert p.kv_budget_bytes_per_gpu == 140 * GiB * 9 // 10 - WEIGHTS_TP4
+
+
+def test_unknown_params_need_to_be_given():
+    bare = ModelSpec("bare", LLAMA_70B.groups)
+    with pytest.raises(ValueError, match="parameter count of bare is unknown; give it"):
+        Deployment(bare, "H200")
+    assert Deployment(bare, "H200", params=8_000_000_000).weights_bytes_per_gpu == 16 * 10**9
+
+
+def test_max_context_at_a_given_concurrency():
+    d = Deployment(LLAMA_70B, "H200", gpus=4, tp=4)
+    per_token_tp4 = 2 * 80 * 2 * 128 * 2
+    # 16 sequences: the largest whole-block context with 16 x slots x 81,920 <= budget
+    assert d.max_context(16) == BUDGET_TP4 // (16 * per_token_tp4) // 16 * 16 == 66_608
+    assert d.max_context(8) == 131072  # capped at max_position_embeddings
+    assert d.max_context(10**6) == 0
+
+
+def test_fp8_kv_doubles_sequences_at_the_same_budget():
+    bf16 = plan(LLAMA_70B, "H200", 4, 4, 32768)
+    fp8 = plan(LLAMA_70B, "H200", 4, 4, 32768, kv_dtype="fp8")
+    assert fp8.kv_bytes_per_sequence_per_gpu * 2 == bf16.kv_bytes_per_sequence_per_gpu
+    assert bf16.max_sequences == BUDGET_TP4 // (81_920 * 32768) == 32
+    assert fp8.max_sequences == BUDGET_TP4 // (40_960 * 32768) == 65
+
+
+# --- speculative decoding --------------------------------------------------------------------
+
+def test_draft_model_adds_its_weights_and_its_cache():
+    p = plan(LLAMA_70B, "H200", 4, 4, 32768, kv_dtype="fp8", draft=LLAMA_8B)
+    draft_weights = 8_030_000_000 * 2 // 4
+    target_seq, draft_seq = 2 * 80 * 2 * 128 * 1 * 32768, 2 * 32 * 2 * 128 * 1 * 32768
+    assert p.draft_weights_bytes_per_gpu == draft_weights == 4_015_000_000
+    assert p.draft_kv_bytes_per_sequence_per_gpu == draft_seq
+    assert p.kv_bytes_per_sequence_per_gpu == target_seq + draft_seq
+    budget = H200_USABLE - WEIGHTS_TP4 - draft_weights - 4 * GiB
+    assert p.kv_budget_bytes_per_gpu == budget
+    assert p.max_sequences == budget // (target_seq + draft_seq) == 44
+
+
+def test_llama_8b_draft_adds_40_percent_not_10_to_15():
+    ratio = Fraction(per_token(LLAMA_8B), per_token(LLAMA_70B))
+    assert ratio == Fraction(32 * 8 * 128, 80 * 8 * 128) == Fraction(2, 5)
+
+
+def test_draft_on_fewer_ranks_holds_more_per_gpu():
+    p = plan(LLAMA_70B, "H200", 4, 4, 1024, draft=LLAMA_8B, draft_tp=1)
+    assert p.draft_weights_bytes_per_gpu == 8_030_000_000 * 2
+    assert p.draft_kv_bytes_per_sequence_per_gpu == 2 * 32 * 8 * 128 * 2 * 1024
+
+
+# --- not fitting ----------------------------------------------------------------------------------
+
+def test_weights_alone_exceed_the_budget():
+    p = plan(LLAMA_70B, "A100-80GB", gpus=1, tp=1, context=8192)
+    assert p.usable_bytes_per_gpu == 80_000_000_000 * 9 // 10
+    assert p.kv_budget_bytes_per_gpu == 72_000_000_000 - 141_200_000_000 - 4 * GiB < 0
+    assert not p.fits and p.max_sequences == 0
+    assert p.reason.startswith("does not fit: weights 141.2 GB")
+    assert p.decode_step_seconds_lower_bound is None
+
+
+def test_budget_too_small_for_one_sequence():
+    p = plan(LLAMA_70B, "H200", 1, 1, 200_000, weight_dtype="fp8")
+    budget = 126_900_000_000 - 70_600_000_000 - 4 * GiB
+    assert p.kv_budget_bytes_per_gpu == budget
+    assert budget < 200_000 * 327_680  # 65.5 GB for one sequence
+    assert not p.fits and "holds no sequence of 200,000 tokens" in p.reason
+    assert any("max_position_embeddings" in n for n in p.notes)
+
+
+# --- decode bound -------------------------------------------------------------------------------
+
+def test_decode_step_lower_bound_reads_weights_and_live_caches():
+    p = plan(LLAMA_70B, "H200", 4, 4, 131072)
+    expected = (35_300_000_000 + 8 * 81_920 * 131072) / 4_800_000_000_000
+    assert p.decode_step_seconds_lower_bound == pytest.approx(expected, rel=1e-12)
+
+
+def test_decode_bound_vectorises_over_batch():
+    t = capacity.decode_step_seconds(100, 10, np.array([0, 1, 10]), 10)
+    assert t.tolist() == [10.0, 11.0, 20.0]
+
+
+def test_cache_dominates_after_weights_over_per_sequence_cache():
+    per_seq = 81_920 * 8192  # 70B, TP=4, 8K context
+    assert cache_dominates_at(35_300_000_000, per_seq) == 35_300_000_000 // per_seq + 1 == 53
+
+
+# --- the seed's claims ------------------------------------------------------------------------
+
+def test_seed_340_gb_holds_only_as_mha():
+    mha = as_mha(LLAMA_70B)
+    assert mha.groups[0].attention == "MHA"
+    at_128k = kv_bytes_per_sequence_per_gpu(mha, 131072)
+    assert at_128k == 2 * 80 * 8192 * 2 * 131072 == 343_597_383_680  # "340 GB"
+    assert kv_bytes_per_sequence_per_gpu(LLAMA_70B, 131072) == at_128k // 8  # 42.9 GB
+
+
+def test_seed_7b_at_128k_outweighs_70b_at_2k():
+    small = kv_bytes_per_sequence_per_gpu(LLAMA_8B, 131072)
+    big = kv_bytes_per_sequence_per_gpu(LLAMA_70B, 2048)
+    assert small == 2 * 32 * 8 * 128 * 2 * 131072 == 16 * GiB
+    assert big == 2 * 80 * 8 * 128 * 2 * 2048 == 640 * 1024**2
+    assert Fraction(small, big) == Fraction(32 * 131072, 80 * 2048) == Fraction(128, 5)  # 25.6x
+
+
+# --- paging simulation ------------------------------------------------------------------------
+
+def test_sampled_lengths_are_seeded_and_bounded():
+    a = paging.sample_lengths(1000, seed=7, median=2048, max_len=32768)
+    b = paging.sample_lengths(1000, seed=7, median=2048, max_len=32768)
+    assert a.dtype == np.int64 and np.array_equal(a, b)
+    assert a.min() >= 1 and a.max() <= 32768
+
+
+def test_paged_and_contiguous_slots_by_hand():
+    lengths = np.array([1, 16, 17, 1000])
+    assert paging.paged_slots(lengths, 16).tolist() == [16, 16, 32, 1008]
+    assert paging.contiguous_slots(lengths, 2048).tolist() == [2048] * 4
+    # the seed's example: 512 tokens in a 1,024-token reservation wastes half
+    assert paging.waste_fraction(np.array([512]), np.array([1024])) == 0.5
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(1, 100_000), min_size=1, max_size=50),
+       st.sampled_from([16, 32, 256]))
+def test_paged_waste_is_under_one_block_per_request(lengths, block):
+    lengths = np.array(lengths)
+    slots = paging.paged_slots(lengths, block)
+    assert np.all(slots - lengths < block) and np.all(slots >= lengths)
+    assert paging.waste_fraction(lengths, slots) <= (block - 1) * len(lengths) / slots.sum()
+
+
+def test_contiguous_rejects_requests_longer_than_the_reservation():
+    with pytest.raises(ValueError, match="exceeds max_len=100"):
+        paging.contiguous_slots(np.array([50, 101]), 100)

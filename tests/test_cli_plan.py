@@ -1,0 +1,165 @@
+"""``kvlib plan``: JSON fields against hand arithmetic, exit statuses, one-line errors."""
+
+import json
+
+import pytest
+
+from kvlib.cli import main
+from kvlib.cli_plan import parse_count
+
+GiB = 1024**3
+LLAMA_70B_PARAMS = 70_600_000_000  # the count on the meta-llama/Llama-3.1-70B model page
+
+REQUIRED = (
+    "hbm_bytes_per_gpu", "usable_bytes_per_gpu", "weights_bytes_per_gpu",
+    "overhead_bytes_per_gpu", "kv_budget_bytes_per_gpu", "kv_bytes_per_sequence_per_gpu",
+    "replicas", "max_sequences_per_replica", "max_sequences", "decode_step_seconds_lower_bound",
+)
+
+
+def run(capsys, *argv):
+    rc = main(["plan", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_json(capsys, *argv):
+    rc, out, err = run(capsys, *argv, "--json")
+    return rc, json.loads(out), err
+
+
+def test_json_has_the_required_fields_with_hand_values(capsys):
+    rc, d, err = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "8", "--tp", "4",
+                          "--context", "131072")
+    assert rc == 0 and err == ""
+    assert all(k in d for k in REQUIRED)
+    usable = 141_000_000_000 * 9 // 10
+    weights = LLAMA_70B_PARAMS * 2 // 4
+    budget = usable - weights - 4 * GiB
+    per_seq = 2 * 80 * (8 // 4) * 128 * 2 * 131072
+    assert d["hbm_bytes_per_gpu"] == 141_000_000_000
+    assert d["usable_bytes_per_gpu"] == usable
+    assert d["weights_bytes_per_gpu"] == weights
+    assert d["overhead_bytes_per_gpu"] == 4 * GiB
+    assert d["kv_budget_bytes_per_gpu"] == budget
+    assert d["kv_bytes_per_sequence_per_gpu"] == per_seq
+    assert d["replicas"] == 2
+    assert d["max_sequences_per_replica"] == budget // per_seq == 8
+    assert d["max_sequences"] == 16
+    assert d["decode_step_seconds_lower_bound"] == pytest.approx(
+        (weights + 8 * per_seq) / 4_800_000_000_000)
+    assert d["fits"] is True
+    (g,) = d["groups"]
+    assert (g["kv_heads"], g["kv_heads_per_gpu"], g["kv_head_replicas"]) == (8, 2, 1)
+
+
+def test_mla_latent_is_replicated_in_the_json(capsys):
+    rc, d, _ = run_json(capsys, "deepseek-v2", "--gpu", "H200", "--gpus", "8", "--tp", "8",
+                        "--context", "32768")
+    assert rc == 0
+    assert d["kv_bytes_per_sequence_per_gpu"] == 60 * (512 + 64) * 2 * 32768
+    assert d["kv_replication"] == 8 and d["groups"][0]["kv_head_replicas"] == 8
+
+
+def test_flags_change_what_they_name(capsys):
+    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "h200", "--gpus", "4", "--tp", "4",
+                        "--context", "1000", "--kv-dtype", "fp8", "--weight-dtype", "fp8",
+                        "--gpu-mem-util", "0.95", "--block-size", "32", "--overhead-gib", "2",
+                        "--hbm-gib", "140")
+    assert rc == 0
+    assert d["hbm_bytes_per_gpu"] == 140 * GiB
+    assert d["usable_bytes_per_gpu"] == 140 * GiB * 95 // 100
+    assert d["weights_bytes_per_gpu"] == LLAMA_70B_PARAMS // 4
+    assert d["overhead_bytes_per_gpu"] == 2 * GiB
+    # ceil(1000 / 32) = 32 blocks of 32 tokens, fp8: 1 byte per element
+    assert d["kv_bytes_per_sequence_per_gpu"] == 32 * 32 * (2 * 80 * 2 * 128 * 1)
+
+
+def test_params_override(capsys):
+    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--context", "8192",
+                        "--params", "70B")
+    assert d["params"] == 70 * 10**9 and d["weights_bytes_per_gpu"] == 140 * 10**9
+
+
+def test_draft_model(capsys):
+    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                        "--context", "32768", "--draft", "llama-3.1-8b")
+    assert rc == 0 and d["draft"] == "llama-3.1-8b"
+    assert d["draft_weights_bytes_per_gpu"] == 8_030_000_000 * 2 // 4
+    draft_seq = 2 * 32 * 2 * 128 * 2 * 32768
+    assert d["draft_kv_bytes_per_sequence_per_gpu"] == draft_seq
+    assert d["kv_bytes_per_sequence_per_gpu"] == 2 * 80 * 2 * 128 * 2 * 32768 + draft_seq
+
+
+def test_plan_that_does_not_fit_exits_1_with_one_clear_line(capsys):
+    rc, out, err = run(capsys, "llama-3.1-70b", "--gpu", "A100-80GB", "--context", "8192")
+    assert rc == 1
+    assert err.count("\n") == 1
+    assert err.startswith("kvlib plan: does not fit: weights 141.2 GB")
+    assert "sequences in all" in out  # the plan is still shown
+
+
+def test_not_fitting_json_says_why(capsys):
+    rc, d, err = run_json(capsys, "llama-3.1-70b", "--gpu", "L40S", "--gpus", "2", "--tp", "2",
+                          "--context", "8192")
+    assert rc == 1 and d["fits"] is False and d["max_sequences"] == 0
+    assert d["kv_budget_bytes_per_gpu"] == 48_000_000_000 * 9 // 10 - 70_600_000_000 - 4 * GiB
+    assert d["reason"].startswith("does not fit")
+
+
+def test_text_output_shows_the_budget(capsys):
+    rc, out, _ = run(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                     "--context", "131072")
+    assert rc == 0
+    assert "126.9 GB" in out and "sequences in all" in out and "ms or more" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "3", "--context", "8"],
+     "gpus=4 must be a multiple of tensor_parallel_size=3"),
+    (["llama-3.1-70b", "--gpu", "H200", "--gpus", "3", "--tp", "3", "--context", "8"],
+     "tensor_parallel_size=3 must divide the query heads"),
+    (["llama-3.1-70b", "--gpu", "V100", "--context", "8"], "GPU must be one of"),
+    (["no-such-model", "--gpu", "H200", "--context", "8"], "unknown model 'no-such-model'"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "0"], "context must be a positive integer"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--gpu-mem-util", "1.5"],
+     "gpu_memory_utilization must be at most 1"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--gpu-mem-util", "x"],
+     "--gpu-mem-util must be a number"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--params", "lots"],
+     "--params must be a positive whole count"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--hbm-gib", "-1"],
+     "--hbm-gib must be positive"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and message in err
+
+
+def test_argparse_errors_are_one_line_too(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "llama-3.1-70b", "--gpu", "H200", "--context", "8", "--kv-dtype", "fp6"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_config_without_params_needs_the_flag(tmp_path, capsys):
+    cfg = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    rc, _, err = run(capsys, str(path), "--gpu", "L40S", "--context", "4096")
+    assert rc == 2 and "give it (--params)" in err
+    rc, d, _ = run_json(capsys, str(path), "--gpu", "L40S", "--context", "4096",
+                        "--params", "1000000")
+    assert rc == 0 and d["weights_bytes_per_gpu"] == 2_000_000
+    assert d["kv_bytes_per_sequence_per_gpu"] == 2 * 2 * 2 * (64 // 4) * 2 * 4096
+
+
+@pytest.mark.parametrize("text, value", [
+    ("70600000000", 70_600_000_000), ("70.6B", 70_600_000_000), ("8.03e9", 8_030_000_000),
+    ("124M", 124_000_000), ("1T", 10**12),
+])
+def test_parse_count(text, value):
+    assert parse_count(text) == value

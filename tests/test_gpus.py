@@ -1,0 +1,63 @@
+"""The GPU catalog against the vendors' datasheets, and its overrides."""
+
+import pytest
+
+from kvlib.gpus import CATALOG, get_gpu
+
+# (memory in GB, bandwidth in GB/s) as printed in each vendor datasheet.
+DATASHEETS = {
+    "A100-80GB": (80, 2039),  # NVIDIA A100 datasheet, SXM
+    "H100-80GB": (80, 3350),  # NVIDIA H100 datasheet, SXM: 3.35 TB/s
+    "H200": (141, 4800),  # NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s
+    "B200": (1440 // 8, 64000 // 8),  # DGX B200: 1,440 GB and 64 TB/s for 8 GPUs
+    "MI300X": (192, 5300),  # AMD MI300X data sheet: 192 GB HBM3, 5.3 TB/s
+    "L40S": (48, 864),  # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s
+}
+
+
+@pytest.mark.parametrize("name", list(DATASHEETS))
+def test_catalog_matches_datasheet(name):
+    gb, gb_per_s = DATASHEETS[name]
+    gpu = CATALOG[name]
+    assert gpu.hbm_bytes == gb * 1000**3
+    assert gpu.bandwidth == gb_per_s * 1000**3
+    assert gpu.source  # every entry names its datasheet
+
+
+def test_catalog_has_the_six_gpus_of_the_issue():
+    assert set(DATASHEETS) <= set(CATALOG)
+
+
+def test_reported_totals_are_more_than_the_decimal_datasheet_figure():
+    # nvidia-smi memory.total, in MiB, from public logs
+    assert CATALOG["H200"].reported_bytes == 143771 * 1024**2 == 150_754_820_096
+    assert CATALOG["A100-80GB"].reported_bytes == 81920 * 1024**2 == 80 * 1024**3
+    assert CATALOG["H100-80GB"].reported_bytes == 81559 * 1024**2
+    for gpu in CATALOG.values():
+        if gpu.reported_bytes is not None:
+            assert gpu.reported_bytes > gpu.hbm_bytes and gpu.reported_source
+
+
+def test_lookup_is_case_insensitive_with_aliases():
+    assert get_gpu("h200") is CATALOG["H200"]
+    assert get_gpu("A100").name == "A100-80GB"
+    assert get_gpu("mi300x").name == "MI300X"
+
+
+def test_override_memory_and_bandwidth():
+    g = get_gpu("H200", hbm_bytes=150 * 1024**3, bandwidth=4_000 * 1000**3)
+    assert g.hbm_bytes == 150 * 1024**3 and g.bandwidth == 4 * 1000**4
+    assert g.reported_bytes is None  # the reported total described the catalog part
+    assert "overridden" in g.source
+    assert CATALOG["H200"].hbm_bytes == 141 * 1000**3  # the catalog itself is unchanged
+
+
+def test_unknown_gpu_lists_the_known_ones():
+    with pytest.raises(ValueError, match="GPU must be one of A100-80GB, H100-80GB, H200"):
+        get_gpu("V100")
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "80"])
+def test_override_must_be_a_positive_int(bad):
+    with pytest.raises(ValueError, match="GPU memory"):
+        get_gpu("H200", hbm_bytes=bad)
