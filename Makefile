@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval tests notebooks
