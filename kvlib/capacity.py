@@ -12,7 +12,9 @@ give a :class:`Plan`. The rules, each pinned by a test:
   TP / heads times; TP must divide the head count or be a multiple of it, and
   must divide the query heads. The per-rank cache is the group's own formula
   with the head count replaced by the per-rank count. A latent (MLA) or a
-  single KV head (MQA) is not split: every rank holds all of it.
+  single KV head (MQA) is not split: every rank holds all of it, unless
+  decode context parallelism (``decode_context_parallel_size``) splits the
+  tokens of those copies instead.
 * **Paging**: each group takes ceil(min(T, window) / block_size) blocks of
   ``block_size`` tokens per sequence.
 * **Budget** per GPU: floor(gpu_memory_utilization x memory) - weights -
@@ -255,14 +257,32 @@ class GroupShare:
 
 
 def sequence_shares(model: ModelSpec, context: int, kv_dtype: str = "bf16", tp: int = 1,
-                    block_size: int = DEFAULT_BLOCK_SIZE, scales=None) -> list[GroupShare]:
-    """Per layer group: what one sequence of ``context`` tokens holds on one TP rank."""
+                    block_size: int = DEFAULT_BLOCK_SIZE, scales=None,
+                    dcp: int = 1) -> list[GroupShare]:
+    """Per layer group: what one sequence of ``context`` tokens holds on one TP rank.
+
+    dcp: vLLM's ``decode_context_parallel_size``: the ranks that would hold
+    copies of the same head split the tokens instead, ceil(T / dcp) each
+    (``FullAttentionSpec.max_memory_usage_bytes``); it must divide the
+    replication TP / heads, and vLLM does not support it for sliding windows.
+    """
     b = bytes_per_element(kv_dtype)
     scales = _scales(scales)
+    dcp = validate.positive_int("decode_context_parallel_size", dcp)
     out = []
     for g in model.groups:
         rank_group, sharding = shard(g, tp)
         cached = g.cached_tokens(context)
+        if dcp > 1:
+            if g.window is not None:
+                raise ValueError(f"decode_context_parallel_size={dcp} is not supported for "
+                                 f"{g.kind} layers (vLLM asserts it)")
+            if sharding.replicas % dcp:
+                raise ValueError(
+                    f"decode_context_parallel_size={dcp} must divide the KV replication "
+                    f"tensor_parallel_size / heads = {sharding.replicas}")
+            cached = -(-cached // dcp)
+            sharding = replace(sharding, replicas=sharding.replicas // dcp)
         slots = paged_tokens(cached, block_size)
         out.append(GroupShare(g, cached, slots, _held(rank_group, slots, b),
                               _scale_bytes(rank_group, slots, scales), sharding))
@@ -271,12 +291,12 @@ def sequence_shares(model: ModelSpec, context: int, kv_dtype: str = "bf16", tp: 
 
 def kv_bytes_per_sequence_per_gpu(model: ModelSpec, context: int, kv_dtype: str = "bf16",
                                   tp: int = 1, block_size: int = DEFAULT_BLOCK_SIZE,
-                                  scales=None) -> int:
+                                  scales=None, dcp: int = 1) -> int:
     """Bytes one sequence of ``context`` tokens holds on each GPU of a TP group.
 
     Block-rounded per layer group; ``block_size=1`` gives the unrounded bytes.
     """
-    shares = sequence_shares(model, context, kv_dtype, tp, block_size, scales)
+    shares = sequence_shares(model, context, kv_dtype, tp, block_size, scales, dcp)
     return _ceil(sum(s.kv_bytes + s.scale_bytes for s in shares))
 
 
@@ -337,6 +357,7 @@ class Plan:
     gpus: int
     tp: int
     replicas: int
+    dcp: int
     context: int
     kv_dtype: str
     weight_dtype: str
@@ -380,6 +401,7 @@ class Deployment:
     model's parameter count. draft: a speculative-decoding draft model, with
     ``draft_tp`` ranks (default: the target's TP). scales: a :data:`KV_SCALES`
     name or :class:`KVScales` for the quantization scales of ``kv_dtype``.
+    dcp: vLLM's decode_context_parallel_size for the target (see :func:`sequence_shares`).
     """
 
     model: ModelSpec
@@ -395,6 +417,7 @@ class Deployment:
     draft: ModelSpec | None = None
     draft_tp: int | None = None
     scales: KVScales | str | None = None
+    dcp: int = 1
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -430,8 +453,9 @@ class Deployment:
             if self.tp % self.draft_tp:
                 raise ValueError(f"draft tensor_parallel_size={self.draft_tp} must divide "
                                  f"tensor_parallel_size={self.tp}")
-        for g in self.model.groups:  # fail early on a TP the heads do not allow
-            shard(g, self.tp)
+        # fail early on a TP (or DCP) the heads do not allow
+        sequence_shares(self.model, 1, self.kv_dtype, self.tp, self.block_size, self.scales,
+                        self.dcp)
 
     @property
     def replicas(self) -> int:
@@ -460,7 +484,7 @@ class Deployment:
     def target_kv_per_sequence(self, context: int, block_size: int | None = None) -> int:
         bs = self.block_size if block_size is None else block_size
         return kv_bytes_per_sequence_per_gpu(self.model, context, self.kv_dtype, self.tp, bs,
-                                             self.scales)
+                                             self.scales, self.dcp)
 
     def draft_kv_per_sequence(self, context: int, block_size: int | None = None) -> int:
         if self.draft is None:
@@ -535,10 +559,11 @@ class Deployment:
         if limit is not None and context > limit:
             notes.append(f"context {context:,} exceeds the model's max_position_embeddings "
                          f"{limit:,}")
-        replication = max(shard(g, self.tp)[1].replicas for g in self.model.groups)
+        replication = max(s.sharding.replicas for s in sequence_shares(
+            self.model, 1, self.kv_dtype, self.tp, 1, None, self.dcp))
         return Plan(
             model=self.model.name, gpu=gpu.name, gpus=self.gpus, tp=self.tp,
-            replicas=self.replicas, context=context, kv_dtype=self.kv_dtype,
+            replicas=self.replicas, dcp=self.dcp, context=context, kv_dtype=self.kv_dtype,
             weight_dtype=self.weight_dtype, gpu_mem_util=self.gpu_mem_util,
             block_size=self.block_size, params=self.params,
             hbm_bytes_per_gpu=gpu.hbm_bytes, usable_bytes_per_gpu=usable,

@@ -67,6 +67,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--tp", type=int, default=1, help="tensor_parallel_size (default 1)")
     p.add_argument("--context", type=int, required=True,
                    help="tokens per sequence (max_model_len)")
+    p.add_argument("--dcp", type=int, default=1,
+                   help="decode_context_parallel_size: split replicated KV heads by tokens "
+                        "(default 1)")
     p.add_argument("--kv-dtype", default="bf16", choices=list(DTYPE_BYTES),
                    help="kv_cache_dtype (default bf16)")
     p.add_argument("--kv-scales", default="none",
@@ -92,7 +95,7 @@ def _groups(deployment: capacity.Deployment, context: int) -> list[dict]:
     out = []
     for share in capacity.sequence_shares(deployment.model, context, deployment.kv_dtype,
                                           deployment.tp, deployment.block_size,
-                                          deployment.scales):
+                                          deployment.scales, deployment.dcp):
         g, s = share.group, share.sharding
         out.append({
             "kind": str(g.kind), "layers": g.layers, "attention": g.attention,
@@ -152,7 +155,7 @@ def run(args) -> int:
         block_size=args.block_size,
         overhead_bytes=_gib_to_bytes("--overhead-gib", args.overhead_gib, allow_zero=True),
         params=parse_count(args.params) if args.params is not None else None,
-        draft=draft, scales=args.kv_scales,
+        draft=draft, scales=args.kv_scales, dcp=args.dcp,
     )
     d = plan_json(deployment, args.context)
     print(json.dumps(d, indent=2) if args.json else _text(d))

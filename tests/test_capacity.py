@@ -126,6 +126,28 @@ def test_mla_per_gpu_advantage_shrinks_as_tp_grows():
     assert per_token(LLAMA_70B, 8) == 40_960 < per_token(DEEPSEEK_V2, 8) == 69_120
 
 
+def test_decode_context_parallelism_splits_replicated_copies_by_tokens():
+    # DeepSeek V2, TP=8: 8 copies of the latent; DCP=8 gives each rank ceil(T/8) tokens
+    assert kv_bytes_per_sequence_per_gpu(DEEPSEEK_V2, 131072, tp=8, dcp=8) == (
+        131072 // 8 * 60 * (512 + 64) * 2)
+    # T = 1001 tokens: ceil(1001 / 8) = 126 tokens per rank -> 8 blocks of 16 = 128 slots
+    assert kv_bytes_per_sequence_per_gpu(DEEPSEEK_V2, 1001, tp=8, dcp=8) == 128 * 69_120
+    # Llama 70B at TP=16 holds each KV head twice: DCP=2 removes the copy
+    assert kv_bytes_per_sequence_per_gpu(LLAMA_70B, 4096, tp=16, dcp=2) == (
+        4096 // 2 * 2 * 80 * 1 * 128 * 2)
+    assert plan(DEEPSEEK_V2, "H200", 8, 8, 4096, dcp=8).kv_replication == 1
+
+
+@pytest.mark.parametrize("model, tp, dcp, match", [
+    (LLAMA_70B, 4, 2, "must divide the KV replication tensor_parallel_size / heads = 1"),
+    (DEEPSEEK_V2, 8, 3, "must divide the KV replication tensor_parallel_size / heads = 8"),
+    (GEMMA3_27B, 32, 2, "not supported for sliding layers"),
+])
+def test_dcp_limits(model, tp, dcp, match):
+    with pytest.raises(ValueError, match=match):
+        kv_bytes_per_sequence_per_gpu(model, 4096, tp=tp, dcp=dcp)
+
+
 # --- paging ----------------------------------------------------------------------
 
 def test_block_rounding_full_group():

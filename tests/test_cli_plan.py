@@ -61,6 +61,13 @@ def test_mla_latent_is_replicated_in_the_json(capsys):
     assert d["kv_replication"] == 8 and d["groups"][0]["kv_head_replicas"] == 8
 
 
+def test_dcp_flag_splits_the_replicated_latent(capsys):
+    rc, d, _ = run_json(capsys, "deepseek-v2", "--gpu", "H200", "--gpus", "8", "--tp", "8",
+                        "--dcp", "8", "--context", "32768")
+    assert rc == 0 and d["dcp"] == 8 and d["kv_replication"] == 1
+    assert d["kv_bytes_per_sequence_per_gpu"] == 32768 // 8 * 60 * (512 + 64) * 2
+
+
 def test_flags_change_what_they_name(capsys):
     rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "h200", "--gpus", "4", "--tp", "4",
                         "--context", "1000", "--kv-dtype", "fp8", "--weight-dtype", "fp8",
