@@ -1,0 +1,435 @@
+"""Drive real JupyterLab in headless Chromium and check kvlib Explorer widgets (issue 6).
+
+Processes: one ``jupyter lab`` server (127.0.0.1, a free port, a random token,
+serving a *copy* of the notebooks, autosave off) and one Debian ``chromium``
+started here and reached over the DevTools protocol by ``playwright`` (no browser
+download). Both are stopped by the PID recorded when they were started.
+
+Per notebook (:func:`check_notebook`): open it in a fresh tab, Run All, then for
+every Explorer on the page, in page order, apply the :class:`Move` list of the
+expectation table and require (a) the readout (CSS class ``kvlib-readout``) to
+contain the text expected for the new setting, (b) a new figure image in the
+``kvlib-plot`` Output, (c) no error: no ``error`` message or traceback on the
+kernel's IOPub channel, nothing in the Explorer's error line. Any failure raises
+:class:`WidgetCheckFailed` with what the page and the kernel showed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--no-default-browser-check",
+    "--disable-extensions", "--mute-audio",
+)
+VIEWPORT = {"width": 1400, "height": 1000}
+
+# User settings for this server only: autosave off (the copy under test must stay
+# byte-identical), every cell in the DOM (no windowing: widgets far down the
+# notebook must be there to be found), no news or update pop-ups.
+LAB_SETTINGS = {
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"fetchNews": "false", "checkForUpdates": False},
+}
+# The front end would otherwise ask the server to compare the Lab build (seconds of CPU).
+PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
+
+
+class WidgetCheckFailed(AssertionError):
+    """A widget did not do what the expectation table says (message: what was seen)."""
+
+
+@dataclass(frozen=True)
+class Move:
+    """One user action on a control of an Explorer and the readout text it must produce.
+
+    control: the control's description label (exact text) or its 0-based position
+             in the Explorer's control grid.
+    action:  "right" / "left": arrow-key presses on a slider handle (``arg`` presses);
+             "select": choose the option labelled ``arg`` in a dropdown;
+             "type": replace the text of a text box or slider readout with ``arg``.
+    expect:  a substring the readout must contain afterwards, computed independently
+             of the widget (hand arithmetic in the test).
+    figure_changes: the new figure must differ from the old one (not just be re-shown).
+    """
+
+    control: str | int
+    action: str
+    arg: int | str
+    expect: str
+    figure_changes: bool = True
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM the process we started (by its PID), then SIGKILL its group if it lingers."""
+    if proc.poll() is not None:
+        return
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: pgid == our child's pid
+        proc.wait(5)
+
+
+class LabServer:
+    """``jupyter lab`` on 127.0.0.1 serving ``root`` (a copy), with isolated Jupyter dirs."""
+
+    def __init__(self, root: Path, work: Path, startup_timeout: float = 60.0):
+        self.root, self.work = Path(root), Path(work)
+        self.port, self.token = free_port(), secrets.token_hex(16)
+        self.base = f"http://127.0.0.1:{self.port}"
+        settings = self.work / "lab-settings"
+        for rel, value in LAB_SETTINGS.items():
+            path = settings / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(value))
+        config = self.work / "jupyter-config"
+        (config / "labconfig").mkdir(parents=True, exist_ok=True)
+        (config / "labconfig" / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
+        env = dict(os.environ, PYTHONHASHSEED="0",
+                   JUPYTERLAB_SETTINGS_DIR=str(settings),
+                   JUPYTERLAB_WORKSPACES_DIR=str(self.work / "lab-workspaces"),
+                   JUPYTER_CONFIG_DIR=str(config),
+                   JUPYTER_DATA_DIR=str(self.work / "jupyter-data"),
+                   JUPYTER_RUNTIME_DIR=str(self.work / "jupyter-runtime"))
+        env.pop("MPLBACKEND", None)  # `%matplotlib inline` must win
+        self.log_path = self.work / "jupyter-server.log"
+        cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
+               f"--port={self.port}", "--ServerApp.port_retries=0",
+               f"--ServerApp.token={self.token}", f"--ServerApp.root_dir={self.root}",
+               "--LabApp.expose_app_in_browser=True"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self._wait_ready(startup_timeout)
+
+    def api(self, method: str, path: str):
+        req = urllib.request.Request(f"{self.base}{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited early:\n{self.log_tail()}")
+            try:
+                self.api("GET", "/api/status")
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"jupyter lab not ready within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def url(self, notebook: str) -> str:
+        return f"{self.base}/lab/tree/{notebook}?reset&token={self.token}"
+
+    def shutdown_sessions(self) -> None:
+        """Shut down every kernel session (between notebooks, and before stopping)."""
+        for s in self.api("GET", "/api/sessions") or []:
+            self.api("DELETE", f"/api/sessions/{s['id']}")
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                self.shutdown_sessions()
+        except OSError:
+            pass
+        _stop(self.proc)
+
+
+class Chromium:
+    """Debian's chromium, headless, started by us; ``ws_url`` is its DevTools endpoint."""
+
+    def __init__(self, work: Path, startup_timeout: float = 30.0):
+        profile = Path(work) / "chromium-profile"
+        self.log_path = Path(work) / "chromium.log"
+        cmd = [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+               "--remote-debugging-port=0", "about:blank"]
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self.ws_url = self._read_endpoint(startup_timeout)
+
+    def _read_endpoint(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.log_path.read_text(errors="replace")
+            m = re.search(r"DevTools listening on (ws://\S+)", text)
+            if m:
+                return m.group(1)
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"chromium gave no DevTools endpoint:\n{text[-3000:]}")
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+
+# --- the page side ---------------------------------------------------------------
+
+_JS_NB = "window.jupyterapp && window.jupyterapp.shell.currentWidget"
+_JS_KERNEL = f"({_JS_NB} && {_JS_NB}.sessionContext && {_JS_NB}.sessionContext.session " \
+             f"&& {_JS_NB}.sessionContext.session.kernel)"
+
+_JS_KERNEL_READY = f"""() => {{
+  const k = {_JS_KERNEL};
+  return !!k && k.connectionStatus === 'connected' && k.status === 'idle';
+}}"""
+
+# Record what the kernel says on IOPub that a user would never see in the notebook:
+# tracebacks from widget callbacks go to the kernel's stderr (logged by the comm
+# layer) or arrive as `error` messages, not into any cell.
+_JS_HOOK_IOPUB = f"""() => {{
+  const k = {_JS_KERNEL};
+  window.__kvlib = {{problems: []}};
+  k.iopubMessage.connect((_, msg) => {{
+    const t = msg.header.msg_type, c = msg.content;
+    if (t === 'error') {{
+      window.__kvlib.problems.push(`${{c.ename}}: ${{c.evalue}}\\n` +
+        (c.traceback || []).join('\\n').replace(/\\x1b\\[[0-9;]*m/g, ''));
+    }} else if (t === 'stream' && c.name === 'stderr' &&
+               /Traceback|Error|Exception/.test(c.text)) {{
+      window.__kvlib.problems.push(c.text);
+    }}
+  }});
+}}"""
+
+_JS_ALL_RUN = f"""() => {{
+  const nb = {_JS_NB};
+  const k = {_JS_KERNEL};
+  if (!nb || !k || k.status !== 'idle') return false;
+  const cells = nb.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {{
+    const c = cells.get(i);
+    if (c.type === 'code' && c.sharedModel.getSource().trim() && !c.executionCount) return false;
+  }}
+  return true;
+}}"""
+
+# State of Explorer number i: readout text, error line, and the current figure image.
+_JS_STATE = """(i) => {
+  const ro = document.querySelectorAll('.kvlib-readout')[i];
+  const box = ro.parentElement;
+  const err = box.querySelector('.kvlib-error') ||
+    [...box.children].find(e => e.classList.contains('widget-html') && e !== ro);
+  const img = box.querySelector('.kvlib-plot img');
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  return {readout: ro.innerText, error: err ? err.innerText : '',
+          img: img ? img.getAttribute('src') : null,
+          img_is_old: img ? img.dataset.kvlibOld === '1' : null,
+          kernel: k.status, problems: window.__kvlib.problems.slice()};
+}"""
+
+_JS_MARK_IMG = """(i) => {
+  const box = document.querySelectorAll('.kvlib-readout')[i].parentElement;
+  const img = box.querySelector('.kvlib-plot img');
+  if (img) img.dataset.kvlibOld = '1';
+}"""
+
+
+class Deadline:
+    def __init__(self, seconds: float):
+        self.end = time.monotonic() + seconds
+
+    def ms(self, floor: float = 1000.0) -> float:
+        return max(floor, (self.end - time.monotonic()) * 1000.0)
+
+    def passed(self) -> bool:
+        return time.monotonic() > self.end
+
+
+def _describe_move(name: str, i: int, move: Move) -> str:
+    return f"{name}: Explorer #{i}, control {move.control!r}, {move.action} {move.arg!r}"
+
+
+def _report(state: dict, server_log: str = "") -> str:
+    lines = [f"  readout now:  {state.get('readout', '')!r}",
+             f"  error line:   {state.get('error', '')!r}",
+             f"  kernel:       {state.get('kernel')}"]
+    for p in state.get("problems", []):
+        lines.append("  kernel said:\n    " + p.strip().replace("\n", "\n    "))
+    if server_log:
+        lines.append("  server log tail:\n    " + server_log.strip().replace("\n", "\n    "))
+    return "\n".join(lines)
+
+
+def _control(page, i: int, control: str | int):
+    grid = page.locator(".kvlib-readout").nth(i).locator("xpath=..").locator(
+        ".widget-gridbox").first
+    items = grid.locator(":scope > .widget-inline-hbox, :scope > .jupyter-widgets")
+    if isinstance(control, int):
+        return items.nth(control)
+    return items.filter(has=page.locator(".widget-label", has_text=re.compile(
+        rf"^\s*{re.escape(control)}\s*$"))).first
+
+
+def _apply(page, ctl, move: Move, timeout_ms: float) -> None:
+    if move.action in ("right", "left"):
+        handle = ctl.locator(".noUi-handle").first
+        handle.focus(timeout=timeout_ms)
+        key = "ArrowRight" if move.action == "right" else "ArrowLeft"
+        for _ in range(int(move.arg)):
+            handle.press(key, timeout=timeout_ms)
+    elif move.action == "select":
+        ctl.locator("select").first.select_option(label=str(move.arg), timeout=timeout_ms)
+    elif move.action == "type":
+        box = ctl.locator("input, .widget-readout").first
+        box.click(timeout=timeout_ms)
+        box.press("ControlOrMeta+a")
+        box.press_sequentially(str(move.arg))
+        box.press("Enter")
+    else:
+        raise ValueError(f"unknown move action {move.action!r}")
+
+
+def check_notebook(page, server: LabServer, name: str, widgets: Sequence[Sequence[Move]],
+                   screenshot: Path | None = None, budget_s: float = 50.0) -> dict:
+    """Open ``name`` in ``page``, Run All, apply every move; returns timings (s).
+
+    ``widgets[i]`` is the list of moves for the i-th Explorer on the page; the page
+    must show exactly ``len(widgets)`` Explorers. Raises WidgetCheckFailed.
+    """
+    t0 = time.monotonic()
+    deadline = Deadline(budget_s)
+    timings: dict[str, float] = {}
+    try:
+        page.goto(server.url(name), timeout=deadline.ms())
+        try:
+            page.wait_for_function(_JS_KERNEL_READY, timeout=deadline.ms())
+        except Exception as e:
+            raise WidgetCheckFailed(f"{name}: no idle kernel within the budget ({e})\n"
+                                    f"{server.log_tail()}") from None
+        page.evaluate(_JS_HOOK_IOPUB)
+        timings["open"] = time.monotonic() - t0
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        try:
+            page.wait_for_function(_JS_ALL_RUN, timeout=deadline.ms(), polling=200)
+        except Exception:
+            problems = page.evaluate("() => window.__kvlib.problems")
+            raise WidgetCheckFailed(f"{name}: Run All did not finish within the budget\n"
+                                    + "\n".join(problems)) from None
+        problems = page.evaluate("() => window.__kvlib.problems")
+        if problems:
+            raise WidgetCheckFailed(f"{name}: a cell raised during Run All:\n"
+                                    + "\n".join(problems))
+        timings["run_all"] = time.monotonic() - t0 - timings["open"]
+        # Widgets render asynchronously after their cell has run.
+        n_expected = len(widgets)
+        readouts = page.locator(".kvlib-readout")
+        while readouts.count() < n_expected and not deadline.passed():
+            time.sleep(0.1)
+        page.wait_for_timeout(300)
+        if readouts.count() != n_expected:
+            raise WidgetCheckFailed(
+                f"{name}: the page shows {readouts.count()} Explorer(s), the expectation "
+                f"table lists {n_expected}; every widget needs at least one Move")
+        t_moves = time.monotonic()
+        for i, moves in enumerate(widgets):
+            if not moves:
+                raise WidgetCheckFailed(f"{name}: Explorer #{i} has no Move to check")
+            readouts.nth(i).scroll_into_view_if_needed(timeout=deadline.ms())
+            for move in moves:
+                _check_move(page, server, name, i, move, deadline)
+        timings["moves"] = time.monotonic() - t_moves
+    finally:
+        if screenshot is not None:
+            _show_last_widget(page)
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                page.screenshot(path=str(screenshot), timeout=10_000)
+            except Exception:  # a screenshot must never hide the real failure
+                pass
+    timings["total"] = time.monotonic() - t0
+    return timings
+
+
+def _show_last_widget(page) -> None:
+    """Scroll the last Explorer (controls, readout, figure) to the top of the view."""
+    try:
+        page.evaluate("""() => {
+          const r = [...document.querySelectorAll('.kvlib-readout')].pop();
+          if (r) r.parentElement.scrollIntoView({block: 'start'});
+        }""")
+    except Exception:
+        pass
+
+
+def _check_move(page, server: LabServer, name: str, i: int, move: Move,
+                deadline: Deadline) -> None:
+    before = page.evaluate(_JS_STATE, i)
+    if before["img"] is None:
+        raise WidgetCheckFailed(f"{name}: Explorer #{i} shows no figure before the move")
+    page.evaluate(_JS_MARK_IMG, i)
+    n_problems = len(before["problems"])
+    what = _describe_move(name, i, move)
+    ctl = _control(page, i, move.control)
+    if ctl.count() == 0:
+        raise WidgetCheckFailed(f"{what}: no such control in the Explorer's grid")
+    _apply(page, ctl, move, deadline.ms())
+    state = before
+    while not deadline.passed():
+        time.sleep(0.1)
+        state = page.evaluate(_JS_STATE, i)
+        new = state["problems"][n_problems:]
+        if new or state["error"].strip():
+            raise WidgetCheckFailed(f"{what}: the widget reported an error\n"
+                                    + _report({**state, "problems": new}))
+        if (move.expect in state["readout"] and state["img"] is not None
+                and not state["img_is_old"] and state["kernel"] == "idle"):
+            break
+    else:
+        raise WidgetCheckFailed(
+            f"{what}: expected the readout to contain {move.expect!r} and a redrawn "
+            f"figure within the budget\n"
+            + _report({**state, "problems": state["problems"][n_problems:]},
+                      server.log_tail(1500)))
+    if move.figure_changes and state["img"] == before["img"]:
+        raise WidgetCheckFailed(f"{what}: the figure was re-shown but did not change")
+
+
+def copy_notebooks(paths: Sequence[Path], dest: Path) -> dict[str, bytes]:
+    """Copy notebooks into ``dest`` (what the server serves); returns name -> bytes."""
+    dest.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for p in paths:
+        shutil.copyfile(p, dest / p.name)
+        out[p.name] = p.read_bytes()
+    return out

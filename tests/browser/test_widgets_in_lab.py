@@ -1,0 +1,84 @@
+"""Every notebook widget, used in real JupyterLab in headless Chromium (issue 6).
+
+nbval checks stored outputs; it cannot see a slider whose callback raises or a
+plot that never redraws. Here each notebook that builds a ``kvlib.widgetkit.Explorer``
+is opened in JupyterLab, run top to bottom, and every Explorer gets at least one
+control moved. The readout must then show the value written below by hand
+arithmetic (never read back from kvlib), and the figure must be redrawn.
+
+A notebook that gains an Explorer needs an entry in ``EXPECTED``: which control to
+move, and the readout text for the new setting, worked out by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from labharness import Move, WidgetCheckFailed
+
+NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
+
+
+# `Explorer(...)` itself, or a kvlib factory that returns one (`gqa_explorer(...)`).
+_BUILDS_EXPLORER = re.compile(r"(?i)\b\w*explorer\(")
+
+
+def has_explorer(path: Path) -> bool:
+    nb = nbformat.read(path, as_version=4)
+    return any(c.cell_type == "code" and _BUILDS_EXPLORER.search(c.source) for c in nb.cells)
+
+
+WIDGET_NOTEBOOKS = [p.name for p in sorted(NOTEBOOKS.glob("*.ipynb")) if has_explorer(p)]
+
+# Per notebook: one list of moves per Explorer, in page order.
+EXPECTED: dict[str, list[list[Move]]] = {
+    # gqa_explorer(N_L=80, N_h=64, N_g=8, head_dim=128, dtype="bf16", context=8192).
+    # Bytes per token: b * N_L * (KV heads) * (d_QK + d_V), b = 2 for bf16.
+    "02_gqa_and_mqa.ipynb": [[
+        # GQA with 4 KV heads instead of 8.
+        Move("KV heads N_g", "select", "4", expect=f"{2 * 80 * 4 * (128 + 128):,}"),  # 163,840
+        # One more layer: MHA (64 KV heads) per token.
+        Move("layers N_L", "right", 1, expect=f"{2 * 81 * 64 * (128 + 128):,}"),  # 2,654,208
+        # Context 8K -> 16K: one MHA sequence of 81 layers in GiB.
+        Move("context", "right", 1,
+             expect=f"{2 * 81 * 64 * (128 + 128) * 16384 / 2**30:g} GiB"),  # 40.5 GiB
+    ]],
+}
+
+# The fixtures: Llama-2-70B-like GQA, N_L = 80 layers, d_QK = d_V = 128, N_h = 64.
+# Slider N_g 8 -> 16 (bf16, 2 B), then dtype bf16 -> fp8 (1 B). Bytes per token:
+# b * N_L * N_g * (d_QK + d_V).
+FIXTURE_MOVES = [[
+    Move("N_g", "right", 1, expect=f"{2 * 80 * 16 * (128 + 128):,} B"),   # 655,360 B
+    Move("dtype", "select", "fp8", expect=f"{1 * 80 * 16 * (128 + 128):,} B"),  # 327,680 B
+]]
+
+
+@pytest.mark.parametrize("name", WIDGET_NOTEBOOKS)
+def test_widgets_respond_in_jupyterlab(lab, name):
+    if name not in EXPECTED:
+        pytest.fail(f"{name} builds an Explorer but has no entry in EXPECTED in {__file__}: "
+                    "add the control to move and the readout expected (by hand arithmetic)")
+    lab.check(name, EXPECTED[name])
+    assert lab.unchanged(name), f"{name} was modified while under test (autosave?)"
+
+
+def test_harness_passes_a_working_widget(lab):
+    """Positive control for the next test: same widget, same moves, no bug."""
+    timings = lab.check("good_widget.ipynb", FIXTURE_MOVES)
+    assert timings["total"] < 60
+    assert lab.unchanged("good_widget.ipynb")
+
+
+def test_harness_detects_a_raising_callback(lab):
+    """broken_widget.ipynb raises KeyError in its callback when fp8 is chosen:
+    the check must fail, say which move, and show the kernel's traceback."""
+    with pytest.raises(WidgetCheckFailed) as failure:
+        lab.check("broken_widget.ipynb", FIXTURE_MOVES)
+    message = str(failure.value)
+    assert "control 'dtype'" in message  # the first move (N_g) worked, the second did not
+    assert "KeyError" in message and "fp8" in message
+    assert lab.unchanged("broken_widget.ipynb")
