@@ -25,3 +25,19 @@ def test_explorer_follows_its_controls():
     e.controls["d_R"].value = 128
     assert e.readout.value != before and "+25.0%" in e.readout.value
     assert len(e.fig.axes) == 2
+
+
+def test_side_by_side_cache_columns_by_hand():
+    from kvlib.mla_compare import side_by_side, to_markdown
+
+    rows = {r["label"]: r for r in side_by_side()}
+    elements = {k: r["elements"] for k, r in rows.items()}
+    assert list(elements.values()) == [128 * (192 + 128), 8 * (192 + 128), 512, 512, 512 + 64]
+    per_token = [r["bytes_per_token"] for r in rows.values()]
+    assert per_token == [4_915_200, 60 * 8 * 320 * 2, 61_440, 61_440, 69_120]
+    # attention FLOPs per generated token, all 60 layers: the 128K-over-4K growth is the
+    # per-cached-token slope times 127K tokens (hand: absorbed + decoupled)
+    r = rows["MLA + decoupled RoPE, absorbed"]["flops"]
+    assert r[131072] - r[4096] == 60 * 2 * 128 * (512 + 64 + 512) * (131072 - 4096)
+    table = to_markdown(list(rows.values()))
+    assert table.count("\n") == 6 and table.splitlines()[1].count("|") == 7
