@@ -128,7 +128,8 @@ def draw(fig, r: RopePrice) -> None:
         ax.autoscale_view(scalex=False)
     s = r.sizes
     fig.suptitle(f"{s['N_L']} layers, {s['N_h']} heads, d_L = {s['d_L']}, d_R = {s['d_R']}, "
-                 f"bf16: +{float(r.extra):.1%} bytes buys {r.speedup:,.0f}x fewer FLOPs",
+                 f"bf16: +{float(r.extra):.1%} bytes buys {r.speedup:,.0f}x fewer FLOPs at "
+                 f"{format_context(r.context)}",
                  fontsize=15, fontweight="bold")
 
 
