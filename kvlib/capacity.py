@@ -499,6 +499,11 @@ class Deployment:
         return (self.target_kv_per_sequence(context, block_size)
                 + self.draft_kv_per_sequence(context, block_size))
 
+    def sessions(self, context: int) -> Fraction:
+        """KV budget / cache per sequence, exactly: the fractional count before flooring."""
+        return Fraction(max(0, self.kv_budget_bytes_per_gpu),
+                        self.kv_bytes_per_sequence_per_gpu(context))
+
     def max_sequences_per_replica(self, context: int) -> int:
         budget = self.kv_budget_bytes_per_gpu
         return max(0, budget) // self.kv_bytes_per_sequence_per_gpu(context)

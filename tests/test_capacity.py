@@ -240,6 +240,12 @@ def test_four_h200_tp4_budget_and_sequences():
     assert p.fits and p.reason == ""
 
 
+def test_exact_sessions_before_flooring():
+    d = Deployment(LLAMA_70B, "H200", gpus=4, tp=4)
+    assert d.sessions(131072) == Fraction(BUDGET_TP4, SEQ_128K_TP4)
+    assert d.max_sequences_per_replica(131072) == 8 < d.sessions(131072) < 9
+
+
 def test_replicas_multiply_sequences():
     p = plan(LLAMA_70B, "H200", gpus=8, tp=4, context=131072)
     assert p.replicas == 8 // 4 == 2
@@ -401,3 +407,48 @@ def test_paged_waste_is_under_one_block_per_request(lengths, block):
 def test_contiguous_rejects_requests_longer_than_the_reservation():
     with pytest.raises(ValueError, match="exceeds max_len=100"):
         paging.contiguous_slots(np.array([50, 101]), 100)
+
+
+# --- the six levers -----------------------------------------------------------------------------
+
+def test_lever_start_is_contiguous_mha_reservations():
+    from kvlib import levers
+    s = levers.Setting(max_model_len=131072, batch=64, mha=True)
+    lengths = np.array([100, 2000, 50_000])
+    per_gpu_mha = 2 * 80 * (64 // 4) * 128 * 2  # MHA: 64 KV heads, 16 per GPU at TP=4
+    assert levers.kv_bytes_per_gpu(LLAMA_70B, lengths, s, tp=4) == 64 * 131072 * per_gpu_mha
+    assert 64 * 131072 * per_gpu_mha == 5120 * GiB
+
+
+def test_lever_paging_is_batch_times_mean_of_block_rounded_lengths():
+    from kvlib import levers
+    s = levers.Setting(max_model_len=131072, batch=3, paged=True)
+    lengths = np.array([1000, 16, 17])  # 1008, 16 and 32 slots
+    per_token_tp4 = 2 * 80 * 2 * 128 * 2
+    assert levers.kv_bytes_per_gpu(LLAMA_70B, lengths, s, tp=4) == (1008 + 16 + 32) * per_token_tp4
+    # batch 6 from the same distribution: twice as much
+    s6 = levers.Setting(max_model_len=131072, batch=6, paged=True)
+    assert levers.kv_bytes_per_gpu(LLAMA_70B, lengths, s6, tp=4) == 2 * 1056 * per_token_tp4
+
+
+def test_lever_window_and_max_model_len_clamp_requests():
+    from kvlib import levers
+    lengths = np.array([100_000])
+    per_token = 2 * 80 * 8 * 128 * 2
+    short = levers.Setting(max_model_len=32768, batch=1, paged=True)
+    window = levers.Setting(max_model_len=131072, batch=1, paged=True, window=4096)
+    assert levers.kv_bytes_per_gpu(LLAMA_70B, lengths, short) == 32768 * per_token
+    assert levers.kv_bytes_per_gpu(LLAMA_70B, lengths, window) == 4096 * per_token
+
+
+def test_seed_order_factors():
+    from kvlib import levers
+    lengths = paging.sample_lengths(200, seed=1, median=2048, max_len=131072)
+    steps = levers.seed_order(LLAMA_70B, lengths, levers.Setting(131072, 64), tp=4)
+    assert [s.lever for s in steps] == ["start", "1 paging", "2 FP8 KV", "3 GQA",
+                                        "4 shorter context", "5 INT4 KV", "6 smaller batch"]
+    b = [s.kv_bytes_per_gpu for s in steps]
+    assert abs(b[1] - 2 * b[2]) <= 1  # FP8 halves (each a ceil of a mean)
+    assert abs(b[2] - 8 * b[3]) <= 8  # GQA: 64 query heads / 8 KV heads
+    assert b[4] <= b[3] and abs(b[4] - 2 * b[5]) <= 2 and abs(b[5] - 2 * b[6]) <= 1
+    assert b[0] == 64 * 131072 * 2 * 80 * 16 * 128 * 2

@@ -1,0 +1,76 @@
+"""Capacity figures and the planner widget: drawn from kvlib.capacity, values checked by hand."""
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from kvlib.capacity import Deployment
+from kvlib.figures_capacity import (
+    FIGURES,
+    plot_budget,
+    plot_decode_roofline,
+    plot_levers,
+    plot_paging_waste,
+)
+from kvlib.models import load_model
+from kvlib.widgets_capacity import planner, planner_explorer, render
+
+GiB = 1024**3
+
+
+def test_budget_bar_segments_are_the_plan_numbers():
+    p = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4).plan(131072)
+    ax = Figure().add_subplot()
+    plot_budget(ax, {"4 x H200": p}, unit="GB")
+    widths = [round(r.get_width(), 6) for r in ax.patches]
+    assert widths[0] == 35.3  # 70.6e9 x 2 B / 4 GPUs, in GB
+    assert widths[1] == round(4 * GiB / 1e9, 6)  # overhead
+    assert widths[2] == round(8 * 10 * GiB / 1e9, 6)  # 8 sessions of 10 GiB
+    assert sum(r.get_width() for r in ax.patches) == pytest.approx(126.9)  # all usable memory
+
+
+def test_levers_bars_and_budget_line():
+    ax = Figure().add_subplot()
+    plot_levers(ax, ["a", "b"], [100 * GiB, 25 * GiB], "GiB", budget=50 * GiB)
+    assert [r.get_height() for r in ax.patches] == [100.0, 25.0]
+    assert ax.lines[0].get_ydata()[0] == 50.0
+    assert "/4" in ax.texts[1].get_text()
+
+
+def test_paging_waste_in_percent():
+    ax = Figure().add_subplot()
+    plot_paging_waste(ax, ["x", "y", "z"], [0.5, 0.25, 0.01])
+    assert [r.get_height() for r in ax.patches] == [50.0, 25.0, 1.0]
+
+
+def test_roofline_line_stops_at_the_largest_batch_that_fits():
+    ax = Figure().add_subplot()
+    plot_decode_roofline(ax, {"m": (1000, 100, 20)}, bandwidth=1000)
+    line = ax.lines[0]
+    batches = [1, 2, 4, 8, 16, 20]
+    assert list(line.get_xdata()) == batches
+    assert np.allclose(line.get_ydata(), [(1000 + b * 100) / 1000 * 1e3 for b in batches])
+
+
+def test_make_figures_entries_build():
+    assert set(FIGURES) == {"capacity_budget", "decode_roofline", "cache_crossover"}
+    assert all(isinstance(make(), Figure) for make in FIGURES.values())
+
+
+def test_planner_by_hand():
+    r = planner("llama-3.1-70b", "H200", gpus=8, tp=4, weight_dtype="bf16", kv_dtype="fp8",
+                context=32768, gpu_mem_util=0.9, sessions=64)
+    budget = 141_000_000_000 * 9 // 10 - 70_600_000_000 * 2 // 4 - 4 * GiB
+    per_seq = 2 * 80 * 2 * 128 * 1 * 32768
+    assert r.plan.max_sequences == 2 * (budget // per_seq) == 2 * 65
+    # 64 sessions per replica: the longest whole-block context with 64 x slots x 40,960 <= budget
+    assert r.max_context == budget // (64 * 40_960) // 16 * 16
+    assert "max concurrent sessions" in render(r)
+
+
+def test_planner_widget_shows_errors_and_recovers():
+    e = planner_explorer()
+    e.controls["tp"].value = 8  # 4 GPUs cannot hold a TP group of 8
+    assert "must be a multiple of tensor_parallel_size=8" in e.error.value
+    e.controls["gpus"].value = 8
+    assert e.error.value == "" and "max concurrent sessions" in e.readout.value
