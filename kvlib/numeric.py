@@ -1,6 +1,7 @@
 """Numeric functions generated from the SymPy expressions (notebook 01, "Evaluation").
 
-:class:`Formula` wraps one expression and compiles it twice, once, at import:
+:class:`Formula` wraps one expression and compiles it twice, once each, on first use
+(so importing kvlib does not pay for formulas a program never calls):
 
 * scalars: Python code in which every rational constant is a ``Fraction``, fed
   ``Fraction``/``int`` inputs, so byte counts come back as exact ``int``
@@ -13,9 +14,11 @@ There is no hand-typed copy of any formula: both are printed from ``expr``.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from kvlib import validate
@@ -25,6 +28,8 @@ __all__ = ["Formula"]
 
 _ORDER = {s.name: i for i, s in enumerate(SYMBOLS)}
 _INT64_MAX = float(np.iinfo(np.int64).max)
+_INTEGER = {s.name: s.integer for s in SYMBOLS}
+_LABEL = {s.name: f"{s.name} ({s.meaning})" for s in SYMBOLS}
 
 
 class _ExactPrinter(PythonCodePrinter):
@@ -38,7 +43,15 @@ class _ExactPrinter(PythonCodePrinter):
 
 
 def _label(name: str) -> str:
-    return f"{name} ({by_name(name).meaning})"
+    return _LABEL.get(name) or f"{name} ({by_name(name).meaning})"
+
+
+def _numpy_printer() -> NumPyPrinter:
+    # The printer lambdify(modules="numpy") uses. Passing it with an empty namespace
+    # imports only the NumPy names the code needs, instead of `from numpy import *`
+    # (which loads numpy.f2py and friends: a tenth of a second at start-up).
+    return NumPyPrinter({"fully_qualified_modules": False, "inline": True,
+                         "allow_unknown_functions": True, "user_functions": {}})
 
 
 class Formula:
@@ -57,10 +70,34 @@ class Formula:
         self.name = name
         self.symbols = tuple(sorted(self.expr.free_symbols, key=lambda s: _ORDER[s.name]))
         self.args = tuple(s.name for s in self.symbols)
-        self._exact = sp.lambdify(
-            self.symbols, self.expr, modules=[{"Fraction": Fraction}], printer=_ExactPrinter
-        )
-        self._vector = sp.lambdify(self.symbols, self.expr, modules="numpy")
+
+    @cached_property
+    def _coefficients(self) -> list | None:
+        """The polynomial's coefficients, or None if ``expr`` is not a polynomial."""
+        poly = self.expr.as_poly(*self.symbols) if self.symbols else None
+        return None if poly is None else poly.coeffs()
+
+    @cached_property
+    def _int_safe(self) -> bool:
+        # A polynomial with integer coefficients prints without "/" and without
+        # Fraction constants: Python ints in, exact int out, no Fraction arithmetic.
+        c = self._coefficients
+        return c is not None and all(x.is_Integer for x in c)
+
+    @cached_property
+    def _monotone(self) -> bool:
+        # ... and with non-negative coefficients it grows in every (positive) input, so
+        # its value at the inputs' maxima bounds every element of a sweep.
+        return self._int_safe and all(x >= 0 for x in self._coefficients)
+
+    @cached_property
+    def _exact(self):
+        return sp.lambdify(self.symbols, self.expr, modules=[{"Fraction": Fraction}],
+                           printer=_ExactPrinter)
+
+    @cached_property
+    def _vector(self):
+        return sp.lambdify(self.symbols, self.expr, modules=[{}], printer=_numpy_printer())
 
     def __repr__(self) -> str:
         return f"Formula({self.name or 'expr'}: {self.expr})"
@@ -92,21 +129,30 @@ class Formula:
             return self._call_vector(values)
         exact = {}
         for k, v in values.items():
-            if by_name(k).integer:
+            if _INTEGER[k]:
                 exact[k] = validate.positive_int(_label(k), v)
             else:
                 exact[k] = validate.positive_number(_label(k), v)
         if "N_g" in exact and "N_h" in exact:
-            validate.check_divides("N_g (key/value heads)", exact["N_g"],
-                                   "N_h (query heads)", exact["N_h"])
-        result = self._exact(*(Fraction(exact[a]) for a in self.args))
+            if exact["N_h"] % exact["N_g"]:
+                validate.check_divides("N_g (key/value heads)", exact["N_g"],
+                                       "N_h (query heads)", exact["N_h"])
+        if self._int_safe:
+            args = [exact[a] for a in self.args]
+            args = [a.numerator if type(a) is Fraction and a.denominator == 1 else a
+                    for a in args]
+        else:
+            args = [Fraction(exact[a]) for a in self.args]
+        result = self._exact(*args)
+        if type(result) is int:
+            return result
         result = Fraction(result)
         return int(result) if result.denominator == 1 else result
 
     def _call_vector(self, values: dict) -> np.ndarray:
         arrays = {}
         for k, v in values.items():
-            integer = by_name(k).integer
+            integer = _INTEGER[k]
             if isinstance(v, np.ndarray):
                 check = validate.positive_int_array if integer else validate.positive_number_array
                 arrays[k] = check(_label(k), v)
@@ -119,7 +165,13 @@ class Formula:
             validate.check_divides("N_g (key/value heads)", arrays["N_g"],
                                    "N_h (query heads)", arrays["N_h"])
         args = [arrays[a] for a in self.args]
-        # Guard int64: estimate in float first, refuse rather than wrap around.
+        # Guard int64: refuse rather than wrap around. A monotone formula is bounded by
+        # its exact value at the inputs' maxima (no pass over the arrays); otherwise, or
+        # if that bound is too large, estimate every element in float first.
+        if self._monotone:
+            top = [Fraction(np.max(a).item()) for a in args]
+            if abs(self._exact(*top)) <= _INT64_MAX / 2:
+                return self._vector(*args)
         estimate = self._vector(*(np.asarray(a, dtype=np.float64) for a in args))
         if np.any(np.abs(estimate) > _INT64_MAX / 2):
             raise ValueError(

@@ -1,0 +1,365 @@
+"""What users wait for, each figure as a ratio to its floor measured in the same run (issue 6).
+
+Not a timed test: it measures, prints a short report, and writes it as JSON
+(default ``bench/report.json``; ``bench/*.json`` is git-ignored).
+
+1. notebooks: wall time to start a kernel and execute every cell of each notebook,
+   against the floor of starting a kernel and running only the notebook's imports.
+2. widgets: for every ``kvlib.widgetkit.Explorer`` the notebooks build, in the
+   notebook's own kernel after it ran: ``compute`` alone (target well under 1 ms),
+   and a whole update (compute + readout + figure update + re-display) against a
+   bare re-display of the same figure. It also counts SymPy work inside ``compute``
+   (``lambdify`` calls, share of time in SymPy), the usual reason a move is slow.
+3. sweep: 10^6 GQA configurations through kvlib's generated vectorised path,
+   against the same formula written by hand in NumPy (the floor), and against SymPy
+   ``subs`` in a loop (sampled, extrapolated to 10^6).
+4. the ``kvlib`` command: start-up (``kvlib --help``, and one real estimate) against
+   a bare Python start and against ``import numpy, sympy``.
+
+Times are medians of repeats (wall clock, ``time.perf_counter``). Usage:
+    python scripts/bench.py [--out bench/report.json] [--quick] [notebooks ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+N_SWEEP = 10**6
+
+# Runs inside each notebook's kernel after its cells: times every live Explorer.
+# The bare redraw re-displays the same figure into the same Output, the way
+# Explorer.update does, without computing or touching the artists.
+_WIDGET_PROBE = r'''
+import cProfile as _cp, gc as _gc, json as _json, pstats as _ps, statistics as _st, time as _t
+import sympy as _sp
+from IPython.display import clear_output as _clear, display as _display
+from kvlib.widgetkit import Explorer as _Explorer
+
+def _median(f, n):
+    f()
+    out = []
+    for _ in range(n):
+        t0 = _t.perf_counter(); f(); out.append(_t.perf_counter() - t0)
+    return _st.median(out)
+
+def _sympy_share(f):
+    prof = _cp.Profile(); prof.enable(); f(); prof.disable()
+    stats = _ps.Stats(prof).stats
+    total = sum(v[2] for v in stats.values()) or 1e-12
+    return sum(v[2] for k, v in stats.items() if '/sympy/' in k[0]) / total
+
+def _count_lambdify(f):
+    real, calls = _sp.lambdify, [0]
+    def counting(*a, **k):
+        calls[0] += 1
+        return real(*a, **k)
+    _sp.lambdify = counting
+    try:
+        f()
+    finally:
+        _sp.lambdify = real
+    return calls[0]
+
+def _bare(e):
+    def redraw():
+        with e.plot:
+            _clear(wait=True)
+            _display(e.fig)
+    return redraw
+
+_out = []
+for _e in [o for o in _gc.get_objects() if isinstance(o, _Explorer)]:
+    _v = _e.values()
+    _c = lambda: _e.compute(**_v)
+    _out.append(dict(
+        compute=_median(_c, __N_COMPUTE__), update=_median(_e.update, __N_DRAW__),
+        redraw=_median(_bare(_e), __N_DRAW__), lambdify_per_compute=_count_lambdify(_c),
+        sympy_share=_sympy_share(_c),
+        where=getattr(_e.compute, '__module__', '?') + '.' + getattr(_e.compute, '__qualname__', '?'),
+        controls=list(_v)))
+_e = None
+_gc.collect()
+print('KVLIB-BENCH ' + _json.dumps(_out))
+'''
+
+
+def median_time(f, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def figure(value: float, floor: float, **extra) -> dict:
+    return {"seconds": value, "floor_seconds": floor,
+            "ratio": value / floor if floor else None, **extra}
+
+
+# --- 1 + 2: notebooks and their widgets ------------------------------------------------
+
+def _imports_of(nb) -> str:
+    """Every top-level import statement of the notebook's code cells, in order."""
+    lines, seen = ["%matplotlib inline"], set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        src = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln
+                        for ln in cell.source.splitlines())
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                stmt = ast.unparse(node)
+                if stmt not in seen:
+                    seen.add(stmt)
+                    lines.append(stmt)
+    return "\n".join(lines)
+
+
+def _run_cells(nb, path: Path, extra: list[str] = ()) -> tuple[float, list[float], list[str]]:
+    """Start a kernel, execute every cell; returns (seconds, per-cell seconds, extra outputs).
+
+    Kernel shutdown is outside the timing; ``extra`` cells run after the timing stops.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    cell_times, outputs = [], []
+    t0 = time.perf_counter()
+    with client.setup_kernel(stderr=subprocess.DEVNULL):  # kernel log noise, not results
+        t_ready = time.perf_counter()
+        for i, cell in enumerate(nb.cells):
+            t_cell = time.perf_counter()
+            client.execute_cell(cell, i)
+            cell_times.append(time.perf_counter() - t_cell)
+        total = time.perf_counter() - t0
+        for j, src in enumerate(extra):
+            cell = nbformat.v4.new_code_cell(src)
+            nb.cells.append(cell)
+            client.execute_cell(cell, len(nb.cells) - 1)
+            outputs.append("".join(o.get("text", "") for o in cell.outputs
+                                   if o.get("output_type") == "stream"))
+            for o in cell.outputs:
+                if o.get("output_type") == "error":
+                    raise RuntimeError(f"{path.name}: bench probe raised {o.get('evalue')}")
+    cell_times.insert(0, t_ready - t0)  # the kernel start
+    return total, cell_times, outputs
+
+
+def bench_notebooks(paths: list[Path], quick: bool) -> tuple[list[dict], list[dict]]:
+    import nbformat
+
+    os.environ["PYTHONHASHSEED"] = "0"
+    os.environ.pop("MPLBACKEND", None)
+    probe = (_WIDGET_PROBE.replace("__N_COMPUTE__", "50" if quick else "300")
+             .replace("__N_DRAW__", "5" if quick else "15"))
+    notebooks, widgets = [], []
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        floor_nb = nbformat.v4.new_notebook(metadata=nb.metadata)
+        floor_nb.cells = [nbformat.v4.new_code_cell(_imports_of(nb))]
+        floor = min(_run_cells(floor_nb, path)[0] for _ in range(1 if quick else 2))
+        total, cell_times, (probe_out,) = _run_cells(nb, path, [probe])
+        slow = sorted(((t, i) for i, t in enumerate(cell_times[1:])
+                       if nb.cells[i].cell_type == "code"), reverse=True)[:3]
+        notebooks.append({"notebook": path.name, **figure(total, floor),
+                          "kernel_start_seconds": cell_times[0],
+                          "slowest_cells": [{"cell": i, "seconds": t,
+                                             "first_line": nb.cells[i].source.splitlines()[0]
+                                             if nb.cells[i].source else ""}
+                                            for t, i in slow]})
+        m = re.search(r"KVLIB-BENCH (.*)", probe_out)
+        for k, w in enumerate(json.loads(m.group(1)) if m else []):
+            widgets.append({"notebook": path.name, "explorer": k, "compute": w["where"],
+                            "controls": w["controls"],
+                            "compute_seconds": w["compute"],
+                            "update": figure(w["update"], w["redraw"]),
+                            "lambdify_calls_per_compute": w["lambdify_per_compute"],
+                            "sympy_share_of_compute": w["sympy_share"]})
+        print(f"  {path.name}: {total:.1f} s (floor {floor:.1f} s)", file=sys.stderr)
+    return notebooks, widgets
+
+
+# --- 3: the vectorised sweep -------------------------------------------------------------
+
+def bench_sweep(quick: bool) -> dict:
+    import numpy as np
+
+    from kvlib import GQA
+
+    rng = np.random.default_rng(0)
+    n = N_SWEEP
+    N_h = rng.choice([8, 16, 32, 64, 128], n)
+    N_g = N_h // rng.choice([1, 2, 4, 8], n)
+    cfg = dict(N_L=rng.integers(1, 129, n), N_h=N_h, N_g=N_g,
+               d_QK=rng.choice([64, 96, 128, 192, 256], n),
+               d_V=rng.choice([64, 96, 128, 192, 256], n),
+               N_KV=rng.choice([2**k for k in range(10, 18)], n), b=rng.choice([1, 2, 4], n))
+    formula = GQA.bytes_per_sequence
+    rep = 3 if quick else 7
+
+    def kvlib_path():
+        return formula(**cfg)
+
+    def by_hand():  # the floor: the same formula typed once in NumPy, no checks
+        c = cfg
+        return c["b"] * c["N_L"] * c["N_g"] * (c["d_QK"] + c["d_V"]) * c["N_KV"]
+
+    generated = median_time(kvlib_path, rep)
+    floor = median_time(by_hand, rep)
+    values = kvlib_path()
+    if not np.array_equal(values, by_hand()):
+        raise AssertionError("generated sweep differs from the hand-written NumPy formula")
+    # SymPy subs on a sample, extrapolated; checked against the sweep on the same rows.
+    sample = 200 if quick else 1000
+    rows = rng.choice(n, sample, replace=False)
+    keys = formula.args
+
+    def subs_loop():
+        for r in rows:
+            v = formula.subs(**{k: int(cfg[k][r]) for k in keys})
+            assert int(v) == values[r]
+
+    subs_seconds = median_time(subs_loop, 1) * n / sample
+    return {"configurations": n, "formula": formula.name,
+            "kvlib_generated": figure(generated, floor),
+            "sympy_subs_extrapolated": figure(subs_seconds, floor, sample=sample),
+            "generated_vs_subs_speedup": subs_seconds / generated}
+
+
+# --- 4: the kvlib command ----------------------------------------------------------------
+
+def bench_cli(quick: bool) -> dict:
+    exe = Path(sys.executable)
+    kvlib = exe.parent / "kvlib"
+    cmd = [str(kvlib)] if kvlib.exists() else [str(exe), "-m", "kvlib"]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    rep = 3 if quick else 7
+
+    def timed(argv):
+        def run():
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+        run()  # warm the file cache
+        return median_time(run, rep)
+
+    bare = timed([str(exe), "-c", "pass"])
+    libs = timed([str(exe), "-c", "import numpy, sympy"])
+    help_ = timed(cmd + ["--help"])
+    estimate = timed(cmd + ["estimate", "llama-3-70b", "--context", "8192"])
+    return {"command": " ".join(Path(c).name for c in cmd),
+            "bare_python_seconds": bare, "import_numpy_sympy_seconds": libs,
+            "help": figure(help_, libs, vs_bare_python=help_ / bare),
+            "estimate": figure(estimate, libs, vs_bare_python=estimate / bare)}
+
+
+# --- report ------------------------------------------------------------------------------
+
+def machine() -> dict:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for pkg in ("sympy", "numpy", "matplotlib", "ipywidgets", "ipykernel", "nbclient"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "system": f"{platform.system()} {platform.release()}",
+            "load_average_1min_at_start": load, "versions": versions}
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:,.2f} ms" if s < 1 else f"{s:,.2f} s"
+
+
+def print_report(r: dict) -> None:
+    m = r["machine"]
+    print(f"kvlib bench: {m['cpu']}, {m['cores']} cores, Python {m['python']}, "
+          f"load {m['load_average_1min_at_start']:.1f}")
+    print("\nnotebooks (kernel start + all cells; floor: kernel start + the same imports)")
+    for nb in r["notebooks"]:
+        print(f"  {nb['notebook']:<34} {_ms(nb['seconds']):>10}  floor {_ms(nb['floor_seconds']):>9}"
+              f"  x{nb['ratio']:.1f}")
+    t = r["notebooks_total"]
+    if r["notebooks"]:
+        print(f"  {'total':<34} {_ms(t['seconds']):>10}  floor {_ms(t['floor_seconds']):>9}"
+              f"  x{t['ratio']:.1f}")
+    print("\nwidget updates (compute alone; compute + redraw vs a bare redraw of the same figure)")
+    for w in r["widgets"]:
+        flag = "" if w["compute_seconds"] < 1e-3 else "  <- compute over 1 ms"
+        if w["lambdify_calls_per_compute"]:
+            flag += f" ({w['lambdify_calls_per_compute']} lambdify per move)"
+        print(f"  {w['notebook']:<26} #{w['explorer']} compute {_ms(w['compute_seconds']):>9}"
+              f"   update {_ms(w['update']['seconds']):>9} vs redraw "
+              f"{_ms(w['update']['floor_seconds']):>9}  x{w['update']['ratio']:.2f}{flag}")
+    s = r["sweep"]
+    print(f"\nsweep of {s['configurations']:,} configurations ({s['formula']})")
+    print(f"  kvlib generated  {_ms(s['kvlib_generated']['seconds']):>10}   hand NumPy "
+          f"{_ms(s['kvlib_generated']['floor_seconds']):>9}  x{s['kvlib_generated']['ratio']:.1f}")
+    print(f"  SymPy subs loop  {_ms(s['sympy_subs_extrapolated']['seconds']):>10}   "
+          f"(extrapolated from {s['sympy_subs_extrapolated']['sample']}; generated path is "
+          f"{s['generated_vs_subs_speedup']:,.0f}x faster)")
+    c = r["cli"]
+    print(f"\n`{c['command']}` start-up (floor: python -c 'import numpy, sympy' "
+          f"{_ms(c['import_numpy_sympy_seconds'])}; bare python {_ms(c['bare_python_seconds'])})")
+    for k in ("help", "estimate"):
+        print(f"  {k:<9} {_ms(c[k]['seconds']):>10}  x{c[k]['ratio']:.2f} "
+              f"(x{c[k]['vs_bare_python']:.0f} a bare python)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("notebooks", nargs="*", type=Path,
+                    help="notebooks to execute (default: notebooks/*.ipynb)")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "report.json")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    args = ap.parse_args(argv)
+    paths = args.notebooks or sorted((REPO / "notebooks").glob("*.ipynb"))
+    if shutil.which("jupyter", path=str(Path(sys.executable).parent)) is None:
+        print("note: jupyter not in this environment; run from the project's .venv",
+              file=sys.stderr)
+    report = {"machine": machine()}
+    print("executing notebooks ...", file=sys.stderr)
+    report["notebooks"], report["widgets"] = bench_notebooks(paths, args.quick)
+    tot = sum(n["seconds"] for n in report["notebooks"])
+    flo = sum(n["floor_seconds"] for n in report["notebooks"])
+    report["notebooks_total"] = figure(tot, flo)
+    print("sweep ...", file=sys.stderr)
+    report["sweep"] = bench_sweep(args.quick)
+    print("kvlib command ...", file=sys.stderr)
+    report["cli"] = bench_cli(args.quick)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print_report(report)
+    print(f"\nwritten: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
