@@ -129,7 +129,9 @@ class Formula:
             return self._call_vector(values)
         exact = {}
         for k, v in values.items():
-            if _INTEGER[k]:
+            if type(v) is int and v >= 1:  # the common case, accepted by both checks below
+                exact[k] = v
+            elif _INTEGER[k]:
                 exact[k] = validate.positive_int(_label(k), v)
             else:
                 exact[k] = validate.positive_number(_label(k), v)
