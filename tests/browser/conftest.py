@@ -1,7 +1,8 @@
 """Fixtures of the browser test: one JupyterLab server and one headless Chromium per module.
 
-Skips (with the reason) when Debian's chromium or the playwright package is
-missing; set ``KVLIB_REQUIRE_BROWSER=1`` (CI) to make that a failure instead.
+Skips (with the reason) when Debian's chromium (``/usr/bin/chromium``, or
+``KVLIB_CHROMIUM``) or the playwright package is missing; set
+``KVLIB_REQUIRE_BROWSER=1`` (CI) to make that a failure instead.
 Everything lives in a temporary directory (notebook copies, Jupyter settings,
 browser profile) and uses free ports, so parallel pytest-xdist workers and
 concurrent runs cannot collide.

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's package; KVLIB_CHROMIUM points elsewhere (e.g. /usr/bin/chromium-browser).
+CHROMIUM = Path(os.environ.get("KVLIB_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--no-first-run", "--no-default-browser-check",

@@ -46,6 +46,34 @@ EXPECTED: dict[str, list[list[Move]]] = {
         Move("context", "right", 1,
              expect=f"{2 * 81 * 64 * (128 + 128) * 16384 / 2**30:g} GiB"),  # 40.5 GiB
     ]],
+    # rope_explorer(d_L=512, d_R=64, N_h=128, context=131072); DeepSeek V2's config.json:
+    # 60 layers, bf16. Bytes per token: (a) 2 * 60 * d_L, (b) decoupled 2 * 60 * (d_L + d_R).
+    "04_rope_decoupling.ipynb": [[
+        Move("RoPE width d_R", "select", "32", expect=f"{2 * 60 * (512 + 32):,}"),  # 65,280
+        Move("latent d_L", "select", "256", expect=f"{2 * 60 * (256 + 32):,}"),  # 34,560
+        # Context 128K -> 64K: design (b), one sequence, in GiB.
+        Move("context", "left", 1,
+             expect=f"{2 * 60 * (256 + 32) * 65536 / 2**30:.2f} GiB"),  # 2.11 GiB
+    ]],
+    # model_explorer(model="gemma-3-27b", context=131072, batch=8, kv_dtype="bf16").
+    # Gemma 3 27B config.json: 62 layers (10 full, 52 sliding over 1,024 tokens),
+    # 16 KV heads of width 128. Per token per layer: K and V, 2 * 16 * 128 elements.
+    "05_real_models.ipynb": [[
+        # fp8 (1 B): all 62 layers per token, in KiB.
+        Move("KV dtype", "select", "fp8",
+             expect=f"{62 * 2 * 16 * 128 * 1 / 1024:g} KiB"),  # 248 KiB
+        # Batch 8 -> 9: the 10 full layers hold all 131,072 tokens of 9 sequences.
+        Move("batch", "right", 1,
+             expect=f"{10 * 2 * 16 * 128 * 1 * 131072 * 9 / 2**30:g} GiB"),  # 45 GiB
+    ]],
+    # planner_explorer(): Llama 3.1 70B (80 layers, 8 KV heads of 128) on 4 H200, TP 4,
+    # so 8 / 4 = 2 KV heads per GPU; 128K context. KV per session per GPU, in GB (10^9).
+    "06_capacity_planning.ipynb": [[
+        Move("KV dtype", "select", "fp8",
+             expect=f"{80 * 2 * 2 * 128 * 1 * 131072 / 1e9:.2f} GB"),  # 5.37 GB
+        Move("context", "left", 1,
+             expect=f"{80 * 2 * 2 * 128 * 1 * 65536 / 1e9:.2f} GB"),  # 2.68 GB
+    ]],
 }
 
 # The fixtures: Llama-2-70B-like GQA, N_L = 80 layers, d_QK = d_V = 128, N_h = 64.
