@@ -85,11 +85,19 @@ FIXTURE_MOVES = [[
 ]]
 
 
+# The first redraw of a constrained-layout figure differs from the first image even
+# when nothing changed (the layout settles on the second draw), so a stale plot is
+# only caught from a widget's second move on: every widget gets at least two.
+MIN_MOVES = 2
+
+
 @pytest.mark.parametrize("name", WIDGET_NOTEBOOKS)
 def test_widgets_respond_in_jupyterlab(lab, name):
     if name not in EXPECTED:
         pytest.fail(f"{name} builds an Explorer but has no entry in EXPECTED in {__file__}: "
                     "add the control to move and the readout expected (by hand arithmetic)")
+    assert all(len(moves) >= MIN_MOVES for moves in EXPECTED[name]), \
+        f"every Explorer of {name} needs at least {MIN_MOVES} moves"
     lab.check(name, EXPECTED[name])
     assert lab.unchanged(name), f"{name} was modified while under test (autosave?)"
 
@@ -101,12 +109,26 @@ def test_harness_passes_a_working_widget(lab):
     assert lab.unchanged("good_widget.ipynb")
 
 
+# broken_widget.ipynb: Explorer #0 is the fixture widget with a bytes-per-element table
+# that lacks fp8; Explorer #1 draws its figure once and never updates it.
+FIXTURE_N_G = FIXTURE_MOVES[0][0]
+
+
 def test_harness_detects_a_raising_callback(lab):
-    """broken_widget.ipynb raises KeyError in its callback when fp8 is chosen:
-    the check must fail, say which move, and show the kernel's traceback."""
+    """Choosing fp8 raises KeyError inside the callback: the check must fail, name the
+    move, and show the kernel's traceback."""
     with pytest.raises(WidgetCheckFailed) as failure:
-        lab.check("broken_widget.ipynb", FIXTURE_MOVES)
+        lab.check("broken_widget.ipynb", [FIXTURE_MOVES[0], [FIXTURE_N_G]])
     message = str(failure.value)
-    assert "control 'dtype'" in message  # the first move (N_g) worked, the second did not
+    assert "Explorer #0, control 'dtype'" in message  # the N_g move worked, this did not
     assert "KeyError" in message and "fp8" in message
     assert lab.unchanged("broken_widget.ipynb")
+
+
+def test_harness_detects_a_stale_plot(lab):
+    """The readout of Explorer #1 moves on but its figure does not: the check must fail
+    (at the second move: see MIN_MOVES)."""
+    stale_moves = [FIXTURE_N_G,
+                   Move("N_g", "right", 1, expect=f"{2 * 80 * 32 * (128 + 128):,} B")]
+    with pytest.raises(WidgetCheckFailed, match=r"Explorer #1, control 'N_g'.*did not change"):
+        lab.check("broken_widget.ipynb", [[FIXTURE_N_G], stale_moves])
