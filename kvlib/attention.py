@@ -128,14 +128,14 @@ def decode(X: np.ndarray, layers: list[AttentionWeights]):
     """Feed the rows of X one token at a time through a stack of attention layers
     (residual connections, nothing else), reusing cached K and V.
 
-    X: (N, d_in). Returns (outputs (N, d_in), cache, flops) where ``flops[t]`` is
-    the multiply-adds of attention at step t (scores plus weighted sum), which grows
-    linearly with t.
+    X: (N, d_in). Returns (outputs (N, d_in), cache, macs) where ``macs[t]`` is
+    the multiply-adds of attention at step t + 1 (scores plus weighted sum over the
+    t + 1 cached tokens): it grows linearly with the tokens so far.
     """
     w0 = layers[0]
     N, d_QK, d_V = X.shape[0], w0.W_Q.shape[2], w0.W_V.shape[2]
     cache = KVCache(len(layers), w0.N_g, d_QK, d_V, capacity=N)
-    outputs, flops = np.zeros_like(X), []
+    outputs, macs = np.zeros_like(X), []
     for t in range(N):
         x = X[t]  # (d_in,)
         step = 0
@@ -153,5 +153,5 @@ def decode(X: np.ndarray, layers: list[AttentionWeights]):
             x = x + y
         cache.n_tokens = t + 1
         outputs[t] = x
-        flops.append(step)
-    return outputs, cache, np.array(flops)
+        macs.append(step)
+    return outputs, cache, np.array(macs)

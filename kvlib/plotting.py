@@ -72,7 +72,7 @@ def context_ticks(lo: int = 1024, hi: int = 131072) -> list[int]:
 
 
 def context_axis(ax, lo: int = 1024, hi: int = 131072,
-                 label: str = r"context length $N_{KV}$ (tokens)"):
+                 label: str = r"context length $N_{KV}$ (tokens, log scale)"):
     """Log-2 x axis with 1K..128K tick labels (a little margin so end markers show)."""
     ax.set_xscale("log", base=2)
     ticks = context_ticks(lo, hi)
@@ -110,7 +110,7 @@ def plot_cache_vs_context(ax, contexts: Sequence[int], series: Mapping[str, np.n
     context_axis(ax, min(contexts), max(contexts))
     if logy:
         log_value_axis(ax)
-    ax.set_ylabel(f"KV cache ({unit})")
+    ax.set_ylabel(f"KV cache ({unit}{', log scale' if logy else ''})")
     if title:
         ax.set_title(title)
     # Lines rise to the right, so the upper left corner is free (a framed box hides

@@ -129,8 +129,14 @@ def grouped(table: TensorTable, kv_heads: sp.Expr | int = N_g.symbol) -> TensorT
     """
     kv = sp.sympify(kv_heads)
     name = "MQA" if kv == 1 else "GQA"
+    # Key/value tensors are indexed by their group g, read by query heads h with
+    # g = floor(h N_g / N_h).
     rows = tuple(
-        replace(t, copies=t.copies.subs(N_h.symbol, kv)) if t.kv_side else t
+        replace(t, copies=t.copies.subs(N_h.symbol, kv), latex=t.latex.replace("}_h", "}_g")
+                .replace("K_h", "K_g").replace("V_h", "V_g"),
+                note=t.note or "one per KV head g")
+        if t.kv_side else
+        replace(t, latex=t.latex.replace("K_h^{T}", "K_{g(h)}^{T}").replace("V_h", "V_{g(h)}"))
         for t in table.tensors
     )
     caption = f"{table.name} with N_h -> {kv} in the key/value rows ({name})."
