@@ -126,7 +126,9 @@ def plot_bars(ax, labels: Sequence[str], values: Sequence, unit: str, title: str
     bars = ax.bar(labels, y, color=colors)
     if annotate:
         for rect, val in zip(bars, y, strict=True):
-            ax.annotate(f"{val:,.1f} {unit}", (rect.get_x() + rect.get_width() / 2, val),
+            # One decimal, omitted when it is .0: "496 KiB", "4.7 MiB".
+            text = f"{val:,.1f}".rstrip("0").rstrip(".")
+            ax.annotate(f"{text} {unit}", (rect.get_x() + rect.get_width() / 2, val),
                         ha="center", va="bottom", fontsize=13, xytext=(0, 3),
                         textcoords="offset points")
     ax.set_ylabel(f"{ylabel} ({unit})")

@@ -108,16 +108,19 @@ def draw(fig, r: RopePrice) -> None:
     """Left: cache of one sequence vs context. Right: decode FLOPs per step per layer."""
     if not fig.axes:
         left, right = fig.subplots(1, 2)
-        for ax, ylabel in ((left, "KV cache, one sequence (GiB)"),
-                           (right, "decode GFLOPs per step per layer")):
+        for ax, title, ylabel in (
+                (left, "Cache: what (b) adds", "KV cache, one sequence (GiB, log scale)"),
+                (right, "Compute: what (b) saves", "GFLOPs per decode step per layer (log scale)")):
             for k, color in (("a", COLORS["MLA"]), ("b", COLORS["MLA+RoPE"])):
                 ax.plot(CONTEXTS, np.ones(len(CONTEXTS)), marker="o", color=color,
                         label=LABELS[k])
-            ax.axvline(CONTEXTS[0], color="black", ls=":", lw=1.5)
+            ax.axvline(CONTEXTS[0], color="black", ls=":", lw=1.5, label="selected context")
             context_axis(ax)
             log_value_axis(ax)
+            ax.set_title(title)
             ax.set_ylabel(ylabel)
-        left.legend(loc="upper left", frameon=False, fontsize=11)
+            # Both series rise to the right, so the upper left corner is free.
+            ax.legend(loc="upper left", frameon=False, fontsize=11)
     left, right = fig.axes
     for k, i in (("a", 0), ("b", 1)):
         left.lines[i].set_ydata(r.sweep_bytes[k] / UNITS["GiB"])
@@ -127,7 +130,7 @@ def draw(fig, r: RopePrice) -> None:
         ax.relim()
         ax.autoscale_view(scalex=False)
     s = r.sizes
-    fig.suptitle(f"{s['N_L']} layers, {s['N_h']} heads, d_L = {s['d_L']}, d_R = {s['d_R']}, "
+    fig.suptitle(f"{s['N_L']} layers, {s['N_h']} heads, $d_L$ = {s['d_L']}, $d_R$ = {s['d_R']}, "
                  f"bf16: +{float(r.extra):.1%} bytes buys {r.speedup:,.0f}x fewer FLOPs at "
                  f"{format_context(r.context)}",
                  fontsize=15, fontweight="bold")

@@ -69,7 +69,7 @@ def test_deepseek_v2_bytes_per_token_by_hand():
     mla = MLA.bytes_per_token(N_L=60, d_L=512, b=2)
     mla_rope = MLA_ROPE.bytes_per_token(N_L=60, d_L=512, d_R=64, b=2)
     expanded = MHA.bytes_per_token(N_L=60, N_h=128, d_QK=128 + 64, d_V=128, b=2)
-    assert mla == 60 * 512 * 2 == 61_440 == 60 * 1024  # the seed's 60 KiB
+    assert mla == 60 * 512 * 2 == 61_440 == 60 * 1024  # blog post A's 60 KiB
     assert mla_rope == 60 * (512 + 64) * 2 == 69_120  # 67.5 KiB
     assert Fraction(mla_rope, 1024) == Fraction(135, 2)
     assert expanded == 60 * 128 * (192 + 128) * 2 == 4_915_200
@@ -80,7 +80,7 @@ def test_deepseek_v2_at_128k_tokens_by_hand():
     at = dict(N_KV=131_072)
     mla = MLA.bytes_per_sequence(N_L=60, d_L=512, b=2, **at)
     mla_rope = MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=2, **at)
-    assert mla == 61_440 * 131_072 == 15 * 2**29  # 7.5 GiB: the seed's number
+    assert mla == 61_440 * 131_072 == 15 * 2**29  # 7.5 GiB: blog post A's number
     assert Fraction(mla, 1024**3) == Fraction(15, 2)
     assert Fraction(mla_rope, 1024**3) == Fraction(135, 16)  # 8.4375 GiB, "8.44 GiB"
 

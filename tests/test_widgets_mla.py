@@ -25,6 +25,11 @@ def test_explorer_follows_its_controls():
     e.controls["d_R"].value = 128
     assert e.readout.value != before and "+25.0%" in e.readout.value
     assert len(e.fig.axes) == 2
+    for ax in e.fig.axes:  # each panel titled, with its own legend and log-scale labels
+        assert ax.get_title() and ax.get_legend() is not None
+        assert "log scale" in ax.get_xlabel() and "log scale" in ax.get_ylabel()
+    suptitle = e.fig.get_suptitle()
+    assert "$d_L$ = 512" in suptitle and "$d_R$ = 128" in suptitle and "d_L =" not in suptitle
 
 
 def test_side_by_side_cache_columns_by_hand():
