@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from kvlib.capacity import Deployment, Plan, cache_dominates_at, decode_step_seconds
 from kvlib.plotting import COLORS, context_axis, context_ticks, format_context
@@ -77,30 +79,44 @@ def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = ""
         ax.set_title(title, pad=34)
 
 
+OVER, UNDER = "#D55E00", "#0072B2"  # levers: cache over / within the KV budget
+
+
 def plot_levers(ax, labels: Sequence[str], values: Sequence[int], unit: str = "GiB",
                 budget: int | None = None, title: str = "") -> None:
     """Bars of the cache per GPU after each lever (log scale), each with its factor.
 
-    ``budget``: the KV budget per GPU (bytes), drawn as a dashed line.
+    ``budget``: the KV budget per GPU (bytes), drawn as a dashed line; bars over
+    it are orange, bars within it blue (both named in the legend). A bar whose
+    label would cross the line carries its label inside, under its top.
     """
     y = np.array([float(v) for v in values]) / UNITS[unit]
-    colors = ["#D55E00" if budget is not None and v > budget else "#0072B2" for v in values]
+    line = None if budget is None else budget / UNITS[unit]
+    colors = [OVER if line is not None and v > line else UNDER for v in y]
     bars = ax.bar(range(len(labels)), y, color=colors)
     for i, (rect, val) in enumerate(zip(bars, y, strict=True)):
         text = f"{val:,.0f}" if val >= 100 else f"{val:.3g}"
         if i:
             text += f"\n/{y[i - 1] / val:.3g}"
+        # two lines of text span about a factor 4 on these log axes
+        inside = line is not None and val < line < 4 * val
         ax.annotate(text, (rect.get_x() + rect.get_width() / 2, val), ha="center",
-                    va="bottom", fontsize=12, xytext=(0, 3), textcoords="offset points")
-    if budget is not None:
-        ax.axhline(budget / UNITS[unit], color="black", ls="--", lw=1.6,
-                   label=f"KV budget per GPU ({budget / UNITS[unit]:,.1f} {unit})")
-        ax.legend(loc="upper right", frameon=False)
+                    va="top" if inside else "bottom", fontsize=12,
+                    color="white" if inside else "black",
+                    xytext=(0, -4 if inside else 3), textcoords="offset points")
     ax.set_yscale("log")
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
-    ax.set_ylabel(f"KV cache per GPU ({unit})")
+    ax.set_ylabel(f"KV cache per GPU ({unit}, log scale)")
     ax.grid(axis="x", visible=False)
     ax.margins(y=0.25)
+    if line is not None:
+        ax.axhline(line, color="black", ls="--", lw=1.6)
+        ax.legend(handles=[
+            Line2D([], [], color="black", ls="--", lw=1.6,
+                   label=f"KV budget per GPU ({line:,.1f} {unit})"),
+            Patch(color=OVER, label="over the budget: does not fit"),
+            Patch(color=UNDER, label="within the budget: fits"),
+        ], loc="upper right", frameon=False)
     if title:
         ax.set_title(title)
 
@@ -111,7 +127,7 @@ def plot_paging_waste(ax, labels: Sequence[str], fractions: Sequence[float],
     pct = 100 * np.asarray(fractions, dtype=float)
     bars = ax.bar(labels, pct, color=["#D55E00"] * 2 + ["#0072B2"] * (len(labels) - 2))
     for rect, val in zip(bars, pct, strict=True):
-        ax.annotate(f"{val:.1f}%", (rect.get_x() + rect.get_width() / 2, val), ha="center",
+        ax.annotate(f"{val:.2f}%", (rect.get_x() + rect.get_width() / 2, val), ha="center",
                     va="bottom", fontsize=13, xytext=(0, 3), textcoords="offset points")
     ax.set_ylabel("reserved but empty (%)")
     ax.set_ylim(0, 110)
@@ -127,7 +143,7 @@ def plot_decode_roofline(ax, series: Mapping[str, tuple[int, int, int]], bandwid
     series: label -> (weights bytes per GPU, KV bytes per sequence per GPU, the
     largest batch that fits). Dashed: the weights-only floor. A ring marks the
     batch from which the caches outweigh the weights; a cross, the largest batch
-    that fits in memory, where the line stops.
+    that fits in memory, where the line stops. The legend names all three marks.
     """
     palette = [COLORS["GQA"], COLORS["MHA"], COLORS["MLA"], COLORS["MQA"]]
     top = max(max(fits for _, _, fits in series.values()), 1)
@@ -136,7 +152,7 @@ def plot_decode_roofline(ax, series: Mapping[str, tuple[int, int, int]], bandwid
         b = np.unique(np.append(ticks[ticks < fits], max(fits, 1)))
         t = decode_step_seconds(weights, per_seq, b.astype(float), float(bandwidth)) * 1e3
         ax.plot(b, t, marker="o", color=color, label=f"{label} (fits {fits:,})")
-        ax.axhline(weights / bandwidth * 1e3, color=color, ls="--", lw=1.4)
+        ax.axhline(weights / bandwidth * 1e3, color=color, ls="--", lw=1.4, label="_floor")
         if fits:
             ax.plot([b[-1]], [t[-1]], marker="X", ms=14, color=color)
         cross = cache_dominates_at(weights, per_seq)
@@ -149,9 +165,16 @@ def plot_decode_roofline(ax, series: Mapping[str, tuple[int, int, int]], bandwid
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks, [str(int(x)) for x in ticks])
     ax.minorticks_off()
-    ax.set_xlabel("sequences decoded together (batch per TP group)")
+    ax.set_xlabel("sequences decoded together (batch per TP group, log scale)")
     ax.set_ylabel("decode step, lower bound (ms)")
-    ax.legend(loc="upper left", frameon=False)
+    handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=handles + [
+        Line2D([], [], color="gray", ls="--", lw=1.4, label="weights only (no cache): the floor"),
+        Line2D([], [], color="gray", ls="", marker="X", ms=12,
+               label="full batch: every sequence that fits"),
+        Line2D([], [], color="gray", ls="", marker="o", ms=11, mfc="white", mew=2.5,
+               label="cache outweighs weights from here"),
+    ], loc="upper left", frameon=False, fontsize=12)
     if title:
         ax.set_title(title)
 
@@ -168,7 +191,7 @@ def plot_crossover(ax, contexts: Sequence[int], series: Mapping[str, Sequence[in
     ticks = [2**k for k in range(int(np.log2(top)) + 2)]
     ax.set_yticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
-    ax.set_ylabel("batch where cache > weights")
+    ax.set_ylabel("batch where cache > weights (log scale)")
     ax.legend(loc="upper right", frameon=False)
     if title:
         ax.set_title(title)

@@ -20,17 +20,19 @@ from matplotlib.patches import Patch
 from kvlib.models import BUNDLED, attention_label, load_model, reading, simplified, title
 from kvlib.plotting import (
     COLORS,
+    context_axis,
     context_ticks,
+    format_context,
     log_value_axis,
     plot_bars,
-    plot_cache_vs_context,
 )
 from kvlib.spec import CacheKind
-from kvlib.units import UNITS
+from kvlib.units import UNITS, fmt_bytes
 
 __all__ = [
     "TABLE_3", "CONTEXT_MODELS", "LAYER_MAP_MODELS", "KIND_COLORS", "table_3_rows",
-    "render_table_3", "plot_table_3", "plot_layer_map", "plot_models_vs_context",
+    "render_table_3", "plot_table_3", "plot_layer_map", "CONTEXT_STYLES", "context_points",
+    "plot_models_vs_context",
     "plot_params_vs_cache", "FIGURES",
 ]
 
@@ -62,23 +64,18 @@ def table_3_rows(names: Sequence[str] = TABLE_3, context: int = T128K, b=BF16) -
     return rows
 
 
-def _kib(n) -> str:
-    return f"{float(n) / UNITS['KiB']:,.4g} KiB"
-
-
-def _gib(n) -> str:
-    return f"{float(n) / UNITS['GiB']:,.4g} GiB"
-
-
 def render_table_3(rows: list[dict], corrected: bool, context: int = T128K) -> str:
-    """A Markdown table of :func:`table_3_rows`, the paper's view or the corrected one."""
+    """A Markdown table of :func:`table_3_rows`, the paper's view or the corrected one.
+
+    Sizes print with at most two decimals (``fmt_bytes``), as everywhere else.
+    """
     head = f"| model | attention | layers | per token | {context:,} tokens |"
     lines = [head, "|---|---|---|---|---|"]
     for r in rows:
         tok = r["per_token"] if corrected else r["paper_per_token"]
         seq = r["per_sequence"] if corrected else r["paper_per_sequence"]
-        lines.append(f"| {r['title']} | {r['attention']} | {r['layers']} | {_kib(tok)} "
-                     f"| {_gib(seq)} |")
+        lines.append(f"| {r['title']} | {r['attention']} | {r['layers']} "
+                     f"| {fmt_bytes(tok, 'KiB')} | {fmt_bytes(seq, 'GiB')} |")
     return "\n".join(lines)
 
 
@@ -106,10 +103,16 @@ def plot_table_3(ax_token, ax_context, rows: list[dict], context: int = T128K) -
 
 
 def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS) -> None:
-    """One row per model, one cell per layer, coloured by cache kind (window in the legend)."""
+    """One row per model, one cell per layer, coloured by cache kind (window in the legend).
+
+    The x axis spans the deepest model's layers; each row's summary ("10 of 62
+    keep every token; ...") sits in a column right of the axes.
+    """
     seen: dict = {}
+    depth = 0
     for row, name in enumerate(names):
         layers = reading(name).layer_map()
+        depth = max(depth, len(layers))
         for i, (kind, window) in enumerate(layers):
             ax.add_patch(_cell(i, row, KIND_COLORS[kind]))
             key = (kind, window)
@@ -117,11 +120,13 @@ def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS) -> None:
         n_full = sum(k is CacheKind.FULL for k, _ in layers)
         local = [w for k, w in layers if k is not CacheKind.FULL]
         what = f"; {len(local)} keep {local[0]:,}" if local else ""
-        ax.annotate(f"{n_full} of {len(layers)} keep every token{what}", (len(layers) + 0.8, row),
-                    va="center", fontsize=12)
-    ax.set_xlim(-0.5, 90)
+        ax.annotate(f"{n_full} of {len(layers)} keep every token{what}", (1.0, row),
+                    xycoords=("axes fraction", "data"), xytext=(12, 0),
+                    textcoords="offset points", va="center", fontsize=12)
+    ax.set_xlim(-0.7, depth - 0.3)
     ax.set_ylim(len(names) - 0.4, -0.6)
     ax.set_yticks(range(len(names)), [BUNDLED[n].title for n in names])
+    ax.xaxis.set_major_locator(mticker.MultipleLocator(10))
     ax.set_xlabel("layer index")
     ax.grid(False)
     ax.set_title("Which layers keep every token (full) and which keep a window")
@@ -145,26 +150,64 @@ def _cell(i, row, color):
     return Rectangle((i - 0.45, row - 0.35), 0.9, 0.7, color=color)
 
 
+# Colour, marker and line style per model of CONTEXT_MODELS (Okabe-Ito; DeepSeek V3 in the
+# MLA colour of the other figures). Neighbouring blues differ in marker and style too.
+CONTEXT_STYLES = {
+    "llama-3.1-70b": ("#0072B2", "o", "-"),
+    "gemma-3-27b": ("#D55E00", "s", "-"),
+    "qwen3-32b": ("#009E73", "^", "-"),
+    "llama-4-scout": ("#CC79A7", "D", "-"),
+    "mistral-7b-v0.1": ("#56B4E9", "v", "--"),
+    "deepseek-v3": (COLORS["MLA+RoPE"], "P", "--"),
+    "gpt-oss-20b": ("#000000", "X", ":"),
+}
+OTHER_STYLES = [("#999999", "o", "-."), ("#F0E442", "s", "-.")]
+
+
+def context_points(limit: int | None, lo: int = 1024, hi: int = 1 << 20) -> list[int]:
+    """The contexts drawn for a model: powers of two from ``lo`` up to its limit, then the limit.
+
+    A ``limit`` that is not a power of two (DeepSeek V3's 163,840, Qwen3's
+    40,960) is appended so the line ends at the model's real maximum; limits
+    beyond ``hi`` (or none) stop at ``hi``.
+    """
+    end = min(limit or hi, hi)
+    points = context_ticks(lo, end)
+    if points[-1] != end:
+        points.append(end)
+    return points
+
+
 def plot_models_vs_context(ax, names: Sequence[str] = CONTEXT_MODELS, b=BF16,
-                           contexts: Sequence[int] | None = None) -> None:
-    """Bytes of one sequence vs context (log-log), each line stopping at the model's limit."""
-    contexts = np.array(contexts if contexts is not None else context_ticks(1024, 1 << 20))
-    series, colors = {}, {}
-    palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
+                           hi: int = 1 << 20) -> list:
+    """Bytes of one sequence vs context (log-log), each line ending at the model's max context.
+
+    Models allowed more than ``hi`` tokens stop at ``hi`` (said in their label).
+    Returns the Line2D per model.
+    """
+    lines = []
     for i, name in enumerate(names):
         spec = load_model(name)
-        limit = spec.max_position_embeddings or contexts[-1]
-        y = np.array([float(spec.kv_bytes_per_sequence(int(t), b)) if t <= limit else np.nan
-                      for t in contexts])
-        label = f"{title(spec)} ({_shape(spec)})"
-        series[label] = y
-        colors[label.split(" ")[0]] = palette[i % len(palette)]
-    lines = plot_cache_vs_context(ax, contexts, series, unit="GiB",
-                                  title="KV cache of one sequence, bf16 (each line ends at the "
-                                        "model's max context)")
-    for line, color in zip(lines, palette * 2, strict=False):
-        line.set_color(color)
-    ax.legend(loc="upper left", frameon=True, framealpha=0.95, edgecolor="none", fontsize=11)
+        limit = spec.max_position_embeddings
+        x = context_points(limit, hi=hi)
+        y = np.array([float(spec.kv_bytes_per_sequence(t, b)) for t in x]) / UNITS["GiB"]
+        color, marker, ls = CONTEXT_STYLES.get(name, OTHER_STYLES[i % len(OTHER_STYLES)])
+        if limit is None:
+            end = ""
+        elif limit > hi:
+            end = f", max {format_context(limit)}, drawn to {format_context(hi)}"
+        else:
+            end = f", max {format_context(limit)}"
+        (line,) = ax.plot(x, y, color=color, marker=marker, ls=ls, ms=8,
+                          label=f"{title(spec)} ({_shape(spec)}{end})")
+        lines.append(line)
+    context_axis(ax, 1024, hi)
+    log_value_axis(ax)
+    ax.set_ylabel("KV cache (GiB, log scale)")
+    ax.set_title("KV cache of one sequence, bf16, up to each model's max context")
+    # Lines rise to the right; below them, right of 32K, the plot is empty.
+    ax.legend(loc="lower right", frameon=True, framealpha=0.95, edgecolor="none", fontsize=11)
+    return lines
 
 
 def _shape(spec) -> str:
@@ -172,6 +215,14 @@ def _shape(spec) -> str:
     label = attention_label(spec)
     extra = [k for k in ("sliding", "chunked") if k in kinds]
     return label + (" + " + " + ".join(extra) if extra else "")
+
+
+# Labels that would sit on a neighbour's dot or label: (offset in points, alignment).
+LABEL_PLACES = {
+    "Mistral 7B v0.1": ((6, -14), "right"),  # off Llama 3.1 8B's
+    "DeepSeek V2": ((0, -20), "center"),  # DeepSeek V3 sits just right of it
+    "DeepSeek V3": ((0, 9), "center"),
+}
 
 
 def plot_params_vs_cache(ax, names: Sequence[str] | None = None, b=BF16) -> None:
@@ -188,14 +239,14 @@ def plot_params_vs_cache(ax, names: Sequence[str] | None = None, b=BF16) -> None
         color = COLORS["MLA+RoPE"] if label == "MLA" else COLORS.get(label, COLORS["other"])
         x, y = params / 1e9, float(per_token) / UNITS["KiB"]
         ax.scatter([x], [y], s=90, color=color, zorder=3)
-        below = y < 200 and 5 < x < 7.5  # keeps Mistral 7B's label off Llama 3.1 8B's
-        ax.annotate(" / ".join(titles), (x, y), xytext=(6, -14 if below else 4),
-                    textcoords="offset points", fontsize=11, ha="right" if below else "left")
+        text = " / ".join(titles)
+        offset, ha = LABEL_PLACES.get(text, ((6, 4), "left"))
+        ax.annotate(text, (x, y), xytext=offset, textcoords="offset points", fontsize=11, ha=ha)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
     log_value_axis(ax)
-    ax.set_xlabel("total parameters (billions; mixture-of-experts models count every expert)")
-    ax.set_ylabel("KV cache per token (KiB, bf16)")
+    ax.set_xlabel("total parameters (billions, log scale; mixture-of-experts: every expert)")
+    ax.set_ylabel("KV cache per token (KiB, bf16, log scale)")
     ax.set_title("Model size does not predict cache size")
     ax.legend(handles=[Patch(color=COLORS[k], label=k) for k in ("MHA", "GQA", "MQA")]
               + [Patch(color=COLORS["MLA+RoPE"], label="MLA")],

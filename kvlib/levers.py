@@ -1,4 +1,4 @@
-"""The six levers of seed 004, quantified on one model and one workload (notebook 06).
+"""The six levers of blog post B (the estimator post), on one model and one workload (NB 06).
 
 A workload is ``batch`` concurrent requests whose lengths follow a seeded
 distribution, represented by a sample (:func:`kvlib.paging.sample_lengths`).
@@ -20,7 +20,7 @@ import numpy as np
 from kvlib.capacity import DEFAULT_BLOCK_SIZE, as_mha, kv_bytes_per_sequence_per_gpu
 from kvlib.spec import CacheKind, ModelSpec
 
-__all__ = ["Setting", "Step", "with_window", "kv_bytes_per_gpu", "seed_order", "one_at_a_time"]
+__all__ = ["Setting", "Step", "with_window", "kv_bytes_per_gpu", "decision_order", "one_at_a_time"]
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,9 @@ class Step:
     kv_bytes_per_gpu: int
 
 
-def seed_order(model: ModelSpec, lengths: np.ndarray, start: Setting, tp: int = 1, *,
-               short_context: int = 32768, batch_after: int | None = None) -> list[Step]:
-    """Start, then the seed's decision order applied one after another.
+def decision_order(model: ModelSpec, lengths: np.ndarray, start: Setting, tp: int = 1, *,
+                   short_context: int = 32768, batch_after: int | None = None) -> list[Step]:
+    """Start, then blog post B's decision order applied one after another.
 
     1 paging, 2 FP8 KV, 3 GQA (the model as shipped, from MHA), 4 a shorter
     ``max_model_len``, 5 INT4 KV, 6 a smaller batch (half, unless given).

@@ -359,9 +359,9 @@ def test_cache_dominates_after_weights_over_per_sequence_cache():
     assert cache_dominates_at(35_300_000_000, per_seq) == 35_300_000_000 // per_seq + 1 == 53
 
 
-# --- the seed's claims ------------------------------------------------------------------------
+# --- the blog posts' claims -------------------------------------------------------------------
 
-def test_seed_340_gb_holds_only_as_mha():
+def test_post_b_340_gb_holds_only_as_mha():
     mha = as_mha(LLAMA_70B)
     assert mha.groups[0].attention == "MHA"
     at_128k = kv_bytes_per_sequence_per_gpu(mha, 131072)
@@ -369,7 +369,7 @@ def test_seed_340_gb_holds_only_as_mha():
     assert kv_bytes_per_sequence_per_gpu(LLAMA_70B, 131072) == at_128k // 8  # 42.9 GB
 
 
-def test_seed_7b_at_128k_outweighs_70b_at_2k():
+def test_post_b_7b_at_128k_outweighs_70b_at_2k():
     small = kv_bytes_per_sequence_per_gpu(LLAMA_8B, 131072)
     big = kv_bytes_per_sequence_per_gpu(LLAMA_70B, 2048)
     assert small == 2 * 32 * 8 * 128 * 2 * 131072 == 16 * GiB
@@ -390,7 +390,7 @@ def test_paged_and_contiguous_slots_by_hand():
     lengths = np.array([1, 16, 17, 1000])
     assert paging.paged_slots(lengths, 16).tolist() == [16, 16, 32, 1008]
     assert paging.contiguous_slots(lengths, 2048).tolist() == [2048] * 4
-    # the seed's example: 512 tokens in a 1,024-token reservation wastes half
+    # blog post B's example: 512 tokens in a 1,024-token reservation wastes half
     assert paging.waste_fraction(np.array([512]), np.array([1024])) == 0.5
 
 
@@ -442,10 +442,10 @@ def test_lever_window_and_max_model_len_clamp_requests():
     assert levers.kv_bytes_per_gpu(LLAMA_70B, lengths, window) == 4096 * per_token
 
 
-def test_seed_order_factors():
+def test_decision_order_factors():
     from kvlib import levers
     lengths = paging.sample_lengths(200, seed=1, median=2048, max_len=131072)
-    steps = levers.seed_order(LLAMA_70B, lengths, levers.Setting(131072, 64), tp=4)
+    steps = levers.decision_order(LLAMA_70B, lengths, levers.Setting(131072, 64), tp=4)
     assert [s.lever for s in steps] == ["start", "1 paging", "2 FP8 KV", "3 GQA",
                                         "4 shorter context", "5 INT4 KV", "6 smaller batch"]
     b = [s.kv_bytes_per_gpu for s in steps]

@@ -74,3 +74,37 @@ def test_planner_widget_shows_errors_and_recovers():
     assert "must be a multiple of tensor_parallel_size=8" in e.error.value
     e.controls["gpus"].value = 8
     assert e.error.value == "" and "max concurrent sessions" in e.readout.value
+
+
+def test_levers_legend_names_the_colours_and_labels_avoid_the_budget_line():
+    fig = Figure(figsize=(11, 5.6), layout="constrained")
+    ax = fig.add_subplot()
+    # 64.4 GiB under a budget of 81.3 GiB: its label would cross the dashed line
+    plot_levers(ax, ["a", "b", "c"], [5120 * GiB, 64.4 * GiB, 8 * GiB], "GiB",
+                budget=int(81.3 * GiB))
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("over the budget" in t for t in texts)
+    assert any("within the budget" in t for t in texts)
+    assert any("KV budget per GPU" in t for t in texts)
+    assert "log scale" in ax.get_ylabel()
+    fig.canvas.draw()
+    line_y = ax.transData.transform((0, 81.3))[1]
+    for t in ax.texts:
+        box = t.get_window_extent()
+        assert not box.y0 < line_y < box.y1, t.get_text()
+
+
+def test_roofline_legend_explains_dashes_and_crosses():
+    ax = Figure().add_subplot()
+    plot_decode_roofline(ax, {"m": (1000, 100, 20)}, bandwidth=1000)
+    texts = " | ".join(t.get_text() for t in ax.get_legend().get_texts())
+    assert "weights only" in texts and "full batch" in texts and "cache outweighs" in texts
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_log_axes_say_log_scale(name):
+    for ax in FIGURES[name]().axes:
+        if ax.get_xscale() == "log":
+            assert "log scale" in ax.get_xlabel()
+        if ax.get_yscale() == "log":
+            assert "log scale" in ax.get_ylabel()

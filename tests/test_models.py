@@ -1,6 +1,6 @@
 """Bundled models, the paper's Table 3 (simplified) and its correction, and estimate().
 
-Independent values: the seed's table (496 / 320 / 60 KiB, 62 / 40 / 7.5 GiB at
+Independent values: blog post A's table (496 / 320 / 60 KiB, 62 / 40 / 7.5 GiB at
 131,072 tokens, 1.55x, 8.3x, 8x, 2x) and hand arithmetic from the published configs.
 """
 
@@ -87,9 +87,9 @@ def test_a_path_and_a_dict_load_too(tmp_path):
     assert load_model(bundled_config("gpt2")).kv_bytes_per_token(BF16) == 36_864
 
 
-# --- the paper's Table 3, as the seed gives it -------------------------------------------------
+# --- the paper's Table 3, as blog post A gives it ---------------------------------------------
 
-def test_simplified_table_reproduces_the_seed():
+def test_simplified_table_reproduces_blog_post_a():
     per_token = {n: simplified(load_model(n)).kv_bytes_per_token(BF16)
                  for n in ("gemma-3-27b", "llama-3-70b", "deepseek-v2")}
     assert per_token == {"gemma-3-27b": 496 * KiB, "llama-3-70b": 320 * KiB,
