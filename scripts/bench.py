@@ -8,8 +8,9 @@ Not a timed test: it measures, prints a short report, and writes it as JSON
 2. widgets: for every ``kvlib.widgetkit.Explorer`` the notebooks build, in the
    notebook's own kernel after it ran: ``compute`` alone (target well under 1 ms),
    and a whole update (compute + readout + figure update + re-display) against a
-   bare re-display of the same figure. It also counts SymPy work inside ``compute``
-   (``lambdify`` calls, share of time in SymPy), the usual reason a move is slow.
+   bare re-display of the same figure. It also flags the usual reasons a move is
+   slow: SymPy work inside ``compute`` (``lambdify`` calls, share of time in SymPy)
+   and a ``draw`` that rebuilds the figure's axes instead of updating its artists.
 3. sweep: 10^6 GQA configurations through kvlib's generated vectorised path,
    against the same formula written by hand in NumPy (the floor), and against SymPy
    ``subs`` in a loop (sampled, extrapolated to 10^6).
@@ -80,13 +81,26 @@ def _bare(e):
             _display(e.fig)
     return redraw
 
+def _paired(f, g, n):
+    """Medians of f and g timed alternately, so both see the same machine load."""
+    f(); g()
+    tf, tg = [], []
+    for _ in range(n):
+        t0 = _t.perf_counter(); f(); tf.append(_t.perf_counter() - t0)
+        t0 = _t.perf_counter(); g(); tg.append(_t.perf_counter() - t0)
+    return _st.median(tf), _st.median(tg)
+
 _out = []
 for _e in [o for o in _gc.get_objects() if isinstance(o, _Explorer)]:
     _v = _e.values()
     _c = lambda: _e.compute(**_v)
-    _out.append(dict(
-        compute=_median(_c, __N_COMPUTE__), update=_median(_e.update, __N_DRAW__),
-        redraw=_median(_bare(_e), __N_DRAW__), lambdify_per_compute=_count_lambdify(_c),
+    _old_axes = list(_e.fig.axes)
+    _e.update()
+    _rebuilt = any(a not in _e.fig.axes for a in _old_axes)
+    _up, _re = _paired(_e.update, _bare(_e), __N_DRAW__)
+    _out.append(dict(rebuilds_figure=_rebuilt,
+        compute=_median(_c, __N_COMPUTE__), update=_up, redraw=_re,
+        lambdify_per_compute=_count_lambdify(_c),
         sympy_share=_sympy_share(_c),
         where=f"{getattr(_e.compute, '__module__', '?')}."
               f"{getattr(_e.compute, '__qualname__', '?')}",
@@ -200,7 +214,7 @@ def bench_notebooks(paths: list[Path], quick: bool) -> tuple[list[dict], list[di
     os.environ["PYTHONHASHSEED"] = "0"
     os.environ.pop("MPLBACKEND", None)
     probe = (_WIDGET_PROBE.replace("__N_COMPUTE__", "50" if quick else "300")
-             .replace("__N_DRAW__", "5" if quick else "15"))
+             .replace("__N_DRAW__", "5" if quick else "21"))
     notebooks, widgets = [], []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
@@ -223,6 +237,7 @@ def bench_notebooks(paths: list[Path], quick: bool) -> tuple[list[dict], list[di
                             "compute_seconds": w["compute"],
                             "update": figure(w["update"], w["redraw"]),
                             "lambdify_calls_per_compute": w["lambdify_per_compute"],
+                            "rebuilds_figure_each_move": w["rebuilds_figure"],
                             "sympy_share_of_compute": w["sympy_share"]})
         print(f"  {path.name}: {total:.1f} s (floor {floor:.1f} s)", file=sys.stderr)
     return notebooks, widgets
@@ -349,6 +364,8 @@ def print_report(r: dict) -> None:
         flag = "" if w["compute_seconds"] < 1e-3 else "  <- compute over 1 ms"
         if w["lambdify_calls_per_compute"]:
             flag += f" ({w['lambdify_calls_per_compute']} lambdify per move)"
+        if w["rebuilds_figure_each_move"]:
+            flag += "  <- figure rebuilt, not updated"
         print(f"  {w['notebook']:<26} #{w['explorer']} compute {_ms(w['compute_seconds']):>9}"
               f"   update {_ms(w['update']['seconds']):>9} vs redraw "
               f"{_ms(w['update']['floor_seconds']):>9}  x{w['update']['ratio']:.2f}{flag}")
