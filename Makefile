@@ -23,7 +23,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval tests notebooks
+	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-cell-timeout=300 tests notebooks
 
 lint: $(STAMP)
 	$(BIN)/ruff check kvlib tests scripts notebooks conftest.py

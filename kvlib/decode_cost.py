@@ -19,6 +19,7 @@ products it actually executes; the tests check that the two agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import sympy as sp
 
@@ -62,26 +63,26 @@ class DecodePath:
     description: str
     steps: tuple[MatMul, ...]
 
-    @property
+    @cached_property  # SymPy work once per path, not on every widget move
     def macs(self) -> sp.Expr:
         """Multiply-adds per decode step per layer, expanded."""
         return sp.expand(sum((s.macs for s in self.steps), sp.Integer(0)))
 
-    @property
+    @cached_property
     def flops(self) -> sp.Expr:
         """FLOPs (2 per multiply-add) per decode step per layer, factored by N_KV."""
         return sp.collect(2 * self.macs, _nkv)
 
-    @property
+    @cached_property
     def per_context_token(self) -> sp.Expr:
         """FLOPs each cached token adds to one step: d(flops)/d(N_KV)."""
         return sp.factor(sp.diff(self.flops, _nkv))
 
-    @property
+    @cached_property
     def formula(self) -> Formula:
         return Formula(self.flops, f"{self.name} decode FLOPs per step per layer")
 
-    @property
+    @cached_property
     def context_formula(self) -> Formula:
         return Formula(self.per_context_token, f"{self.name} FLOPs per cached token per step")
 

@@ -48,7 +48,7 @@ def positive_int_array(field: str, value: np.ndarray) -> np.ndarray:
         raise ValueError(f"{field} must hold positive integers, got an array of {arr.dtype}")
     if arr.size and arr.min() < 1:
         raise ValueError(f"{field} must hold positive integers, got a minimum of {arr.min()}")
-    return arr.astype(np.int64)
+    return arr.astype(np.int64, copy=False)
 
 
 def positive_number_array(field: str, value: np.ndarray) -> np.ndarray:

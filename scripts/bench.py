@@ -37,6 +37,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from run_notebooks import sliced_waits  # scripts/ is on sys.path when run as a script
+
 REPO = Path(__file__).resolve().parents[1]
 N_SWEEP = 10**6
 
@@ -148,32 +150,6 @@ def _imports_of(nb) -> str:
     return "\n".join(lines)
 
 
-def _sliced_waits(channel, step: float = 0.1) -> None:
-    """Wait for a kernel message in ``step``-second polls instead of one long poll.
-
-    nbclient's async client sometimes misses the wake-up of a long ``poll`` on a
-    ZMQ socket: the reply is there but is only seen when the poll times out (the
-    whole cell timeout), or never if there is none (the hangs in
-    NOTEBOOK_TESTING.md; measured here: 2 stalls of exactly the cell timeout in 30
-    runs of notebook 02, none in 60 runs with this). A fresh poll sees it at once.
-    """
-    from queue import Empty
-
-    wait = channel.get_msg
-
-    async def get_msg(timeout=None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = step if deadline is None else min(step, deadline - time.monotonic())
-            try:
-                return await wait(timeout=max(0.0, left))
-            except Empty:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
-
-    channel.get_msg = get_msg
-
-
 def _run_cells(nb, path: Path, extra: list[str] = ()) -> tuple[float, list[float], list[str]]:
     """Start a kernel, execute every cell; returns (seconds, per-cell seconds, extra outputs).
 
@@ -188,8 +164,8 @@ def _run_cells(nb, path: Path, extra: list[str] = ()) -> tuple[float, list[float
     t0 = time.perf_counter()
     with client.setup_kernel(stderr=subprocess.DEVNULL):  # kernel log noise, not results
         t_ready = time.perf_counter()
-        _sliced_waits(client.kc.shell_channel)
-        _sliced_waits(client.kc.iopub_channel)
+        sliced_waits(client.kc.shell_channel)
+        sliced_waits(client.kc.iopub_channel)
         for i, cell in enumerate(nb.cells):
             t_cell = time.perf_counter()
             client.execute_cell(cell, i)
