@@ -37,8 +37,17 @@ def heads_vs_context() -> Figure:
     return fig
 
 
+def rope_price() -> Figure:
+    """DeepSeek V2's decoupled RoPE: cache bytes and decode FLOPs, the figure of notebook 04."""
+    from kvlib.widgets_mla import draw, rope_price
+
+    fig = Figure(figsize=(14, 5.6), layout="constrained")
+    draw(fig, rope_price(d_L=512, d_R=64, N_h=128, context=131072))
+    return fig
+
+
 def _collect() -> dict[str, Callable[[], Figure]]:
-    figures = {"heads_vs_context": heads_vs_context}
+    figures = {"heads_vs_context": heads_vs_context, "rope_price": rope_price}
     for module in ("kvlib.figures_mla", "kvlib.figures_models", "kvlib.figures_capacity"):
         try:
             mod = __import__(module, fromlist=["FIGURES"])
