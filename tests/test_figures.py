@@ -1,0 +1,31 @@
+"""House style of every figure `make figures` writes: titles, labelled axes, legends."""
+
+import pytest
+
+from kvlib.figures import FIGURES
+from kvlib.plotting import apply_style
+
+apply_style()
+
+
+def test_every_notebook_family_contributes_a_figure():
+    assert {"heads_vs_context", "rope_price", "table_3_paper_vs_corrected", "layer_map",
+            "capacity_budget", "decode_roofline"} <= set(FIGURES)
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_figure_has_title_labels_units_and_legend(name):
+    fig = FIGURES[name]()
+    suptitle = fig._suptitle.get_text() if fig._suptitle else ""
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.has_data():
+            continue
+        assert ax.get_title() or suptitle, f"{name}: an axes without a title"
+        xlabel, ylabel = ax.get_xlabel(), ax.get_ylabel()
+        assert xlabel or ylabel, f"{name}: unlabelled axes"
+        for label, scale in ((xlabel, ax.get_xscale()), (ylabel, ax.get_yscale())):
+            if scale == "log":
+                assert "log scale" in label, f"{name}: log axis {label!r} does not say so"
+        many = len([ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]) > 1
+        if many:
+            assert ax.get_legend() is not None or fig.legends, f"{name}: lines without a legend"
