@@ -35,6 +35,8 @@ import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+import numpy as np
+
 from kvlib import validate
 from kvlib.dtypes import DTYPE_BYTES, bytes_per_element
 from kvlib.gpus import GPU, get_gpu
@@ -45,7 +47,8 @@ __all__ = [
     "DEFAULT_GPU_MEM_UTIL", "DEFAULT_BLOCK_SIZE", "DEFAULT_OVERHEAD_BYTES",
     "KVScales", "KV_SCALES", "Sharding", "GroupShare", "Deployment", "Plan",
     "weight_bytes_per_element", "weights_bytes_per_gpu", "shard", "paged_tokens",
-    "sequence_shares", "kv_bytes_per_sequence_per_gpu", "decode_step_seconds",
+    "sequence_shares", "kv_bytes_per_sequence_per_gpu", "kv_bytes_per_sequences_per_gpu",
+    "decode_step_seconds",
     "cache_dominates_at", "vllm_sliding_window_tokens", "as_mha", "plan",
 ]
 
@@ -300,6 +303,72 @@ def kv_bytes_per_sequence_per_gpu(model: ModelSpec, context: int, kv_dtype: str 
     return _ceil(sum(s.kv_bytes + s.scale_bytes for s in shares))
 
 
+def _slot_bytes(model: ModelSpec, kv_dtype: str, tp: int, scales, dcp: int) -> list:
+    """Per layer group: (group, exact bytes of one cached token slot on one rank, scales included).
+
+    One slot is :func:`sequence_shares` at one token, unrounded. A group holding n
+    slots holds n times that: ``derive`` checks that the cache is linear in N_KV.
+    """
+    return [(s.group, Fraction(s.kv_bytes + s.scale_bytes))
+            for s in sequence_shares(model, 1, kv_dtype, tp, 1, scales, dcp)]
+
+
+def kv_bytes_per_sequences_per_gpu(model: ModelSpec, contexts: np.ndarray,
+                                   kv_dtype: str = "bf16", tp: int = 1,
+                                   block_size: int = DEFAULT_BLOCK_SIZE, scales=None,
+                                   dcp: int = 1) -> np.ndarray:
+    """:func:`kv_bytes_per_sequence_per_gpu` for many contexts at once, equally exact.
+
+    contexts: integer array of shape (n,), tokens. Returns shape (n,), dtype object,
+    exact Python ints. Each group's formula is evaluated once, for one slot
+    (:func:`sequence_shares`); the slots of each context follow the same rules
+    (window clamp, DCP split, whole blocks), and the sum is ceiled per sequence.
+    """
+    per_slot = _slot_bytes(model, kv_dtype, tp, scales, dcp)
+    block_size = validate.positive_int("block_size", block_size)
+    contexts = np.asarray(contexts)
+    if contexts.dtype.kind not in "iu":
+        raise ValueError(f"contexts must hold integers, got an array of {contexts.dtype}")
+    if contexts.size and contexts.min() < 1:
+        validate.positive_int("context", int(contexts.min()))  # the scalar path's error
+    contexts = contexts.astype(np.int64, copy=False)
+    dcp = validate.positive_int("decode_context_parallel_size", dcp)
+    denominator = math.lcm(*(c.denominator for _, c in per_slot))
+    numerator = np.zeros(contexts.shape, dtype=object)
+    for g, c in per_slot:
+        cached = contexts if g.window is None else np.minimum(contexts, g.window)
+        cached = -(-cached // dcp)
+        slots = -(-cached // block_size) * block_size
+        numerator += slots.astype(object) * int(c * denominator)
+    return -(-numerator // denominator)
+
+
+def _last_at_most(terms: list, const, most, k_max: int) -> int:
+    """The largest integer k in [0, k_max] with const + sum(a min((k + s) / d, cap)) <= most.
+
+    terms: (a, d, s, cap), a >= 0, cap None for no cap; -1 if even k = 0 exceeds
+    ``most``. A sum of capped rising lines is linear between the points where a
+    term reaches its cap, so it is solved exactly (Fractions) on the segment
+    where it crosses ``most``.
+    """
+    def value(k):
+        return const + sum(a * (Fraction(k + s, d) if cap is None
+                                else min(Fraction(k + s, d), cap))
+                           for a, d, s, cap in terms)
+
+    if value(0) > most:
+        return -1
+    ends = sorted({cap * d - s for _, d, s, cap in terms
+                   if cap is not None and 0 < cap * d - s < k_max})
+    prev, v_prev = 0, value(0)
+    for x in [*ends, k_max]:
+        v = value(x)
+        if v > most:
+            return math.floor(prev + Fraction(most - v_prev) * (x - prev) / (v - v_prev))
+        prev, v_prev = x, v
+    return k_max
+
+
 def as_mha(model: ModelSpec) -> ModelSpec:
     """The same model with one key/value head per query head (GQA/MQA groups -> MHA)."""
     groups = []
@@ -512,7 +581,11 @@ class Deployment:
         """The longest context at which ``sequences`` sequences fit per replica (0: none).
 
         Searched up to ``limit`` (default: the model's max_position_embeddings,
-        else 2^24 tokens); the cache per sequence never shrinks as T grows.
+        else 2^24 tokens); the cache per sequence never shrinks as T grows, and
+        is the same for every T in one block of ``block_size`` tokens, so the
+        answer is a whole number of blocks (or ``limit``). Linear bounds on the
+        cache (:meth:`_block_bracket`) leave a block or two to bisect, with the
+        exact bytes per sequence.
         """
         sequences = validate.positive_int("sequences", sequences)
         hi = limit or self.model.max_position_embeddings or 2**24
@@ -523,11 +596,40 @@ class Deployment:
 
         if budget <= 0 or not fits(1):
             return 0
-        lo = 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-        return lo
+        if hi <= 1:
+            return 1
+        bs = self.block_size
+        lo, top = self._block_bracket(budget // sequences, -(-hi // bs))
+        lo = max(lo, 1)  # one block fits: fits(1)
+        while lo < top:
+            mid = (lo + top + 1) // 2
+            lo, top = (mid, top) if fits(min(mid * bs, hi)) else (lo, mid - 1)
+        return min(hi, lo * bs)
+
+    def _block_bracket(self, most: int, blocks: int) -> tuple[int, int]:
+        """Block counts (lo, hi) around the most blocks k <= ``blocks`` whose cache is <= ``most``.
+
+        A context of k blocks holds, per part (target, draft), ceil(sum over groups
+        of a_g min(ceil(k / dcp), K_g)) bytes: a_g the bytes of one block of group g
+        (its formula at one slot, times block_size), K_g its window in blocks. Since
+        k / dcp <= ceil(k / dcp) <= (k + dcp - 1) / dcp and a ceil adds less than a
+        byte, two piecewise-linear functions of k bound the cache from below and above;
+        where the upper one reaches ``most`` is ``lo``, where the lower one does, ``hi``.
+        """
+        bs = self.block_size
+        parts = [(_slot_bytes(self.model, self.kv_dtype, self.tp, self.scales, self.dcp),
+                  self.dcp)]
+        if self.draft is not None:
+            parts.append((_slot_bytes(self.draft, self.kv_dtype, self.draft_tp, self.scales, 1),
+                          1))
+        below, above = [], []
+        for per_slot, dcp in parts:
+            for g, c in per_slot:
+                cap = None if g.window is None else -(-g.window // bs)
+                below.append((c * bs, dcp, 0, cap))
+                above.append((c * bs, dcp, dcp - 1, cap))
+        return (_last_at_most(above, len(parts), most, blocks),
+                _last_at_most(below, 0, most, blocks))
 
     def plan(self, context: int) -> Plan:
         context = validate.positive_int("context", context)

@@ -6,7 +6,9 @@ A :class:`Setting` says how it is served (attention as shipped or as MHA, KV
 dtype, paged or contiguous allocation, ``max_model_len``, an optional sliding
 window, how many requests at once);
 :func:`kv_bytes_per_gpu` is the cache it needs on each GPU of a TP group,
-every sequence through :func:`kvlib.capacity.kv_bytes_per_sequence_per_gpu`.
+every sequence through :func:`kvlib.capacity.kv_bytes_per_sequences_per_gpu`
+(the exact bytes of :func:`kvlib.capacity.kv_bytes_per_sequence_per_gpu`, for a
+whole sample at once).
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from kvlib.capacity import DEFAULT_BLOCK_SIZE, as_mha, kv_bytes_per_sequence_per_gpu
+from kvlib.capacity import (
+    DEFAULT_BLOCK_SIZE,
+    as_mha,
+    kv_bytes_per_sequence_per_gpu,
+    kv_bytes_per_sequences_per_gpu,
+)
 from kvlib.spec import CacheKind, ModelSpec
 
 __all__ = ["Setting", "Step", "with_window", "kv_bytes_per_gpu", "decision_order", "one_at_a_time"]
@@ -67,9 +74,10 @@ def kv_bytes_per_gpu(model: ModelSpec, lengths: np.ndarray, s: Setting, tp: int 
                                                              block_size=1))
     else:
         values, counts = np.unique(lengths, return_counts=True)
-        total = sum(int(c) * kv_bytes_per_sequence_per_gpu(m, int(t), s.kv_dtype, tp,
-                                                           s.block_size)
-                    for t, c in zip(values, counts, strict=True))
+        if values.dtype.kind not in "iu":  # each length as int(t), as one call per length took it
+            values = np.array([int(t) for t in values], dtype=np.int64)
+        per_sequence = kv_bytes_per_sequences_per_gpu(m, values, s.kv_dtype, tp, s.block_size)
+        total = int((per_sequence * counts.astype(object)).sum())
         per_request = Fraction(total, len(lengths))
     return math.ceil(s.batch * per_request)
 
