@@ -6,22 +6,25 @@ compared notebook cell); :func:`planner_explorer` wires it to controls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import ipywidgets as widgets
 
 from kvlib.capacity import Deployment, Plan
 from kvlib.dtypes import DTYPE_BYTES
-from kvlib.figures_capacity import plot_budget
+from kvlib.figures_capacity import _segments, plot_budget
 from kvlib.gpus import CATALOG
 from kvlib.models import load_model
 from kvlib.plotting import context_ticks, format_context
-from kvlib.units import fmt_bytes
+from kvlib.units import UNITS, fmt_bytes
 from kvlib.widgetkit import Explorer
 
 __all__ = ["PlannerResult", "planner", "render", "draw", "planner_explorer", "MODELS"]
 
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "gemma-3-27b", "deepseek-v2", "qwen3-32b")
+UNIT = "GB"  # GPU memory is sold in GB
+# Plan fields of the budget bar that a planner's plan may leave at 0 (no draft model here)
+_PLACEHOLDERS = ("overhead_bytes_per_gpu", "kv_used_bytes_per_gpu", "kv_free_bytes_per_gpu")
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,41 @@ def render(r: PlannerResult) -> str:
 
 
 def draw(fig, r: PlannerResult) -> None:
-    """The budget bar of one GPU (redrawn: its segments change in number)."""
-    fig.clear()
-    ax = fig.add_subplot()
+    """The budget bar of one GPU: built once by :func:`plot_budget`, then updated in place.
+
+    The first build has every segment of a planner's plan (a placeholder byte
+    where this plan has none), so each later plan only moves and resizes the
+    segments (one of 0 bytes is hidden), the two ticks, the verdict and the labels.
+    """
     p = r.plan
-    plot_budget(ax, {f"{p.gpus} x {p.gpu}, TP={p.tp}": p},
-                title=f"{p.model}: one GPU's memory at {format_context(p.context)}")
+    label = f"{p.gpus} x {p.gpu}, TP={p.tp}"
+    heading = f"{p.model}: one GPU's memory at {format_context(p.context)}"
+    if not fig.axes:
+        skeleton = replace(p, **{f: getattr(p, f) or 1 for f in _PLACEHOLDERS})
+        plot_budget(fig.add_subplot(), {label: skeleton}, unit=UNIT, title=heading)
+    ax = fig.axes[0]
+    bars = {c.get_label(): c.patches[0] for c in ax.containers}  # one plan: a bar per segment
+    left = 0.0
+    for name, value in _segments(p).items():
+        width = value / UNITS[UNIT]
+        if name not in bars:  # draft weights: the planner has no draft model
+            continue
+        bars[name].set_x(left)
+        bars[name].set_width(max(width, 0.0))
+        bars[name].set_visible(width > 0)
+        left += max(width, 0.0)
+    usable, hbm = p.usable_bytes_per_gpu / UNITS[UNIT], p.hbm_bytes_per_gpu / UNITS[UNIT]
+    dashed, solid = ax.lines[:2]  # plot_budget draws the usable tick first, then the whole
+    dashed.set_xdata([usable, usable])
+    solid.set_xdata([hbm, hbm])
+    verdict = ax.texts[0]
+    verdict.set_text(f"{p.max_sequences_per_replica:,} x {format_context(p.context)}"
+                     if p.fits else "does not fit")  # as plot_budget writes it
+    verdict.xy = (max(left, hbm), 0)
+    ax.set_yticks([0], [label])
+    ax.title.set_text(heading)
+    ax.relim()
+    ax.autoscale_view()
 
 
 def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dtype="bf16",

@@ -53,19 +53,35 @@ def render(e: Estimate) -> str:
 
 
 def draw(fig, e: Estimate) -> None:
-    """Horizontal bars: each group's share of the batch's cache (GiB); redrawn per model."""
-    fig.clear()
-    ax = fig.add_subplot()
-    names = [_group_name(g) for g in e.groups]
+    """Horizontal bars: each group's share of the batch's cache (GiB), first group on top.
+
+    Built once, then updated in place; a model with another number of layer
+    groups replaces the bars and their labels.
+    """
+    if not fig.axes:
+        ax = fig.add_subplot()
+        ax.invert_yaxis()
+        ax.margins(x=0.25)
+        ax.set_xlabel("KV cache of the batch (GiB)")
+        ax.grid(axis="y", visible=False)
+    ax = fig.axes[0]
     values = np.array([float(g.bytes_per_sequence * e.batch) for g in e.groups]) / UNITS["GiB"]
-    bars = ax.barh(names, values, color=[KIND_COLORS[g.group.kind] for g in e.groups])
-    for rect, v in zip(bars, values, strict=True):
-        ax.annotate(f"{v:,.2f} GiB", (v, rect.get_y() + rect.get_height() / 2),
-                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=13)
-    ax.invert_yaxis()
-    ax.margins(x=0.25)
-    ax.set_xlabel("KV cache of the batch (GiB)")
-    ax.grid(axis="y", visible=False)
+    y = np.arange(len(values))
+    if len(ax.patches) != len(values):
+        for artist in [*ax.containers, *ax.texts]:
+            artist.remove()
+        ax.barh(y, values)
+        for yi in y:
+            ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
+                        fontsize=13)
+    for rect, text, g, v, yi in zip(ax.patches, ax.texts, e.groups, values, y, strict=True):
+        rect.set_width(v)
+        rect.set_facecolor(KIND_COLORS[g.group.kind])
+        text.set_text(f"{v:,.2f} GiB")
+        text.xy = (v, yi)
+    ax.set_yticks(y, [_group_name(g) for g in e.groups])
+    ax.relim()
+    ax.autoscale_view()
     ax.set_title(f"{title(e.spec)}: {format_context(e.context)} tokens x {e.batch}, "
                  f"{e.kv_dtype}; total {fmt_bytes(e.kv_bytes_total, 'GiB')}")
 

@@ -1,0 +1,106 @@
+"""Notebooks 05 and 06's widget figures are built once and then updated in place (issue 6).
+
+After each move the figure keeps its Axes, its bars show the new numbers, and it
+draws exactly what a figure built afresh for the same result draws.
+"""
+
+import io
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.image import imread
+
+from kvlib.figures_capacity import plot_budget
+from kvlib.plotting import format_context
+from kvlib.widgets_capacity import planner, planner_explorer
+from kvlib.widgets_models import breakdown, model_explorer
+from kvlib.widgets_models import draw as draw_models
+
+GiB = 1024**3
+
+
+def png(fig) -> np.ndarray:
+    """The figure as the notebook shows it, after the constrained layout settled."""
+    for _ in range(2):  # the first draw of a constrained-layout figure moves its layout
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight")
+    buf.seek(0)
+    return imread(buf)
+
+
+def visible_widths(ax) -> list[float]:
+    return [round(r.get_width(), 6) for r in ax.patches if r.get_visible()]
+
+
+# --- notebook 05 -------------------------------------------------------------------------
+
+def test_model_bars_update_in_place_and_match_a_fresh_figure():
+    e = model_explorer()  # Gemma 3 27B, 128K, batch 1, bf16
+    ax = e.fig.axes[0]
+    per_token_layer = 2 * 16 * 128 * 2  # K and V, 16 KV heads of 128, bf16
+    moves = [
+        # batch 4: the 10 full layers hold 131,072 tokens, the 52 sliding ones 1,024
+        ("batch", 4, [4 * 10 * per_token_layer * 131072 / GiB,
+                      4 * 52 * per_token_layer * 1024 / GiB], ["10 full", "52 sliding 1,024"]),
+        # DeepSeek V2: one latent group, 60 layers of (512 + 64) elements
+        ("model", "deepseek-v2", [4 * 60 * (512 + 64) * 2 * 131072 / GiB], ["60 latent"]),
+        ("kv_dtype", "fp8", [4 * 60 * (512 + 64) * 1 * 131072 / GiB], ["60 latent"]),
+        ("model", "gemma-3-27b", [4 * 10 * per_token_layer // 2 * 131072 / GiB,
+                                  4 * 52 * per_token_layer // 2 * 1024 / GiB],
+         ["10 full", "52 sliding 1,024"]),
+    ]
+    for control, value, gib, names in moves:
+        e.controls[control].value = value
+        assert e.error.value == ""
+        assert e.fig.axes == [ax], f"{control}: the figure was rebuilt"
+        assert visible_widths(ax) == [round(v, 6) for v in gib]
+        assert [t.get_text() for t in ax.texts] == [f"{v:,.2f} GiB" for v in gib]
+        assert [t.get_text() for t in ax.get_yticklabels()] == names
+        fresh = Figure(figsize=e.fig.get_size_inches(), layout="constrained")
+        draw_models(fresh, breakdown(**e.values()))
+        assert np.array_equal(png(e.fig), png(fresh)), f"{control}={value!r}"
+
+
+# --- notebook 06 -------------------------------------------------------------------------
+
+def test_budget_bar_updates_in_place_and_matches_plot_budget():
+    e = planner_explorer()  # Llama 3.1 70B, 4 x H200, TP 4, bf16, 128K
+    ax = e.fig.axes[0]
+    for control, value in [("kv_dtype", "fp8"), ("context", 65536), ("gpus", 8),
+                           ("gpu_mem_util", 0.8), ("tp", 8), ("model", "deepseek-v2"),
+                           ("weight_dtype", "fp8"), ("sessions", 9)]:
+        e.controls[control].value = value
+        assert e.error.value == ""
+        assert e.fig.axes == [ax], f"{control}: the figure was rebuilt"
+        p = planner(**e.values()).plan
+        assert p.fits
+        fresh = Figure(figsize=e.fig.get_size_inches(), layout="constrained")
+        plot_budget(fresh.add_subplot(), {f"{p.gpus} x {p.gpu}, TP={p.tp}": p}, unit="GB",
+                    title=f"{p.model}: one GPU's memory at {format_context(p.context)}")
+        assert visible_widths(ax) == visible_widths(fresh.axes[0])
+        assert np.array_equal(png(e.fig), png(fresh)), f"{control}={value!r}"
+
+
+def test_budget_bar_by_hand_then_not_fitting():
+    e = planner_explorer()
+    e.controls["kv_dtype"].value = "fp8"
+    ax = e.fig.axes[0]
+    weights, overhead = 70.6e9 * 2 / 4 / 1e9, 4 * GiB / 1e9
+    per_session = 80 * 2 * 2 * 128 * 1 * 131072  # bytes per GPU, 2 KV heads per GPU at TP 4
+    budget = 141e9 * 0.9 - 70.6e9 * 2 / 4 - 4 * GiB
+    sessions = int(budget // per_session)
+    assert visible_widths(ax) == pytest.approx(
+        [weights, overhead, sessions * per_session / 1e9, (budget - sessions * per_session) / 1e9])
+    assert ax.texts[0].get_text() == f"{sessions} x 128K"
+    # 70B in bf16 on one A100 80GB: the weights alone exceed the usable memory
+    e.controls["gpu"].value = "A100-80GB"
+    e.controls["tp"].value = 1
+    e.controls["gpus"].value = 1
+    assert e.fig.axes == [ax]
+    assert visible_widths(ax) == pytest.approx([70.6 * 2, overhead])  # KV segments hidden
+    assert ax.texts[0].get_text() == "does not fit"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1 x A100-80GB, TP=1"]
+    assert ax.lines[0].get_xdata()[0] == pytest.approx(80 * 0.9)  # usable, GB
+    assert ax.lines[1].get_xdata()[0] == pytest.approx(80)
+    assert ax.get_xlim()[1] > 70.6 * 2 + overhead  # rescaled to the longer bar
