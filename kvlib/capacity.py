@@ -584,7 +584,7 @@ class Deployment:
         else 2^24 tokens); the cache per sequence never shrinks as T grows, and
         is the same for every T in one block of ``block_size`` tokens, so the
         answer is a whole number of blocks (or ``limit``). Linear bounds on the
-        cache (:meth:`_block_bracket`) leave a block or two to bisect, with the
+        cache (:meth:`_block_bracket`) leave a block or two (a few with DCP) to bisect, with the
         exact bytes per sequence.
         """
         sequences = validate.positive_int("sequences", sequences)
