@@ -98,7 +98,7 @@ def to_json(e: Estimate) -> dict:
             }
             for g in e.groups
         ],
-        "assumptions": list(spec.assumptions),
+        "assumptions": list(e.assumptions),
     }
 
 
@@ -155,8 +155,8 @@ def render(e: Estimate) -> str:
         binary = auto_unit(n)
         decimal = binary.replace("i", "") if binary != "B" else "B"
         lines.append(f"{label:<15}{describe(n, binary, decimal)}")
-    if spec.assumptions:
-        lines += ["", "assumptions:"] + [f"  - {a}" for a in spec.assumptions]
+    if e.assumptions:
+        lines += ["", "assumptions:"] + [f"  - {a}" for a in e.assumptions]
     return "\n".join(lines)
 
 

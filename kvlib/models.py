@@ -199,6 +199,7 @@ class Estimate:
     kv_bytes_per_sequence: int
     kv_bytes_total: int
     groups: tuple[GroupEstimate, ...]
+    assumptions: tuple[str, ...] = ()  # the config reader's, plus any about the context
 
 
 def estimate(model, context: int | None = None, batch: int = 1,
@@ -212,15 +213,22 @@ def estimate(model, context: int | None = None, batch: int = 1,
 
     spec = model if isinstance(model, ModelSpec) else load_model(model)
     b = bytes_per_element(kv_dtype)
+    notes = list(spec.assumptions)
+    longest = spec.max_position_embeddings
     if context is None:
-        if spec.max_position_embeddings is None:
+        if longest is None:
             raise ValueError(f"{spec.name}: the config gives no max_position_embeddings; "
                              "pass a context length")
-        context = spec.max_position_embeddings
+        context = longest
+        notes.append(f"context: the config's max_position_embeddings, {longest:,} tokens")
     context = validate.positive_int("context", context)
+    if longest is not None and context > longest:
+        notes.append(f"context {context:,} exceeds the config's max_position_embeddings "
+                     f"{longest:,}: this is what the cache would take, not a length the model "
+                     "was configured for")
     batch = validate.positive_int("batch", batch)
     groups = tuple(GroupEstimate(g, g.bytes_per_token(b), g.cached_tokens(context),
                                  g.bytes_per_sequence(context, b)) for g in spec.groups)
     per_seq = spec.kv_bytes_per_sequence(context, b)
     return Estimate(spec, kv_dtype, b, context, batch, spec.kv_bytes_per_token(b), per_seq,
-                    per_seq * batch, groups)
+                    per_seq * batch, groups, tuple(notes))

@@ -113,3 +113,18 @@ def test_python_dash_m_has_no_traceback():
     r = subprocess.run([sys.executable, "-m", "kvlib", "estimate", "llama-3-70b", "--json"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and json.loads(r.stdout)["kv_bytes_per_token"] == 327_680
+
+
+def test_context_beyond_the_model_is_computed_but_flagged(capsys):
+    out = run_json(capsys, "llama-3-70b", "--context", "131072")
+    assert out["kv_bytes_per_sequence"] == 80 * 8 * (128 + 128) * 2 * 131072
+    assert any("exceeds the config's max_position_embeddings 8,192" in a
+               for a in out["assumptions"])
+    within = run_json(capsys, "llama-3.1-70b", "--context", "131072")
+    assert not any("exceeds" in a for a in within["assumptions"])
+
+
+def test_default_context_is_reported(capsys):
+    out = run_json(capsys, "llama-3-70b")
+    assert out["context"] == 8192
+    assert "context: the config's max_position_embeddings, 8,192 tokens" in out["assumptions"]
