@@ -23,7 +23,7 @@ from kvlib.plotting import COLORS, context_axis, context_ticks, format_context
 from kvlib.units import UNITS
 
 __all__ = [
-    "SEGMENT_COLORS", "plot_budget", "plot_levers", "plot_paging_waste",
+    "SEGMENT_COLORS", "budget_segments", "plot_budget", "plot_levers", "plot_paging_waste",
     "plot_decode_roofline", "plot_crossover", "FIGURES",
 ]
 
@@ -33,7 +33,8 @@ SEGMENT_COLORS = {
 }
 
 
-def _segments(p: Plan) -> dict[str, int]:
+def budget_segments(p: Plan) -> dict[str, int]:
+    """One GPU's memory in the plan, by use (bytes): the bars of the budget figure and widget."""
     return {
         "weights": p.weights_bytes_per_gpu,
         "draft weights": p.draft_weights_bytes_per_gpu,
@@ -54,7 +55,7 @@ def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = ""
     seen = set()
     for yi, label in zip(y, labels, strict=True):
         p, left = plans[label], 0.0
-        for name, value in _segments(p).items():
+        for name, value in budget_segments(p).items():
             width = value / UNITS[unit]
             if width <= 0:
                 continue

@@ -12,7 +12,7 @@ import ipywidgets as widgets
 
 from kvlib.capacity import Deployment, Plan
 from kvlib.dtypes import DTYPE_BYTES
-from kvlib.figures_capacity import _segments, plot_budget
+from kvlib.figures_capacity import budget_segments, plot_budget
 from kvlib.gpus import CATALOG
 from kvlib.models import load_model
 from kvlib.plotting import context_ticks, format_context
@@ -90,7 +90,7 @@ def draw(fig, r: PlannerResult) -> None:
     ax = fig.axes[0]
     bars = {c.get_label(): c.patches[0] for c in ax.containers}  # one plan: a bar per segment
     left = 0.0
-    for name, value in _segments(p).items():
+    for name, value in budget_segments(p).items():
         width = value / UNITS[UNIT]
         if name not in bars:  # draft weights: the planner has no draft model
             continue
