@@ -12,6 +12,8 @@ expression::
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import sympy as sp
 
 from kvlib.derive import CacheFormulas, derive
@@ -30,9 +32,20 @@ class Attention:
     def __init__(self, name: str, table: TensorTable):
         self.name = name
         self.table = table
-        self.symbolic: CacheFormulas = derive(name, table)
-        for q in self.QUANTITIES:
-            setattr(self, q, Formula(getattr(self.symbolic, q), f"{name}.{q}"))
+
+    @cached_property
+    def symbolic(self) -> CacheFormulas:
+        """The SymPy derivation, done once, on first use (a command that needs one kind
+        does not pay for the others at start-up)."""
+        return derive(self.name, self.table)
+
+    def __getattr__(self, q: str) -> Formula:
+        # Only reached for attributes not yet set: generate each quantity's function once.
+        if q not in Attention.QUANTITIES:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {q!r}")
+        formula = Formula(getattr(self.symbolic, q), f"{self.name}.{q}")
+        setattr(self, q, formula)
+        return formula
 
     def __repr__(self) -> str:
         per_token = self.symbolic.elements_per_token_layer
