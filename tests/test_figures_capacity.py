@@ -99,12 +99,3 @@ def test_roofline_legend_explains_dashes_and_crosses():
     plot_decode_roofline(ax, {"m": (1000, 100, 20)}, bandwidth=1000)
     texts = " | ".join(t.get_text() for t in ax.get_legend().get_texts())
     assert "weights only" in texts and "full batch" in texts and "cache outweighs" in texts
-
-
-@pytest.mark.parametrize("name", sorted(FIGURES))
-def test_log_axes_say_log_scale(name):
-    for ax in FIGURES[name]().axes:
-        if ax.get_xscale() == "log":
-            assert "log scale" in ax.get_xlabel()
-        if ax.get_yscale() == "log":
-            assert "log scale" in ax.get_ylabel()

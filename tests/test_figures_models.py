@@ -5,7 +5,6 @@ import pytest
 from matplotlib.figure import Figure
 
 from kvlib.figures_models import (
-    FIGURES,
     context_points,
     plot_layer_map,
     plot_models_vs_context,
@@ -66,12 +65,3 @@ def test_table_3_two_decimals_at_most():
     # DeepSeek V2 at 131,072 tokens: 60 x 576 x 2 x 131,072 B = 8.4375 GiB
     assert 60 * 576 * 2 * 131_072 / GiB == 8.4375
     assert "| DeepSeek V2 | MLA | 60 | 67.5 KiB | 8.44 GiB |" in corrected
-
-
-@pytest.mark.parametrize("name", sorted(FIGURES))
-def test_log_axes_say_log_scale(name):
-    for ax in FIGURES[name]().axes:
-        if ax.get_xscale() == "log":
-            assert "log scale" in ax.get_xlabel()
-        if ax.get_yscale() == "log":
-            assert "log scale" in ax.get_ylabel()
