@@ -44,6 +44,7 @@ def test_mha_cache_matches_mha_formula():
     _, cache, _ = decode(rng.normal(size=(9, 16)), layers)
     assert cache.K.shape == (2, 4, 9, 8) and cache.V.shape == (2, 4, 9, 6)
     assert cache.nbytes == MHA.bytes_per_sequence(N_L=2, N_h=4, d_QK=8, d_V=6, b=8, N_KV=9)
+    assert cache.nbytes == 2 * 4 * 9 * (8 + 6) * 8 == 8064  # layers x heads x tokens x (K+V) x f64
 
 
 def test_gqa_equals_mha_with_repeated_kv_heads():

@@ -56,6 +56,7 @@ def test_llama3_70b_as_if_mha_matches_seed_004():
     per_token = MHA.bytes_per_token(**LLAMA3_70B, b=2)
     assert per_token == 2 * 80 * 64 * 128 * 2 == 2_621_440  # "2.6 MB" in seed 004
     assert Fraction(per_token, 1024**2) == Fraction(5, 2)  # 2.5 MiB exactly
+    assert per_token == 2560 * 1024  # seed 000: "as MHA, 2560 KiB per token"
     at_8k = MHA.bytes_per_sequence(**LLAMA3_70B, b=2, N_KV=8192)
     assert at_8k == 2_621_440 * 8192 == 21_474_836_480  # 21.5 GB, exactly 20 GiB
     at_128k = MHA.bytes_per_sequence(**LLAMA3_70B, b=2, N_KV=131072)
@@ -67,6 +68,7 @@ def test_llama3_70b_gqa_and_gemma3_27b_match_seed_000_table():
     llama = GQA.bytes_per_token(**LLAMA3_70B, b=2)
     gemma = GQA.bytes_per_token(**GEMMA3_27B, b=2)
     assert llama == 80 * 8 * (128 + 128) * 2 == 327_680 == 320 * 1024
+    assert round(llama / 1e6, 2) == 0.33  # seed 004: "2.6 MB -> 0.33 MB per token" with GQA
     assert gemma == 62 * 16 * (128 + 128) * 2 == 507_904 == 496 * 1024
     assert GQA.bytes_per_sequence(**LLAMA3_70B, b=2, N_KV=131072) == 40 * 1024**3
     assert round(gemma / llama, 2) == 1.55

@@ -156,6 +156,10 @@ def test_estimate_batch_and_dtype():
     assert [(g.group.layers, g.cached_tokens) for g in groups] == [(10, T128K), (52, 1024)]
     whole = estimate("gemma-3-27b").kv_bytes_per_sequence
     assert sum(g.bytes_per_sequence for g in groups) == whole
+    # by hand: 10 full layers keep 131,072 tokens, 52 sliding layers keep 1,024
+    assert whole == 10 * 2 * 16 * 128 * 2 * T128K + 52 * 2 * 16 * 128 * 2 * 1024
+    assert [g.bytes_per_sequence for g in groups] == [10 * 2 * 16 * 128 * 2 * T128K,
+                                                      52 * 2 * 16 * 128 * 2 * 1024]
 
 
 def test_estimate_rejects_bad_values():

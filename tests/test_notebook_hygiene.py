@@ -15,8 +15,11 @@ def _load(path):
 
 
 def test_all_six_notebooks_exist_in_order():
-    assert [p.name[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, 1 + len(NOTEBOOKS))]
-    assert len(NOTEBOOKS) >= 2
+    assert [p.name for p in NOTEBOOKS] == [
+        "01_attention_and_kv_cache.ipynb", "02_gqa_and_mqa.ipynb",
+        "03_latent_attention_mla.ipynb", "04_rope_decoupling.ipynb",
+        "05_real_models.ipynb", "06_capacity_planning.ipynb",
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -1,7 +1,9 @@
 """Every number the lessons promise (issues, paper, blog posts) is in a stored output.
 
 nbval re-runs the notebooks and compares these outputs, so a number listed here is
-both shown to the reader and recomputed on every `make test`.
+both shown to the reader and recomputed on every `make test`. Each entry carries enough
+context ("saving 8x", "| 576 |") that it cannot match some unrelated number ("80" alone
+would match any output that mentions 80 layers).
 """
 
 import json
@@ -16,15 +18,16 @@ QUOTED = {
         "2,621,440 B", "2.5 MiB", "2.62 MB", "21.5 GB", "343.6 GB",
     ],
     "02_gqa_and_mqa.ipynb": [
-        "327,680 B", "320 KiB", "8x", "40 GiB", "507,904 B", "496 KiB", "2x", "1.55x",
+        "327,680 B", "320 KiB", "saving 8x", "40 GiB", "507,904 B", "496 KiB", "saving 2x",
+        "1.55x",
     ],
-    "03_latent_attention_mla.ipynb": ["61,440", "60 KiB", "4,915,200", "80"],
-    "04_rope_decoupling.ipynb": ["69,120", "67.5 KiB", "12.5%", "8.44 GiB", "7.5 GiB", "576"],
+    "03_latent_attention_mla.ipynb": ["61,440", "60 KiB", "4,915,200", "ratio: 80"],
+    "04_rope_decoupling.ipynb": ["69,120", "67.5 KiB", "12.5%", "8.44 GiB", "7.5 GiB", "| 576 |"],
     "05_real_models.ipynb": [
         "496 KiB", "320 KiB", "60 KiB", "62 GiB", "40 GiB", "7.5 GiB", "1.55x", "8.3x",
-        "67.5 KiB", "10.4",
+        "67.5 KiB", "10.41 GiB",
     ],
-    "06_capacity_planning.ipynb": ["564", "1,293,945", "40%"],
+    "06_capacity_planning.ipynb": ["564 GB", "1,293,945", "= 40%"],
 }
 
 
