@@ -66,8 +66,8 @@ class Move:
     action:  "right" / "left": arrow-key presses on a slider handle (``arg`` presses);
              "select": choose the option labelled ``arg`` in a dropdown;
              "type": replace the text of a text box or slider readout with ``arg``.
-    expect:  a substring the readout must contain afterwards, computed independently
-             of the widget (hand arithmetic in the test).
+    expect:  a substring the readout must contain afterwards and must not contain
+             before, computed independently of the widget (hand arithmetic in the test).
     figure_changes: the new figure must differ from the old one (not just be re-shown).
     """
 
@@ -401,6 +401,10 @@ def _check_move(page, server: LabServer, name: str, i: int, move: Move,
     page.evaluate(_JS_MARK_IMG, i)
     n_problems = len(before["problems"])
     what = _describe_move(name, i, move)
+    if move.expect in before["readout"]:
+        # Otherwise a readout that never updates would pass this move.
+        raise WidgetCheckFailed(f"{what}: the readout already shows {move.expect!r} before "
+                                "the move; expect a value only the new setting produces")
     ctl = _control(page, i, move.control)
     if ctl.count() == 0:
         raise WidgetCheckFailed(f"{what}: no such control in the Explorer's grid")

@@ -132,3 +132,12 @@ def test_harness_detects_a_stale_plot(lab):
                    Move("N_g", "right", 1, expect=f"{2 * 80 * 32 * (128 + 128):,} B")]
     with pytest.raises(WidgetCheckFailed, match=r"Explorer #1, control 'N_g'.*did not change"):
         lab.check("broken_widget.ipynb", [[FIXTURE_N_G], stale_moves])
+
+
+def test_harness_refuses_an_expectation_already_on_screen(lab):
+    """A readout that never updates must not pass a move whose expected text it showed
+    before: good_widget starts at N_g = 8, 2 * 80 * 8 * (128 + 128) = 327,680 B."""
+    already = Move("N_g", "right", 1, expect=f"{2 * 80 * 8 * (128 + 128):,} B")
+    with pytest.raises(WidgetCheckFailed, match=r"control 'N_g'.*already shows '327,680 B'"):
+        lab.check("good_widget.ipynb", [[already, FIXTURE_MOVES[0][1]]])
+    assert lab.unchanged("good_widget.ipynb")
