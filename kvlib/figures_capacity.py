@@ -153,7 +153,8 @@ def plot_decode_roofline(ax, series: Mapping[str, tuple[int, int, int]], bandwid
         b = np.unique(np.append(ticks[ticks < fits], max(fits, 1)))
         t = decode_step_seconds(weights, per_seq, b.astype(float), float(bandwidth)) * 1e3
         ax.plot(b, t, marker="o", color=color, label=f"{label} (fits {fits:,})")
-        ax.axhline(weights / bandwidth * 1e3, color=color, ls="--", lw=1.4, label="_floor")
+        floor_ms = decode_step_seconds(weights, per_seq, 0, float(bandwidth)) * 1e3
+        ax.axhline(floor_ms, color=color, ls="--", lw=1.4, label="_floor")
         if fits:
             ax.plot([b[-1]], [t[-1]], marker="X", ms=14, color=color)
         cross = cache_dominates_at(weights, per_seq)

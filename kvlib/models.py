@@ -178,12 +178,13 @@ def simplified(spec: ModelSpec) -> ModelSpec:
 
 @dataclass(frozen=True)
 class GroupEstimate:
-    """One layer group's share: bytes per token (all its layers) and per sequence."""
+    """One layer group's share: bytes per token (all its layers), per sequence and per batch."""
 
     group: LayerGroup
     bytes_per_token: int
     cached_tokens: int
     bytes_per_sequence: int
+    bytes_per_batch: int
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,8 @@ def estimate(model, context: int | None = None, batch: int = 1,
                      "was configured for")
     batch = validate.positive_int("batch", batch)
     groups = tuple(GroupEstimate(g, g.bytes_per_token(b), g.cached_tokens(context),
-                                 g.bytes_per_sequence(context, b)) for g in spec.groups)
-    per_seq = spec.kv_bytes_per_sequence(context, b)
-    return Estimate(spec, kv_dtype, b, context, batch, spec.kv_bytes_per_token(b), per_seq,
-                    per_seq * batch, groups, tuple(notes))
+                                 g.bytes_per_sequence(context, b),
+                                 g.bytes_per_batch(context, batch, b)) for g in spec.groups)
+    return Estimate(spec, kv_dtype, b, context, batch, spec.kv_bytes_per_token(b),
+                    spec.kv_bytes_per_sequence(context, b),
+                    spec.kv_bytes_per_batch(context, batch, b), groups, tuple(notes))

@@ -83,6 +83,11 @@ class LayerGroup:
         f = self.formulas.bytes_per_sequence
         return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T)))
 
+    def bytes_per_batch(self, T: int, B: int, b) -> int:
+        """Bytes this group holds for B sequences of T tokens each."""
+        f = self.formulas.bytes_per_batch
+        return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T), B=B))
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -110,3 +115,7 @@ class ModelSpec:
     def kv_bytes_per_sequence(self, T: int, b) -> int:
         """Bytes one sequence of T tokens holds: sliding/chunked groups clamp to their window."""
         return sum(g.bytes_per_sequence(T, b) for g in self.groups)
+
+    def kv_bytes_per_batch(self, T: int, B: int, b) -> int:
+        """Bytes B sequences of T tokens hold."""
+        return sum(g.bytes_per_batch(T, B, b) for g in self.groups)

@@ -37,7 +37,7 @@ def render(e: Estimate) -> str:
         f"<tr><td>{g.group.kind}</td><td>{g.group.layers}</td>"
         f"<td>{'' if g.group.window is None else f'{g.group.window:,}'}</td>"
         f"<td>{g.cached_tokens:,}</td><td>{fmt_bytes(g.bytes_per_token, 'KiB')}</td>"
-        f"<td>{fmt_bytes(g.bytes_per_sequence * e.batch, 'GiB')}</td></tr>"
+        f"<td>{fmt_bytes(g.bytes_per_batch, 'GiB')}</td></tr>"
         for g in e.groups)
     limit = e.spec.max_position_embeddings
     warn = (f"<p><b>Beyond this model's max_position_embeddings ({limit:,}).</b></p>"
@@ -65,7 +65,7 @@ def draw(fig, e: Estimate) -> None:
         ax.set_xlabel("KV cache of the batch (GiB)")
         ax.grid(axis="y", visible=False)
     ax = fig.axes[0]
-    values = np.array([float(g.bytes_per_sequence * e.batch) for g in e.groups]) / UNITS["GiB"]
+    values = np.array([float(g.bytes_per_batch) for g in e.groups]) / UNITS["GiB"]
     y = np.arange(len(values))
     if len(ax.patches) != len(values):
         for artist in [*ax.containers, *ax.texts]:

@@ -176,3 +176,14 @@ def test_estimate_rejects_bad_values():
 def test_attention_labels():
     assert [attention_label(load_model(n)) for n in ("gpt2", "falcon-7b", "llama-3-70b",
                                                      "deepseek-v2")] == ["MHA", "MQA", "GQA", "MLA"]
+
+
+def test_batch_bytes_come_from_the_batch_formula():
+    # Gemma 3 27B, 4 sequences of 131,072 tokens, bf16: 10 global layers keep every token,
+    # 52 sliding layers keep 1,024; 16 KV heads x (128 + 128) x 2 bytes per layer-token.
+    spec = load_model("gemma-3-27b")
+    per_layer_token = 16 * (128 + 128) * 2
+    expected = 4 * (10 * per_layer_token * 131072 + 52 * per_layer_token * 1024)
+    assert spec.kv_bytes_per_batch(131072, 4, 2) == expected
+    assert [g.bytes_per_batch(131072, 4, 2) for g in spec.groups if g.window] == [
+        4 * 52 * per_layer_token * 1024]

@@ -21,7 +21,7 @@ QUOTED = {
         "327,680 B", "320 KiB", "saving 8x", "40 GiB", "507,904 B", "496 KiB", "saving 2x",
         "1.55x",
     ],
-    "03_latent_attention_mla.ipynb": ["61,440", "60 KiB", "4,915,200", "ratio: 80"],
+    "03_latent_attention_mla.ipynb": ["61,440", "60 KiB", "4,915,200", "bytes ratio: 80 x"],
     "04_rope_decoupling.ipynb": ["69,120", "67.5 KiB", "12.5%", "8.44 GiB", "7.5 GiB", "| 576 |"],
     "05_real_models.ipynb": [
         "496 KiB", "320 KiB", "60 KiB", "62 GiB", "40 GiB", "7.5 GiB", "1.55x", "8.3x",
