@@ -19,21 +19,26 @@ from kvlib.plotting import apply_style, context_ticks, plot_cache_vs_context
 
 __all__ = ["FIGURES", "heads_vs_context", "main"]
 
-LLAMA3_70B = dict(N_L=80, N_h=64, d_QK=128, d_V=128, b=2)  # Meta-Llama-3-70B config.json
-
-
 def heads_vs_context() -> Figure:
-    """Llama 3 70B's shape as MHA (64 KV heads), GQA (its real 8) and MQA (1), 1K..128K tokens."""
+    """Llama 3 70B's shape as MHA (all its query heads keep K and V), GQA (as shipped) and
+    MQA (one KV head), 1K..128K tokens, bf16; sizes read from the bundled config.json."""
+    from kvlib.gpus import get_gpu
+    from kvlib.models import load_model
+
+    (group,) = load_model("llama-3-70b").groups
+    sizes = dict(N_L=group.layers, b=2, **group.sizes)
+    kv_heads = sizes.pop("N_g")
     contexts = np.array(context_ticks())
+    h200 = get_gpu("H200").hbm_bytes
     fig = Figure(figsize=(10, 5.6), layout="constrained")
     ax = fig.add_subplot()
     plot_cache_vs_context(ax, contexts, {
-        "MHA: 64 KV heads": MHA.bytes_per_sequence(**LLAMA3_70B, N_KV=contexts),
-        "GQA: 8 KV heads (Llama 3 70B as shipped)":
-            GQA.bytes_per_sequence(**LLAMA3_70B, N_g=8, N_KV=contexts),
-        "MQA: 1 KV head": MQA.bytes_per_sequence(**LLAMA3_70B, N_KV=contexts),
+        f"MHA: {sizes['N_h']} KV heads": MHA.bytes_per_sequence(**sizes, N_KV=contexts),
+        f"GQA: {kv_heads} KV heads (Llama 3 70B as shipped)":
+            GQA.bytes_per_sequence(**sizes, N_g=kv_heads, N_KV=contexts),
+        "MQA: 1 KV head": MQA.bytes_per_sequence(**sizes, N_KV=contexts),
     }, unit="GiB", title="Llama 3 70B: KV cache of one sequence (bf16)",
-        hline=(141 * 10**9, "one H200 (141 GB)"))
+        hline=(h200, f"one H200 ({h200 // 10**9} GB)"))
     return fig
 
 
