@@ -35,7 +35,7 @@ notebooks-test: $(STAMP)
 	$(BIN)/python -m pytest --nbval notebooks
 
 figures: $(STAMP)
-	$(BIN)/python -m kvlib.figures figures
+	$(BIN)/python -m kvlib.views.figures figures
 
 # Re-execute every notebook and store its outputs (after changing kvlib).
 notebooks: $(STAMP)

@@ -5,7 +5,7 @@ Not a timed test: it measures, prints a short report, and writes it as JSON
 
 1. notebooks: wall time to start a kernel and execute every cell of each notebook,
    against the floor of starting a kernel and running only the notebook's imports.
-2. widgets: for every ``kvlib.widgetkit.Explorer`` the notebooks build, in the
+2. widgets: for every ``kvlib.views.widgets.kit.Explorer`` the notebooks build, in the
    notebook's own kernel after it ran: ``compute`` alone (target well under 1 ms),
    and a whole update (compute + readout + figure update + re-display) against a
    bare re-display of the same figure. It also flags the usual reasons a move is
@@ -49,7 +49,7 @@ _WIDGET_PROBE = r'''
 import cProfile as _cp, gc as _gc, json as _json, pstats as _ps, statistics as _st, time as _t
 import sympy as _sp
 from IPython.display import clear_output as _clear, display as _display
-from kvlib.widgetkit import Explorer as _Explorer
+from kvlib.views.widgets.kit import Explorer as _Explorer
 
 def _median(f, n):
     f()

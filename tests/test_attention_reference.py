@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvlib import GQA, MHA
-from kvlib.attention import causal_attention, decode, init_weights, repeat_kv
+from kvlib.reference.attention import causal_attention, decode, init_weights, repeat_kv
 
 
 def _stack(rng, n_layers, **kw):

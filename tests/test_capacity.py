@@ -7,20 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvlib import capacity, paging
-from kvlib.capacity import (
-    Deployment,
-    as_mha,
-    cache_dominates_at,
-    kv_bytes_per_sequence_per_gpu,
-    paged_tokens,
-    plan,
-    shard,
-    vllm_sliding_window_tokens,
-    weights_bytes_per_gpu,
-)
-from kvlib.gpus import get_gpu
-from kvlib.spec import CacheKind, LayerGroup, ModelSpec
+from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
+from kvlib.serving import paging
+from kvlib.serving.decode import cache_dominates_at, decode_step_seconds
+from kvlib.serving.deployment import Deployment
+from kvlib.serving.gpus import get_gpu
+from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu, paged_tokens, vllm_sliding_window_tokens
+from kvlib.serving.plan import plan
+from kvlib.serving.sharding import as_mha, shard
+from kvlib.serving.weights import weights_bytes_per_gpu
 
 GiB = 1024**3
 
@@ -350,7 +345,7 @@ def test_decode_step_lower_bound_reads_weights_and_live_caches():
 
 
 def test_decode_bound_vectorises_over_batch():
-    t = capacity.decode_step_seconds(100, 10, np.array([0, 1, 10]), 10)
+    t = decode_step_seconds(100, 10, np.array([0, 1, 10]), 10)
     assert t.tolist() == [10.0, 11.0, 20.0]
 
 
@@ -413,7 +408,7 @@ def test_contiguous_rejects_requests_longer_than_the_reservation():
 # --- the six levers -----------------------------------------------------------------------------
 
 def test_lever_start_is_contiguous_mha_reservations():
-    from kvlib import levers
+    from kvlib.serving import levers
     s = levers.Setting(max_model_len=131072, batch=64, mha=True)
     lengths = np.array([100, 2000, 50_000])
     per_gpu_mha = 2 * 80 * (64 // 4) * 128 * 2  # MHA: 64 KV heads, 16 per GPU at TP=4
@@ -422,7 +417,7 @@ def test_lever_start_is_contiguous_mha_reservations():
 
 
 def test_lever_paging_is_batch_times_mean_of_block_rounded_lengths():
-    from kvlib import levers
+    from kvlib.serving import levers
     s = levers.Setting(max_model_len=131072, batch=3, paged=True)
     lengths = np.array([1000, 16, 17])  # 1008, 16 and 32 slots
     per_token_tp4 = 2 * 80 * 2 * 128 * 2
@@ -433,7 +428,7 @@ def test_lever_paging_is_batch_times_mean_of_block_rounded_lengths():
 
 
 def test_lever_window_and_max_model_len_clamp_requests():
-    from kvlib import levers
+    from kvlib.serving import levers
     lengths = np.array([100_000])
     per_token = 2 * 80 * 8 * 128 * 2
     short = levers.Setting(max_model_len=32768, batch=1, paged=True)
@@ -443,7 +438,7 @@ def test_lever_window_and_max_model_len_clamp_requests():
 
 
 def test_decision_order_factors():
-    from kvlib import levers
+    from kvlib.serving import levers
     lengths = paging.sample_lengths(200, seed=1, median=2048, max_len=131072)
     steps = levers.decision_order(LLAMA_70B, lengths, levers.Setting(131072, 64), tp=4)
     assert [s.lever for s in steps] == ["start", "1 paging", "2 FP8 KV", "3 GQA",

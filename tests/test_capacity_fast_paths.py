@@ -14,16 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from kvlib import levers, paging
-from kvlib.capacity import (
-    Deployment,
-    as_mha,
-    kv_bytes_per_sequence_per_gpu,
-    kv_bytes_per_sequences_per_gpu,
-)
-from kvlib.dtypes import DTYPE_BYTES
-from kvlib.models import load_model
-from kvlib.spec import CacheKind, LayerGroup, ModelSpec
+from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.models.catalog import load_model
+from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
+from kvlib.serving import levers, paging
+from kvlib.serving.deployment import Deployment
+from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu, kv_bytes_per_sequences_per_gpu
+from kvlib.serving.sharding import as_mha
 
 # --- the references: the obvious loops ------------------------------------------------------
 

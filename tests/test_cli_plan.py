@@ -5,7 +5,7 @@ import json
 import pytest
 
 from kvlib.cli import main
-from kvlib.cli_plan import parse_count
+from kvlib.cli.plan import parse_count
 
 GiB = 1024**3
 LLAMA_70B_PARAMS = 70_600_000_000  # the count on the meta-llama/Llama-3.1-70B model page

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvlib.config import parse_config, read_config
-from kvlib.models import bundled_config
-from kvlib.spec import CacheKind
+from kvlib.models.catalog import bundled_config
+from kvlib.models.readers import parse_config, read_config
+from kvlib.models.spec import CacheKind
 
 BF16 = 2
 

@@ -7,8 +7,8 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvlib.decode_cost import PATHS, mha_path, mla_path
-from kvlib.notation import N_KV
+from kvlib.core.decode_cost import PATHS, mha_path, mla_path
+from kvlib.core.notation import N_KV
 
 DS = dict(N_h=128, d_in=5120, d_QK=128, d_V=128, d_L=512, d_R=64)
 

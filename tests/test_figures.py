@@ -2,8 +2,8 @@
 
 import pytest
 
-from kvlib.figures import FIGURES
-from kvlib.plotting import apply_style
+from kvlib.views.figures import FIGURES
+from kvlib.views.style import apply_style
 
 apply_style()
 

@@ -1,19 +1,19 @@
-"""Capacity figures and the planner widget: drawn from kvlib.capacity, values checked by hand."""
+"""Capacity figures and the planner widget: drawn from kvlib.serving, values checked by hand."""
 
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from kvlib.capacity import Deployment
-from kvlib.figures_capacity import (
+from kvlib.models.catalog import load_model
+from kvlib.serving.deployment import Deployment
+from kvlib.views.figures.capacity import (
     FIGURES,
     plot_budget,
     plot_decode_roofline,
     plot_levers,
     plot_paging_waste,
 )
-from kvlib.models import load_model
-from kvlib.widgets_capacity import planner, planner_explorer, render
+from kvlib.views.widgets.capacity import planner, planner_explorer, render
 
 GiB = 1024**3
 

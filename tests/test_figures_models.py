@@ -4,7 +4,7 @@ import matplotlib
 import pytest
 from matplotlib.figure import Figure
 
-from kvlib.figures_models import (
+from kvlib.views.figures.models import (
     context_points,
     plot_layer_map,
     plot_models_vs_context,

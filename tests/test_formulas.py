@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvlib import GQA, MHA, MQA, ratio
-from kvlib.notation import N_KV, N_L, B, N_g, N_h, b, d_QK, d_V
-from kvlib.tables import TABLE_1, Role, grouped
+from kvlib.core.notation import N_KV, N_L, B, N_g, N_h, b, d_QK, d_V
+from kvlib.core.tables import TABLE_1, Role, grouped
 
 # Sizes written out from the published configs (Meta-Llama-3-70B, gemma-3-27b-it config.json).
 LLAMA3_70B = dict(N_L=80, N_h=64, N_g=8, d_QK=128, d_V=128)

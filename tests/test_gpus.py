@@ -2,7 +2,7 @@
 
 import pytest
 
-from kvlib.gpus import CATALOG, get_gpu
+from kvlib.serving.gpus import CATALOG, get_gpu
 
 # (memory in GB, bandwidth in GB/s) as printed in each vendor datasheet.
 DATASHEETS = {

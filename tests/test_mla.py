@@ -10,12 +10,12 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvlib.decode_cost import mla_path
-from kvlib.formulas import GQA, KINDS, MHA, MLA, MLA_ROPE, Attention, ratio
-from kvlib.mla import absorb, decode, init_mla_weights
-from kvlib.notation import N_KV, N_g, N_h, d_in, d_L, d_Lq, d_QK, d_R, d_V
-from kvlib.rope import rotation_matrix
-from kvlib.tables import TABLE_2, TABLE_2_ROPE, Role, query_compressed
+from kvlib.core.decode_cost import mla_path
+from kvlib.core.formulas import GQA, KINDS, MHA, MLA, MLA_ROPE, Attention, ratio
+from kvlib.core.notation import N_KV, N_g, N_h, d_in, d_L, d_Lq, d_QK, d_R, d_V
+from kvlib.core.tables import TABLE_2, TABLE_2_ROPE, Role, query_compressed
+from kvlib.reference.mla import absorb, decode, init_mla_weights
+from kvlib.reference.rope import rotation_matrix
 
 # deepseek-ai/DeepSeek-V2 config.json: num_hidden_layers 60, num_attention_heads 128,
 # kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128; bf16 (2 B).

@@ -11,16 +11,16 @@ from importlib import resources
 import pytest
 
 from kvlib import ratio
-from kvlib.formulas import GQA, MHA
-from kvlib.models import (
+from kvlib.core.formulas import GQA, MHA
+from kvlib.models.catalog import (
     BUNDLED,
     attention_label,
     bundled_config,
-    estimate,
     load_model,
     reading,
     simplified,
 )
+from kvlib.models.estimate import estimate
 
 KiB, GiB = 1024, 1024**3
 T128K = 131072
@@ -28,7 +28,7 @@ BF16 = 2
 
 
 def test_every_bundled_config_ships_and_loads():
-    files = {p.name for p in (resources.files("kvlib") / "configs").iterdir()}
+    files = {p.name for p in (resources.files("kvlib.models") / "configs").iterdir()}
     assert files == {f"{name}.json" for name in BUNDLED}
     for name, m in BUNDLED.items():
         spec = load_model(name)

@@ -1,8 +1,8 @@
-"""kvlib.plotting.plot_bars labels: one decimal, none for whole values (notebook 03's bars)."""
+"""kvlib.views.style.plot_bars labels: one decimal, none for whole values (notebook 03's bars)."""
 
 import matplotlib.pyplot as plt
 
-from kvlib.plotting import plot_bars
+from kvlib.views.style import plot_bars
 
 
 def test_bar_labels_drop_a_zero_decimal():

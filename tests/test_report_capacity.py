@@ -2,17 +2,11 @@
 
 import pytest
 
-from kvlib.capacity import Deployment
-from kvlib.gpus import get_gpu
-from kvlib.levers import Setting, Step
-from kvlib.models import load_model
-from kvlib.report_capacity import (
-    gpu_table,
-    levers_table,
-    markdown_table,
-    refinement_table,
-    tp_table,
-)
+from kvlib.models.catalog import load_model
+from kvlib.serving.deployment import Deployment
+from kvlib.serving.gpus import get_gpu
+from kvlib.serving.levers import Setting, Step
+from kvlib.views.tables import gpu_table, levers_table, markdown_table, refinement_table, tp_table
 
 GB, GiB = 10**9, 1024**3
 LLAMA = load_model("llama-3.1-70b")

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from kvlib.rope import (
+from kvlib.reference.rope import (
     apply_rope,
     frequencies,
     relative_position_identity,

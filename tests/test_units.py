@@ -2,7 +2,7 @@ from fractions import Fraction
 
 import pytest
 
-from kvlib.units import describe, fmt_bytes, to_unit
+from kvlib.core.units import describe, fmt_bytes, to_unit
 
 
 def test_binary_and_decimal_units_differ_as_defined():

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from kvlib.widgets_gqa import compare_heads, divisors, gqa_explorer
+from kvlib.views.widgets.gqa import compare_heads, divisors, gqa_explorer
 
 
 def test_divisors():

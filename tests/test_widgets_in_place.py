@@ -11,11 +11,11 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
-from kvlib.figures_capacity import plot_budget
-from kvlib.plotting import format_context
-from kvlib.widgets_capacity import planner, planner_explorer
-from kvlib.widgets_models import breakdown, model_explorer
-from kvlib.widgets_models import draw as draw_models
+from kvlib.views.figures.capacity import plot_budget
+from kvlib.views.style import format_context
+from kvlib.views.widgets.capacity import planner, planner_explorer
+from kvlib.views.widgets.models import breakdown, model_explorer
+from kvlib.views.widgets.models import draw as draw_models
 
 GiB = 1024**3
 

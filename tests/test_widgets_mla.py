@@ -2,7 +2,7 @@
 
 from fractions import Fraction
 
-from kvlib.widgets_mla import rope_explorer, rope_price
+from kvlib.views.widgets.mla import rope_explorer, rope_price
 
 
 def test_deepseek_v2_price_of_decoupling_by_hand():
@@ -33,7 +33,7 @@ def test_explorer_follows_its_controls():
 
 
 def test_side_by_side_cache_columns_by_hand():
-    from kvlib.mla_compare import side_by_side, to_markdown
+    from kvlib.views.tables import side_by_side, to_markdown
 
     rows = {r["label"]: r for r in side_by_side()}
     elements = {k: r["elements"] for k, r in rows.items()}

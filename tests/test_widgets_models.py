@@ -3,7 +3,7 @@
 import re
 from fractions import Fraction
 
-from kvlib.widgets_models import breakdown, model_explorer, render
+from kvlib.views.widgets.models import breakdown, model_explorer, render
 
 GiB = 1024**3
 

@@ -1,7 +1,7 @@
 """Every notebook widget, used in real JupyterLab in headless Chromium (issue 6).
 
 nbval checks stored outputs; it cannot see a slider whose callback raises or a
-plot that never redraws. Here each notebook that builds a ``kvlib.widgetkit.Explorer``
+plot that never redraws. Here each notebook that builds a ``kvlib.views.widgets.kit.Explorer``
 is opened in JupyterLab, run top to bottom, and every Explorer gets at least one
 control moved. The readout must then show the value written below by hand
 arithmetic (never read back from kvlib), and the figure must be redrawn.

@@ -1,0 +1,167 @@
+"""``kvlib estimate MODEL``: the KV cache a real model needs (notebook 05, "The command").
+
+MODEL is a bundled short name (``kvlib.BUNDLED``) or the path of a
+Hugging Face ``config.json``. Options: ``--context T`` (default: the config's
+``max_position_embeddings``), ``--batch B`` (default 1), ``--kv-dtype``
+(bf16 default) and ``--json``. The numbers come from
+:func:`kvlib.models.estimate`, i.e. from the generated formulas.
+
+The ``--json`` object (:func:`to_json`) holds: ``model``, ``title``, ``source``,
+``attention`` (MHA/GQA/MQA/MLA), ``params``, ``kv_dtype``,
+``bytes_per_element``, ``context``, ``batch``, ``kv_bytes_per_token``,
+``kv_bytes_per_sequence``, ``kv_bytes_total`` (x batch), ``groups`` (one per
+layer group: ``kind``, ``attention``, ``layers``, ``window``, ``sizes``,
+``cached_tokens``, ``bytes_per_token``, ``bytes_per_sequence``) and
+``assumptions``. Byte counts are exact integers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from fractions import Fraction
+
+from kvlib.core import validate
+from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.core.units import UNITS, describe, fmt_bytes
+from kvlib.models.catalog import BUNDLED, attention_label, title
+from kvlib.models.estimate import Estimate, estimate
+
+__all__ = ["add_parser", "to_json", "render", "run"]
+
+
+def _count(flag: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be a positive integer, got {text!r}") from None
+        try:
+            return validate.positive_int(flag, value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be a positive integer, got {text!r}") from None
+    return parse
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``estimate`` on the ``kvlib`` command's subparsers."""
+    p = subparsers.add_parser(
+        "estimate", help="KV cache of a bundled model or a config.json",
+        description="KV-cache bytes of a model, per token, per sequence and per batch, "
+                    "read from its config.json (layer groups: full, sliding, chunked, latent).",
+        epilog=f"bundled models: {', '.join(BUNDLED)}")
+    p.add_argument("model", help="a bundled model name or the path of a config.json")
+    p.add_argument("--context", type=_count("context"), default=None, metavar="T",
+                   help="tokens per sequence (default: the config's max_position_embeddings)")
+    p.add_argument("--batch", type=_count("batch"), default=1, metavar="B",
+                   help="sequences held at once (default: 1)")
+    p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), default="bf16",
+                   help="element type of the cache (default: bf16)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+    return p
+
+
+def _number(x):
+    """Exact ints stay ints; a fractional byte count (4-bit dtypes) becomes a float."""
+    x = Fraction(x)
+    return x.numerator if x.denominator == 1 else float(x)
+
+
+def to_json(e: Estimate) -> dict:
+    """The ``--json`` object of an estimate (see the module docstring)."""
+    spec = e.spec
+    return {
+        "model": spec.name,
+        "title": title(spec),
+        "source": spec.source,
+        "attention": attention_label(spec),
+        "params": spec.params,
+        "kv_dtype": e.kv_dtype,
+        "bytes_per_element": _number(e.b),
+        "context": e.context,
+        "batch": e.batch,
+        "kv_bytes_per_token": _number(e.kv_bytes_per_token),
+        "kv_bytes_per_sequence": _number(e.kv_bytes_per_sequence),
+        "kv_bytes_total": _number(e.kv_bytes_total),
+        "groups": [
+            {
+                "kind": str(g.group.kind),
+                "attention": g.group.attention,
+                "layers": g.group.layers,
+                "window": g.group.window,
+                "sizes": dict(g.group.sizes),
+                "cached_tokens": g.cached_tokens,
+                "bytes_per_token": _number(g.bytes_per_token),
+                "bytes_per_sequence": _number(g.bytes_per_sequence),
+            }
+            for g in e.groups
+        ],
+        "assumptions": list(e.assumptions),
+    }
+
+
+def auto_unit(n_bytes) -> str:
+    """The largest binary unit (B, KiB, MiB, GiB, TiB) in which ``n_bytes`` is at least 1."""
+    unit = "B"
+    for u in ("KiB", "MiB", "GiB", "TiB"):
+        if n_bytes >= UNITS[u]:
+            unit = u
+    return unit
+
+
+def _short(n_bytes) -> str:
+    return fmt_bytes(n_bytes, auto_unit(n_bytes))
+
+
+def _heads(e: Estimate) -> str:
+    g = e.spec.groups[0]
+    s = g.sizes
+    if g.attention.startswith("MLA"):
+        rope = f" + decoupled RoPE key d_R={s['d_R']}" if "d_R" in s else ""
+        return f"MLA: latent d_L={s['d_L']}{rope} per token per layer"
+    return (f"{attention_label(e.spec)}: {s['N_h']} query heads, {s['N_g']} key/value heads, "
+            f"head dim {s['d_QK']}")
+
+
+def render(e: Estimate) -> str:
+    """The readable table ``kvlib estimate`` prints by default."""
+    spec = e.spec
+    params = f"; {spec.params / 1e9:,.4g}B parameters" if spec.params else ""
+    source = f", {spec.source}" if spec.source else ""
+    lines = [
+        f"{title(spec)}  ({spec.name}{source})",
+        f"{_heads(e)}{params}",
+        f"KV dtype {e.kv_dtype} ({_number(e.b)} B/element), context {e.context:,} tokens, "
+        f"batch {e.batch:,}",
+        "",
+        f"{'layers':>8}  {'kind':<8} {'window':>9} {'cached tokens':>14}  "
+        f"{'per token':>12}  {'per sequence':>14}",
+    ]
+    for g in e.groups:
+        w = f"{g.group.window:,}" if g.group.window is not None else "-"
+        lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} "
+                     f"{g.cached_tokens:>14,}  {_short(g.bytes_per_token):>12}  "
+                     f"{_short(g.bytes_per_sequence):>14}")
+    lines += [
+        f"{spec.num_layers:>8,}  {'all':<8} {'':>9} {'':>14}  "
+        f"{_short(e.kv_bytes_per_token):>12}  {_short(e.kv_bytes_per_sequence):>14}",
+        "",
+    ]
+    for label, n in (("per token:", e.kv_bytes_per_token),
+                     ("per sequence:", e.kv_bytes_per_sequence),
+                     (f"total (x{e.batch:,}):", e.kv_bytes_total)):
+        binary = auto_unit(n)
+        decimal = binary.replace("i", "") if binary != "B" else "B"
+        lines.append(f"{label:<15}{describe(n, binary, decimal)}")
+    if e.assumptions:
+        lines += ["", "assumptions:"] + [f"  - {a}" for a in e.assumptions]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    e = estimate(args.model, context=args.context, batch=args.batch, kv_dtype=args.kv_dtype)
+    print(json.dumps(to_json(e), indent=2) if args.json else render(e))
+    return 0

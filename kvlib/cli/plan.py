@@ -1,0 +1,166 @@
+"""``kvlib plan``: concurrent sequences of a model on N GPUs (notebook 06).
+
+    kvlib plan llama-3.1-70b --gpu H200 --gpus 4 --tp 4 --context 131072
+    kvlib plan llama-3.1-70b --gpu H200 --gpus 8 --tp 4 --context 32768 --kv-dtype fp8 --json
+
+Exit status: 0 when the plan fits; 1 when it does not (the plan is still
+printed, and one line on stderr says why); 2 on a bad flag or model
+(:mod:`kvlib.cli` prints the one-line error).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from fractions import Fraction
+
+from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.core.units import fmt_bytes
+from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, Deployment
+from kvlib.serving.gpus import CATALOG, get_gpu
+from kvlib.serving.kv import DEFAULT_BLOCK_SIZE, KV_SCALES, sequence_shares
+
+__all__ = ["add_parser", "run", "plan_json", "parse_count"]
+
+GiB = 1024**3
+_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+
+
+def parse_count(text: str) -> int:
+    """'70600000000', '70.6B', '7e10', '8.03e9' -> an exact positive int."""
+    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMBGT]?)\s*", str(text), flags=re.I)
+    try:
+        value = Fraction(m.group(1)) * _SUFFIX[m.group(2).upper()] if m else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value.denominator != 1 or value <= 0:
+        raise ValueError(f"--params must be a positive whole count such as 70600000000 or "
+                         f"70.6B, got {text!r}")
+    return int(value)
+
+
+def _positive_fraction(flag: str, text: str) -> Fraction:
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"{flag} must be a number, got {text!r}") from None
+    if value <= 0:
+        raise ValueError(f"{flag} must be positive, got {text!r}")
+    return value
+
+
+def _gib_to_bytes(flag: str, text: str, allow_zero: bool = False) -> int:
+    if allow_zero and text.strip() in ("0", "0.0"):
+        return 0
+    return round(_positive_fraction(flag, text) * GiB)
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "plan", help="how many concurrent sequences fit on N GPUs",
+        description="Weights, KV budget and maximum concurrent sequences per GPU, in vLLM's "
+                    "terms (tensor_parallel_size, gpu_memory_utilization, block_size, "
+                    "kv_cache_dtype). Exit status 1 when the plan does not fit.")
+    p.add_argument("model", help="a bundled model name (e.g. llama-3.1-70b) or a config.json path")
+    p.add_argument("--gpu", required=True, help=f"one of {', '.join(CATALOG)}")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs in all (default 1)")
+    p.add_argument("--tp", type=int, default=1, help="tensor_parallel_size (default 1)")
+    p.add_argument("--context", type=int, required=True,
+                   help="tokens per sequence (max_model_len)")
+    p.add_argument("--dcp", type=int, default=1,
+                   help="decode_context_parallel_size: split replicated KV heads by tokens "
+                        "(default 1)")
+    p.add_argument("--kv-dtype", default="bf16", choices=list(DTYPE_BYTES),
+                   help="kv_cache_dtype (default bf16)")
+    p.add_argument("--kv-scales", default="none",
+                   choices=["none", *KV_SCALES],
+                   help="quantization scales stored with the cache (default none)")
+    p.add_argument("--weight-dtype", default="bf16", choices=list(DTYPE_BYTES),
+                   help="bytes per weight (default bf16)")
+    p.add_argument("--gpu-mem-util", default="0.9",
+                   help="gpu_memory_utilization, fraction of memory used (default 0.9)")
+    p.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE,
+                   help="tokens per KV block (default 16)")
+    p.add_argument("--overhead-gib", default=str(DEFAULT_OVERHEAD_BYTES // GiB),
+                   help="non-KV memory per GPU: activations, CUDA graphs, NCCL (default 4)")
+    p.add_argument("--hbm-gib", default=None, help="GPU memory in GiB, overriding the catalog")
+    p.add_argument("--params", default=None,
+                   help="parameter count, e.g. 70.6B (required where the config has none)")
+    p.add_argument("--draft", default=None, help="speculative-decoding draft model")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=run)
+
+
+def _groups(deployment: Deployment, context: int) -> list[dict]:
+    out = []
+    for share in sequence_shares(deployment.model, context, deployment.kv_dtype,
+                                          deployment.tp, deployment.block_size,
+                                          deployment.scales, deployment.dcp):
+        g, s = share.group, share.sharding
+        out.append({
+            "kind": str(g.kind), "layers": g.layers, "attention": g.attention,
+            "window": g.window, "cached_tokens": share.cached, "block_slots": share.slots,
+            "kv_heads": s.kv_heads, "kv_heads_per_gpu": s.per_rank,
+            "kv_head_replicas": s.replicas,
+            "kv_bytes_per_gpu": int(-(-Fraction(share.kv_bytes + share.scale_bytes) // 1)),
+        })
+    return out
+
+
+def plan_json(deployment: Deployment, context: int) -> dict:
+    """The plan as a JSON-ready dict, with the per-group breakdown of the target model."""
+    d = deployment.plan(context).to_dict()
+    d["kv_scales"] = deployment.scales.name if deployment.scales else "none"
+    d["groups"] = _groups(deployment, context)
+    return d
+
+
+def _text(d: dict) -> str:
+    def both(n):
+        return f"{fmt_bytes(n, 'GB'):>11} = {fmt_bytes(n, 'GiB')}"
+
+    rows = [("memory per GPU", d["hbm_bytes_per_gpu"]),
+            (f"usable (x {d['gpu_mem_util']:g})", d["usable_bytes_per_gpu"]),
+            ("weights per GPU", d["weights_bytes_per_gpu"])]
+    if d["draft"]:
+        rows.append((f"draft weights ({d['draft']})", d["draft_weights_bytes_per_gpu"]))
+    rows += [("overhead per GPU", d["overhead_bytes_per_gpu"]),
+             ("KV budget per GPU", d["kv_budget_bytes_per_gpu"]),
+             (f"KV per sequence (block {d['block_size']})", d["kv_bytes_per_sequence_per_gpu"])]
+    lines = [
+        f"{d['model']} on {d['gpus']} x {d['gpu']}, TP={d['tp']} "
+        f"({d['replicas']} replica{'s' if d['replicas'] != 1 else ''}), "
+        f"context {d['context']:,}, kv {d['kv_dtype']}, weights {d['weight_dtype']}",
+        *(f"  {label:<28}{both(n)}" for label, n in rows),
+        f"  {'sequences per replica':<28}{d['max_sequences_per_replica']:>11,}",
+        f"  {'sequences in all':<28}{d['max_sequences']:>11,}",
+    ]
+    if d["decode_step_seconds_lower_bound"] is not None:
+        ms = d["decode_step_seconds_lower_bound"] * 1000
+        lines.append(f"  {'decode step, full batch':<28}{ms:>8.2f} ms or more")
+    lines += [f"  note: {n}" for n in d["notes"]]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from kvlib.models.catalog import load_model
+
+    model = load_model(args.model)
+    draft = load_model(args.draft) if args.draft else None
+    hbm = _gib_to_bytes("--hbm-gib", args.hbm_gib) if args.hbm_gib is not None else None
+    deployment = Deployment(
+        model, get_gpu(args.gpu, hbm_bytes=hbm), gpus=args.gpus, tp=args.tp,
+        kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
+        gpu_mem_util=_positive_fraction("--gpu-mem-util", args.gpu_mem_util),
+        block_size=args.block_size,
+        overhead_bytes=_gib_to_bytes("--overhead-gib", args.overhead_gib, allow_zero=True),
+        params=parse_count(args.params) if args.params is not None else None,
+        draft=draft, scales=args.kv_scales, dcp=args.dcp,
+    )
+    d = plan_json(deployment, args.context)
+    print(json.dumps(d, indent=2) if args.json else _text(d))
+    if not d["fits"]:
+        print(f"kvlib plan: {d['reason']}", file=sys.stderr)
+        return 1
+    return 0

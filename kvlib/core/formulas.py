@@ -1,0 +1,67 @@
+"""The attention kinds, each derived from its table once, at import (notebooks 01-04).
+
+``MHA``, ``GQA``, ``MQA``, ``MLA`` and ``MLA_ROPE`` (``KINDS`` keys "MLA" and
+"MLA+RoPE") are :class:`Attention` objects. Each holds the symbolic derivation
+(``.symbolic``) and, for every quantity, a :class:`Formula` generated from it,
+so a notebook, a widget, a plot, the CLI and a test all evaluate the same
+expression::
+
+    >>> GQA.bytes_per_token(N_L=80, N_h=64, N_g=8, d_QK=128, d_V=128, b=2)
+    327680
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import sympy as sp
+
+from kvlib.core.derive import CacheFormulas, derive
+from kvlib.core.numeric import Formula
+from kvlib.core.tables import TABLE_1, TABLE_2, TABLE_2_ROPE, TensorTable, grouped
+
+__all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "KINDS", "ratio"]
+
+
+class Attention:
+    """One attention kind: its table, its derivation, and generated numeric functions."""
+
+    QUANTITIES = ("elements_per_token_layer", "bytes_per_token", "bytes_per_sequence",
+                  "bytes_per_batch", "weight_elements_per_layer")
+
+    def __init__(self, name: str, table: TensorTable):
+        self.name = name
+        self.table = table
+
+    @cached_property
+    def symbolic(self) -> CacheFormulas:
+        """The SymPy derivation, done once, on first use (a command that needs one kind
+        does not pay for the others at start-up)."""
+        return derive(self.name, self.table)
+
+    def __getattr__(self, q: str) -> Formula:
+        # Only reached for attributes not yet set: generate each quantity's function once.
+        if q not in Attention.QUANTITIES:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {q!r}")
+        formula = Formula(getattr(self.symbolic, q), f"{self.name}.{q}")
+        setattr(self, q, formula)
+        return formula
+
+    def __repr__(self) -> str:
+        per_token = self.symbolic.elements_per_token_layer
+        return f"Attention({self.name}: {per_token} per token per layer)"
+
+
+def ratio(a: Attention, b: Attention) -> Formula:
+    """How many times more ``a`` caches per token than ``b``, simplified by SymPy."""
+    expr = sp.simplify(a.symbolic.elements_per_token_layer / b.symbolic.elements_per_token_layer)
+    return Formula(expr, f"{a.name}/{b.name}")
+
+
+MHA = Attention("MHA", TABLE_1)
+GQA = Attention("GQA", grouped(TABLE_1))
+MQA = Attention("MQA", grouped(TABLE_1, 1))
+MLA = Attention("MLA", TABLE_2)  # caches d_L per token per layer
+MLA_ROPE = Attention("MLA+RoPE", TABLE_2_ROPE)  # caches d_L + d_R
+
+KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE)}

@@ -1,0 +1,176 @@
+"""Bundled real models and the paper's Table 3 view of them (notebook 05).
+
+``BUNDLED`` maps a short name (used by ``kvlib estimate`` and the widgets) to
+an offline copy of the model's ``config.json`` (``kvlib/models/configs/<name>.json``),
+the Hugging Face repository it was copied from, and its published parameter
+count. :func:`load_model` reads a bundled name or a path into a
+:class:`kvlib.models.spec.ModelSpec`::
+
+    >>> load_model("llama-3.1-70b").kv_bytes_per_token(2)   # 80 * 2 * 8 * 128 * 2
+    327680
+
+:func:`simplified` gives the paper's Table 3 view of a model (every layer full
+attention, MLA counted as the latent alone), evaluated through the same
+formulas.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from kvlib.models.readers import ConfigReading, load_config, parse_config, read_config
+from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
+
+__all__ = [
+    "BundledModel", "BUNDLED", "bundled_config", "load_model", "reading", "simplified",
+    "attention_label", "title",
+]
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """One bundled model.
+
+    params: total parameter count as published by the model's authors (for a
+    mixture of experts, all experts; ``active_params`` is the per-token count).
+    """
+
+    name: str
+    title: str
+    repo: str
+    params: int
+    params_note: str
+    active_params: int | None = None
+
+    @property
+    def source(self) -> str:
+        return f"https://huggingface.co/{self.repo}/blob/main/config.json"
+
+
+def _m(name, title, repo, params, note, active=None) -> BundledModel:
+    return BundledModel(name, title, repo, int(params), note, None if active is None
+                        else int(active))
+
+
+BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
+    _m("llama-3-70b", "Llama 3 70B", "meta-llama/Meta-Llama-3-70B", 70.6e9,
+       "70.6B, the count shown on the model page (paper's Table 3 model)"),
+    _m("llama-3.1-70b", "Llama 3.1 70B", "meta-llama/Llama-3.1-70B", 70.6e9,
+       "70.6B, the count shown on the model page"),
+    _m("llama-3.1-8b", "Llama 3.1 8B", "meta-llama/Llama-3.1-8B", 8.03e9,
+       "8.03B, the count shown on the model page"),
+    _m("gemma-3-27b", "Gemma 3 27B", "google/gemma-3-27b-it", 27.4e9,
+       "27.4B including the 0.4B SigLIP vision encoder (paper's Table 3 model)"),
+    _m("deepseek-v2", "DeepSeek V2", "deepseek-ai/DeepSeek-V2", 236e9,
+       "236B total, 21B activated per token (paper's Table 3 model)", 21e9),
+    _m("deepseek-v3", "DeepSeek V3", "deepseek-ai/DeepSeek-V3", 671e9,
+       "671B total (the 685B on the model page adds the 14B multi-token-prediction "
+       "module), 37B activated per token", 37e9),
+    _m("gemma-2-9b", "Gemma 2 9B", "google/gemma-2-9b", 9.24e9,
+       "9.24B, the count shown on the model page"),
+    _m("qwen3-32b", "Qwen3 32B", "Qwen/Qwen3-32B", 32.8e9,
+       "32.8B, from the model card"),
+    _m("qwen2.5-7b", "Qwen2.5 7B Instruct", "Qwen/Qwen2.5-7B-Instruct", 7.61e9,
+       "7.61B, from the model card"),
+    _m("mistral-7b-v0.1", "Mistral 7B v0.1", "mistralai/Mistral-7B-v0.1", 7.24e9,
+       "7.24B, the count shown on the model page (announced as 7.3B)"),
+    _m("falcon-7b", "Falcon 7B", "tiiuae/falcon-7b", 7.22e9,
+       "7.22B, the count shown on the model page (model card: 7B)"),
+    _m("gpt2", "GPT-2 (124M)", "openai-community/gpt2", 124e6,
+       "124M, the smallest GPT-2"),
+    _m("llama-4-scout", "Llama 4 Scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9,
+       "109B total, 17B activated per token (16 experts)", 17e9),
+    _m("gpt-oss-20b", "gpt-oss 20B", "openai/gpt-oss-20b", 20.9e9,
+       "20.9B total, 3.6B activated per token (model card)", 3.6e9),
+)}
+
+
+def _unknown(name: str) -> ValueError:
+    return ValueError(f"unknown model {name!r}: bundled models are {', '.join(BUNDLED)} "
+                      "(or give the path of a config.json)")
+
+
+def bundled_config(name: str) -> dict:
+    """The bundled config.json of ``name``, as a dict."""
+    if name not in BUNDLED:
+        raise _unknown(name)
+    path = resources.files("kvlib.models") / "configs" / f"{name}.json"
+    text = path.read_text(encoding="utf-8")
+    return load_config(json.loads(text))
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.endswith(".json") or os.sep in name or "/" in name or Path(name).exists()
+
+
+def reading(name_or_path) -> ConfigReading:
+    """The :class:`ConfigReading` of a bundled name or a config path (per-layer map)."""
+    if isinstance(name_or_path, str) and name_or_path in BUNDLED:
+        return parse_config(bundled_config(name_or_path))
+    if isinstance(name_or_path, Path) or (isinstance(name_or_path, str)
+                                          and _looks_like_path(name_or_path)):
+        return parse_config(name_or_path)
+    if isinstance(name_or_path, str):
+        raise _unknown(name_or_path)
+    return parse_config(name_or_path)
+
+
+def load_model(name_or_path) -> ModelSpec:
+    """A :class:`ModelSpec` from a bundled short name, a config.json path, or a dict.
+
+    An unknown name raises ValueError listing the bundled ones; a missing file
+    raises FileNotFoundError.
+    """
+    if isinstance(name_or_path, str) and name_or_path in BUNDLED:
+        m = BUNDLED[name_or_path]
+        return read_config(bundled_config(m.name), name=m.name, params=m.params,
+                           source_label=m.repo)
+    if isinstance(name_or_path, str) and not _looks_like_path(name_or_path):
+        raise _unknown(name_or_path)
+    return read_config(name_or_path)
+
+
+def title(spec: ModelSpec) -> str:
+    """A reader's name for a spec: the bundled title, else its name."""
+    m = BUNDLED.get(spec.name)
+    return m.title if m else spec.name
+
+
+def attention_label(spec: ModelSpec) -> str:
+    """MHA, GQA, MQA or MLA, from the sizes of the model's groups."""
+    g = spec.groups[0]
+    if g.attention.startswith("MLA"):
+        return "MLA"
+    if g.attention != "GQA":
+        return g.attention
+    n_h, n_g = g.sizes["N_h"], g.sizes["N_g"]
+    return "MHA" if n_g == n_h else "MQA" if n_g == 1 else "GQA"
+
+
+def simplified(spec: ModelSpec) -> ModelSpec:
+    """The paper's Table 3 view: every layer full attention, MLA as the latent d_L alone.
+
+    Same formulas (``KINDS["GQA"]``, ``KINDS["MLA"]``), fewer details: windows
+    are dropped and the decoupled RoPE key ``d_R`` is left out.
+    """
+    merged: dict = {}
+    for g in spec.groups:
+        if g.attention == "MLA+RoPE":
+            attention, sizes = "MLA", {"d_L": g.sizes["d_L"]}
+        else:
+            attention, sizes = g.attention, dict(g.sizes)
+        kind = CacheKind.LATENT if attention.startswith("MLA") else CacheKind.FULL
+        key = (kind, attention, tuple(sorted(sizes.items())))
+        merged[key] = merged.get(key, 0) + g.layers
+    groups = tuple(LayerGroup(kind, n, attention, dict(sizes))
+                   for (kind, attention, sizes), n in merged.items())
+    return ModelSpec(
+        name=spec.name, groups=groups, params=spec.params,
+        max_position_embeddings=spec.max_position_embeddings, source=spec.source,
+        assumptions=("the paper's simplification: every layer keeps every token, "
+                     "and MLA caches the latent d_L only (no decoupled RoPE key)",),
+    )

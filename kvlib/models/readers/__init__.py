@@ -1,0 +1,127 @@
+"""A Hugging Face ``config.json`` read into layer groups (notebook 05, "Reading a config").
+
+One reader per model family, registered by ``model_type`` the way transformers
+keeps one config class per family (:mod:`.registry`); :func:`parse_config`
+picks the reader, :func:`read_config` turns its answer into a
+:class:`kvlib.models.spec.ModelSpec` with every assumption said in words.
+
+* A nested ``text_config`` (Gemma 3, Llama 4 wrappers) holds the language model.
+* Any config with ``kv_lora_rank`` is read as MLA (:mod:`.deepseek`), any with
+  ``use_sliding_window`` by the Qwen2 rules (:mod:`.qwen2`).
+* Any other unregistered ``model_type`` goes to the generic reader
+  (:mod:`.attention`), and the estimate says so.
+
+Adding a family is one module here (a ``read`` registered for its model types)
+and its test. Bad input raises ``ValueError`` (``FileNotFoundError`` for a
+missing file) naming the field and the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from kvlib.core import validate
+
+# Each family module registers its reader on import.
+from kvlib.models.readers import (  # noqa: F401
+    attention,
+    deepseek,
+    falcon,
+    gemma2,
+    gemma3,
+    gpt_oss,
+    llama,
+    llama4,
+    mistral,
+    qwen2,
+)
+from kvlib.models.readers.fields import Fields, describe, load_config
+from kvlib.models.readers.reading import ConfigReading
+from kvlib.models.readers.registry import FAMILIES, Family
+from kvlib.models.spec import ModelSpec
+
+__all__ = ["ConfigReading", "FAMILIES", "load_config", "parse_config", "read_config"]
+
+_GENERIC = Family(lambda c, family, n, notes: attention.read(c, family, n, notes), "attention")
+
+
+def _name(cfg: dict, source, text: Fields) -> str:
+    if isinstance(cfg.get("_name_or_path"), str) and cfg["_name_or_path"]:
+        return cfg["_name_or_path"]
+    if isinstance(source, str | Path) and not isinstance(source, Mapping):
+        p = Path(source)
+        return p.parent.name if p.name == "config.json" and p.parent.name else p.stem
+    archs = cfg.get("architectures")
+    if isinstance(archs, list) and archs and isinstance(archs[0], str):
+        return archs[0]
+    return text.text("model_type") or "model"
+
+
+def _family(outer: Fields, text: Fields) -> str:
+    family = text.text("model_type") or outer.text("model_type")
+    return family.removesuffix("_text")
+
+
+def _reader(c: Fields, family: str, notes: list[str]) -> Family:
+    if c.has("kv_lora_rank"):
+        return FAMILIES["deepseek_v2"]
+    if "use_sliding_window" in c.data:
+        return FAMILIES["qwen2"]
+    if family in FAMILIES:
+        return FAMILIES[family]
+    notes.append(f"model_type {family or '(none)'!r} has no reader of its own: every layer "
+                 "read as standard attention (the generic reader)")
+    return _GENERIC
+
+
+def _max_positions(c: Fields, family: str, reader: Family, notes: list[str]) -> int | None:
+    m = c.int("max_position_embeddings", "n_positions", required=False)
+    if m is None and reader.max_positions is not None:
+        m = reader.max_positions
+        notes.append(f"no max_position_embeddings: {family}'s default of {m} applies")
+    return m
+
+
+def parse_config(source) -> ConfigReading:
+    """Read ``source`` (path or dict) into a :class:`ConfigReading`."""
+    cfg = load_config(source)
+    outer = Fields(cfg)
+    notes: list[str] = []
+    c = outer
+    if "text_config" in cfg and cfg["text_config"] is not None:
+        if not isinstance(cfg["text_config"], Mapping):
+            raise ValueError(f"text_config must be a JSON object, got "
+                             f"{describe(cfg['text_config'])}")
+        c = Fields(cfg["text_config"], "text_config.")
+        notes.append(f"read the language model from text_config (inside the "
+                     f"{outer.text('model_type') or 'multimodal'} wrapper)")
+    family = _family(outer, c)
+    n = c.int("num_hidden_layers", "n_layer")
+    reader = _reader(c, family, notes)
+    read = reader.read(c, family, n, notes)
+    return ConfigReading(
+        name=_name(cfg, source, c), family=family, reader=reader.module, num_layers=n,
+        attention=read.kind, label=read.label, sizes=read.sizes, counts=read.layers.counts,
+        layer=read.layers.layer, max_position_embeddings=_max_positions(c, family, reader, notes),
+        assumptions=tuple(notes),
+    )
+
+
+def read_config(source, *, name: str | None = None, params: int | None = None,
+                source_label: str = "") -> ModelSpec:
+    """A :class:`ModelSpec` from a config path or dict.
+
+    name, params, source_label: override the name, give the parameter count and
+    say where the config came from (a path is used when not given).
+    """
+    reading = parse_config(source)
+    if params is not None:
+        params = validate.positive_int("params", params)
+    if not source_label and isinstance(source, str | Path):
+        source_label = str(source)
+    return ModelSpec(
+        name=name or reading.name, groups=reading.groups(), params=params,
+        max_position_embeddings=reading.max_position_embeddings, source=source_label,
+        assumptions=reading.assumptions,
+    )

@@ -1,0 +1,83 @@
+"""Typed access to a config.json object; every error names the field by its path."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from kvlib.core import validate
+
+__all__ = ["Fields", "describe", "load_config"]
+
+
+def describe(value) -> str:
+    """``value`` and its JSON-ish type, for error messages: ``'x' (str)``."""
+    return f"{value!r} ({type(value).__name__})"
+
+
+class Fields:
+    """One config object (the top level or ``text_config``); ``prefix`` names its path."""
+
+    def __init__(self, data: Mapping, prefix: str = ""):
+        self.data, self.prefix = data, prefix
+
+    def path(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def first(self, *keys: str) -> str | None:
+        return next((k for k in keys if self.has(k)), None)
+
+    def int(self, *keys: str, required: bool = True, allow_zero: bool = False,
+            why: str = "") -> int | None:
+        """The first of ``keys`` present, as a positive int (ValueError otherwise)."""
+        key = self.first(*keys)
+        if key is None:
+            if not required:
+                return None
+            names = " or ".join(self.path(k) for k in keys)
+            raise ValueError(f"config has no {names}{f' ({why})' if why else ''}")
+        return validate.positive_int(self.path(key), self.data[key], allow_zero=allow_zero)
+
+    def flag(self, key: str) -> bool | None:
+        """A true/false field, None when absent."""
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            raise ValueError(f"{self.path(key)} must be true or false, got {describe(value)}")
+        return value
+
+    def text(self, key: str) -> str:
+        value = self.data.get(key)
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise ValueError(f"{self.path(key)} must be a string, got {describe(value)}")
+        return value
+
+
+def load_config(source) -> dict:
+    """The config object from a path (str or Path; a folder holding config.json) or a mapping."""
+    if isinstance(source, Mapping):
+        return dict(source)
+    if not isinstance(source, str | Path):
+        raise ValueError(f"config must be a path or a dict, got {describe(source)}")
+    path = Path(source)
+    if not path.is_file():
+        if path.is_dir() and (path / "config.json").is_file():
+            path = path / "config.json"
+        else:
+            raise FileNotFoundError(f"config file not found: {source}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{source} is not valid JSON: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{source} is not UTF-8 text: {e.reason}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{source} must hold a JSON object, got a {type(data).__name__}")
+    return data

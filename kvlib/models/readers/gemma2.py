@@ -1,0 +1,28 @@
+"""Gemma 2: even layers slide, odd layers are global, by architecture (not in config.json).
+
+transformers' Gemma2 modeling code alternates from the layer index; older
+config files have no ``layer_types``, so the pattern is applied and reported.
+"""
+
+from __future__ import annotations
+
+from kvlib.models.readers import attention
+from kvlib.models.readers.fields import Fields
+from kvlib.models.readers.reading import FULL, Layers, window_or_default
+from kvlib.models.readers.registry import register
+from kvlib.models.spec import CacheKind
+
+GEMMA2_WINDOW = 4096  # Gemma2Config's default sliding_window
+
+
+def windows(c: Fields, n: int, family: str, notes: list[str]) -> Layers:
+    w = window_or_default(c, "sliding_window", GEMMA2_WINDOW, family, notes)
+    slide = (CacheKind.SLIDING, w)
+    notes.append(f"Gemma 2 alternates by architecture (not in config.json): even layers "
+                 f"slide over {w} tokens, odd layers are global")
+    return Layers(lambda i: slide if i % 2 == 0 else FULL, {slide: (n + 1) // 2, FULL: n // 2})
+
+
+@register("gemma2")
+def read(c, family, n, notes):
+    return attention.read(c, family, n, notes, windows=windows)

@@ -1,0 +1,123 @@
+"""What a family reader returns: layer kinds and sizes, before they become a ModelSpec."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kvlib.models.readers.fields import Fields, describe
+from kvlib.models.spec import CacheKind, LayerGroup
+
+__all__ = ["Layer", "Layers", "Attention", "ConfigReading", "tally", "periodic",
+           "every_layer", "window_or_default", "from_layer_types", "LAYER_TYPES"]
+
+Layer = tuple[CacheKind, int | None]  # (kind, window) of one layer
+FULL: Layer = (CacheKind.FULL, None)
+
+# layer_types values kvlib reads (transformers' names); any other value is refused.
+LAYER_TYPES = {
+    "full_attention": CacheKind.FULL,
+    "sliding_attention": CacheKind.SLIDING,
+    "chunked_attention": CacheKind.CHUNKED,
+}
+_ORDER = {CacheKind.FULL: 0, CacheKind.LATENT: 1, CacheKind.SLIDING: 2, CacheKind.CHUNKED: 3}
+
+
+@dataclass(frozen=True)
+class Layers:
+    """layer(i) -> (kind, window) of layer i (0-based); ``counts`` maps each (kind,
+    window) to its number of layers, computed without listing layers, so a huge
+    (valid) layer count stays cheap and exact."""
+
+    layer: Callable[[int], Layer]
+    counts: dict
+
+
+@dataclass(frozen=True)
+class Attention:
+    """A family reader's answer: the attention kind (a key of ``kvlib.core.formulas.KINDS``),
+    the label readers know (MHA, GQA, MQA, MLA), the sizes in the paper's symbols, the layers."""
+
+    kind: str
+    label: str
+    sizes: dict
+    layers: Layers
+
+
+@dataclass(frozen=True)
+class ConfigReading:
+    """What a config says about the cache, before it becomes a :class:`ModelSpec`."""
+
+    name: str
+    family: str
+    reader: str  # the module that read it (kvlib.models.readers.<reader>)
+    num_layers: int
+    attention: str  # key of kvlib.core.formulas.KINDS
+    label: str  # MHA, GQA, MQA or MLA, for readers
+    sizes: dict
+    counts: dict
+    layer: Callable[[int], Layer]
+    max_position_embeddings: int | None
+    assumptions: tuple[str, ...]
+
+    def groups(self) -> tuple[LayerGroup, ...]:
+        """One group per (kind, window): full first, then latent, sliding, chunked."""
+        ordered = sorted(self.counts.items(), key=lambda kv: (_ORDER[kv[0][0]], kv[0][1] or 0))
+        return tuple(LayerGroup(kind, n, self.attention, dict(self.sizes), window)
+                     for (kind, window), n in ordered if n)
+
+    def layer_map(self) -> list[Layer]:
+        """(kind, window) of every layer, in order (for the layer-map figure)."""
+        return [self.layer(i) for i in range(self.num_layers)]
+
+
+def tally(layers: list[Layer]) -> Layers:
+    counts: dict = {}
+    for layer in layers:
+        counts[layer] = counts.get(layer, 0) + 1
+    return Layers(layers.__getitem__, counts)
+
+
+def every_layer(n: int, layer: Layer = FULL) -> Layers:
+    return Layers(lambda i: layer, {layer: n})
+
+
+def periodic(n: int, period: int, local: Layer, every: Layer) -> Layers:
+    """Layer i is ``every`` iff (i + 1) % period == 0, else ``local``."""
+    n_every = n // period
+    return Layers(lambda i: every if (i + 1) % period == 0 else local,
+                  {local: n - n_every, every: n_every})
+
+
+def window_or_default(c: Fields, key: str, default: int, family: str, notes: list[str]) -> int:
+    """The window ``key`` from the config, else the family's transformers default (said aloud)."""
+    w = c.int(key, required=False)
+    if w is None:
+        notes.append(f"no {key}: {family}'s default of {default} tokens applies")
+        return default
+    return w
+
+
+def from_layer_types(c: Fields, n: int, notes: list[str]) -> Layers:
+    """``layer_types`` decides each layer (transformers' names); unknown values are refused."""
+    types = c.data["layer_types"]
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        raise ValueError(f"{c.path('layer_types')} must be a list of strings, "
+                         f"got {describe(types)}")
+    if len(types) != n:
+        raise ValueError(f"{c.path('layer_types')} has {len(types)} entries for "
+                         f"{n} layers (num_hidden_layers)")
+    unknown = sorted({t for t in types if t not in LAYER_TYPES})
+    if unknown:
+        raise ValueError(f"{c.path('layer_types')} holds {unknown[0]!r}; kvlib knows "
+                         f"{', '.join(LAYER_TYPES)}")
+    window = {CacheKind.FULL: None}
+    if "sliding_attention" in types:
+        window[CacheKind.SLIDING] = c.int("sliding_window", why="layer_types has sliding layers")
+    if "chunked_attention" in types:
+        window[CacheKind.CHUNKED] = c.int("attention_chunk_size",
+                                          why="layer_types has chunked layers")
+    layers = [(LAYER_TYPES[t], window[LAYER_TYPES[t]]) for t in types]
+    counted = ", ".join(f"{types.count(t)} {t}" for t in LAYER_TYPES if t in types)
+    notes.append(f"layer_types decides each layer: {counted}")
+    return tally(layers)

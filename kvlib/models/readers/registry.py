@@ -1,0 +1,37 @@
+"""Which reader reads which ``model_type``: one module per family registers itself here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kvlib.models.readers.fields import Fields
+from kvlib.models.readers.reading import Attention
+
+__all__ = ["Family", "FAMILIES", "register"]
+
+# read(c, family, n, notes) -> Attention; c is the language model's fields, n its layer count.
+Read = Callable[[Fields, str, int, list[str]], Attention]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A reader and what its config class defaults that changes the cache."""
+
+    read: Read
+    module: str
+    max_positions: int | None = None  # the config class's max_position_embeddings default
+
+
+FAMILIES: dict[str, Family] = {}
+
+
+def register(*model_types: str, max_positions: int | None = None) -> Callable[[Read], Read]:
+    """Register ``read`` for each ``model_type`` (the ``_text`` suffix of wrappers removed)."""
+    def add(read: Read) -> Read:
+        for t in model_types:
+            if t in FAMILIES:
+                raise RuntimeError(f"model_type {t!r} has two readers")
+            FAMILIES[t] = Family(read, read.__module__.rsplit(".", 1)[-1], max_positions)
+        return read
+    return add

@@ -1,0 +1,105 @@
+"""A small GPU catalog for capacity planning (notebook 06, "The GPUs").
+
+Each entry holds the memory capacity and peak memory bandwidth from the
+vendor's datasheet, with the datasheet named, and, where a public log shows it,
+the total that ``nvidia-smi`` reports (``memory.total``, MiB), which is what a
+server such as vLLM multiplies by ``gpu_memory_utilization``.
+
+Units: a datasheet's "141 GB" is read literally as 141 x 10^9 bytes
+(``hbm_bytes``), a conservative reading: HBM stacks come in binary sizes and
+the devices report more than that (an H200 reports 143,771 MiB = 150.76 x 10^9
+bytes). Bandwidth is bytes per second, decimal, as the datasheets give it.
+Every value can be overridden with :func:`get_gpu`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from kvlib.core import validate
+
+__all__ = ["GPU", "CATALOG", "get_gpu", "gpu_names"]
+
+GB = 10**9
+MiB = 1024**2
+TB_PER_S = 10**12
+GB_PER_S = 10**9
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator.
+
+    hbm_bytes: memory capacity per GPU, bytes (datasheet, decimal GB).
+    bandwidth: peak memory bandwidth per GPU, bytes per second (datasheet).
+    memory: the memory technology, e.g. "HBM3e".
+    source: the datasheet the two numbers come from.
+    reported_bytes: ``nvidia-smi`` ``memory.total`` in bytes where a public log
+    shows it (None otherwise); reported_source says where.
+    """
+
+    name: str
+    hbm_bytes: int
+    bandwidth: int
+    memory: str
+    source: str
+    reported_bytes: int | None = None
+    reported_source: str = ""
+
+    def __post_init__(self):
+        validate.positive_int(f"{self.name} memory (bytes)", self.hbm_bytes)
+        validate.positive_int(f"{self.name} bandwidth (bytes/s)", self.bandwidth)
+
+    def __repr__(self) -> str:
+        return (f"GPU({self.name}: {Fraction(self.hbm_bytes, GB)} GB {self.memory}, "
+                f"{Fraction(self.bandwidth, TB_PER_S)} TB/s)")
+
+
+CATALOG: dict[str, GPU] = {g.name: g for g in (
+    GPU("A100-80GB", 80 * GB, 2039 * GB_PER_S, "HBM2e",
+        "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80GB HBM2e, 2,039 GB/s)",
+        81920 * MiB, "nvidia-smi 81920MiB, quoted in modal-labs/modal-client PR #2797"),
+    GPU("H100-80GB", 80 * GB, 3350 * GB_PER_S, "HBM3",
+        "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: 80GB, 3.35 TB/s)",
+        81559 * MiB, "nvidia-smi 81559MiB, quoted in modal-labs/modal-client PR #2797"),
+    GPU("H200", 141 * GB, 4800 * GB_PER_S, "HBM3e",
+        "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: 141GB HBM3e, 4.8 TB/s)",
+        143771 * MiB, "nvidia-smi 143771MiB in public H200 logs"),
+    GPU("B200", 180 * GB, 8000 * GB_PER_S, "HBM3e",
+        "NVIDIA DGX B200 datasheet (1,440 GB HBM3e and 64 TB/s for 8 GPUs: 180 GB, 8 TB/s each)"),
+    GPU("MI300X", 192 * GB, 5300 * GB_PER_S, "HBM3",
+        "AMD Instinct MI300X accelerator data sheet (192 GB HBM3, 5.3 TB/s peak)"),
+    GPU("L40S", 48 * GB, 864 * GB_PER_S, "GDDR6",
+        "NVIDIA L40S datasheet (48GB GDDR6 with ECC, 864 GB/s)",
+        46068 * MiB, "nvidia-smi 46068MiB, quoted in modal-labs/modal-client PR #2797"),
+)}
+
+_ALIASES = {"a100": "A100-80GB", "a100-80g": "A100-80GB", "h100": "H100-80GB",
+            "h100-80g": "H100-80GB", "h200-141gb": "H200", "mi300": "MI300X"}
+
+
+def gpu_names() -> list[str]:
+    return list(CATALOG)
+
+
+def get_gpu(name: str, *, hbm_bytes: int | None = None, bandwidth: int | None = None) -> GPU:
+    """The catalog entry ``name`` (case-insensitive), with any value overridden.
+
+    ValueError lists the known names. Overriding the capacity drops the
+    reported total, which described the catalog part.
+    """
+    key = str(name).strip()
+    lowered = {k.lower(): k for k in CATALOG}
+    found = lowered.get(key.lower()) or _ALIASES.get(key.lower())
+    if found is None:
+        raise ValueError(f"GPU must be one of {', '.join(CATALOG)}, got {name!r}")
+    gpu = CATALOG[found]
+    if hbm_bytes is not None:
+        gpu = replace(gpu, hbm_bytes=validate.positive_int("GPU memory (bytes)", hbm_bytes),
+                      source=f"{gpu.source}; memory overridden",
+                      reported_bytes=None, reported_source="")
+    if bandwidth is not None:
+        gpu = replace(gpu, bandwidth=validate.positive_int("GPU bandwidth (bytes/s)", bandwidth),
+                      source=f"{gpu.source}; bandwidth overridden")
+    return gpu

@@ -1,0 +1,245 @@
+"""The cache one sequence holds on one GPU: paging, windows, TP shards, quantization scales.
+
+Each layer group takes ceil(min(T, window) / block_size) blocks of
+``block_size`` tokens per sequence (vLLM's paged allocator), sized by the
+group's own generated formula at the per-rank head count
+(:func:`kvlib.serving.sharding.shard`). Byte counts are exact Python ints
+(the ceiling of exact Fractions where a 4-bit format leaves half bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+import numpy as np
+
+from kvlib.core import validate
+from kvlib.core.dtypes import bytes_per_element
+from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
+from kvlib.serving.sharding import Sharding, shard
+
+__all__ = [
+    "DEFAULT_BLOCK_SIZE", "KVScales", "KV_SCALES", "kv_scales", "GroupShare", "paged_tokens",
+    "sequence_shares", "kv_bytes_per_sequence_per_gpu", "kv_bytes_per_sequences_per_gpu",
+    "slot_bytes", "vllm_sliding_window_tokens",
+]
+
+DEFAULT_BLOCK_SIZE = 16  # vLLM's block_size default on CUDA
+_WIDTHS = ("d_QK", "d_V", "d_L", "d_R")  # per-head / per-vector widths of the cache rows
+
+
+@dataclass(frozen=True)
+class KVScales:
+    """Scales a quantized KV format stores beside the cache.
+
+    scale_bytes: bytes of one scale. elements: cached elements one scale covers;
+    None means one scale per cached vector per token (per KV head, for K and for
+    V; for MLA, one for the latent and one for the RoPE key).
+    """
+
+    name: str
+    scale_bytes: Fraction
+    elements: int | None = None
+
+    def __post_init__(self):
+        validate.exact_fraction(f"{self.name} scale bytes", self.scale_bytes)
+        if self.elements is not None:
+            validate.positive_int(f"{self.name} elements per scale", self.elements)
+
+
+KV_SCALES: dict[str, KVScales] = {
+    # vLLM kv_cache_dtype int8_per_token_head / fp8_per_token_head: one fp32 scale
+    # per token per KV head, for K and V (vllm/v1/kv_cache_interface.py, AttentionSpec).
+    "per-token-head": KVScales("per-token-head", Fraction(4)),
+    # NVFP4: one fp8 scale per 16 elements (vllm/v1/kv_cache_interface.py, nvfp4 layout).
+    "per-16-fp8": KVScales("per-16-fp8", Fraction(1), 16),
+}
+
+
+def kv_scales(scales) -> KVScales | None:
+    if scales is None or isinstance(scales, KVScales):
+        return scales
+    if scales == "none":
+        return None
+    try:
+        return KV_SCALES[scales]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"kv scales must be one of none, {', '.join(KV_SCALES)}, got {scales!r}"
+        ) from None
+
+
+
+def paged_tokens(tokens: int, block_size: int = DEFAULT_BLOCK_SIZE) -> int:
+    """Token slots of the whole blocks that hold ``tokens``: ceil(tokens / block) x block."""
+    tokens = validate.positive_int("tokens", tokens)
+    block_size = validate.positive_int("block_size", block_size)
+    return -(-tokens // block_size) * block_size
+
+
+def _held(group: LayerGroup, tokens: int, b) -> int | Fraction:
+    """Bytes ``group`` holds for exactly ``tokens`` cached tokens (no window clamp)."""
+    kind = CacheKind.LATENT if group.kind is CacheKind.LATENT else CacheKind.FULL
+    return replace(group, kind=kind, window=None).bytes_per_sequence(tokens, b)
+
+
+def _scale_bytes(group: LayerGroup, tokens: int, scales: KVScales | None) -> int | Fraction:
+    """Bytes of quantization scales for ``tokens`` tokens, through the same formula.
+
+    Per-vector scales: the cache formula with every width set to 1 counts the
+    cached vectors (2 N_g per token per layer for GQA), each one scale.
+    Per-group scales: every ``elements`` cached elements share one scale.
+    """
+    if scales is None:
+        return 0
+    if scales.elements is None:
+        ones = {k: 1 for k in _WIDTHS if k in group.sizes}
+        return _held(replace(group, sizes={**group.sizes, **ones}), tokens, scales.scale_bytes)
+    return _held(group, tokens, Fraction(scales.scale_bytes) / scales.elements)
+
+
+@dataclass(frozen=True)
+class GroupShare:
+    """One layer group's part of one sequence on one GPU.
+
+    cached: tokens the group keeps (min(T, window)); slots: block-rounded
+    tokens; kv_bytes: cache bytes at ``slots`` on one rank; scale_bytes: the
+    scales of a quantized format; sharding: how TP spreads it.
+    """
+
+    group: LayerGroup
+    cached: int
+    slots: int
+    kv_bytes: int | Fraction
+    scale_bytes: int | Fraction
+    sharding: Sharding
+
+
+def sequence_shares(model: ModelSpec, context: int, kv_dtype: str = "bf16", tp: int = 1,
+                    block_size: int = DEFAULT_BLOCK_SIZE, scales=None,
+                    dcp: int = 1) -> list[GroupShare]:
+    """Per layer group: what one sequence of ``context`` tokens holds on one TP rank.
+
+    dcp: vLLM's ``decode_context_parallel_size``: the ranks that would hold
+    copies of the same head split the tokens instead, ceil(T / dcp) each
+    (``FullAttentionSpec.max_memory_usage_bytes``); it must divide the
+    replication TP / heads, and vLLM does not support it for sliding windows.
+    """
+    b = bytes_per_element(kv_dtype)
+    scales = kv_scales(scales)
+    dcp = validate.positive_int("decode_context_parallel_size", dcp)
+    out = []
+    for g in model.groups:
+        rank_group, sharding = shard(g, tp)
+        cached = g.cached_tokens(context)
+        if dcp > 1:
+            if g.window is not None:
+                raise ValueError(f"decode_context_parallel_size={dcp} is not supported for "
+                                 f"{g.kind} layers (vLLM asserts it)")
+            if sharding.replicas % dcp:
+                raise ValueError(
+                    f"decode_context_parallel_size={dcp} must divide the KV replication "
+                    f"tensor_parallel_size / heads = {sharding.replicas}")
+            cached = -(-cached // dcp)
+            sharding = replace(sharding, replicas=sharding.replicas // dcp)
+        slots = paged_tokens(cached, block_size)
+        out.append(GroupShare(g, cached, slots, _held(rank_group, slots, b),
+                              _scale_bytes(rank_group, slots, scales), sharding))
+    return out
+
+
+def kv_bytes_per_sequence_per_gpu(model: ModelSpec, context: int, kv_dtype: str = "bf16",
+                                  tp: int = 1, block_size: int = DEFAULT_BLOCK_SIZE,
+                                  scales=None, dcp: int = 1) -> int:
+    """Bytes one sequence of ``context`` tokens holds on each GPU of a TP group.
+
+    Block-rounded per layer group; ``block_size=1`` gives the unrounded bytes.
+    """
+    shares = sequence_shares(model, context, kv_dtype, tp, block_size, scales, dcp)
+    return math.ceil(Fraction(sum(s.kv_bytes + s.scale_bytes for s in shares)))
+
+
+def slot_bytes(model: ModelSpec, kv_dtype: str, tp: int, scales, dcp: int) -> list:
+    """Per layer group: (group, exact bytes of one cached token slot on one rank, scales included).
+
+    One slot is :func:`sequence_shares` at one token, unrounded. A group holding n
+    slots holds n times that: ``derive`` checks that the cache is linear in N_KV.
+    """
+    return [(s.group, Fraction(s.kv_bytes + s.scale_bytes))
+            for s in sequence_shares(model, 1, kv_dtype, tp, 1, scales, dcp)]
+
+
+def kv_bytes_per_sequences_per_gpu(model: ModelSpec, contexts: np.ndarray,
+                                   kv_dtype: str = "bf16", tp: int = 1,
+                                   block_size: int = DEFAULT_BLOCK_SIZE, scales=None,
+                                   dcp: int = 1) -> np.ndarray:
+    """:func:`kv_bytes_per_sequence_per_gpu` for many contexts at once, equally exact.
+
+    contexts: integer array of shape (n,), tokens. Returns shape (n,), dtype object,
+    exact Python ints. Each group's formula is evaluated once, for one slot
+    (:func:`sequence_shares`); the slots of each context follow the same rules
+    (window clamp, DCP split, whole blocks), and the sum is ceiled per sequence.
+    """
+    per_slot = slot_bytes(model, kv_dtype, tp, scales, dcp)
+    block_size = validate.positive_int("block_size", block_size)
+    contexts = np.asarray(contexts)
+    if contexts.dtype.kind not in "iu":
+        raise ValueError(f"contexts must hold integers, got an array of {contexts.dtype}")
+    if contexts.size and contexts.min() < 1:
+        validate.positive_int("context", int(contexts.min()))  # the scalar path's error
+    contexts = contexts.astype(np.int64, copy=False)
+    dcp = validate.positive_int("decode_context_parallel_size", dcp)
+    denominator = math.lcm(*(c.denominator for _, c in per_slot))
+    numerator = np.zeros(contexts.shape, dtype=object)
+    for g, c in per_slot:
+        cached = contexts if g.window is None else np.minimum(contexts, g.window)
+        cached = -(-cached // dcp)
+        slots = -(-cached // block_size) * block_size
+        numerator += slots.astype(object) * int(c * denominator)
+    return -(-numerator // denominator)
+
+
+def _last_at_most(terms: list, const, most, k_max: int) -> int:
+    """The largest integer k in [0, k_max] with const + sum(a min((k + s) / d, cap)) <= most.
+
+    terms: (a, d, s, cap), a >= 0, cap None for no cap; -1 if even k = 0 exceeds
+    ``most``. A sum of capped rising lines is linear between the points where a
+    term reaches its cap, so it is solved exactly (Fractions) on the segment
+    where it crosses ``most``.
+    """
+    def value(k):
+        return const + sum(a * (Fraction(k + s, d) if cap is None
+                                else min(Fraction(k + s, d), cap))
+                           for a, d, s, cap in terms)
+
+    if value(0) > most:
+        return -1
+    ends = sorted({cap * d - s for _, d, s, cap in terms
+                   if cap is not None and 0 < cap * d - s < k_max})
+    prev, v_prev = 0, value(0)
+    for x in [*ends, k_max]:
+        v = value(x)
+        if v > most:
+            return math.floor(prev + Fraction(most - v_prev) * (x - prev) / (v - v_prev))
+        prev, v_prev = x, v
+    return k_max
+
+
+def vllm_sliding_window_tokens(window: int, block_size: int = DEFAULT_BLOCK_SIZE,
+                               max_num_batched_tokens: int = 8192,
+                               max_model_len: int | None = None) -> int:
+    """Token slots vLLM budgets per sequence for a sliding-window layer.
+
+    ``SlidingWindowSpec.max_memory_usage_bytes`` (vllm/v1/kv_cache_interface.py):
+    during chunked prefill a step may hold W - 1 computed tokens plus the newly
+    scheduled ones, capped at ``max_model_len``, plus one block because the
+    window need not start at a block boundary.
+    """
+    window = validate.positive_int("window", window)
+    block_size = validate.positive_int("block_size", block_size)
+    tokens = window - 1 + validate.positive_int("max_num_batched_tokens", max_num_batched_tokens)
+    if max_model_len is not None:
+        tokens = min(tokens, validate.positive_int("max_model_len", max_model_len))
+    return (-(-tokens // block_size) + 1) * block_size

@@ -1,0 +1,134 @@
+"""The answer for one deployment and one context: a :class:`Plan` (``kvlib plan``, notebook 06)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from kvlib.core import validate
+from kvlib.core.units import fmt_bytes
+from kvlib.models.spec import ModelSpec
+from kvlib.serving.decode import decode_step_seconds
+from kvlib.serving.deployment import Deployment
+from kvlib.serving.gpus import GPU
+from kvlib.serving.kv import sequence_shares
+
+__all__ = ["Plan", "make_plan", "plan"]
+
+
+def _gb(n: int) -> str:
+    return fmt_bytes(n, "GB")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The answer for one deployment and one context; byte counts per GPU."""
+
+    model: str
+    gpu: str
+    gpus: int
+    tp: int
+    replicas: int
+    dcp: int
+    context: int
+    kv_dtype: str
+    weight_dtype: str
+    gpu_mem_util: Fraction
+    block_size: int
+    params: int
+    hbm_bytes_per_gpu: int
+    usable_bytes_per_gpu: int
+    weights_bytes_per_gpu: int
+    draft_weights_bytes_per_gpu: int
+    overhead_bytes_per_gpu: int
+    kv_budget_bytes_per_gpu: int
+    kv_bytes_per_sequence_per_gpu: int
+    draft_kv_bytes_per_sequence_per_gpu: int
+    live_kv_bytes_per_sequence_per_gpu: int
+    max_sequences_per_replica: int
+    max_sequences: int
+    kv_used_bytes_per_gpu: int
+    kv_free_bytes_per_gpu: int
+    bandwidth_bytes_per_second: int
+    decode_step_seconds_lower_bound: float | None
+    kv_replication: int
+    draft: str | None = None
+    fits: bool = True
+    reason: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ints stay exact, the utilization is a float, seconds a float."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["gpu_mem_util"] = float(self.gpu_mem_util)
+        d["notes"] = list(self.notes)
+        return d
+
+
+
+def make_plan(dep: Deployment, context: int) -> Plan:
+    """Budget, cache per sequence, sequence count and decode bound of ``dep`` at ``context``."""
+    context = validate.positive_int("context", context)
+    gpu = dep.gpu
+    usable, budget = dep.usable_bytes_per_gpu, dep.kv_budget_bytes_per_gpu
+    per_seq = dep.kv_bytes_per_sequence_per_gpu(context)
+    draft_per_seq = dep.draft_kv_per_sequence(context)
+    live = dep.kv_bytes_per_sequence_per_gpu(context, block_size=1)
+    per_replica = max(0, budget) // per_seq
+    fits, reason = True, ""
+    fixed = (dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu
+             + dep.overhead_bytes)
+    if budget <= 0:
+        fits = False
+        draft = (f" + draft weights {_gb(dep.draft_weights_bytes_per_gpu)}"
+                 if dep.draft is not None else "")
+        reason = (f"does not fit: weights {_gb(dep.weights_bytes_per_gpu)}{draft} + "
+                  f"overhead {_gb(dep.overhead_bytes)} = {_gb(fixed)} per GPU exceed the "
+                  f"usable {_gb(usable)} (gpu_memory_utilization "
+                  f"{float(dep.gpu_mem_util):g} x {_gb(gpu.hbm_bytes)} {gpu.name}); use "
+                  f"more tensor parallelism, smaller weights or a larger GPU")
+    elif per_replica == 0:
+        fits = False
+        reason = (f"does not fit: the KV budget of {_gb(budget)} per GPU holds no "
+                  f"sequence of {context:,} tokens (one needs {_gb(per_seq)} per GPU)")
+    used = per_replica * per_seq
+    bound = None
+    if per_replica:
+        bound = float(decode_step_seconds(
+            dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu,
+            live, per_replica, Fraction(gpu.bandwidth)))
+    notes = list(dep.model.assumptions)
+    limit = dep.model.max_position_embeddings
+    if limit is not None and context > limit:
+        notes.append(f"context {context:,} exceeds the model's max_position_embeddings "
+                     f"{limit:,}")
+    replication = max(s.sharding.replicas for s in sequence_shares(
+        dep.model, 1, dep.kv_dtype, dep.tp, 1, None, dep.dcp))
+    return Plan(
+        model=dep.model.name, gpu=gpu.name, gpus=dep.gpus, tp=dep.tp,
+        replicas=dep.replicas, dcp=dep.dcp, context=context, kv_dtype=dep.kv_dtype,
+        weight_dtype=dep.weight_dtype, gpu_mem_util=dep.gpu_mem_util,
+        block_size=dep.block_size, params=dep.params,
+        hbm_bytes_per_gpu=gpu.hbm_bytes, usable_bytes_per_gpu=usable,
+        weights_bytes_per_gpu=dep.weights_bytes_per_gpu,
+        draft_weights_bytes_per_gpu=dep.draft_weights_bytes_per_gpu,
+        overhead_bytes_per_gpu=dep.overhead_bytes, kv_budget_bytes_per_gpu=budget,
+        kv_bytes_per_sequence_per_gpu=per_seq,
+        draft_kv_bytes_per_sequence_per_gpu=draft_per_seq,
+        live_kv_bytes_per_sequence_per_gpu=live,
+        max_sequences_per_replica=per_replica,
+        max_sequences=per_replica * dep.replicas,
+        kv_used_bytes_per_gpu=used, kv_free_bytes_per_gpu=max(0, budget) - used,
+        bandwidth_bytes_per_second=gpu.bandwidth,
+        decode_step_seconds_lower_bound=bound, kv_replication=replication,
+        draft=dep.draft.name if dep.draft is not None else None,
+        fits=fits, reason=reason, notes=tuple(notes),
+    )
+
+
+
+def plan(model: ModelSpec, gpu: GPU | str, gpus: int = 1, tp: int = 1, context: int = 8192,
+         **options) -> Plan:
+    """``Deployment(model, gpu, gpus, tp, **options).plan(context)``."""
+    return Deployment(model, gpu, gpus, tp, **options).plan(context)
+

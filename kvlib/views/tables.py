@@ -1,0 +1,175 @@
+"""Tables as Markdown, so notebook cells keep to the lesson (notebooks 04 and 06).
+
+Each function takes what the notebook computed and returns a Markdown table;
+every number comes from the generated formulas (:mod:`kvlib.core`) or the
+serving layer (:mod:`kvlib.serving`), formatted with :func:`kvlib.core.units.fmt_bytes`.
+
+* :func:`side_by_side` / :func:`to_markdown`: notebook 04's MHA / GQA / MLA /
+  MLA + decoupled RoPE at DeepSeek V2's shape. All rows score queries against
+  192-wide keys and read 128-wide values per head (DeepSeek V2's 128 + 64 and
+  128), so the rows differ only in what they cache and how they compute.
+
+* :func:`gpu_table`: memory and bandwidth of each GPU.
+* :func:`refinement_table`: sessions as each refinement of the 4 x H200 estimate is applied.
+* :func:`tp_table`: cache per token per GPU of a GQA and an MLA model as TP grows.
+* :func:`levers_table`: cache per GPU after each lever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kvlib.core.decode_cost import PATHS
+from kvlib.core.formulas import GQA, MHA, MLA, MLA_ROPE, Attention
+from kvlib.core.units import fmt_bytes
+from kvlib.models.catalog import attention_label, title
+from kvlib.models.spec import ModelSpec
+from kvlib.serving.deployment import Deployment
+from kvlib.serving.gpus import CATALOG, GPU
+from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu
+from kvlib.serving.levers import Step
+from kvlib.serving.sharding import shard
+from kvlib.views.style import format_context
+from kvlib.views.widgets.mla import DEEPSEEK_V2
+
+__all__ = [
+    "Row", "ROWS", "side_by_side", "to_markdown", "markdown_table", "gpu_table",
+    "refinement_table", "tp_table", "levers_table",
+]
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]],
+                   align: str = "") -> str:
+    """A Markdown table; ``align`` has one letter per column, "l" or "r" (default: "l" first,
+    then "r")."""
+    align = align or "l" + "r" * (len(header) - 1)
+    if len(align) != len(header):
+        raise ValueError(f"align needs one letter per column ({len(header)}), got {align!r}")
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def gpu_table(gpus: Iterable[GPU] | None = None) -> str:
+    """Memory, bandwidth, the total ``nvidia-smi`` reports (where known) and the datasheet."""
+    rows = [(g.name, fmt_bytes(g.hbm_bytes, "GB"), f"{g.bandwidth / 1e12:.3g} TB/s",
+             fmt_bytes(g.reported_bytes, "GB") if g.reported_bytes else "-",
+             g.source.split(" (")[0])
+            for g in (gpus if gpus is not None else CATALOG.values())]
+    return markdown_table(["GPU", "memory", "bandwidth", "nvidia-smi total", "datasheet"],
+                          rows, align="lrrrl")
+
+
+def refinement_table(steps: Sequence[tuple[str, Deployment]], context: int) -> str:
+    """One row per (label, deployment): the node's KV budget, sessions of ``context`` tokens
+    (exact, shown to 2 decimals) and the change from the row before; a last row floors the
+    last deployment's sessions to whole ones."""
+    rows, previous = [], None
+    for label, d in steps:
+        s = d.sessions(context)
+        change = "" if previous is None else f"{float(s - previous):+.2f}"
+        rows.append((label, fmt_bytes(d.kv_budget_bytes_per_gpu * d.gpus, "GB"),
+                     f"{float(s):.2f}", change))
+        previous = s
+    if steps:
+        whole = steps[-1][1].max_sequences_per_replica(context)
+        rows.append(("whole sessions: floor", "", str(whole), f"{whole - float(previous):+.2f}"))
+    return markdown_table(["step", "KV budget (node)", "sessions", "change"], rows)
+
+
+def tp_table(gqa: ModelSpec, mla: ModelSpec, tps: Sequence[int] = (1, 2, 4, 8, 16)) -> str:
+    """Per TP: each model's cache per token per GPU, the KV heads each GPU holds and how many
+    GPUs hold each head (copies), and the ratio of the two caches.
+
+    Both models' first layer group decides the head counts (every group of these models
+    shares them).
+    """
+    rows = []
+    for tp in tps:
+        g = kv_bytes_per_sequence_per_gpu(gqa, 1, tp=tp, block_size=1)
+        m = kv_bytes_per_sequence_per_gpu(mla, 1, tp=tp, block_size=1)
+        _, heads = shard(gqa.groups[0], tp)
+        _, latent = shard(mla.groups[0], tp)
+        rows.append((str(tp), fmt_bytes(g, "KiB"), str(heads.per_rank), f"x{heads.replicas}",
+                     fmt_bytes(m, "KiB"), f"x{latent.replicas}", f"{g / m:.2f}"))
+    a, b = attention_label(gqa), attention_label(mla)
+    return markdown_table(
+        ["TP", f"{title(gqa)} ({a}) per token per GPU", "KV heads/GPU", "copies",
+         f"{title(mla)} ({b}) per token per GPU", "latent copies", f"{a}/{b}"], rows)
+
+
+def levers_table(steps: Sequence[Step], unit: str = "GiB") -> str:
+    """One row per lever step: what changed, the cache per GPU, and the factor over the
+    step before."""
+    rows = []
+    for i, s in enumerate(steps):
+        factor = "" if i == 0 else f"/{steps[i - 1].kv_bytes_per_gpu / s.kv_bytes_per_gpu:.2f}"
+        rows.append((s.lever, s.change, fmt_bytes(s.kv_bytes_per_gpu, unit), factor))
+    return markdown_table(["lever", "change", "KV per GPU", "factor"], rows, align="llrr")
+
+
+# --- notebook 04: the four designs side by side -------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One design: its cache kind and sizes, its decode path and sizes, what it equals."""
+
+    label: str
+    kind: Attention
+    cache_sizes: dict
+    path: str
+    step_sizes: dict
+    equivalent: str
+
+
+_S = DEEPSEEK_V2
+_HEAD = dict(N_h=_S["N_h"], d_in=_S["d_in"], d_V=_S["d_V"])
+_WIDE = dict(_HEAD, d_QK=_S["d_QK"] + _S["d_R"])  # one 192-wide key per head, no separate RoPE part
+
+ROWS = (
+    Row("MHA (decompressed heads)", MHA, dict(N_h=_S["N_h"], d_QK=192, d_V=_S["d_V"]),
+        "MHA", _WIDE, "the reference"),
+    Row("GQA, 8 KV heads (illustrative)", GQA, dict(N_h=_S["N_h"], N_g=8, d_QK=192, d_V=_S["d_V"]),
+        "GQA", dict(_WIDE, N_g=8), "exactly MHA with each KV head repeated for its 16 query heads"),
+    Row("MLA, no RoPE, absorbed", MLA, dict(d_L=_S["d_L"]), "MLA absorbed",
+        dict(_WIDE, d_L=_S["d_L"]),
+        "exactly MHA with rank-512 key and value projections; absorbed = naive"),
+    Row("MLA, RoPE on keys, re-expand", MLA, dict(d_L=_S["d_L"]), "MLA+RoPE(keys) naive",
+        dict(_WIDE, d_L=_S["d_L"]),
+        "no absorbed form exists; every step rebuilds and rotates every key"),
+    Row("MLA + decoupled RoPE, absorbed", MLA_ROPE, dict(d_L=_S["d_L"], d_R=_S["d_R"]),
+        "MLA+RoPE absorbed", dict(_HEAD, d_QK=_S["d_QK"], d_L=_S["d_L"], d_R=_S["d_R"]),
+        "absorbed = naive; its RoPE key is shared by all heads (MQA-like), so it equals no MHA"),
+)
+
+
+def side_by_side(contexts=(4096, 131072), N_L: int = _S["N_L"], b=_S["b"]) -> list[dict]:
+    """For each row: cached elements per token per layer, bytes per token (N_L layers, b bytes),
+    and attention FLOPs per generated token (one decode step through all N_L layers)."""
+    out = []
+    for r in ROWS:
+        f = r.kind.elements_per_token_layer
+        elements = f(**{k: v for k, v in r.cache_sizes.items() if k in f.args or k == "N_h"})
+        per_token = r.kind.bytes_per_token(
+            **{k: v for k, v in r.cache_sizes.items()
+               if k in r.kind.bytes_per_token.args or k == "N_h"}, N_L=N_L, b=b)
+        flops = {n: N_L * PATHS[r.path].formula(**r.step_sizes, N_KV=n) for n in contexts}
+        out.append(dict(label=r.label, elements=elements, bytes_per_token=per_token, flops=flops,
+                        equivalent=r.equivalent))
+    return out
+
+
+def to_markdown(rows: list[dict]) -> str:
+    """The table as Markdown (GFLOPs per generated token, all layers)."""
+    contexts = list(rows[0]["flops"])
+    head = ("| design | cached elements / token / layer | bytes / token | "
+            + " | ".join(f"GFLOPs / token at {format_context(n)}" for n in contexts)
+            + " | mathematically equivalent to |")
+    lines = [head, "|" + "---|" * (4 + len(contexts))]
+    for r in rows:
+        flops = " | ".join(f"{r['flops'][n] / 1e9:,.1f}" for n in contexts)
+        lines.append(f"| {r['label']} | {r['elements']:,} | {r['bytes_per_token']:,} "
+                     f"({fmt_bytes(r['bytes_per_token'], 'KiB')}) | {flops} | {r['equivalent']} |")
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""Notebook 06's planner: model, GPU, GPU count, TP, dtypes, context, utilization -> plan.
+
+:func:`planner` is the computation (plain, called by the widget and by a
+compared notebook cell); :func:`planner_explorer` wires it to controls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import ipywidgets as widgets
+
+from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.core.units import UNITS, fmt_bytes
+from kvlib.models.catalog import load_model
+from kvlib.serving.deployment import Deployment
+from kvlib.serving.gpus import CATALOG
+from kvlib.serving.plan import Plan
+from kvlib.views.figures.capacity import budget_segments, plot_budget
+from kvlib.views.style import context_ticks, format_context
+from kvlib.views.widgets.kit import Explorer
+
+__all__ = ["PlannerResult", "planner", "render", "draw", "planner_explorer", "MODELS"]
+
+MODELS = ("llama-3.1-70b", "llama-3.1-8b", "gemma-3-27b", "deepseek-v2", "qwen3-32b")
+UNIT = "GB"  # GPU memory is sold in GB
+# Plan fields of the budget bar that a planner's plan may leave at 0 (no draft model here)
+_PLACEHOLDERS = ("overhead_bytes_per_gpu", "kv_used_bytes_per_gpu", "kv_free_bytes_per_gpu")
+
+
+@dataclass(frozen=True)
+class PlannerResult:
+    """A plan, plus the longest context at which ``sessions`` sequences fit per replica."""
+
+    plan: Plan
+    sessions: int
+    max_context: int
+
+
+def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtype: str,
+            context: int, gpu_mem_util: float, sessions: int) -> PlannerResult:
+    """The plan of ``model`` on ``gpus`` x ``gpu`` (TP ``tp``) at ``context`` tokens."""
+    d = Deployment(load_model(model), gpu, gpus, tp, kv_dtype=kv_dtype,
+                   weight_dtype=weight_dtype, gpu_mem_util=gpu_mem_util)
+    return PlannerResult(d.plan(context), sessions, d.max_context(sessions))
+
+
+def render(r: PlannerResult) -> str:
+    """HTML: the budget per GPU, sessions, max context at the chosen concurrency, decode bound."""
+    p = r.plan
+
+    def gb(n):
+        return fmt_bytes(n, "GB")
+
+    rows = [
+        ("memory per GPU", gb(p.hbm_bytes_per_gpu)),
+        (f"usable (x {float(p.gpu_mem_util):g})", gb(p.usable_bytes_per_gpu)),
+        (f"weights ({p.weight_dtype}, / TP {p.tp})", gb(p.weights_bytes_per_gpu)),
+        ("overhead", gb(p.overhead_bytes_per_gpu)),
+        ("KV budget", gb(p.kv_budget_bytes_per_gpu)),
+        (f"KV per {format_context(p.context)} session ({p.kv_dtype})",
+         gb(p.kv_bytes_per_sequence_per_gpu)),
+        ("max concurrent sessions",
+         f"{p.max_sequences:,} ({p.replicas} replica{'s' if p.replicas > 1 else ''} x "
+         f"{p.max_sequences_per_replica:,})"),
+        (f"max context at {r.sessions} sessions per replica",
+         f"{r.max_context:,} tokens" if r.max_context else "none fits"),
+        ("decode step at full batch",
+         f">= {p.decode_step_seconds_lower_bound * 1e3:.2f} ms"
+         if p.decode_step_seconds_lower_bound is not None else "-"),
+    ]
+    body = "".join(f"<tr><td>{k}</td><td style='text-align:right'>{v}</td></tr>"
+                   for k, v in rows)
+    warn = "" if p.fits else f"<p style='color:#b00'><b>{p.reason}</b></p>"
+    return f"{warn}<table><tr><th>per GPU</th><th></th></tr>{body}</table>"
+
+
+def draw(fig, r: PlannerResult) -> None:
+    """The budget bar of one GPU: built once by :func:`plot_budget`, then updated in place.
+
+    The first build has every segment of a planner's plan (a placeholder byte
+    where this plan has none), so each later plan only moves and resizes the
+    segments (one of 0 bytes is hidden), the two ticks, the verdict and the labels.
+    """
+    p = r.plan
+    label = f"{p.gpus} x {p.gpu}, TP={p.tp}"
+    heading = f"{p.model}: one GPU's memory at {format_context(p.context)}"
+    if not fig.axes:
+        skeleton = replace(p, **{f: getattr(p, f) or 1 for f in _PLACEHOLDERS})
+        plot_budget(fig.add_subplot(), {label: skeleton}, unit=UNIT, title=heading)
+    ax = fig.axes[0]
+    bars = {c.get_label(): c.patches[0] for c in ax.containers}  # one plan: a bar per segment
+    left = 0.0
+    for name, value in budget_segments(p).items():
+        width = value / UNITS[UNIT]
+        if name not in bars:  # draft weights: the planner has no draft model
+            continue
+        bars[name].set_x(left)
+        bars[name].set_width(max(width, 0.0))
+        bars[name].set_visible(width > 0)
+        left += max(width, 0.0)
+    usable, hbm = p.usable_bytes_per_gpu / UNITS[UNIT], p.hbm_bytes_per_gpu / UNITS[UNIT]
+    dashed, solid = ax.lines[:2]  # plot_budget draws the usable tick first, then the whole
+    dashed.set_xdata([usable, usable])
+    solid.set_xdata([hbm, hbm])
+    verdict = ax.texts[0]
+    verdict.set_text(f"{p.max_sequences_per_replica:,} x {format_context(p.context)}"
+                     if p.fits else "does not fit")  # as plot_budget writes it
+    verdict.xy = (max(left, hbm), 0)
+    ax.set_yticks([0], [label])
+    ax.title.set_text(heading)
+    ax.relim()
+    ax.autoscale_view()
+
+
+def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dtype="bf16",
+                     kv_dtype="bf16", context=131072, gpu_mem_util=0.9,
+                     sessions=8) -> Explorer:
+    """Controls for every planner input; a TP the heads do not allow shows its error."""
+    style = {"description_width": "120px"}
+    c = dict(
+        model=widgets.Dropdown(options=list(MODELS), value=model, description="model",
+                               style=style),
+        gpu=widgets.Dropdown(options=list(CATALOG), value=gpu, description="GPU", style=style),
+        gpus=widgets.Dropdown(options=[1, 2, 4, 8, 16], value=gpus, description="GPUs",
+                              style=style),
+        tp=widgets.Dropdown(options=[1, 2, 4, 8, 16], value=tp, description="TP", style=style),
+        weight_dtype=widgets.Dropdown(options=["bf16", "fp8", "int4"], value=weight_dtype,
+                                      description="weight dtype", style=style),
+        kv_dtype=widgets.Dropdown(options=list(DTYPE_BYTES), value=kv_dtype,
+                                  description="KV dtype", style=style),
+        context=widgets.SelectionSlider(
+            options=[(format_context(t), t) for t in context_ticks(1024, 131072)],
+            value=context, description="context", style=style),
+        gpu_mem_util=widgets.FloatSlider(gpu_mem_util, min=0.5, max=0.98, step=0.01,
+                                         description="gpu_memory_util", style=style),
+        sessions=widgets.IntSlider(sessions, min=1, max=256, description="sessions",
+                                   style=style),
+    )
+    return Explorer(c, planner, render, draw, figsize=(10, 3.6))
