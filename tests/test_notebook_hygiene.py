@@ -73,3 +73,63 @@ def test_ignored_cells_say_why(path):
         if "nbval-ignore-output" in tags or "nbval-skip" in tags:
             first = "".join(c["source"]).lstrip().splitlines()[0]
             assert first.startswith("#") and len(first) > 20, f"{c['id']}: say why it is ignored"
+
+
+# --- outputs that would differ on another machine -------------------------------------------
+# A number below 1e-10 in scientific notation is a round-off magnitude (its digits depend on
+# the CPU's BLAS kernel), unless it is a stated tolerance ("to 1e-12", "< 1e-12").
+_SCI = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([-+]\d+)")
+_TOLERANCE = re.compile(r"(\bto|\bwithin|\bbelow|\btolerance|\batol|\brtol|<=?|=)\s*$")
+_UNSTABLE = [
+    (re.compile(r"(?<![\w.])\d+\.\d{9,}"), "a float printed with 9+ decimals (round-off shows)"),
+    (re.compile(r"0x[0-9a-fA-F]{6,16}"), "a memory address"),
+    (re.compile(r"Wall time|CPU times|\btook \d|\belapsed\b", re.I), "a timing"),
+    (re.compile(r"(?<![\w.])0(?:\.0+)?[eE][-+]?0+\b"), "a zero printed in scientific notation "
+     "(a difference that happens to be 0 here need not be elsewhere)"),
+]
+
+
+def unstable_outputs(nb: dict) -> list[str]:
+    """Every compared output text that would print differently on another CPU or run."""
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] != "code" or "nbval-ignore-output" in tags or "nbval-skip" in tags:
+            continue
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            text = "".join(out.get("text", "")) + "".join(
+                "".join(v) for k, v in data.items() if k.startswith("text/"))
+            for m in _SCI.finditer(text):
+                before = text[max(0, m.start() - 12):m.start()]
+                if int(m.group(2)) <= -10 and not _TOLERANCE.search(before):
+                    found.append(f"cell {i}: round-off magnitude {m.group(0)!r}")
+            for pattern, what in _UNSTABLE:
+                found += [f"cell {i}: {what}: {m.group(0)!r}" for m in pattern.finditer(text)]
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_output_depends_on_the_machine(path):
+    assert unstable_outputs(_load(path)) == []
+
+
+def test_the_scan_catches_machine_dependent_outputs(tmp_path):
+    """A small fixture notebook: each unstable output is reported, the stable ones are not."""
+    def cell(text, tags=()):
+        return {"cell_type": "code", "execution_count": 1, "metadata": {"tags": list(tags)},
+                "source": "print(...)", "outputs": [{"output_type": "stream", "name": "stdout",
+                                                     "text": text}]}
+    nb = {"cells": [
+        cell("max relative difference to naive: 6e-16\n"),  # 0: round-off
+        cell("naive     max relative difference to naive: 0e+00\n"),  # 1: zero in sci
+        cell("score: 1.362939532694\n"),  # 2: too many digits
+        cell("<Foo object at 0x7f3a2b1c4d50>\n"),  # 3: address
+        cell("CPU times: user 1.2 s\n"),  # 4: timing
+        cell("equals naive, to 1e-12 relative: True\nerror < 1e-13: True\n"),  # stable
+        cell("8.4375 GiB exactly; 1.5e+03 tokens; 2.5e-3\n"),  # stable
+        cell("took 3 ms: 9e-16\n", tags=["nbval-ignore-output"]),  # not compared
+    ]}
+    found = unstable_outputs(nb)
+    assert [f.split(":")[0] for f in found] == ["cell 0", "cell 1", "cell 2", "cell 3", "cell 4"]
+    assert "6e-16" in found[0] and "1.362939532694" in found[2]
