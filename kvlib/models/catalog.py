@@ -1,4 +1,4 @@
-"""Bundled real models and the paper's Table 3 view of them (notebook 05).
+"""Bundled real models, and the paper's formulas applied to them as blog post A does (notebook 05).
 
 ``BUNDLED`` maps a short name (used by ``kvlib estimate`` and the widgets) to
 an offline copy of the model's ``config.json`` (``kvlib/models/configs/<name>.json``),
@@ -9,7 +9,8 @@ count. :func:`load_model` reads a bundled name or a path into a
     >>> load_model("llama-3.1-70b").kv_bytes_per_token(2)   # 80 * 2 * 8 * 128 * 2
     327680
 
-:func:`simplified` gives the paper's Table 3 view of a model (every layer full
+:func:`simplified` gives blog post A's view of a model: the paper's Table 1 / Table 2
+formulas on the model specs of the paper's Table 3 (every layer full
 attention, MLA counted as the latent alone), evaluated through the same
 formulas.
 """
@@ -152,7 +153,10 @@ def attention_label(spec: ModelSpec) -> str:
 
 
 def simplified(spec: ModelSpec) -> ModelSpec:
-    """The paper's Table 3 view: every layer full attention, MLA as the latent d_L alone.
+    """Blog post A's arithmetic: every layer full attention, MLA as the latent d_L alone.
+
+    The paper's Table 3 lists the models' specs; blog post A puts them into the
+    paper's Table 1 / Table 2 formulas (its 496 / 320 / 60 KiB per token).
 
     Same formulas (``KINDS["GQA"]``, ``KINDS["MLA"]``), fewer details: windows
     are dropped and the decoupled RoPE key ``d_R`` is left out.

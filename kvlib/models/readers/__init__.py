@@ -9,7 +9,10 @@ picks the reader, :func:`read_config` turns its answer into a
 * Any config with ``kv_lora_rank`` is read as MLA (:mod:`.deepseek`), any with
   ``use_sliding_window`` by the Qwen2 rules (:mod:`.qwen2`).
 * Any other unregistered ``model_type`` goes to the generic reader
-  (:mod:`.attention`), and the estimate says so.
+  (:mod:`.attention`), and the estimate says so, unless a field or the family
+  signals layers kvlib cannot count (Mamba, linear attention, short convolutions,
+  skipped attention, per-layer shapes, KV sharing, an indexer): those are refused
+  by name (:mod:`.refuse`), never read as full attention.
 
 Adding a family is one module here (a ``read`` registered for its model types)
 and its test. Bad input raises ``ValueError`` (``FileNotFoundError`` for a
@@ -38,6 +41,7 @@ from kvlib.models.readers import (  # noqa: F401
 )
 from kvlib.models.readers.fields import Fields, describe, load_config
 from kvlib.models.readers.reading import ConfigReading
+from kvlib.models.readers.refuse import refuse_unknown_layers
 from kvlib.models.readers.registry import FAMILIES, Family
 from kvlib.models.spec import ModelSpec
 
@@ -97,6 +101,7 @@ def parse_config(source) -> ConfigReading:
         notes.append(f"read the language model from text_config (inside the "
                      f"{outer.text('model_type') or 'multimodal'} wrapper)")
     family = _family(outer, c)
+    refuse_unknown_layers(outer, c, family)
     n = c.int("num_hidden_layers", "n_layer")
     reader = _reader(c, family, notes)
     read = reader.read(c, family, n, notes)

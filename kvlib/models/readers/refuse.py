@@ -1,0 +1,81 @@
+"""What kvlib cannot count yet, refused by name instead of read as full attention.
+
+Today's hybrid and heterogeneous models keep a constant-size state in some layers
+(Mamba, linear attention, short convolutions), skip attention in others, give
+layers different head shapes, share one layer's cache with another, or add a
+sparse-attention indexer with a key cache of its own. Read as "every layer is
+standard attention" their cache comes out 1.1x to 13x wrong, so each field that
+signals one of these, and each model family built on them, is refused with one
+line naming it.
+"""
+
+from __future__ import annotations
+
+from kvlib.models.readers.fields import Fields
+
+__all__ = ["MARKERS", "FAMILIES_REFUSED", "refuse_unknown_layers"]
+
+# field -> what it says about the layers
+MARKERS = {
+    "full_attention_interval": "only every n-th layer is full attention, the others linear "
+                               "attention",
+    "hybrid_override_pattern": "a per-layer pattern of Mamba2, attention and MLP blocks",
+    "attn_layer_period": "attention only every n-th layer, Mamba layers in between",
+    "attn_layer_offset": "attention only at some layers, Mamba layers in between",
+    "layers_block_type": "per-layer block types (Mamba / attention)",
+    "layer_block_types": "per-layer block types (recurrent / attention)",
+    "block_configs": "per-layer blocks (skipped or linear attention, per-layer KV heads)",
+    "attn_type_list": "per-layer attention types (lightning / linear attention)",
+    "full_attn_idxs": "attention only at the listed layers, short convolutions elsewhere",
+    "mamba_d_state": "Mamba layers (a constant-size SSM state per sequence)",
+    "mamba_d_conv": "Mamba layers (a convolution state per sequence)",
+    "mamba_expand": "Mamba layers",
+    "mamba_num_heads": "Mamba2 layers",
+    "ssm_cfg": "state-space (Mamba) layers",
+    "linear_num_key_heads": "linear-attention (Gated DeltaNet) layers with a recurrent state",
+    "linear_key_head_dim": "linear-attention layers with a recurrent state",
+    "linear_conv_kernel_dim": "linear-attention layers with a convolution state",
+    "conv_L_cache": "short-convolution layers with a convolution state",
+    "num_kv_shared_layers": "later layers reuse an earlier layer's cache",
+    "global_head_dim": "global layers with a different head dim than local ones",
+    "num_global_key_value_heads": "global layers with a different KV-head count than local ones",
+    "index_head_dim": "a sparse-attention indexer with its own per-token key cache",
+    "index_n_heads": "a sparse-attention indexer with its own per-token key cache",
+    "index_topk": "a sparse-attention indexer with its own per-token key cache",
+}
+
+# model_type -> what its layers are (families built on the layers above)
+FAMILIES_REFUSED = {
+    "mamba": "Mamba", "mamba2": "Mamba2", "falcon_mamba": "Mamba", "jamba": "Mamba + attention",
+    "zamba": "Mamba + shared attention", "zamba2": "Mamba2 + shared attention",
+    "bamba": "Mamba2 + attention", "falcon_h1": "Mamba2 + attention in parallel",
+    "nemotron_h": "Mamba2 + attention", "granitemoehybrid": "Mamba2 + attention",
+    "qwen3_next": "Gated DeltaNet + attention", "kimi_linear": "linear + MLA attention",
+    "lfm2": "short convolutions + attention", "recurrent_gemma": "recurrent + local attention",
+    "rwkv": "RWKV recurrence", "xlstm": "xLSTM recurrence", "minimax": "lightning + attention",
+    "gemma3n": "KV sharing and per-layer shapes", "deepseek_v32": "MLA + sparse-attention indexer",
+}
+
+
+
+def _says_something(value) -> bool:
+    """False for an absent or empty field (null, 0, false, "", [], {}): it changes no layer."""
+    return not (value is None or value is False or value == 0 or value in ("", [], {}))
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def refuse_unknown_layers(outer: Fields, c: Fields, family: str) -> None:
+    """ValueError naming the first field (or model_type) that signals layers kvlib cannot count."""
+    why = "; kvlib cannot count these layers' cache yet and refuses rather than read every " \
+          "layer as full attention"
+    if family in FAMILIES_REFUSED:
+        raise ValueError(f"model_type {family!r} ({FAMILIES_REFUSED[family]} layers){why}")
+    for fields in (c, outer) if c is not outer else (c,):
+        for key, what in MARKERS.items():
+            value = fields.data.get(key)
+            if _says_something(value):
+                raise ValueError(f"{fields.path(key)}={_short(value)}: {what}{why}")

@@ -1,0 +1,41 @@
+"""One reader per config family: each bundled model is read by its family's module (issue 9)."""
+
+from pathlib import Path
+
+from kvlib.models.catalog import BUNDLED, reading
+from kvlib.models.readers import FAMILIES
+
+READERS = Path(__file__).resolve().parent.parent / "kvlib" / "models" / "readers"
+# Infrastructure beside the family modules: dispatcher, fields, results, registry, refusals.
+NOT_FAMILIES = {"__init__", "fields", "reading", "registry", "refuse", "attention"}
+
+# Which module reads each bundled model, written out from the configs' model_type fields.
+EXPECTED = {
+    "llama-3-70b": "llama", "llama-3.1-70b": "llama", "llama-3.1-8b": "llama",
+    "gemma-3-27b": "gemma3", "deepseek-v2": "deepseek", "deepseek-v3": "deepseek",
+    "gemma-2-9b": "gemma2", "qwen3-32b": "qwen2", "qwen2.5-7b": "qwen2",
+    "mistral-7b-v0.1": "mistral", "falcon-7b": "falcon", "gpt2": "llama",
+    "llama-4-scout": "llama4", "gpt-oss-20b": "gpt_oss",
+}
+
+
+def test_each_bundled_model_is_read_by_its_family_module():
+    assert set(EXPECTED) == set(BUNDLED)
+    assert {name: reading(name).reader for name in BUNDLED} == EXPECTED
+
+
+def test_every_family_module_registers_and_is_exercised():
+    modules = {p.stem for p in READERS.glob("*.py")} - NOT_FAMILIES
+    assert modules == {f.module for f in FAMILIES.values()}
+    assert modules == set(EXPECTED.values())
+
+
+def test_no_model_type_has_two_readers():
+    from kvlib.models.readers.registry import register
+
+    try:
+        register("llama")(lambda c, family, n, notes: None)
+    except RuntimeError as e:
+        assert "model_type 'llama' has two readers" in str(e)
+    else:  # pragma: no cover - the registry would have accepted a second reader
+        raise AssertionError("a second reader for llama was accepted")
