@@ -12,6 +12,14 @@ DATASHEETS = {
     "B200": (1440 // 8, 64000 // 8),  # DGX B200: 1,440 GB and 64 TB/s for 8 GPUs
     "MI300X": (192, 5300),  # AMD MI300X data sheet: 192 GB HBM3, 5.3 TB/s
     "L40S": (48, 864),  # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s
+    "A100-40GB": (40, 1555),  # NVIDIA A100 datasheet, 40GB SXM: 1,555 GB/s
+    "H100-NVL": (94, 3900),  # NVIDIA H100 datasheet, NVL: 94 GB, 3.9 TB/s
+    "MI325X": (256, 6000),  # AMD MI325X data sheet: 256 GB HBM3E, 6 TB/s
+    "L4": (24, 300),  # NVIDIA L4 datasheet: 24 GB GDDR6, 300 GB/s
+    # GeForce specifications give the bus and data rate: 384 bit x 21 Gbps / 8 = 1,008 GB/s,
+    # 512 bit x 28 Gbps / 8 = 1,792 GB/s.
+    "RTX-4090": (24, 384 * 21 // 8),
+    "RTX-5090": (32, 512 * 28 // 8),
 }
 
 
@@ -24,8 +32,8 @@ def test_catalog_matches_datasheet(name):
     assert gpu.source  # every entry names its datasheet
 
 
-def test_catalog_has_the_six_gpus_of_the_issue():
-    assert set(DATASHEETS) <= set(CATALOG)
+def test_catalog_is_the_datasheets():
+    assert set(DATASHEETS) == set(CATALOG)
 
 
 def test_reported_totals_are_more_than_the_decimal_datasheet_figure():
@@ -40,8 +48,18 @@ def test_reported_totals_are_more_than_the_decimal_datasheet_figure():
 
 def test_lookup_is_case_insensitive_with_aliases():
     assert get_gpu("h200") is CATALOG["H200"]
-    assert get_gpu("A100").name == "A100-80GB"
+    assert get_gpu("a100-80gb").name == "A100-80GB"
     assert get_gpu("mi300x").name == "MI300X"
+    assert get_gpu("rtx4090").name == get_gpu("4090").name == "RTX-4090"
+
+
+@pytest.mark.parametrize("name, parts", [("A100", "A100-40GB, A100-80GB"),
+                                         ("h100", "H100-80GB, H100-NVL"),
+                                         ("RTX", "RTX-4090, RTX-5090")])
+def test_a_name_of_two_parts_is_refused_with_the_choices(name, parts):
+    """A bare "A100" was read as the 80 GB part; a 40 GB owner got twice their memory."""
+    with pytest.raises(ValueError, match=f"^GPU '{name}' names 2 parts: choose one of {parts}$"):
+        get_gpu(name)
 
 
 def test_override_memory_and_bandwidth():
@@ -53,7 +71,7 @@ def test_override_memory_and_bandwidth():
 
 
 def test_unknown_gpu_lists_the_known_ones():
-    with pytest.raises(ValueError, match="GPU must be one of A100-80GB, H100-80GB, H200"):
+    with pytest.raises(ValueError, match="GPU must be one of A100-40GB, A100-80GB, H100-80GB"):
         get_gpu("V100")
 
 

@@ -24,7 +24,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kvlib", description="KV-cache memory of real models, exactly.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND",
+                                title="commands")
     for name in SUBCOMMANDS:
         importlib.import_module(name).add_parser(sub)
     return parser
@@ -32,7 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # a usage error (one line already printed) or --help
+        return int(e.code or 0)
+    if args.command is None:  # bare `kvlib`: the usage and the commands, not only an error
+        parser.print_help(sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, KeyError, OSError) as e:

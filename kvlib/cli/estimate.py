@@ -21,28 +21,13 @@ import argparse
 import json
 from fractions import Fraction
 
-from kvlib.core import validate
+from kvlib.cli.args import count, tokens
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import UNITS, describe, fmt_bytes
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
 
 __all__ = ["add_parser", "to_json", "render", "run"]
-
-
-def _count(flag: str):
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"must be a positive integer, got {text!r}") from None
-        try:
-            return validate.positive_int(flag, value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"must be a positive integer, got {text!r}") from None
-    return parse
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -53,9 +38,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "read from its config.json (layer groups: full, sliding, chunked, latent).",
         epilog=f"bundled models: {', '.join(BUNDLED)}")
     p.add_argument("model", help="a bundled model name or the path of a config.json")
-    p.add_argument("--context", type=_count("context"), default=None, metavar="T",
-                   help="tokens per sequence (default: the config's max_position_embeddings)")
-    p.add_argument("--batch", type=_count("batch"), default=1, metavar="B",
+    p.add_argument("--context", type=tokens, default=None, metavar="T",
+                   help="tokens per sequence: 131072, 131,072 or 128K (K = 1024); default: "
+                        "the config's max_position_embeddings")
+    p.add_argument("--batch", type=count, default=1, metavar="B",
                    help="sequences held at once (default: 1)")
     p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), default="bf16",
                    help="element type of the cache (default: bf16)")

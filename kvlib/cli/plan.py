@@ -15,6 +15,7 @@ import re
 import sys
 from fractions import Fraction
 
+from kvlib.cli.args import count, tokens, unit_fraction
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
 from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, Deployment
@@ -64,11 +65,12 @@ def add_parser(subparsers) -> None:
                     "kv_cache_dtype). Exit status 1 when the plan does not fit.")
     p.add_argument("model", help="a bundled model name (e.g. llama-3.1-70b) or a config.json path")
     p.add_argument("--gpu", required=True, help=f"one of {', '.join(CATALOG)}")
-    p.add_argument("--gpus", type=int, default=1, help="GPUs in all (default 1)")
-    p.add_argument("--tp", type=int, default=1, help="tensor_parallel_size (default 1)")
-    p.add_argument("--context", type=int, required=True,
-                   help="tokens per sequence (max_model_len)")
-    p.add_argument("--dcp", type=int, default=1,
+    p.add_argument("--gpus", type=count, default=1, help="GPUs in all (default 1)")
+    p.add_argument("--tp", type=count, default=1, help="tensor_parallel_size (default 1)")
+    p.add_argument("--context", type=tokens, default=None, metavar="T",
+                   help="tokens per sequence (max_model_len): 131072, 131,072 or 128K "
+                        "(K = 1024); default: the config's max_position_embeddings")
+    p.add_argument("--dcp", type=count, default=1,
                    help="decode_context_parallel_size: split replicated KV heads by tokens "
                         "(default 1)")
     p.add_argument("--kv-dtype", default="bf16", choices=list(DTYPE_BYTES),
@@ -78,9 +80,9 @@ def add_parser(subparsers) -> None:
                    help="quantization scales stored with the cache (default none)")
     p.add_argument("--weight-dtype", default="bf16", choices=list(DTYPE_BYTES),
                    help="bytes per weight (default bf16)")
-    p.add_argument("--gpu-mem-util", default="0.9",
+    p.add_argument("--gpu-mem-util", type=unit_fraction, default=Fraction(9, 10),
                    help="gpu_memory_utilization, fraction of memory used (default 0.9)")
-    p.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE,
+    p.add_argument("--block-size", type=count, default=DEFAULT_BLOCK_SIZE,
                    help="tokens per KV block (default 16)")
     p.add_argument("--overhead-gib", default=str(DEFAULT_OVERHEAD_BYTES // GiB),
                    help="non-KV memory per GPU: activations, CUDA graphs, NCCL (default 4)")
@@ -152,13 +154,27 @@ def run(args) -> int:
     deployment = Deployment(
         model, get_gpu(args.gpu, hbm_bytes=hbm), gpus=args.gpus, tp=args.tp,
         kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
-        gpu_mem_util=_positive_fraction("--gpu-mem-util", args.gpu_mem_util),
+        gpu_mem_util=args.gpu_mem_util,
         block_size=args.block_size,
         overhead_bytes=_gib_to_bytes("--overhead-gib", args.overhead_gib, allow_zero=True),
         params=parse_count(args.params) if args.params is not None else None,
         draft=draft, scales=args.kv_scales, dcp=args.dcp,
     )
-    d = plan_json(deployment, args.context)
+    context = args.context
+    said = []
+    if context is None:
+        context = model.max_position_embeddings
+        if context is None:
+            raise ValueError(f"{model.name}: the config gives no max_position_embeddings; "
+                             "pass --context")
+        said.append(f"context: the config's max_position_embeddings, {context:,} tokens")
+    if hbm is not None:
+        catalog = get_gpu(args.gpu)
+        said.append(f"memory per GPU: --hbm-gib {args.hbm_gib} overrides the catalog's "
+                    f"{fmt_bytes(catalog.hbm_bytes, 'GB')} {catalog.name}; the bandwidth is "
+                    f"still the {catalog.name}'s ({fmt_bytes(catalog.bandwidth, 'GB')}/s)")
+    d = plan_json(deployment, context)
+    d["notes"] = said + d["notes"]
     print(json.dumps(d, indent=2) if args.json else _text(d))
     if not d["fits"]:
         print(f"kvlib plan: {d['reason']}", file=sys.stderr)

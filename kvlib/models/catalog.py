@@ -17,6 +17,7 @@ formulas.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from dataclasses import dataclass
@@ -27,8 +28,8 @@ from kvlib.models.readers import ConfigReading, load_config, parse_config, read_
 from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
 
 __all__ = [
-    "BundledModel", "BUNDLED", "bundled_config", "load_model", "reading", "simplified",
-    "attention_label", "title",
+    "BundledModel", "BUNDLED", "bundled_config", "bundled_name", "load_model", "reading",
+    "simplified", "attention_label", "title",
 ]
 
 
@@ -50,6 +51,11 @@ class BundledModel:
     @property
     def source(self) -> str:
         return f"https://huggingface.co/{self.repo}/blob/main/config.json"
+
+
+def _key(name: str) -> str:
+    """Spelling-insensitive form of a name: 'Llama-3.1-70B', 'llama3.1-70b' -> 'llama3170b'."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
 def _m(name, title, repo, params, note, active=None) -> BundledModel:
@@ -90,15 +96,39 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
 )}
 
 
+_BY_KEY = {_key(n): n for n in BUNDLED}  # spelling-insensitive lookup
+
+
 def _unknown(name: str) -> ValueError:
-    return ValueError(f"unknown model {name!r}: bundled models are {', '.join(BUNDLED)} "
+    close = difflib.get_close_matches(_key(str(name)), list(_BY_KEY), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(_BY_KEY[k] for k in close)}? " if close else ""
+    return ValueError(f"unknown model {name!r}: {hint}bundled models are {', '.join(BUNDLED)} "
                       "(or give the path of a config.json)")
 
 
+def bundled_name(name: str) -> str | None:
+    """The bundled short name ``name`` means, matched as people type it, or None.
+
+    Case and separators do not matter ('Llama-3.1-70B', 'llama3.1-70b'), and a
+    bundled model's Hugging Face repository id ('meta-llama/Llama-3.1-70B') names it,
+    unless a file or folder of that name exists (then it is a path).
+    """
+    if name in BUNDLED:
+        return name
+    by_repo = {m.repo.lower(): m.name for m in BUNDLED.values()}
+    if name.strip().lower() in by_repo and not Path(name).exists():
+        return by_repo[name.strip().lower()]
+    if _looks_like_path(name):
+        return None
+    return _BY_KEY.get(_key(name))
+
+
 def bundled_config(name: str) -> dict:
-    """The bundled config.json of ``name``, as a dict."""
-    if name not in BUNDLED:
+    """The bundled config.json of ``name`` (as :func:`bundled_name` matches it), as a dict."""
+    found = bundled_name(name) if isinstance(name, str) else None
+    if found is None:
         raise _unknown(name)
+    name = found
     path = resources.files("kvlib.models") / "configs" / f"{name}.json"
     text = path.read_text(encoding="utf-8")
     return load_config(json.loads(text))
@@ -110,7 +140,7 @@ def _looks_like_path(name: str) -> bool:
 
 def reading(name_or_path) -> ConfigReading:
     """The :class:`ConfigReading` of a bundled name or a config path (per-layer map)."""
-    if isinstance(name_or_path, str) and name_or_path in BUNDLED:
+    if isinstance(name_or_path, str) and bundled_name(name_or_path):
         return parse_config(bundled_config(name_or_path))
     if isinstance(name_or_path, Path) or (isinstance(name_or_path, str)
                                           and _looks_like_path(name_or_path)):
@@ -123,11 +153,13 @@ def reading(name_or_path) -> ConfigReading:
 def load_model(name_or_path) -> ModelSpec:
     """A :class:`ModelSpec` from a bundled short name, a config.json path, or a dict.
 
-    An unknown name raises ValueError listing the bundled ones; a missing file
-    raises FileNotFoundError.
+    Names match as :func:`bundled_name` says (any case, a repository id). An
+    unknown name raises ValueError suggesting the closest bundled ones; a missing
+    file raises FileNotFoundError.
     """
-    if isinstance(name_or_path, str) and name_or_path in BUNDLED:
-        m = BUNDLED[name_or_path]
+    found = bundled_name(name_or_path) if isinstance(name_or_path, str) else None
+    if found is not None:
+        m = BUNDLED[found]
         return read_config(bundled_config(m.name), name=m.name, params=m.params,
                            source_label=m.repo)
     if isinstance(name_or_path, str) and not _looks_like_path(name_or_path):

@@ -57,12 +57,16 @@ class GPU:
 
 
 CATALOG: dict[str, GPU] = {g.name: g for g in (
+    GPU("A100-40GB", 40 * GB, 1555 * GB_PER_S, "HBM2",
+        "NVIDIA A100 Tensor Core GPU datasheet (A100 40GB SXM: 40GB HBM2, 1,555 GB/s)"),
     GPU("A100-80GB", 80 * GB, 2039 * GB_PER_S, "HBM2e",
         "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80GB HBM2e, 2,039 GB/s)",
         81920 * MiB, "nvidia-smi 81920MiB, quoted in modal-labs/modal-client PR #2797"),
     GPU("H100-80GB", 80 * GB, 3350 * GB_PER_S, "HBM3",
         "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: 80GB, 3.35 TB/s)",
         81559 * MiB, "nvidia-smi 81559MiB, quoted in modal-labs/modal-client PR #2797"),
+    GPU("H100-NVL", 94 * GB, 3900 * GB_PER_S, "HBM3",
+        "NVIDIA H100 Tensor Core GPU datasheet (H100 NVL: 94GB, 3.9 TB/s)"),
     GPU("H200", 141 * GB, 4800 * GB_PER_S, "HBM3e",
         "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: 141GB HBM3e, 4.8 TB/s)",
         143771 * MiB, "nvidia-smi 143771MiB in public H200 logs"),
@@ -70,13 +74,27 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         "NVIDIA DGX B200 datasheet (1,440 GB HBM3e and 64 TB/s for 8 GPUs: 180 GB, 8 TB/s each)"),
     GPU("MI300X", 192 * GB, 5300 * GB_PER_S, "HBM3",
         "AMD Instinct MI300X accelerator data sheet (192 GB HBM3, 5.3 TB/s peak)"),
+    GPU("MI325X", 256 * GB, 6000 * GB_PER_S, "HBM3E",
+        "AMD Instinct MI325X accelerator data sheet (256 GB HBM3E, 6 TB/s peak)"),
     GPU("L40S", 48 * GB, 864 * GB_PER_S, "GDDR6",
         "NVIDIA L40S datasheet (48GB GDDR6 with ECC, 864 GB/s)",
         46068 * MiB, "nvidia-smi 46068MiB, quoted in modal-labs/modal-client PR #2797"),
+    GPU("L4", 24 * GB, 300 * GB_PER_S, "GDDR6",
+        "NVIDIA L4 Tensor Core GPU datasheet (24GB GDDR6, 300 GB/s)"),
+    GPU("RTX-4090", 24 * GB, 1008 * GB_PER_S, "GDDR6X",
+        "NVIDIA GeForce RTX 4090 specifications (24 GB GDDR6X, 384-bit at 21 Gbps: 1,008 GB/s)"),
+    GPU("RTX-5090", 32 * GB, 1792 * GB_PER_S, "GDDR7",
+        "NVIDIA GeForce RTX 5090 specifications (32 GB GDDR7, 512-bit at 28 Gbps: 1,792 GB/s)"),
 )}
 
-_ALIASES = {"a100": "A100-80GB", "a100-80g": "A100-80GB", "h100": "H100-80GB",
-            "h100-80g": "H100-80GB", "h200-141gb": "H200", "mi300": "MI300X"}
+# Other spellings of one part. A bare "A100" or "H100" names two parts and is refused.
+_ALIASES = {"a100-80g": "A100-80GB", "a100-40g": "A100-40GB", "h100-80g": "H100-80GB",
+            "h100-sxm": "H100-80GB", "h200-141gb": "H200", "4090": "RTX-4090",
+            "5090": "RTX-5090"}
+
+
+def _key(name: str) -> str:
+    return "".join(ch for ch in str(name).lower() if ch.isalnum())
 
 
 def gpu_names() -> list[str]:
@@ -89,11 +107,17 @@ def get_gpu(name: str, *, hbm_bytes: int | None = None, bandwidth: int | None = 
     ValueError lists the known names. Overriding the capacity drops the
     reported total, which described the catalog part.
     """
-    key = str(name).strip()
-    lowered = {k.lower(): k for k in CATALOG}
-    found = lowered.get(key.lower()) or _ALIASES.get(key.lower())
+    keyed = {_key(k): k for k in CATALOG} | {_key(k): v for k, v in _ALIASES.items()}
+    found = keyed.get(_key(name))
     if found is None:
-        raise ValueError(f"GPU must be one of {', '.join(CATALOG)}, got {name!r}")
+        parts = [k for k in CATALOG if _key(k).startswith(_key(name))] if _key(name) else []
+        if len(parts) > 1:
+            raise ValueError(f"GPU {name!r} names {len(parts)} parts: choose one of "
+                             f"{', '.join(parts)}")
+        if len(parts) == 1:
+            found = parts[0]
+        else:
+            raise ValueError(f"GPU must be one of {', '.join(CATALOG)}, got {name!r}")
     gpu = CATALOG[found]
     if hbm_bytes is not None:
         gpu = replace(gpu, hbm_bytes=validate.positive_int("GPU memory (bytes)", hbm_bytes),

@@ -1,0 +1,65 @@
+"""Command-line values as people type them, checked once for every command.
+
+``--context 131072``, ``131,072``, ``128K`` and ``128k`` are the same context
+(K = 1024 tokens, M = 1024^2, the way "128K context" is meant); counts accept
+thousands separators; a fraction such as ``--gpu-mem-util`` must lie in (0, 1].
+Every refusal is one line naming the flag and the value (argparse prints it as
+``kvlib COMMAND: error: argument --context: ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from fractions import Fraction
+
+__all__ = ["tokens", "count", "unit_fraction", "parse_tokens"]
+
+_TOKEN_SUFFIX = {"": 1, "K": 1024, "M": 1024**2}
+
+
+def parse_tokens(text: str) -> int:
+    """'131072', '131,072', '131_072', '128K', '128k', '1M' -> a positive int of tokens."""
+    m = re.fullmatch(r"\s*(\d{1,3}(?:[,_]\d{3})+|\d+)\s*([kKmM]?)\s*", str(text))
+    if not m or int(re.sub(r"[,_]", "", m.group(1))) == 0:
+        raise ValueError(f"must be a whole number of tokens such as 131072, 131,072 or 128K "
+                         f"(K = 1024 tokens, M = 1024 K), got {text!r}")
+    return int(re.sub(r"[,_]", "", m.group(1))) * _TOKEN_SUFFIX[m.group(2).upper()]
+
+
+def _argparse(parse):
+    def typed(text: str):
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    typed.__name__ = parse.__name__
+    return typed
+
+
+tokens = _argparse(parse_tokens)
+
+
+def _count(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d{1,3}(?:[,_]\d{3})+|\d+)\s*", str(text))
+    if not m or int(re.sub(r"[,_]", "", m.group(1))) == 0:
+        raise ValueError(f"must be a positive whole number, got {text!r}")
+    return int(re.sub(r"[,_]", "", m.group(1)))
+
+
+count = _argparse(_count)
+
+
+def _unit_fraction(text: str) -> Fraction:
+    try:
+        value = Fraction(str(text).strip())
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"must be a number in (0, 1] such as 0.9, got {text!r}") from None
+    if value <= 0 or value > 1:
+        hint = (f" (a percentage? {text}% is {float(value / 100):g})"
+                if 1 < value <= 100 else "")
+        raise ValueError(f"must be a number in (0, 1] such as 0.9, got {text!r}{hint}")
+    return value
+
+
+unit_fraction = _argparse(_unit_fraction)
