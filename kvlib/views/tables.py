@@ -7,16 +7,23 @@ serving layer (:mod:`kvlib.serving`), formatted with :func:`kvlib.core.units.fmt
 * :func:`side_by_side` / :func:`to_markdown`: notebook 04's MHA / GQA / MLA /
   MLA + decoupled RoPE at DeepSeek V2's shape. All rows score queries against
   192-wide keys and read 128-wide values per head (DeepSeek V2's 128 + 64 and
-  128), so the rows differ only in what they cache and how they compute.
+  128), so the rows differ only in what they cache and how they compute. Every
+  row is a multi-head attention: decoupled MLA too is an MHA with 192-wide heads
+  (``modeling_deepseek.py`` broadcasts the shared ``k_pe`` into every head's
+  ``key_states``); what its RoPE part gives up is the cheap absorbed form, not
+  equivalence to MHA.
 
 * :func:`gpu_table`: memory and bandwidth of each GPU.
 * :func:`refinement_table`: sessions as each refinement of the 4 x H200 estimate is applied.
 * :func:`tp_table`: cache per token per GPU of a GQA and an MLA model as TP grows.
-* :func:`levers_table`: cache per GPU after each lever.
+* :func:`levers_table`: cache per GPU after each lever, and who can pull it
+  (:func:`lever_owner`: GQA and a sliding window are properties of the model,
+  the other levers are settings an operator switches on).
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -35,7 +42,7 @@ from kvlib.views.widgets.mla import DEEPSEEK_V2
 
 __all__ = [
     "Row", "ROWS", "side_by_side", "to_markdown", "markdown_table", "gpu_table",
-    "refinement_table", "tp_table", "levers_table",
+    "refinement_table", "tp_table", "levers_table", "lever_owner", "lever_label",
 ]
 
 
@@ -100,14 +107,47 @@ def tp_table(gqa: ModelSpec, mla: ModelSpec, tps: Sequence[int] = (1, 2, 4, 8, 1
          f"{title(mla)} ({b}) per token per GPU", "latent copies", f"{a}/{b}"], rows)
 
 
-def levers_table(steps: Sequence[Step], unit: str = "GiB") -> str:
-    """One row per lever step: what changed, the cache per GPU, and the factor over the
-    step before."""
+# Levers that are properties of the model: an operator cannot switch them on for a model
+# trained without them, only choose another model (blog post B lists GQA as a lever).
+MODEL_LEVERS = {
+    "GQA": "choose a model with fewer KV heads (GQA)",
+    "sliding window": "choose a model trained with a sliding window",
+}
+
+
+def _model_lever(lever: str) -> str | None:
+    name = lever.split(" ", 1)[1] if lever[:1].isdigit() else lever
+    return name if name in MODEL_LEVERS else None
+
+
+def lever_owner(lever: str) -> str:
+    """"model choice" for a lever that is a property of the model (GQA, a sliding window),
+    "operator" for a serving setting (paging, KV dtype, max_model_len, batch)."""
+    return "model choice" if _model_lever(lever) else "operator"
+
+
+def lever_label(lever: str, width: int | None = None) -> str:
+    """The lever's name, with a model property spelt as the choice it really is
+    ("3 GQA" -> "3 choose a model with fewer KV heads (GQA)"); ``width`` wraps it onto lines
+    of at most that many characters (for axis labels)."""
+    name = _model_lever(lever)
+    number = lever.split(" ", 1)[0] + " " if lever[:1].isdigit() else ""
+    label = lever if name is None else number + MODEL_LEVERS[name]
+    return label if width is None else textwrap.fill(label, width)
+
+
+def levers_table(steps: Sequence[Step], unit: str = "GiB", owners: bool = False) -> str:
+    """One row per lever step: what changed, the cache per GPU, and the factor over the step
+    before. A model property is named as the choice it is (:func:`lever_label`); ``owners``
+    adds a column saying who can pull each lever (:func:`lever_owner`)."""
     rows = []
     for i, s in enumerate(steps):
         factor = "" if i == 0 else f"/{steps[i - 1].kv_bytes_per_gpu / s.kv_bytes_per_gpu:.2f}"
-        rows.append((s.lever, s.change, fmt_bytes(s.kv_bytes_per_gpu, unit), factor))
-    return markdown_table(["lever", "change", "KV per GPU", "factor"], rows, align="llrr")
+        owner = ("" if i == 0 else lever_owner(s.lever),) if owners else ()
+        rows.append((lever_label(s.lever), s.change, *owner,
+                     fmt_bytes(s.kv_bytes_per_gpu, unit), factor))
+    header = ["lever", "change", *(["who decides"] if owners else []), "KV per GPU", "factor"]
+    return markdown_table(header, rows, align="lllrr" if owners else "llrr")
 
 
 # --- notebook 04: the four designs side by side -------------------------------------
@@ -138,10 +178,13 @@ ROWS = (
         "exactly MHA with rank-512 key and value projections; absorbed = naive"),
     Row("MLA, RoPE on keys, re-expand", MLA, dict(d_L=_S["d_L"]), "MLA+RoPE(keys) naive",
         dict(_WIDE, d_L=_S["d_L"]),
-        "no absorbed form exists; every step rebuilds and rotates every key"),
+        "exactly MHA with rank-512 key and value projections, RoPE on the keys; but no absorbed "
+        "form exists, so every step rebuilds and rotates every key"),
     Row("MLA + decoupled RoPE, absorbed", MLA_ROPE, dict(d_L=_S["d_L"], d_R=_S["d_R"]),
         "MLA+RoPE absorbed", dict(_HEAD, d_QK=_S["d_QK"], d_L=_S["d_L"], d_R=_S["d_R"]),
-        "absorbed = naive; its RoPE key is shared by all heads (MQA-like), so it equals no MHA"),
+        "exactly MHA with 192-wide heads: 128 dims from rank-512 key projections, 64 RoPE dims "
+        "whose key is shared by all heads, rank-512 values; absorbed = naive for the latent "
+        "part, while the RoPE part has no cheap absorbed form (it is scored as it is)"),
 )
 
 

@@ -1,6 +1,8 @@
 """Figures of real models (notebook 05), drawn on a given Axes; ``FIGURES`` for ``make figures``.
 
-* :func:`plot_table_3`: the paper's simplified Table 3 against the corrected values.
+* :func:`plot_table_3`: blog post A's Table 3 arithmetic against the corrected values. (The
+  paper's Table 3 lists the three models' specs; the per-token and 128K figures are the blog
+  post's own, computed from those specs with the paper's Table 1 / Table 2 formulas.)
 * :func:`plot_layer_map`: which layers keep every token and which keep a window.
 * :func:`plot_models_vs_context`: cache of one sequence vs context, per model.
 * :func:`plot_params_vs_cache`: parameter count vs bytes per token.
@@ -36,7 +38,7 @@ __all__ = [
     "plot_params_vs_cache", "FIGURES",
 ]
 
-TABLE_3 = ("gemma-3-27b", "llama-3-70b", "deepseek-v2")  # the paper's Table 3
+TABLE_3 = ("gemma-3-27b", "llama-3-70b", "deepseek-v2")  # the models of the paper's Table 3
 CONTEXT_MODELS = ("llama-3.1-70b", "gemma-3-27b", "qwen3-32b", "llama-4-scout",
                   "mistral-7b-v0.1", "deepseek-v3", "gpt-oss-20b")
 LAYER_MAP_MODELS = ("gemma-3-27b", "gemma-2-9b", "llama-4-scout", "gpt-oss-20b")
@@ -48,7 +50,9 @@ BF16 = 2
 
 
 def table_3_rows(names: Sequence[str] = TABLE_3, context: int = T128K, b=BF16) -> list[dict]:
-    """Per model: bytes per token and per sequence of ``context`` tokens, paper vs corrected."""
+    """Per model: bytes per token and per sequence of ``context`` tokens, blog post A's
+    arithmetic (``paper_*`` keys: the simplified formulas applied to the paper's Table 3 specs)
+    vs corrected."""
     rows = []
     for name in names:
         spec = load_model(name)
@@ -65,7 +69,7 @@ def table_3_rows(names: Sequence[str] = TABLE_3, context: int = T128K, b=BF16) -
 
 
 def render_table_3(rows: list[dict], corrected: bool, context: int = T128K) -> str:
-    """A Markdown table of :func:`table_3_rows`, the paper's view or the corrected one.
+    """A Markdown table of :func:`table_3_rows`, blog post A's arithmetic or the corrected one.
 
     Sizes print with at most two decimals (``fmt_bytes``), as everywhere else.
     """
@@ -80,12 +84,13 @@ def render_table_3(rows: list[dict], corrected: bool, context: int = T128K) -> s
 
 
 def plot_table_3(ax_token, ax_context, rows: list[dict], context: int = T128K) -> None:
-    """Two bar panels: KiB per token and GiB at ``context`` tokens, paper vs corrected."""
+    """Two bar panels: KiB per token and GiB at ``context`` tokens, blog post A's Table 3
+    arithmetic vs corrected."""
     labels, per_token, per_seq, colors = [], [], [], []
     for r in rows:
         short = r["title"].replace(" ", "\n", 1)
         kind_color = COLORS["MLA+RoPE"] if r["attention"] == "MLA" else COLORS["GQA"]
-        labels += [f"{short}\npaper", f"{short}\ncorrected"]
+        labels += [f"{short}\npost A", f"{short}\ncorrected"]
         per_token += [r["paper_per_token"], r["per_token"]]
         per_seq += [r["paper_per_sequence"], r["per_sequence"]]
         colors += [PAPER_COLOR, kind_color]
@@ -96,10 +101,12 @@ def plot_table_3(ax_token, ax_context, rows: list[dict], context: int = T128K) -
     for ax in (ax_token, ax_context):
         ax.tick_params(axis="x", labelsize=11)
         ax.margins(y=0.15)
-    ax_token.legend(handles=[Patch(color=PAPER_COLOR, label="paper's simplification"),
+    ax_token.legend(handles=[Patch(color=PAPER_COLOR, label="blog post A's Table 3 arithmetic"),
                              Patch(color=COLORS["GQA"], label="corrected (GQA)"),
                              Patch(color=COLORS["MLA+RoPE"], label="corrected (MLA + RoPE key)")],
                     loc="upper right", frameon=False, fontsize=11)
+    ax_token.figure.suptitle("Blog post A's Table 3 arithmetic vs corrected (bf16)",
+                             fontsize=15, fontweight="bold")
 
 
 def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS) -> None:
