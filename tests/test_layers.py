@@ -104,3 +104,13 @@ def test_notebook_names_are_importable_from_kvlib():
         assert getattr(kvlib, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         kvlib.nope  # noqa: B018
+
+
+def test_the_commands_of_the_makefile_are_runnable_modules():
+    """`make figures` runs `python -m kvlib.views.figures`; `kvlib` is `python -m kvlib`."""
+    import importlib.util
+
+    for module in ("kvlib.views.figures.__main__", "kvlib.__main__"):
+        assert importlib.util.find_spec(module) is not None, module
+    makefile = (KVLIB.parent / "Makefile").read_text()
+    assert "-m kvlib.views.figures figures" in makefile
