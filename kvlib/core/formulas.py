@@ -16,11 +16,13 @@ from functools import cached_property
 
 import sympy as sp
 
-from kvlib.core.derive import CacheFormulas, derive
+from kvlib.core.derive import CacheFormulas, StateFormulas, derive, derive_state
 from kvlib.core.numeric import Formula
+from kvlib.core.state_tables import STATE_TABLES
 from kvlib.core.tables import TABLE_1, TABLE_2, TABLE_2_ROPE, TensorTable, grouped
 
-__all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "KINDS", "ratio"]
+__all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "KINDS", "ratio", "State",
+           "STATES"]
 
 
 class Attention:
@@ -65,3 +67,32 @@ MLA = Attention("MLA", TABLE_2)  # caches d_L per token per layer
 MLA_ROPE = Attention("MLA+RoPE", TABLE_2_ROPE)  # caches d_L + d_R
 
 KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE)}
+
+
+class State:
+    """One constant-size layer kind (Mamba, Mamba2, Gated DeltaNet, ...): its table, its
+    derivation and generated numeric functions, like :class:`Attention` (notebook 07)."""
+
+    QUANTITIES = ("conv_elements_per_layer", "ssm_elements_per_layer", "elements_per_layer",
+                  "bytes_per_sequence", "bytes_per_batch")
+
+    def __init__(self, name: str, table: TensorTable):
+        self.name = name
+        self.table = table
+
+    @cached_property
+    def symbolic(self) -> StateFormulas:
+        return derive_state(self.name, self.table)
+
+    def __getattr__(self, q: str) -> Formula:
+        if q not in State.QUANTITIES:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {q!r}")
+        formula = Formula(getattr(self.symbolic, q), f"{self.name}.{q}")
+        setattr(self, q, formula)
+        return formula
+
+    def __repr__(self) -> str:
+        return f"State({self.name}: {self.symbolic.elements_per_layer} elements per layer)"
+
+
+STATES: dict[str, State] = {name: State(name, table) for name, table in STATE_TABLES.items()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-__all__ = ["SYMBOLS", "Symbol", "by_name"]
+__all__ = ["SYMBOLS", "STATE_SYMBOLS", "ALL_SYMBOLS", "Symbol", "by_name"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,29 @@ b = Symbol(sp.Symbol("b", positive=True), "bytes per cached element", "bytes")
 
 SYMBOLS: tuple[Symbol, ...] = (N_L, N_h, N_g, N_KV, d_in, d_QK, d_V, d_L, d_R, d_Lq, B, b)
 
-_BY_NAME = {s.name: s for s in SYMBOLS}
+# Layers that keep a constant-size state instead of a growing cache (notebook 07). These
+# symbols are kvlib's own (the paper covers attention only); each names the config field
+# it is read from.
+d_conv = _count("d_conv", "convolution kernel width (mamba_d_conv, linear_conv_kernel_dim, "
+                "conv_L_cache)", "tokens")
+d_inner = _count("d_inner", "Mamba inner width (mamba_expand x d_in)", "elements")
+d_state = _count("d_state", "SSM state size per channel (mamba_d_state)", "elements")
+N_sg = _count("N_sg", "Mamba2 B/C groups (mamba_n_groups)")
+N_sh = _count("N_sh", "Mamba2 heads (mamba_num_heads)")
+d_sh = _count("d_sh", "Mamba2 head width (mamba_head_dim)", "elements")
+N_lk = _count("N_lk", "linear-attention key heads (linear_num_key_heads)")
+N_lv = _count("N_lv", "linear-attention value heads (linear_num_value_heads)")
+d_lk = _count("d_lk", "linear-attention key head width (linear_key_head_dim)", "elements")
+d_lv = _count("d_lv", "linear-attention value head width (linear_value_head_dim)", "elements")
+b_c = Symbol(sp.Symbol("b_c", positive=True), "bytes per convolution-state element", "bytes")
+b_s = Symbol(sp.Symbol("b_s", positive=True), "bytes per SSM / recurrent-state element",
+             "bytes")
+
+STATE_SYMBOLS: tuple[Symbol, ...] = (d_conv, d_inner, d_state, N_sg, N_sh, d_sh, N_lk, N_lv,
+                                     d_lk, d_lv, b_c, b_s)
+ALL_SYMBOLS: tuple[Symbol, ...] = SYMBOLS + STATE_SYMBOLS
+
+_BY_NAME = {s.name: s for s in ALL_SYMBOLS}
 
 
 def by_name(name: str) -> Symbol:

@@ -22,14 +22,14 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from kvlib.core import validate
-from kvlib.core.notation import SYMBOLS, by_name
+from kvlib.core.notation import ALL_SYMBOLS, by_name
 
 __all__ = ["Formula"]
 
-_ORDER = {s.name: i for i, s in enumerate(SYMBOLS)}
+_ORDER = {s.name: i for i, s in enumerate(ALL_SYMBOLS)}
 _INT64_MAX = float(np.iinfo(np.int64).max)
-_INTEGER = {s.name: s.integer for s in SYMBOLS}
-_LABEL = {s.name: f"{s.name} ({s.meaning})" for s in SYMBOLS}
+_INTEGER = {s.name: s.integer for s in ALL_SYMBOLS}
+_LABEL = {s.name: f"{s.name} ({s.meaning})" for s in ALL_SYMBOLS}
 
 
 class _ExactPrinter(PythonCodePrinter):

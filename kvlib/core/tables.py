@@ -29,6 +29,7 @@ class Role(StrEnum):
     WEIGHT = "weight"
     ACTIVATION = "activation"  # formed during the forward pass, then dropped
     CACHE = "cache"  # kept for every later token: the KV cache
+    STATE = "state"  # kept per sequence, the same size whatever the context (notebook 07)
 
     def __str__(self) -> str:
         return self.value
@@ -46,6 +47,7 @@ class Tensor:
     role: Role
     kv_side: bool = False  # follows the number of key/value heads under GQA
     note: str = ""
+    store: str = ""  # for a state row: "conv" or "ssm", which sets its element type
 
     @property
     def elements(self) -> sp.Expr:
@@ -95,9 +97,9 @@ class TensorTable:
         return "\n".join(rows)
 
 
-def _t(name, latex, rows, cols, copies, role, kv_side=False, note=""):
+def _t(name, latex, rows, cols, copies, role, kv_side=False, note="", store=""):
     return Tensor(name, latex, sp.sympify(rows), sp.sympify(cols), sp.sympify(copies),
-                  role, kv_side, note)
+                  role, kv_side, note, store)
 
 
 W, A, C = Role.WEIGHT, Role.ACTIVATION, Role.CACHE

@@ -1,9 +1,10 @@
-"""A model as a list of layer groups, each one kind of cache (notebooks 05-06).
+"""A model as a list of layer groups, each one kind of cache or state (notebooks 05-07).
 
-Shaped after vLLM's ``kv_cache_interface``: every group answers two questions,
-the bytes one token adds, and the bytes one sequence of T tokens holds.
-All numbers come from the generated formulas of :mod:`kvlib.core.formulas`
-(looked up by attention name in ``KINDS``), never from a second formula.
+Shaped after vLLM's ``kv_cache_interface``: every group answers the same questions,
+the bytes one token adds, the bytes one sequence of T tokens holds in a growing
+cache, and the bytes of its constant-size state. All numbers come from the
+generated formulas of :mod:`kvlib.core.formulas` (``KINDS`` for attention,
+``STATES`` for constant-size layers), never from a second formula.
 """
 
 from __future__ import annotations
@@ -13,27 +14,42 @@ from enum import StrEnum
 
 from kvlib.core import validate
 
-__all__ = ["CacheKind", "LayerGroup", "ModelSpec"]
+__all__ = ["CacheKind", "GROWING", "STATEFUL", "EMPTY", "LayerGroup", "ModelSpec"]
 
 
 class CacheKind(StrEnum):
+    """What a group of layers keeps per sequence (the ``kind`` of ``kvlib estimate --json``)."""
+
     FULL = "full"  # every token stays: N_KV = T
     SLIDING = "sliding"  # the last W tokens: N_KV = min(T, W)
     CHUNKED = "chunked"  # local attention within chunks of C tokens: N_KV = min(T, C)
     LATENT = "latent"  # MLA: one latent (+ RoPE key) per token, N_KV = T
+    MAMBA = "mamba"  # Mamba / Mamba2: a convolution state and an SSM state, constant size
+    LINEAR = "linear"  # linear attention (Gated DeltaNet, lightning): a constant-size state
+    CONV = "conv"  # short convolution: the last d_conv - 1 inputs, constant size
+    NONE = "none"  # no attention in these layers (a no-op or a linear replacement): nothing
+    SHARED = "shared"  # reuses an earlier layer's cache (KV sharing): adds nothing
 
     def __str__(self) -> str:
         return self.value
+
+
+GROWING = frozenset({CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED, CacheKind.LATENT})
+STATEFUL = frozenset({CacheKind.MAMBA, CacheKind.LINEAR, CacheKind.CONV})
+EMPTY = frozenset({CacheKind.NONE, CacheKind.SHARED})
 
 
 @dataclass(frozen=True)
 class LayerGroup:
     """``layers`` layers that share one cache kind and one set of sizes.
 
-    attention: a key of ``kvlib.core.formulas.KINDS`` ("MHA", "GQA", "MQA", "MLA", ...).
-    sizes: the paper's symbols for that kind, e.g. ``{"N_h": 64, "N_g": 8,
-    "d_QK": 128, "d_V": 128}`` or ``{"d_L": 512, "d_R": 64}``.
-    window: W (sliding) or C (chunked) in tokens; None for full and latent.
+    attention: the formula: a key of ``kvlib.core.formulas.KINDS`` ("MHA", "GQA",
+    "MQA", "MLA", ...) for a growing cache, of ``STATES`` ("Mamba2", "Gated DeltaNet",
+    ...) for a constant-size state, "" for a group that keeps nothing.
+    sizes: the symbols of that formula, e.g. ``{"N_h": 64, "N_g": 8, "d_QK": 128,
+    "d_V": 128}``, ``{"d_L": 512, "d_R": 64}``; a state group also holds its element
+    sizes ``b_c`` and ``b_s`` in bytes (vLLM's state dtypes, not the KV-cache dtype).
+    window: W (sliding) or C (chunked) in tokens; None for every other kind.
     """
 
     kind: CacheKind
@@ -50,14 +66,22 @@ class LayerGroup:
             raise ValueError(f"a {self.kind} group has no window, got window={self.window!r}")
 
     @property
-    def formulas(self):
-        from kvlib.core.formulas import KINDS
+    def grows(self) -> bool:
+        """True for a cache that grows with the context (attention, latent)."""
+        return self.kind in GROWING
 
+    @property
+    def formulas(self):
+        from kvlib.core.formulas import KINDS, STATES  # MLA kinds register themselves on import
+
+        table = KINDS if self.grows else STATES
+        if self.kind in EMPTY:
+            raise ValueError(f"a {self.kind} group keeps nothing and has no formula")
         try:
-            return KINDS[self.attention]
+            return table[self.attention]
         except KeyError:
             raise ValueError(
-                f"attention must be one of {', '.join(KINDS)}, got {self.attention!r}"
+                f"attention must be one of {', '.join(table)}, got {self.attention!r}"
             ) from None
 
     def cached_tokens(self, T: int) -> int:
@@ -70,23 +94,39 @@ class LayerGroup:
         return {k: v for k, v in {**self.sizes, **extra}.items() if k in wanted}
 
     def elements_per_token_layer(self) -> int:
+        """Cached elements one token adds to one layer (0 for a state or empty group)."""
+        if not self.grows:
+            return 0
         f = self.formulas.elements_per_token_layer
         return f(**self._sizes(f))
 
     def bytes_per_token(self, b) -> int:
         """Bytes one token adds to this group (all its layers), at ``b`` bytes per element."""
+        if not self.grows:
+            return 0
         f = self.formulas.bytes_per_token
         return f(**self._sizes(f, N_L=self.layers, b=b))
 
     def bytes_per_sequence(self, T: int, b) -> int:
-        """Bytes this group holds for one sequence of T tokens."""
+        """Bytes of the growing cache this group holds for one sequence of T tokens."""
+        if not self.grows:
+            return 0
         f = self.formulas.bytes_per_sequence
         return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T)))
 
     def bytes_per_batch(self, T: int, B: int, b) -> int:
-        """Bytes this group holds for B sequences of T tokens each."""
+        """Bytes of the growing cache this group holds for B sequences of T tokens each."""
+        if not self.grows:
+            return 0
         f = self.formulas.bytes_per_batch
         return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T), B=B))
+
+    def state_bytes_per_sequence(self) -> int:
+        """Bytes of the constant-size state this group keeps per sequence (0 if none)."""
+        if self.kind not in STATEFUL:
+            return 0
+        f = self.formulas.bytes_per_sequence
+        return f(**self._sizes(f, N_L=self.layers))
 
 
 @dataclass(frozen=True)
@@ -119,3 +159,11 @@ class ModelSpec:
     def kv_bytes_per_batch(self, T: int, B: int, b) -> int:
         """Bytes B sequences of T tokens hold."""
         return sum(g.bytes_per_batch(T, B, b) for g in self.groups)
+
+    def state_bytes_per_sequence(self) -> int:
+        """Bytes of the constant-size state of all non-attention layers, one sequence."""
+        return sum(g.state_bytes_per_sequence() for g in self.groups)
+
+    def total_bytes_per_sequence(self, T: int, b) -> int:
+        """Growing cache plus constant state, one sequence of T tokens."""
+        return self.kv_bytes_per_sequence(T, b) + self.state_bytes_per_sequence()
