@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 export PYTHONHASHSEED := 0
 
-.PHONY: lab test lint unit notebooks-test browser figures notebooks bench env clean
+.PHONY: lab test book lint unit notebooks-test browser figures notebooks bench env clean crosscheck
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed, found " + sys.version.split()[0])'
@@ -22,8 +22,30 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
-test: $(STAMP) lint
+# The notebooks as a static HTML book in build/book/ (docs/publishing.md). Installs the book
+# extra into .venv on first use; MathJax comes from the npm registry (pinned, cached in build/cache).
+BSTAMP := $(VENV)/.book-stamp
+
+$(BSTAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,book]'
+	@touch $(BSTAMP)
+
+book: $(BSTAMP)
+	$(BIN)/python scripts/build_book.py --strict
+
+test: $(STAMP) $(BSTAMP) lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-cell-timeout=300 tests notebooks
+
+# kvlib against the cache transformers allocates, on tiny random models (docs/crosscheck.md).
+# Installs the crosscheck extra (torch 2.13.0 CPU build, transformers) into .venv on first use.
+XSTAMP := $(VENV)/.crosscheck-stamp
+
+$(XSTAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,crosscheck]'
+	@touch $(XSTAMP)
+
+crosscheck: $(XSTAMP)
+	$(BIN)/python -m pytest tests/crosscheck
 
 lint: $(STAMP)
 	$(BIN)/ruff check kvlib tests scripts notebooks conftest.py

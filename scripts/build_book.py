@@ -1,0 +1,246 @@
+"""Build the notebooks as a static, offline HTML book (``make book``; issue 15).
+
+Sphinx + MyST-NB + sphinx-book-theme render each notebook with its *stored* outputs
+(no execution) into ``build/book/`` (docs/publishing.md says why this toolchain and how to
+publish the result). This script prepares a source folder for Sphinx, then runs it:
+
+1. MathJax 3 from the npm registry, pinned by version *and* by the registry's sha512
+   integrity (``npm pack``, cached in ``build/cache/``), copied into the site's ``_static`` so
+   the book loads no script, font or stylesheet from another host.
+2. ``build/book-src/``: the configuration and landing page of ``book/``, README.md (the landing
+   page includes its sections), ``figures/``, and a copy of every notebook with two changes:
+   - exercise solutions (cell tag ``solution``) get MyST-NB's ``hide-cell`` tag: input and output
+     are folded behind a "Show solution" button;
+   - after each live-widget cell (one that builds a kvlib Explorer), a note says that the book
+     shows the widget's static output and how to run it live.
+   Files are rewritten only when their content changes, so Sphinx rebuilds only what changed.
+3. ``sphinx-build -b html`` into ``build/book/``; open ``build/book/index.html``.
+
+Usage: python scripts/build_book.py [--out build/book] [--pages DIR] [--notebooks NB ...]
+       [--strict]
+``--pages`` replaces book/'s pages (not its conf.py or _static) with another folder's
+(the browser test's fixture book); ``--strict`` turns Sphinx warnings into errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+BOOK = REPO / "book"
+
+# MathJax: the npm package, pinned by version and by the sha512 the registry publishes
+# (`npm view mathjax@3.2.2 dist.integrity`). A different tarball fails the build.
+MATHJAX_VERSION = "3.2.2"
+MATHJAX_INTEGRITY = ("sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/"
+                     "FEsPsjKPZGJvtRZM1vO+geW0OhGw==")
+# What the tex-mml-chtml combined component loads at run time; the SVG output and the
+# other combined bundles are left out (8 of 24 MB).
+MATHJAX_FILES = ("tex-mml-chtml.js",)
+MATHJAX_DIRS = ("input/", "output/chtml/", "a11y/", "ui/", "sre/", "adaptors/")
+CACHE = Path(os.environ.get("KVLIB_BOOK_CACHE", REPO / "build" / "cache"))
+
+# A code cell that builds a kvlib Explorer (same rule as tests/browser).
+BUILDS_EXPLORER = re.compile(r"(?i)\b\w*explorer\(")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+SOLUTION_TAG = "solution"
+SOLUTION_PROMPTS = {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
+LIVE_WIDGET_NOTE = """\
+```{{admonition}} Live widget
+:class: tip kvlib-live-widget
+The cell above builds an interactive explorer, which needs a running Python kernel. The book
+shows its computation with fixed values in the static output just before it. To move
+the controls yourself, clone the repository, run `make lab`, open `notebooks/{name}` and choose
+*Run > Run All Cells*.
+```"""
+
+
+class BookBuildError(RuntimeError):
+    """The book could not be built (message: what to do)."""
+
+
+# ---------------------------------------------------------------- MathJax
+
+
+def _integrity(data: bytes) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+def mathjax_tarball(cache: Path = CACHE) -> Path:
+    """The pinned MathJax npm tarball, fetched once with ``npm pack`` into ``cache``."""
+    tgz = cache / f"mathjax-{MATHJAX_VERSION}.tgz"
+    if not tgz.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise BookBuildError(
+                "npm not found: the book takes MathJax from the npm registry "
+                f"(mathjax@{MATHJAX_VERSION}). Install Node.js's npm (`apt-get install npm`), "
+                f"or put mathjax-{MATHJAX_VERSION}.tgz in {cache}")
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            # --ignore-scripts: a pack runs no package script; the tarball is only unpacked.
+            r = subprocess.run([npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--silent",
+                                "--ignore-scripts", "--pack-destination", tmp],
+                               capture_output=True, text=True, timeout=300)
+            got = Path(tmp) / tgz.name
+            if r.returncode != 0 or not got.exists():
+                raise BookBuildError(f"npm pack mathjax@{MATHJAX_VERSION} failed:\n"
+                                     f"{r.stdout}{r.stderr}")
+            os.replace(got, tgz)  # atomic: parallel builds share the cache
+    data = tgz.read_bytes()
+    if _integrity(data) != MATHJAX_INTEGRITY:
+        raise BookBuildError(f"{tgz}: sha512 differs from the pinned integrity of "
+                             f"mathjax@{MATHJAX_VERSION}; delete the file and build again")
+    return tgz
+
+
+def install_mathjax(dest: Path, cache: Path = CACHE) -> None:
+    """Unpack the needed part of MathJax's ``es5/`` folder into ``dest`` (once per version)."""
+    stamp = dest / f".mathjax-{MATHJAX_VERSION}"
+    if stamp.exists():
+        return
+    data = mathjax_tarball(cache).read_bytes()
+    if dest.exists():
+        shutil.rmtree(dest)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            rel = member.name.removeprefix("package/")
+            if rel == "LICENSE":
+                pass
+            elif member.isfile() and rel.startswith("es5/"):
+                rel = rel.removeprefix("es5/")
+                if not (rel in MATHJAX_FILES or rel.startswith(MATHJAX_DIRS)):
+                    continue
+            else:
+                continue
+            out = dest / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(tar.extractfile(member).read())
+    stamp.write_text(MATHJAX_INTEGRITY + "\n")
+
+
+# ---------------------------------------------------------------- the source folder
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    if path.exists() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _sync_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> set[Path]:
+    """Copy files of ``src`` under ``dest`` (content-compared); return the paths written."""
+    written = set()
+    for f in sorted(src.rglob("*")):
+        rel = f.relative_to(src)
+        if f.is_file() and not any(part in skip for part in rel.parts):
+            _write_if_changed(dest / rel, f.read_bytes())
+            written.add(dest / rel)
+    return written
+
+
+def book_notebook(path: Path) -> nbformat.NotebookNode:
+    """The notebook as the book shows it: solutions folded, a note after each live widget."""
+    nb = nbformat.read(path, as_version=4)
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.cell_type != "code":
+            continue
+        tags = list(cell.metadata.get("tags", []))
+        if SOLUTION_TAG in tags:
+            cell.metadata["tags"] = tags + ["hide-cell"]
+            cell.metadata.setdefault("mystnb", {}).update(SOLUTION_PROMPTS)
+        # Widget views need a kernel (their state is not stored): drop them, keep the rest.
+        for out in cell.get("outputs", []):
+            out.get("data", {}).pop(WIDGET_VIEW, None)
+        cell.outputs = [o for o in cell.get("outputs", [])
+                        if o.get("output_type") not in ("display_data", "execute_result")
+                        or o.get("data")]
+        if BUILDS_EXPLORER.search(cell.source):
+            note = nbformat.v4.new_markdown_cell(LIVE_WIDGET_NOTE.format(name=path.name))
+            note.id = f"kvlib-live-widget-{len(cells)}"  # fixed: an unchanged copy stays as is
+            cells.append(note)
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def stage(src: Path, notebooks: list[Path], pages: Path | None = None) -> None:
+    """Fill the Sphinx source folder ``src`` (stale files removed)."""
+    if pages is not None:  # the configuration stays book/'s; the pages come from `pages`
+        _write_if_changed(src / "conf.py", (BOOK / "conf.py").read_bytes())
+        keep = {src / "conf.py"} | _sync_tree(BOOK / "_static", src / "_static")
+        keep |= _sync_tree(pages, src, skip=("__pycache__",))
+    else:
+        keep = _sync_tree(BOOK, src, skip=("__pycache__",))
+        _write_if_changed(src / "README.md", (REPO / "README.md").read_bytes())
+        keep.add(src / "README.md")
+        keep |= _sync_tree(REPO / "figures", src / "figures")
+    for nb_path in notebooks:
+        out = src / "notebooks" / nb_path.name
+        _write_if_changed(out, nbformat.writes(book_notebook(nb_path)).encode())
+        keep.add(out)
+    mathjax = src / "_static" / "mathjax"
+    install_mathjax(mathjax)
+    for f in src.rglob("*"):
+        if f.is_file() and f not in keep and mathjax not in f.parents:
+            f.unlink()
+
+
+def build(out: Path, notebooks: list[Path], pages: Path | None = None,
+          strict: bool = False, quiet: bool = True) -> float:
+    """Stage and run Sphinx; return the seconds it took. Raises BookBuildError."""
+    out = Path(out).resolve()
+    work = out.parent / f"{out.name}-src"
+    t0 = time.perf_counter()
+    stage(work, notebooks, pages)
+    doctrees = out.parent / f"{out.name}-doctrees"
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-d", str(doctrees),
+           str(work), str(out)]
+    if quiet:
+        cmd.insert(3, "-q")
+    if strict:
+        cmd[3:3] = ["-W", "--keep-going"]
+    r = subprocess.run(cmd, cwd=work, env=dict(os.environ, PYTHONHASHSEED="0"))
+    if r.returncode != 0:
+        raise BookBuildError(f"sphinx-build failed (exit {r.returncode}): {' '.join(cmd)}")
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=REPO / "build" / "book")
+    ap.add_argument("--pages", type=Path, default=None)
+    ap.add_argument("--notebooks", type=Path, nargs="*", default=None)
+    ap.add_argument("--strict", action="store_true", help="Sphinx warnings are errors")
+    args = ap.parse_args(argv)
+    notebooks = (sorted((REPO / "notebooks").glob("*.ipynb")) if args.notebooks is None
+                 else args.notebooks)
+    try:
+        seconds = build(args.out, notebooks, args.pages, strict=args.strict)
+    except BookBuildError as err:
+        print(f"build_book: {err}", file=sys.stderr)
+        return 1
+    print(f"book built in {seconds:.1f} s: {args.out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
