@@ -67,12 +67,25 @@ def test_an_empty_marker_changes_nothing(value):
     assert g.layers * 2 * g.sizes["N_g"] * g.sizes["d_QK"] == 32 * 2 * 8 * 128
 
 
-@pytest.mark.parametrize("family", ["mamba", "jamba", "qwen3_next", "nemotron_h", "lfm2",
-                                    "gemma3n", "deepseek_v32", "falcon_h1"])
-def test_a_hybrid_family_is_refused_even_with_plain_fields(family):
+@pytest.mark.parametrize("family", ["mamba", "mamba2", "falcon_h1", "granitemoehybrid",
+                                    "zamba2", "minimax"])
+def test_a_hybrid_family_without_a_reader_is_refused_even_with_plain_fields(family):
     assert family in FAMILIES_REFUSED
     with pytest.raises(ValueError, match=rf"^model_type '{family}' \("):
         parse_config(llama(model_type=family))
+
+
+@pytest.mark.parametrize("family, field", [("qwen3_next", "linear_conv_kernel_dim"),
+                                           ("nemotron_h", "hybrid_override_pattern"),
+                                           ("jamba", "attn_layer_period"),
+                                           ("lfm2", "conv_L_cache"),
+                                           ("gemma3n", "layer_types"),
+                                           ("deepseek_v32", "kv_lora_rank")])
+def test_a_hybrid_family_with_a_reader_needs_its_fields(family, field):
+    """Plain Llama fields under a hybrid model_type: the family's reader names what is missing."""
+    with pytest.raises(ValueError) as e:
+        parse_config(llama(model_type=family))
+    assert field in str(e.value) and "\n" not in str(e.value)
 
 
 def test_an_unknown_family_with_plain_fields_is_read_and_says_so():

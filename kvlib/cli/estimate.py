@@ -9,10 +9,12 @@ Hugging Face ``config.json``. Options: ``--context T`` (default: the config's
 The ``--json`` object (:func:`to_json`) holds: ``model``, ``title``, ``source``,
 ``attention`` (MHA/GQA/MQA/MLA), ``params``, ``kv_dtype``,
 ``bytes_per_element``, ``context``, ``batch``, ``kv_bytes_per_token``,
-``kv_bytes_per_sequence``, ``kv_bytes_total`` (x batch), ``groups`` (one per
-layer group: ``kind``, ``attention``, ``layers``, ``window``, ``sizes``,
-``cached_tokens``, ``bytes_per_token``, ``bytes_per_sequence``) and
-``assumptions``. Byte counts are exact integers.
+``kv_bytes_per_sequence``, ``kv_bytes_total`` (x batch) (the growing caches only),
+``state_bytes_per_sequence`` (the constant-size state of Mamba, linear-attention and
+convolution layers; 0 for a pure-attention model), ``total_bytes_per_sequence``
+(kv + state), ``groups`` (one per layer group: ``kind``, ``attention``, ``layers``,
+``window``, ``sizes``, ``cached_tokens``, ``bytes_per_token``, ``bytes_per_sequence``,
+``state_bytes_per_sequence``) and ``assumptions``. Byte counts are exact integers.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ def to_json(e: Estimate) -> dict:
         "kv_bytes_per_token": _number(e.kv_bytes_per_token),
         "kv_bytes_per_sequence": _number(e.kv_bytes_per_sequence),
         "kv_bytes_total": _number(e.kv_bytes_total),
+        "state_bytes_per_sequence": _number(e.state_bytes_per_sequence),
+        "total_bytes_per_sequence": _number(e.total_bytes_per_sequence),
         "groups": [
             {
                 "kind": str(g.group.kind),
@@ -82,6 +86,7 @@ def to_json(e: Estimate) -> dict:
                 "cached_tokens": g.cached_tokens,
                 "bytes_per_token": _number(g.bytes_per_token),
                 "bytes_per_sequence": _number(g.bytes_per_sequence),
+                "state_bytes_per_sequence": _number(g.state_bytes_per_sequence),
             }
             for g in e.groups
         ],
@@ -103,13 +108,18 @@ def _short(n_bytes) -> str:
 
 
 def _heads(e: Estimate) -> str:
-    g = e.spec.groups[0]
+    attention = [g for g in e.spec.groups if g.grows]
+    if not attention:
+        return f"no attention layers: {attention_label(e.spec)}"
+    g = attention[0]
     s = g.sizes
     if g.attention.startswith("MLA"):
         rope = f" + decoupled RoPE key d_R={s['d_R']}" if "d_R" in s else ""
         return f"MLA: latent d_L={s['d_L']}{rope} per token per layer"
-    return (f"{attention_label(e.spec)}: {s['N_h']} query heads, {s['N_g']} key/value heads, "
-            f"head dim {s['d_QK']}")
+    heads = (f"{attention_label(e.spec)}: {s['N_h']} query heads, {s['N_g']} key/value heads, "
+             f"head dim {s['d_QK']}")
+    shapes = {(x.sizes.get("N_g"), x.sizes.get("d_QK")) for x in attention}
+    return heads + (" (other layers differ: see the groups)" if len(shapes) > 1 else "")
 
 
 def render(e: Estimate) -> str:
@@ -128,17 +138,29 @@ def render(e: Estimate) -> str:
     ]
     for g in e.groups:
         w = f"{g.group.window:,}" if g.group.window is not None else "-"
-        lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} "
-                     f"{g.cached_tokens:>14,}  {_short(g.bytes_per_token):>12}  "
-                     f"{_short(g.bytes_per_sequence):>14}")
+        if g.group.grows:
+            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} "
+                         f"{g.cached_tokens:>14,}  {_short(g.bytes_per_token):>12}  "
+                         f"{_short(g.bytes_per_sequence):>14}")
+        elif g.state_bytes_per_sequence:  # a constant-size state: no tokens, no per-token bytes
+            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} {'-':>14}  "
+                         f"{'-':>12}  {_short(g.state_bytes_per_sequence):>14}  state")
+        else:
+            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} {'-':>14}  "
+                         f"{'-':>12}  {'-':>14}  nothing kept")
     lines += [
         f"{spec.num_layers:>8,}  {'all':<8} {'':>9} {'':>14}  "
         f"{_short(e.kv_bytes_per_token):>12}  {_short(e.kv_bytes_per_sequence):>14}",
         "",
     ]
-    for label, n in (("per token:", e.kv_bytes_per_token),
-                     ("per sequence:", e.kv_bytes_per_sequence),
-                     (f"total (x{e.batch:,}):", e.kv_bytes_total)):
+    rows = [("per token:", e.kv_bytes_per_token), ("per sequence:", e.kv_bytes_per_sequence)]
+    if e.state_bytes_per_sequence:
+        rows += [("state per seq:", e.state_bytes_per_sequence),
+                 ("cache + state:", e.total_bytes_per_sequence),
+                 (f"total (x{e.batch:,}):", e.total_bytes)]
+    else:
+        rows.append((f"total (x{e.batch:,}):", e.kv_bytes_total))
+    for label, n in rows:
         binary = auto_unit(n)
         decimal = binary.replace("i", "") if binary != "B" else "B"
         lines.append(f"{label:<15}{describe(n, binary, decimal)}")

@@ -18,11 +18,12 @@ import sympy as sp
 
 from kvlib.core.derive import CacheFormulas, StateFormulas, derive, derive_state
 from kvlib.core.numeric import Formula
+from kvlib.core.state_tables import INDEXER as INDEXER_TABLE
 from kvlib.core.state_tables import STATE_TABLES
 from kvlib.core.tables import TABLE_1, TABLE_2, TABLE_2_ROPE, TensorTable, grouped
 
-__all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "KINDS", "ratio", "State",
-           "STATES"]
+__all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "INDEXER", "KINDS", "ratio",
+           "State", "STATES"]
 
 
 class Attention:
@@ -66,7 +67,9 @@ MQA = Attention("MQA", grouped(TABLE_1, 1))
 MLA = Attention("MLA", TABLE_2)  # caches d_L per token per layer
 MLA_ROPE = Attention("MLA+RoPE", TABLE_2_ROPE)  # caches d_L + d_R
 
-KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE)}
+INDEXER = Attention("Indexer", INDEXER_TABLE)  # DeepSeek V3.2's indexer keys, in bytes (b = 1)
+
+KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE, INDEXER)}
 
 
 class State:

@@ -72,12 +72,13 @@ N_lk = _count("N_lk", "linear-attention key heads (linear_num_key_heads)")
 N_lv = _count("N_lv", "linear-attention value heads (linear_num_value_heads)")
 d_lk = _count("d_lk", "linear-attention key head width (linear_key_head_dim)", "elements")
 d_lv = _count("d_lv", "linear-attention value head width (linear_value_head_dim)", "elements")
+d_I = _count("d_I", "sparse-attention indexer key width (index_head_dim)", "elements")
 b_c = Symbol(sp.Symbol("b_c", positive=True), "bytes per convolution-state element", "bytes")
 b_s = Symbol(sp.Symbol("b_s", positive=True), "bytes per SSM / recurrent-state element",
              "bytes")
 
 STATE_SYMBOLS: tuple[Symbol, ...] = (d_conv, d_inner, d_state, N_sg, N_sh, d_sh, N_lk, N_lv,
-                                     d_lk, d_lv, b_c, b_s)
+                                     d_lk, d_lv, d_I, b_c, b_s)
 ALL_SYMBOLS: tuple[Symbol, ...] = SYMBOLS + STATE_SYMBOLS
 
 _BY_NAME = {s.name: s for s in ALL_SYMBOLS}

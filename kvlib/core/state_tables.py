@@ -20,14 +20,15 @@ from __future__ import annotations
 from kvlib.core import notation
 from kvlib.core.tables import Role, TensorTable, _t
 
-__all__ = ["MAMBA", "MAMBA2", "GATED_DELTANET", "LIGHTNING", "SHORT_CONV", "STATE_TABLES"]
+__all__ = ["MAMBA", "MAMBA2", "GATED_DELTANET", "LIGHTNING", "SHORT_CONV", "STATE_TABLES",
+           "INDEXER"]
 
 W, A, S = Role.WEIGHT, Role.ACTIVATION, Role.STATE
 # The SymPy symbols themselves, for arithmetic on shapes.
 (N_KV, N_h, N_lk, N_lv, N_sg, N_sh, d_conv, d_in, d_inner, d_lk, d_lv, d_QK, d_sh, d_state,
- d_V) = (getattr(notation, n).symbol for n in (
+ d_V, d_I) = (getattr(notation, n).symbol for n in (
     "N_KV", "N_h", "N_lk", "N_lv", "N_sg", "N_sh", "d_conv", "d_in", "d_inner", "d_lk", "d_lv",
-    "d_QK", "d_sh", "d_state", "d_V"))
+    "d_QK", "d_sh", "d_state", "d_V", "d_I"))
 _CONV_ROWS = d_conv - 1  # a causal convolution of width d_conv needs d_conv - 1 past inputs
 
 MAMBA = TensorTable(
@@ -98,3 +99,21 @@ SHORT_CONV = TensorTable(
 )
 
 STATE_TABLES = {t.name: t for t in (MAMBA, MAMBA2, GATED_DELTANET, LIGHTNING, SHORT_CONV)}
+
+
+# Not a state: a second growing cache beside MLA's latent (DeepSeek V3.2's sparse attention).
+# Each token leaves one d_I-wide indexer key per layer, stored as fp8 values plus one fp32
+# scale per 128 of them; vLLM allocates both as uint8 bytes (vllm 0.33.0
+# models/deepseek_v32/attention.py: head_dim = index_head_dim + index_head_dim // 128 * 4),
+# so the table counts bytes and the group uses b = 1 whatever the KV dtype.
+INDEXER = TensorTable(
+    "Indexer keys",
+    "The lightning indexer of one MLA layer with sparse attention: it keeps a small key for "
+    "every token, scores all of them, and the layer attends to the top-k latents only.",
+    (
+        _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
+        _t("K^I", r"K^{I}", N_KV, d_I, 1, Role.CACHE, note="indexer keys, fp8: one byte each"),
+        _t("s^I", r"s^{I}", N_KV, d_I / 32, 1, Role.CACHE,
+           note="one fp32 scale (4 bytes) per 128 key values: d_I/128 x 4 bytes"),
+    ),
+)

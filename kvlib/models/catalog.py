@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 
 from kvlib.models.readers import ConfigReading, load_config, parse_config, read_config
-from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
+from kvlib.models.spec import EMPTY, CacheKind, LayerGroup, ModelSpec
 
 __all__ = [
     "BundledModel", "BUNDLED", "bundled_config", "bundled_name", "load_model", "reading",
@@ -47,6 +47,7 @@ class BundledModel:
     params: int
     params_note: str
     active_params: int | None = None
+    copy: str = ""  # where the bundled file was copied from, when not from the Hub page itself
 
     @property
     def source(self) -> str:
@@ -58,9 +59,15 @@ def _key(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-def _m(name, title, repo, params, note, active=None) -> BundledModel:
+def _m(name, title, repo, params, note, active=None, copy="") -> BundledModel:
     return BundledModel(name, title, repo, int(params), note, None if active is None
-                        else int(active))
+                        else int(active), copy)
+
+
+# Hybrid and heterogeneous models (notebook 07). huggingface.co is not reachable from where
+# these were collected: each file is a public GitHub copy of the model's config.json.
+_AIC = ("copied from ai-dynamo/aiconfigurator @095f58a5 "
+        "(aic-core/src/aiconfigurator_core/model_configs/)")
 
 
 BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
@@ -93,6 +100,27 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
        "109B total, 17B activated per token (16 experts)", 17e9),
     _m("gpt-oss-20b", "gpt-oss 20B", "openai/gpt-oss-20b", 20.9e9,
        "20.9B total, 3.6B activated per token (model card)", 3.6e9),
+    _m("qwen3-next-80b-a3b", "Qwen3-Next 80B-A3B", "Qwen/Qwen3-Next-80B-A3B-Instruct", 80e9,
+       "80B total, 3B active (transformers docs, model_doc/qwen3_next.md)", 3e9,
+       copy=f"{_AIC.replace('@095f58a5', '@1b7cfb10')} (the Thinking sibling, same content) and "
+            "a report quoting the Instruct file: the two agree key for key"),
+    _m("nemotron-h-56b", "Nemotron-H 56B", "nvidia/Nemotron-H-56B-Base-8K", 56e9,
+       "56B, dense (arXiv:2504.03624)", copy=f"{_AIC}; re-serialised (4-space indent); no "
+       "second copy found"),
+    _m("nemotron-3-nano-30b-a3b", "Nemotron 3 Nano 30B-A3B",
+       "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 30e9,
+       "30B total, 3B active, as the model's name states (not checked against its card)", 3e9,
+       copy=f"{_AIC}; no second copy found (two fine-tunes carry the same layer pattern)"),
+    _m("llama-3.3-nemotron-super-49b", "Llama 3.3 Nemotron Super 49B",
+       "nvidia/Llama-3_3-Nemotron-Super-49B-v1", 49e9,
+       "49B, dense (NVIDIA Megatron-Bridge docs, llama-nemotron.md)",
+       copy=f"{_AIC}; a second copy embedded in a public test module agrees on every block"),
+    _m("deepseek-v3.2", "DeepSeek V3.2", "deepseek-ai/DeepSeek-V3.2", 671e9,
+       "671B total, 37B active, DeepSeek's figure for the V3 architecture (not checked "
+       "against the V3.2 card)", 37e9, copy=f"{_AIC}; no second copy found"),
+    _m("gemma-4-26b-a4b", "Gemma 4 26B-A4B", "google/gemma-4-26B-A4B", 26e9,
+       "26B total, 4B active, as the model's name states (not checked against its card)", 4e9,
+       copy=f"{_AIC}; no second copy found"),
 )}
 
 
@@ -174,14 +202,22 @@ def title(spec: ModelSpec) -> str:
 
 
 def attention_label(spec: ModelSpec) -> str:
-    """MHA, GQA, MQA or MLA, from the sizes of the model's groups."""
-    g = spec.groups[0]
-    if g.attention.startswith("MLA"):
-        return "MLA"
-    if g.attention != "GQA":
-        return g.attention
-    n_h, n_g = g.sizes["N_h"], g.sizes["N_g"]
-    return "MHA" if n_g == n_h else "MQA" if n_g == 1 else "GQA"
+    """MHA, GQA, MQA or MLA, from the sizes of the model's attention groups; a hybrid adds
+    its other layer kinds ("GQA + Gated DeltaNet")."""
+    labels: list[str] = []
+    for g in spec.groups:
+        if g.kind in EMPTY:
+            continue
+        if g.attention.startswith("MLA"):
+            label = "MLA"
+        elif g.attention != "GQA":
+            label = g.attention
+        else:
+            n_h, n_g = g.sizes["N_h"], g.sizes["N_g"]
+            label = "MHA" if n_g == n_h else "MQA" if n_g == 1 else "GQA"
+        if label not in labels:
+            labels.append(label)
+    return " + ".join(labels) or "no cache"
 
 
 def simplified(spec: ModelSpec) -> ModelSpec:

@@ -14,18 +14,25 @@ __all__ = ["GroupEstimate", "Estimate", "estimate"]
 
 @dataclass(frozen=True)
 class GroupEstimate:
-    """One layer group's share: bytes per token (all its layers), per sequence and per batch."""
+    """One layer group's share: bytes per token (all its layers), per sequence and per batch
+    of its growing cache, and its constant-size state per sequence."""
 
     group: LayerGroup
     bytes_per_token: int
     cached_tokens: int
     bytes_per_sequence: int
     bytes_per_batch: int
+    state_bytes_per_sequence: int = 0
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """The cache of ``batch`` sequences of ``context`` tokens at ``kv_dtype``."""
+    """The cache of ``batch`` sequences of ``context`` tokens at ``kv_dtype``.
+
+    kv_*: the growing caches only (attention K/V, MLA latent + RoPE key); state_*: the
+    constant-size state of Mamba, linear-attention and convolution layers, in vLLM's
+    state dtypes; total_bytes_per_sequence = kv + state.
+    """
 
     spec: ModelSpec
     kv_dtype: str
@@ -37,6 +44,16 @@ class Estimate:
     kv_bytes_total: int
     groups: tuple[GroupEstimate, ...]
     assumptions: tuple[str, ...] = ()  # the config reader's, plus any about the context
+    state_bytes_per_sequence: int = 0
+
+    @property
+    def total_bytes_per_sequence(self) -> int:
+        return self.kv_bytes_per_sequence + self.state_bytes_per_sequence
+
+    @property
+    def total_bytes(self) -> int:
+        """Cache and state of all ``batch`` sequences."""
+        return self.kv_bytes_total + self.batch * self.state_bytes_per_sequence
 
 
 def estimate(model, context: int | None = None, batch: int = 1,
@@ -64,7 +81,9 @@ def estimate(model, context: int | None = None, batch: int = 1,
     batch = validate.positive_int("batch", batch)
     groups = tuple(GroupEstimate(g, g.bytes_per_token(b), g.cached_tokens(context),
                                  g.bytes_per_sequence(context, b),
-                                 g.bytes_per_batch(context, batch, b)) for g in spec.groups)
+                                 g.bytes_per_batch(context, batch, b),
+                                 g.state_bytes_per_sequence()) for g in spec.groups)
     return Estimate(spec, kv_dtype, b, context, batch, spec.kv_bytes_per_token(b),
                     spec.kv_bytes_per_sequence(context, b),
-                    spec.kv_bytes_per_batch(context, batch, b), groups, tuple(notes))
+                    spec.kv_bytes_per_batch(context, batch, b), groups, tuple(notes),
+                    spec.state_bytes_per_sequence())

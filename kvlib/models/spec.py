@@ -24,6 +24,7 @@ class CacheKind(StrEnum):
     SLIDING = "sliding"  # the last W tokens: N_KV = min(T, W)
     CHUNKED = "chunked"  # local attention within chunks of C tokens: N_KV = min(T, C)
     LATENT = "latent"  # MLA: one latent (+ RoPE key) per token, N_KV = T
+    INDEXER = "indexer"  # sparse-attention indexer keys beside MLA: N_KV = T, stored as bytes
     MAMBA = "mamba"  # Mamba / Mamba2: a convolution state and an SSM state, constant size
     LINEAR = "linear"  # linear attention (Gated DeltaNet, lightning): a constant-size state
     CONV = "conv"  # short convolution: the last d_conv - 1 inputs, constant size
@@ -34,7 +35,8 @@ class CacheKind(StrEnum):
         return self.value
 
 
-GROWING = frozenset({CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED, CacheKind.LATENT})
+GROWING = frozenset({CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED, CacheKind.LATENT,
+                     CacheKind.INDEXER})
 STATEFUL = frozenset({CacheKind.MAMBA, CacheKind.LINEAR, CacheKind.CONV})
 EMPTY = frozenset({CacheKind.NONE, CacheKind.SHARED})
 
@@ -93,6 +95,10 @@ class LayerGroup:
         wanted = set(f.args) | ({"N_h"} if "N_g" in f.args else set())
         return {k: v for k, v in {**self.sizes, **extra}.items() if k in wanted}
 
+    def _b(self, b):
+        """Bytes per element: the KV dtype's, except indexer keys (counted in bytes, b = 1)."""
+        return 1 if self.kind is CacheKind.INDEXER else b
+
     def elements_per_token_layer(self) -> int:
         """Cached elements one token adds to one layer (0 for a state or empty group)."""
         if not self.grows:
@@ -105,21 +111,22 @@ class LayerGroup:
         if not self.grows:
             return 0
         f = self.formulas.bytes_per_token
-        return f(**self._sizes(f, N_L=self.layers, b=b))
+        return f(**self._sizes(f, N_L=self.layers, b=self._b(b)))
 
     def bytes_per_sequence(self, T: int, b) -> int:
         """Bytes of the growing cache this group holds for one sequence of T tokens."""
         if not self.grows:
             return 0
         f = self.formulas.bytes_per_sequence
-        return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T)))
+        return f(**self._sizes(f, N_L=self.layers, b=self._b(b), N_KV=self.cached_tokens(T)))
 
     def bytes_per_batch(self, T: int, B: int, b) -> int:
         """Bytes of the growing cache this group holds for B sequences of T tokens each."""
         if not self.grows:
             return 0
         f = self.formulas.bytes_per_batch
-        return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T), B=B))
+        return f(**self._sizes(f, N_L=self.layers, b=self._b(b), N_KV=self.cached_tokens(T),
+                               B=B))
 
     def state_bytes_per_sequence(self) -> int:
         """Bytes of the constant-size state this group keeps per sequence (0 if none)."""
@@ -146,7 +153,8 @@ class ModelSpec:
 
     @property
     def num_layers(self) -> int:
-        return sum(g.layers for g in self.groups)
+        """Decoder layers (an indexer group shares its layers with the MLA group)."""
+        return sum(g.layers for g in self.groups if g.kind is not CacheKind.INDEXER)
 
     def kv_bytes_per_token(self, b) -> int:
         """Bytes one token adds when every layer keeps it (sum over groups)."""

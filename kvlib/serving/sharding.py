@@ -14,7 +14,17 @@ from dataclasses import dataclass, replace
 from kvlib.core import validate
 from kvlib.models.spec import LayerGroup, ModelSpec
 
-__all__ = ["Sharding", "shard", "as_mha"]
+__all__ = ["Sharding", "shard", "shard_state", "as_mha"]
+
+# Which state sizes vLLM divides by the TP size (``MambaStateShapeCalculator``,
+# vllm 0.33.0 model_executor/layers/mamba/mamba_utils.py): every head count and channel width.
+_STATE_SPLIT = {
+    "Mamba": ("d_inner",),
+    "Mamba2": ("d_inner", "N_sg", "N_sh"),
+    "Gated DeltaNet": ("N_lk", "N_lv"),
+    "Short convolution": ("d_in",),
+    "Lightning attention": ("N_h",),
+}
 
 
 @dataclass(frozen=True)
@@ -89,3 +99,21 @@ def as_mha(model: ModelSpec) -> ModelSpec:
         groups.append(g)
     return replace(model, name=f"{model.name} as MHA", groups=tuple(groups))
 
+
+
+def shard_state(group: LayerGroup, tp: int) -> LayerGroup:
+    """A constant-size-state group as one TP rank holds it: heads and channels / tp.
+
+    vLLM asserts that each split is exact; for Mamba2, B/C groups that TP does not
+    divide are first extended to ``tp`` (``extra_groups_for_head_shards``).
+    """
+    tp = validate.positive_int("tensor_parallel_size", tp)
+    sizes = dict(group.sizes)
+    if group.attention == "Mamba2" and sizes["N_sg"] % tp:
+        sizes["N_sg"] += tp - sizes["N_sg"]
+    for name in _STATE_SPLIT[group.attention]:
+        if sizes[name] % tp:
+            raise ValueError(f"tensor_parallel_size={tp} must divide {name}={sizes[name]} of the "
+                             f"{group.attention} layers (vLLM splits it evenly)")
+        sizes[name] //= tp
+    return replace(group, sizes=sizes)

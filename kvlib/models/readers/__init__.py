@@ -33,11 +33,17 @@ from kvlib.models.readers import (  # noqa: F401
     falcon,
     gemma2,
     gemma3,
+    gemma4,
     gpt_oss,
+    jamba,
+    lfm2,
     llama,
     llama4,
     mistral,
+    nemotron_h,
+    nemotron_nas,
     qwen2,
+    qwen3_next,
 )
 from kvlib.models.readers.fields import Fields, describe, load_config
 from kvlib.models.readers.reading import ConfigReading
@@ -69,11 +75,13 @@ def _family(outer: Fields, text: Fields) -> str:
 
 def _reader(c: Fields, family: str, notes: list[str]) -> Family:
     if c.has("kv_lora_rank"):
-        return FAMILIES["deepseek_v2"]
-    if "use_sliding_window" in c.data:
+        return FAMILIES.get(family) if family.startswith("deepseek") else FAMILIES["deepseek_v2"]
+    known = FAMILIES.get(family)
+    if "use_sliding_window" in c.data and (known is None or
+                                           "use_sliding_window" not in known.handles):
         return FAMILIES["qwen2"]
-    if family in FAMILIES:
-        return FAMILIES[family]
+    if known is not None:
+        return known
     notes.append(f"model_type {family or '(none)'!r} has no reader of its own: every layer "
                  "read as standard attention (the generic reader)")
     return _GENERIC
@@ -97,11 +105,12 @@ def parse_config(source) -> ConfigReading:
         if not isinstance(cfg["text_config"], Mapping):
             raise ValueError(f"text_config must be a JSON object, got "
                              f"{describe(cfg['text_config'])}")
-        c = Fields(cfg["text_config"], "text_config.")
+        c = Fields(cfg["text_config"], "text_config.", outer)
         notes.append(f"read the language model from text_config (inside the "
                      f"{outer.text('model_type') or 'multimodal'} wrapper)")
     family = _family(outer, c)
-    refuse_unknown_layers(outer, c, family)
+    known = FAMILIES.get(family)
+    refuse_unknown_layers(outer, c, family, known.handles if known else frozenset())
     n = c.int("num_hidden_layers", "n_layer")
     reader = _reader(c, family, notes)
     read = reader.read(c, family, n, notes)

@@ -9,13 +9,38 @@ when used as a speculative-decoding draft, so they are not counted.
 from __future__ import annotations
 
 from kvlib.models.readers.fields import Fields
-from kvlib.models.readers.reading import Attention, every_layer
+from kvlib.models.readers.reading import Attention, Layers, every_layer, layer
 from kvlib.models.readers.registry import register
 from kvlib.models.spec import CacheKind
 
 
 @register("deepseek_v2", "deepseek_v3", "kimi_k2")
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
+    return _mla(c, n, notes)
+
+
+@register("deepseek_v32", handles=("index_head_dim", "index_n_heads", "index_topk"))
+def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
+    """DeepSeek V3.2: MLA plus, in every layer, the lightning indexer's key cache."""
+    mla = _mla(c, n, notes)
+    d_I = c.int("index_head_dim", why="DeepSeek V3.2's indexer caches a key per token")
+    top_k = c.int("index_topk", required=False)
+    notes.append(f"sparse attention: every layer also caches one indexer key per token "
+                 f"(index_head_dim={d_I} fp8 values + one fp32 scale per 128 = "
+                 f"{d_I + d_I // 128 * 4} bytes, whatever the KV dtype, as vLLM stores it)"
+                 + (f"; each query attends to the top {top_k:,} latents only, which saves "
+                    "reads and FLOPs, not memory" if top_k else ""))
+    latent = (CacheKind.LATENT, None)
+    keys = layer(CacheKind.INDEXER, "Indexer", d_I=d_I)
+    counts = {**mla.layers.counts, keys: n}
+    del counts[latent]
+    full_latent = layer(CacheKind.LATENT, "MLA+RoPE", **mla.sizes)
+    counts[full_latent] = n
+    return Attention(mla.kind, mla.label, mla.sizes,
+                     Layers(lambda i: full_latent, counts))
+
+
+def _mla(c: Fields, n: int, notes: list[str]) -> Attention:
     d_L = c.int("kv_lora_rank", why="an MLA config caches the latent")
     d_R = c.int("qk_rope_head_dim", why="an MLA config caches the decoupled RoPE key too")
     c.int("num_attention_heads", "n_head")  # validated, though the latent cache ignores it

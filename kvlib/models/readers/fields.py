@@ -17,10 +17,11 @@ def describe(value) -> str:
 
 
 class Fields:
-    """One config object (the top level or ``text_config``); ``prefix`` names its path."""
+    """One config object (the top level or ``text_config``); ``prefix`` names its path, and
+    ``outer`` is the wrapper around a ``text_config`` (None at the top level)."""
 
-    def __init__(self, data: Mapping, prefix: str = ""):
-        self.data, self.prefix = data, prefix
+    def __init__(self, data: Mapping, prefix: str = "", outer: Fields | None = None):
+        self.data, self.prefix, self.outer = data, prefix, outer
 
     def path(self, key: str) -> str:
         return f"{self.prefix}{key}"

@@ -37,6 +37,6 @@ def windows(c: Fields, n: int, family: str, notes: list[str]) -> Layers:
     return Layers(lambda i: slide if i >= first else FULL, {FULL: first, slide: n - first})
 
 
-@register("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
+@register("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", handles=("use_sliding_window",))
 def read(c, family, n, notes):
     return attention.read(c, family, n, notes, windows=windows)

@@ -8,11 +8,19 @@ from dataclasses import dataclass
 from kvlib.models.readers.fields import Fields, describe
 from kvlib.models.spec import CacheKind, LayerGroup
 
-__all__ = ["Layer", "Layers", "Attention", "ConfigReading", "tally", "periodic",
+__all__ = ["Layer", "Layers", "Attention", "ConfigReading", "tally", "periodic", "layer",
            "every_layer", "window_or_default", "from_layer_types", "LAYER_TYPES"]
 
-Layer = tuple[CacheKind, int | None]  # (kind, window) of one layer
+# (kind, window) of one layer of the reader's one attention shape, or, for a model whose
+# layers differ in more than the window (hybrids, per-layer heads), (kind, window,
+# formula, sizes) with sizes a sorted tuple of (symbol, value) pairs: see :func:`layer`.
+Layer = tuple
 FULL: Layer = (CacheKind.FULL, None)
+
+
+def layer(kind: CacheKind, formula: str = "", window: int | None = None, **sizes) -> Layer:
+    """A layer with its own formula and sizes (a key of ``KINDS`` or ``STATES``, or "")."""
+    return (kind, window, formula, tuple(sorted(sizes.items())))
 
 # layer_types values kvlib reads (transformers' names); any other value is refused.
 LAYER_TYPES = {
@@ -20,7 +28,7 @@ LAYER_TYPES = {
     "sliding_attention": CacheKind.SLIDING,
     "chunked_attention": CacheKind.CHUNKED,
 }
-_ORDER = {CacheKind.FULL: 0, CacheKind.LATENT: 1, CacheKind.SLIDING: 2, CacheKind.CHUNKED: 3}
+_ORDER = {k: i for i, k in enumerate(CacheKind)}  # full, sliding, chunked, latent, mamba, ...
 
 
 @dataclass(frozen=True)
@@ -60,15 +68,25 @@ class ConfigReading:
     max_position_embeddings: int | None
     assumptions: tuple[str, ...]
 
-    def groups(self) -> tuple[LayerGroup, ...]:
-        """One group per (kind, window): full first, then latent, sliding, chunked."""
-        ordered = sorted(self.counts.items(), key=lambda kv: (_ORDER[kv[0][0]], kv[0][1] or 0))
-        return tuple(LayerGroup(kind, n, self.attention, dict(self.sizes), window)
-                     for (kind, window), n in ordered if n)
+    def _group(self, key: Layer, n: int) -> LayerGroup:
+        if len(key) == 2:
+            kind, window = key
+            return LayerGroup(kind, n, self.attention, dict(self.sizes), window)
+        kind, window, formula, sizes = key
+        return LayerGroup(kind, n, formula, dict(sizes), window)
 
-    def layer_map(self) -> list[Layer]:
+    def groups(self) -> tuple[LayerGroup, ...]:
+        """One group per distinct layer: full first, then sliding, chunked, latent, states."""
+        def order(item):
+            key = item[0]
+            return (_ORDER[key[0]], key[1] or 0, str(key[2:]))
+
+        return tuple(self._group(key, n) for key, n in sorted(self.counts.items(), key=order)
+                     if n)
+
+    def layer_map(self) -> list[tuple[CacheKind, int | None]]:
         """(kind, window) of every layer, in order (for the layer-map figure)."""
-        return [self.layer(i) for i in range(self.num_layers)]
+        return [self.layer(i)[:2] for i in range(self.num_layers)]
 
 
 def tally(layers: list[Layer]) -> Layers:

@@ -21,17 +21,24 @@ class Family:
     read: Read
     module: str
     max_positions: int | None = None  # the config class's max_position_embeddings default
+    handles: frozenset[str] = frozenset()  # hybrid marker fields this reader reads itself
 
 
 FAMILIES: dict[str, Family] = {}
 
 
-def register(*model_types: str, max_positions: int | None = None) -> Callable[[Read], Read]:
-    """Register ``read`` for each ``model_type`` (the ``_text`` suffix of wrappers removed)."""
+def register(*model_types: str, max_positions: int | None = None,
+             handles: tuple[str, ...] = ()) -> Callable[[Read], Read]:
+    """Register ``read`` for each ``model_type`` (the ``_text`` suffix of wrappers removed).
+
+    handles: the fields of :data:`kvlib.models.readers.refuse.MARKERS` this reader
+    accounts for; any other marker in a config of this family is still refused.
+    """
     def add(read: Read) -> Read:
         for t in model_types:
             if t in FAMILIES:
                 raise RuntimeError(f"model_type {t!r} has two readers")
-            FAMILIES[t] = Family(read, read.__module__.rsplit(".", 1)[-1], max_positions)
+            FAMILIES[t] = Family(read, read.__module__.rsplit(".", 1)[-1], max_positions,
+                                 frozenset(handles))
         return read
     return add

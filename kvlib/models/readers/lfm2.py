@@ -1,0 +1,45 @@
+"""LFM2: gated short-convolution layers and attention layers.
+
+``layer_types`` lists "full_attention" or "conv" per layer (older files give the
+attention layers as ``full_attn_idxs``). Each convolution layer keeps only the last
+``conv_L_cache - 1`` inputs over ``conv_dim`` channels in the model dtype (vLLM 0.33.0
+models/lfm2.py ``get_mamba_state_shape_from_config``, ``short_conv_state_shape``).
+"""
+
+from __future__ import annotations
+
+from kvlib.models.readers import attention
+from kvlib.models.readers.fields import Fields, describe
+from kvlib.models.readers.reading import Attention, layer, tally
+from kvlib.models.readers.registry import register
+from kvlib.models.readers.state import model_dtype_bytes
+from kvlib.models.spec import CacheKind
+
+
+def _attention_layers(c: Fields, n: int) -> set[int]:
+    if c.has("layer_types"):
+        types = c.data["layer_types"]
+        if not (isinstance(types, list) and len(types) == n
+                and set(types) <= {"full_attention", "conv"}):
+            raise ValueError(f"{c.path('layer_types')} must list full_attention or conv for each "
+                             f"of the {n} layers, got {describe(types)}")
+        return {i for i, t in enumerate(types) if t == "full_attention"}
+    idxs = c.data.get("full_attn_idxs")
+    if not (isinstance(idxs, list) and all(isinstance(i, int) and 0 <= i < n for i in idxs)):
+        raise ValueError(f"config has no valid {c.path('layer_types')} or "
+                         f"{c.path('full_attn_idxs')}, got {describe(idxs)}")
+    return set(idxs)
+
+
+@register("lfm2", handles=("conv_L_cache", "full_attn_idxs"))
+def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
+    n_h, n_g, d, label = attention.heads(c, notes, family=family)
+    b = model_dtype_bytes(c, notes)
+    conv = layer(CacheKind.CONV, "Short convolution", d_conv=c.int("conv_L_cache"),
+                 d_in=c.int("conv_dim"), b_c=b, b_s=b)
+    full = layer(CacheKind.FULL, "GQA", N_h=n_h, N_g=n_g, d_QK=d, d_V=d)
+    attn = _attention_layers(c, n)
+    notes.append(f"{len(attn)} attention layers, {n - len(attn)} short-convolution layers "
+                 f"(state in the model dtype, {b} B per element)")
+    layers = [full if i in attn else conv for i in range(n)]
+    return Attention("GQA", label, {"N_h": n_h, "N_g": n_g, "d_QK": d, "d_V": d}, tally(layers))

@@ -1,0 +1,57 @@
+"""Nemotron-H (and Nemotron 3 Nano): Mamba2, attention and MLP layers in a written pattern.
+
+``hybrid_override_pattern`` has one character per layer: ``M`` a Mamba2 layer, ``*``
+an attention layer, ``-`` an MLP and ``E`` a mixture-of-experts layer (the last two
+keep nothing). Attention layers cache K and V (``num_key_value_heads`` x
+``head_dim``, or ``attention_head_dim`` in older files). Each Mamba2 layer keeps
+(vLLM 0.33.0 models/nemotron_h.py ``get_mamba_state_shape_from_config``) a
+convolution state of ``conv_kernel - 1`` rows over ``mamba_num_heads`` x
+``mamba_head_dim`` + 2 ``n_groups`` ``ssm_state_size`` channels in the model dtype,
+and an SSM state of ``mamba_num_heads`` x ``mamba_head_dim`` x ``ssm_state_size`` in
+**float32** unless the config sets ``mamba_ssm_cache_dtype`` (vLLM's NemotronH config
+hook, models/config.py: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32").
+"""
+
+from __future__ import annotations
+
+from kvlib.core import validate
+from kvlib.models.readers.fields import Fields, describe
+from kvlib.models.readers.reading import Attention, layer, tally
+from kvlib.models.readers.registry import register
+from kvlib.models.readers.state import dtype_bytes, model_dtype_bytes
+from kvlib.models.spec import CacheKind
+
+_KINDS = {"M": "Mamba2", "*": "attention", "-": "MLP", "E": "mixture of experts"}
+
+
+@register("nemotron_h", handles=("hybrid_override_pattern", "mamba_num_heads"))
+def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
+    pattern = c.data.get("hybrid_override_pattern")
+    if not isinstance(pattern, str) or len(pattern) != n or set(pattern) - set(_KINDS):
+        raise ValueError(f"{c.path('hybrid_override_pattern')} must have one of "
+                         f"{', '.join(_KINDS)} for each of the {n} layers, got {describe(pattern)}")
+    n_h = c.int("num_attention_heads")
+    n_g = c.int("num_key_value_heads")
+    d = c.int("head_dim", "attention_head_dim")
+    b = model_dtype_bytes(c, notes)
+    if c.has("mamba_ssm_cache_dtype"):
+        b_s = dtype_bytes(c, "mamba_ssm_cache_dtype", c.data["mamba_ssm_cache_dtype"])
+        where = "mamba_ssm_cache_dtype"
+    else:
+        b_s, where = 4, "vLLM's NemotronH default, float32"
+    mamba2 = layer(CacheKind.MAMBA, "Mamba2", d_conv=c.int("conv_kernel"),
+                   d_inner=c.int("mamba_num_heads") * c.int("mamba_head_dim"),
+                   N_sg=c.int("n_groups"), d_state=c.int("ssm_state_size"),
+                   N_sh=c.int("mamba_num_heads"), d_sh=c.int("mamba_head_dim"), b_c=b, b_s=b_s)
+    full = layer(CacheKind.FULL, "GQA", N_h=n_h, N_g=n_g, d_QK=d, d_V=d)
+    empty = layer(CacheKind.NONE)
+    counts = {k: pattern.count(k) for k in _KINDS if k in pattern}
+    notes.append("hybrid_override_pattern decides each layer: " + ", ".join(
+        f"{v} {_KINDS[k]}" for k, v in counts.items()) + " (MLP and MoE layers keep nothing)")
+    notes.append(f"Mamba2 states: convolution in the model dtype ({b} B), SSM state in "
+                 f"{b_s} B per element ({where})")
+    label = "MHA" if n_g == n_h else "MQA" if n_g == 1 else "GQA"
+    validate.check_divides(c.path("num_key_value_heads"), n_g,
+                           c.path("num_attention_heads"), n_h)
+    layers = tally([mamba2 if k == "M" else full if k == "*" else empty for k in pattern])
+    return Attention("GQA", label, {"N_h": n_h, "N_g": n_g, "d_QK": d, "d_V": d}, layers)
