@@ -1,0 +1,227 @@
+"""What vLLM allocates, and the concurrency it logs at start-up (notebook 06 and 07).
+
+vLLM does not allocate "cache + state" per sequence: it cuts memory into blocks of
+equal size, each holding one page for every layer of one *KV-cache group*, and logs
+"Maximum concurrency for N tokens per request: X" = blocks / blocks one request may
+need. This module follows vLLM **0.33.0** (paths below are in that release):
+
+* **Pages.** An attention layer's page is ``block_size`` tokens of its per-rank cache
+  (``FullAttentionSpec.page_size_bytes``, v1/kv_cache_interface.py); a Mamba /
+  linear-attention / convolution layer's page is its whole state (``MambaSpec``).
+* **Block size.** 16 by default (``CacheConfig.DEFAULT_BLOCK_SIZE``; FlashAttention
+  takes multiples of 16). MLA on Hopper: FLASH_ATTN_MLA (multiples of 16) with a bf16
+  cache, FLASHMLA (64) with fp8 (platforms/cuda.py priority list). For a hybrid model
+  the attention block grows until one attention page holds one state page, in
+  multiples of K = 16, or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on
+  Hopper (``_align_hybrid_block_size``, platforms/interface.py:940-1137); every state
+  page is then padded to the attention page.
+* **Groups.** Layers with equal specs form buckets; group size = the smallest bucket,
+  unless the largest is under 1.5x the smallest (then the largest); a bucket of n
+  layers makes ceil(n / group size) groups, and the missing slots are padding
+  (``_get_kv_cache_groups_uniform_page_size``, v1/core/kv_cache_planning.py:481-556).
+  One block = group size x page bytes. Layers of one type and one block size (all
+  full attention, even with different head counts) form a single group whose page is
+  the sum of theirs.
+* **Blocks per request** (``max_memory_usage_bytes`` / page): full ceil(N / block);
+  sliding ceil(min(W - 1 + in-flight, N) / block) + 1; chunked ceil(min(C + in-flight,
+  N) / block); a state group 2 + checkpoint blocks with prefix caching on (vLLM's
+  default for hybrid models, ``mamba_cache_mode="align"``: 1 checkpoint for Mamba2, 1
+  for Qwen GDN with FlashInfer), 1 with it off. In-flight tokens =
+  ``max_num_batched_tokens`` x concurrent batches (2 with async scheduling, on by
+  default): 8192 x 2 for ``vllm serve`` on H100/H200, 16384 x 2 on GPUs with 160 GiB
+  or more, 2048 x 2 on A100 and smaller GPUs (engine/arg_utils.py, config/vllm.py).
+
+kvlib's own sequence count (:mod:`kvlib.serving.plan`) is steady-state decode: every
+sequence at its full length. vLLM's figure reserves, per request, the worst case of a
+chunked prefill in flight and pads groups, so the two differ; both are shown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from kvlib.core import validate
+from kvlib.core.dtypes import bytes_per_element
+from kvlib.models.spec import EMPTY, STATEFUL, CacheKind, LayerGroup, ModelSpec
+from kvlib.serving.gpus import GPU, get_gpu
+from kvlib.serving.sharding import shard, shard_state
+
+__all__ = ["VLLM_RELEASE", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_batched_tokens"]
+
+VLLM_RELEASE = "0.33.0"
+GiB = 1024**3
+_HOPPER = ("H100-80GB", "H100-NVL", "H200")
+
+
+def max_num_batched_tokens(gpu: GPU) -> int:
+    """``vllm serve``'s default for this GPU (engine/arg_utils.py, OPENAI_API_SERVER)."""
+    memory = gpu.reported_bytes or gpu.hbm_bytes
+    if memory >= 160 * GiB:
+        return 16384
+    if memory >= 70 * GiB and not gpu.name.startswith("A100"):
+        return 8192
+    return 2048
+
+
+@dataclass(frozen=True)
+class VllmGroup:
+    """One KV-cache group: its kind, the real layers in it, its slots (group size) and the
+    blocks one request may need."""
+
+    kind: str
+    layers: int
+    slots: int
+    blocks_per_request: int
+
+
+@dataclass(frozen=True)
+class VllmLayout:
+    """Blocks, groups and the start-up concurrency vLLM would log; bytes per GPU."""
+
+    block_size: int
+    page_bytes: int  # one layer's page (after padding states); 0 for a single summed group
+    bytes_per_block: int
+    groups: tuple[VllmGroup, ...]
+    group_size: int
+    padding_layers: int
+    blocks_per_request: int
+    in_flight_tokens: int
+    mamba_cache_mode: str | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def num_blocks(self, kv_budget_bytes: int) -> int:
+        return max(0, kv_budget_bytes) // self.bytes_per_block
+
+    def max_concurrency(self, kv_budget_bytes: int) -> Fraction:
+        """num_blocks / blocks_per_request, exactly (vLLM logs it to 2 decimals)."""
+        return Fraction(self.num_blocks(kv_budget_bytes), self.blocks_per_request)
+
+
+def _per_token_bytes(g: LayerGroup, tp: int, b) -> Fraction:
+    """One layer's cache per token on one rank."""
+    if g.kind is CacheKind.INDEXER or g.kind is CacheKind.LATENT:
+        rank = g  # MLA latents and indexer keys are not split by TP
+    else:
+        rank, _ = shard(g, tp)
+    return Fraction(rank.bytes_per_token(b), g.layers)
+
+
+def _state_page(g: LayerGroup, tp: int) -> int:
+    return shard_state(g, tp).state_bytes_per_sequence() // g.layers
+
+
+def _checkpoint(g: LayerGroup, hopper: bool) -> tuple[int, int | None]:
+    """(prefill checkpoint blocks, checkpoint alignment) of a state layer in align mode."""
+    if g.attention == "Mamba2":
+        return 1, None  # layers/mamba/mamba_mixer2.py: one checkpoint block, no alignment
+    if g.attention == "Gated DeltaNet" and hopper:
+        return 1, 64  # FlashInfer GDN prefill on SM90: FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+    return 0, None
+
+
+def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> int:
+    if not any(g.kind is CacheKind.LATENT for g in model.groups):
+        return 16
+    if gpu.name in _HOPPER:
+        if bytes_per_element(kv_dtype) < 2:
+            notes.append("MLA with an fp8 cache on Hopper: FLASHMLA, 64-token blocks")
+            return 64
+        notes.append("MLA on Hopper: FLASH_ATTN_MLA (multiples of 16), 16-token blocks")
+        return 16
+    notes.append(f"MLA block size on {gpu.name} not traced in vLLM {VLLM_RELEASE}: 16 assumed")
+    return 16
+
+
+def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp: int = 1,
+                gpu: GPU | str = "H200", *, batched_tokens: int | None = None,
+                async_scheduling: bool = True, prefix_caching: bool = True,
+                block_size: int | None = None) -> VllmLayout:
+    """vLLM's block layout for ``model`` on one TP rank (see the module docstring).
+
+    block_size: ``--block-size`` (vLLM still raises it for a hybrid model).
+    batched_tokens: ``max_num_batched_tokens`` (default: ``vllm serve``'s for the GPU).
+    """
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    N = validate.positive_int("max_model_len", max_model_len)
+    tp = validate.positive_int("tensor_parallel_size", tp)
+    b = bytes_per_element(kv_dtype)
+    notes: list[str] = []
+    batched = batched_tokens or max_num_batched_tokens(gpu)
+    in_flight = validate.positive_int("max_num_batched_tokens", batched) * (
+        2 if async_scheduling else 1)
+    hopper = gpu.name in _HOPPER
+    attn = [g for g in model.groups if g.grows]
+    states = [g for g in model.groups if g.kind in STATEFUL]
+    if not attn:
+        raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
+    bs = block_size or _base_block(model, kv_dtype, gpu, notes)
+    mode = None
+    if states:
+        mode = "align" if prefix_caching else "none"
+        first = attn[0]
+        one_token = _per_token_bytes(first, tp, b)
+        page = max(_state_page(g, tp) for g in states)
+        K = bs
+        if mode == "align":
+            aligns = [_checkpoint(g, hopper)[1] for g in states]
+            if all(a is not None for a in aligns):
+                K = math.lcm(K, *aligns)
+        bs = max(bs, K * -(-page // int(K * one_token)))
+        notes.append(f"hybrid: attention blocks of {bs:,} tokens so that one page "
+                     f"({bs:,} x {one_token} B) holds one state page ({page:,} B, padded)")
+    # buckets of equal specs: (kind label, per-layer page, blocks per request) -> layers
+    buckets: dict[tuple, int] = {}
+    for g in model.groups:
+        if g.kind in EMPTY:
+            continue
+        if g.kind in STATEFUL:
+            ckpt = _checkpoint(g, hopper)[0] if mode == "align" else 0
+            need = 2 + ckpt if mode == "align" else 1
+            key = ("state", str(g.kind), g.attention, need)
+            per_layer = None
+        else:
+            if g.kind is CacheKind.SLIDING:
+                need = -(-min(g.window - 1 + in_flight, N) // bs) + 1
+            elif g.kind is CacheKind.CHUNKED:
+                need = -(-min(g.window + in_flight, N) // bs)
+            else:
+                need = -(-N // bs)
+            per_layer = _per_token_bytes(g, tp, b) * bs
+            key = ("attention", str(g.kind), g.window, need)
+        buckets[key] = buckets.get(key, 0) + g.layers
+        buckets[key + ("page",)] = per_layer
+    layer_buckets = {k: n for k, n in buckets.items() if k[-1] != "page"}
+    kinds = {k[1] for k in layer_buckets}
+    if not states and all(k in ("full", "latent", "indexer") for k in kinds):
+        # one type: a single group whose page is the sum of every layer's
+        pages = sum(buckets[k + ("page",)] * n for k, n in layer_buckets.items())
+        need = -(-N // bs)
+        layers = sum(layer_buckets.values())
+        return VllmLayout(bs, 0, math.ceil(pages), (VllmGroup("full", layers, layers, need),),
+                          layers, 0, need, in_flight, mode, tuple(notes))
+    if states:
+        page = int(bs * _per_token_bytes(attn[0], tp, b))
+    else:
+        pages = {buckets[k + ("page",)] for k in layer_buckets}
+        if len(pages) > 1:
+            raise ValueError(f"{model.name}: attention layers with different page sizes; vLLM "
+                             f"{VLLM_RELEASE} rescales their block sizes, which kvlib does not "
+                             "model")
+        page = int(pages.pop())
+    sizes = list(layer_buckets.values())
+    lo, hi = min(sizes), max(sizes)
+    group_size = hi if hi < 1.5 * lo else lo
+    groups, padding, per_request = [], 0, 0
+    for (_, kind, _, need), n in layer_buckets.items():
+        count = -(-n // group_size)
+        padding += count * group_size - n
+        for i in range(count):  # vLLM deals the bucket's layers out as layers[i::count]
+            groups.append(VllmGroup(kind, len(range(i, n, count)), group_size, need))
+        per_request += count * need
+    if padding:
+        notes.append(f"{padding} padding layer slots: groups of {group_size} layers "
+                     f"(vLLM warns the layout may waste memory)")
+    return VllmLayout(bs, page, group_size * page, tuple(groups), group_size, padding,
+                      per_request, in_flight, mode, tuple(notes))

@@ -1,0 +1,92 @@
+"""vLLM 0.33.0's block layout and start-up concurrency, recomputed by hand (issues 11 and 12).
+
+Each expectation is written out from the rules in kvlib/serving/vllm_layout.py's docstring
+(read in vLLM 0.33.0's source: v1/kv_cache_interface.py, v1/core/kv_cache_planning.py,
+platforms/interface.py _align_hybrid_block_size) and the config's numbers.
+"""
+
+from fractions import Fraction
+
+from kvlib import load_model, read_config
+from kvlib.serving.vllm_layout import vllm_layout
+
+GiB = 1024**3
+BUDGET = 100 * GiB  # 107,374,182,400 B of KV memory per GPU
+
+
+def test_qwen3_next_on_h200_prefix_caching_on():
+    L = vllm_layout(load_model("qwen3-next-80b-a3b"), 262144, gpu="H200")
+    # attention: 2 KV heads x (256 + 256) x 2 B = 2,048 B per token per layer
+    # GDN page: 3 x 8,192 x 2 + 32 x 128 x 128 x 2 = 1,097,728 B
+    # Hopper FlashInfer GDN prefill: K = lcm(16, 64) = 64; 64 x ceil(1,097,728 / (64 x 2,048)) = 576
+    assert L.block_size == 64 * -(-1_097_728 // (64 * 2048)) == 576
+    assert L.page_bytes == 576 * 2048 == 1_179_648
+    assert L.group_size == 12 and [g.kind for g in L.groups] == ["full"] + ["linear"] * 3
+    assert L.bytes_per_block == 12 * 1_179_648
+    # per request: ceil(262,144 / 576) = 456 attention blocks + 3 GDN groups x (2 + 1 checkpoint)
+    assert L.blocks_per_request == 456 + 3 * 3 == 465
+    assert L.num_blocks(BUDGET) == BUDGET // (12 * 1_179_648) == 7585
+    assert round(float(L.max_concurrency(BUDGET)), 2) == 16.31
+
+
+def test_qwen3_next_without_prefix_caching_off_hopper():
+    L = vllm_layout(load_model("qwen3-next-80b-a3b"), 262144, gpu="A100-80GB",
+                    prefix_caching=False)
+    assert L.block_size == 16 * -(-1_097_728 // (16 * 2048)) == 544
+    assert L.blocks_per_request == -(-262144 // 544) + 3 * 1 == 485
+
+
+NEMOTRON_H_8B = {
+    "model_type": "nemotron_h", "num_hidden_layers": 52, "hidden_size": 4096,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "conv_kernel": 4,
+    "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8, "ssm_state_size": 128,
+    "torch_dtype": "bfloat16", "max_position_embeddings": 8192,
+}
+
+
+def test_nemotron_h_8b_mamba2_checkpoint_block():
+    spec = read_config(NEMOTRON_H_8B)
+    assert {str(g.kind): g.layers for g in spec.groups} == {"full": 4, "mamba": 24, "none": 24}
+    L = vllm_layout(spec, 8192, gpu="H200")
+    page = 3 * (128 * 64 + 2 * 8 * 128) * 2 + 128 * 64 * 128 * 4  # 61,440 + 4,194,304
+    assert page == 4_255_744
+    assert L.block_size == 16 * -(-page // (16 * 4096)) == 1040
+    assert L.bytes_per_block == 4 * 1040 * 4096 == 17_039_360
+    assert L.blocks_per_request == -(-8192 // 1040) + 6 * 3 == 26  # Mamba2: 2 + 1 checkpoint
+    assert round(float(L.max_concurrency(BUDGET)), 2) == round(6301 / 26, 2) == 242.35
+
+
+def test_gemma3_groups_and_padding():
+    """The issue's figures: 10 full, 52 sliding -> 6 sliding groups, 8 padding layers (15.38%)."""
+    L = vllm_layout(load_model("gemma-3-27b"), 131072, gpu="H200")
+    assert L.group_size == 10 and L.padding_layers == 6 * 10 - 52 == 8
+    assert round(100 * 8 / 52, 2) == 15.38
+    assert [g.layers for g in L.groups] == [10, 9, 9, 9, 9, 8, 8]  # layers[i::6]
+    in_flight = 8192 * 2  # vllm serve on H200, async scheduling
+    sliding = -(-min(1024 - 1 + in_flight, 131072) // 16) + 1  # 1,089 blocks
+    assert L.blocks_per_request == -(-131072 // 16) + 6 * sliding == 14_726
+    page = 16 * 2 * 16 * 128 * 2  # 16 tokens x (K, V) x 16 KV heads x 128 x bf16
+    assert L.bytes_per_block == 10 * page
+
+
+def test_plain_attention_is_one_group_of_all_layers():
+    L = vllm_layout(load_model("llama-3.1-70b"), 131072, tp=4, gpu="H200")
+    # TP 4: 2 of the 8 KV heads per GPU; 80 layers x 16 tokens x 2 x 2 x 128 x 2 B
+    assert L.bytes_per_block == 80 * 16 * 2 * 2 * 128 * 2
+    assert L.blocks_per_request == 131072 // 16
+    assert L.max_concurrency(BUDGET) == Fraction(BUDGET // (80 * 16 * 1024), 8192)
+
+
+def test_mla_block_size_follows_the_kv_dtype_on_hopper():
+    spec = load_model("deepseek-v3")
+    assert vllm_layout(spec, 8192, "bf16", gpu="H200").block_size == 16  # FLASH_ATTN_MLA
+    assert vllm_layout(spec, 8192, "fp8", gpu="H200").block_size == 64  # FLASHMLA
+
+
+def test_max_num_batched_tokens_depends_on_the_gpu():
+    g3 = load_model("gemma-3-27b")
+    assert vllm_layout(g3, 131072, gpu="B200").in_flight_tokens == 2 * 16384
+    assert vllm_layout(g3, 131072, gpu="A100-80GB").in_flight_tokens == 2 * 2048
+    assert vllm_layout(g3, 131072, gpu="H100-80GB", async_scheduling=False,
+                       batched_tokens=4096).in_flight_tokens == 4096
