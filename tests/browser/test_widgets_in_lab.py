@@ -66,6 +66,19 @@ EXPECTED: dict[str, list[list[Move]]] = {
         Move("batch", "right", 1,
              expect=f"{10 * 2 * 16 * 128 * 1 * 131072 * 9 / 2**30:g} GiB"),  # 45 GiB
     ]],
+    # hybrid_explorer(model="qwen3-next-80b-a3b", context=131072), bf16. Qwen3-Next's
+    # config.json: 12 attention layers of 2 KV heads x 256; 36 Gated DeltaNet layers.
+    "07_hybrid_models.ipynb": [[
+        # Context 128K -> 256K: the growing cache of 12 attention layers, in GiB.
+        Move("context", "right", 1,
+             expect=f"growing cache {12 * 2 * 2 * 256 * 2 * 262144 / 2**30:g} GiB"),  # 6 GiB
+        # Nemotron-H 56B: 54 Mamba2 layers, conv 3 x (256*64 + 2*8*256) in bf16, SSM
+        # 256 x 64 x 256 in float32 (vLLM's NemotronH default), in MiB.
+        Move("model", "select", "Nemotron-H 56B",
+             expect=f"constant state "
+                    f"{54 * (3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4) / 2**20:.2f}"
+                    " MiB"),  # 870.33 MiB
+    ]],
     # planner_explorer(): Llama 3.1 70B (80 layers, 8 KV heads of 128) on 4 H200, TP 4,
     # so 8 / 4 = 2 KV heads per GPU; 128K context. KV per session per GPU, in GB (10^9).
     "06_capacity_planning.ipynb": [[

@@ -43,7 +43,11 @@ CONTEXT_MODELS = ("llama-3.1-70b", "gemma-3-27b", "qwen3-32b", "llama-4-scout",
                   "mistral-7b-v0.1", "deepseek-v3", "gpt-oss-20b")
 LAYER_MAP_MODELS = ("gemma-3-27b", "gemma-2-9b", "llama-4-scout", "gpt-oss-20b")
 KIND_COLORS = {CacheKind.FULL: COLORS["GQA"], CacheKind.SLIDING: "#F0E442",
-               CacheKind.CHUNKED: COLORS["MQA"], CacheKind.LATENT: COLORS["MLA+RoPE"]}
+               CacheKind.CHUNKED: COLORS["MQA"], CacheKind.LATENT: COLORS["MLA+RoPE"],
+               CacheKind.INDEXER: "#661100",
+               # constant-size states and empty layers (notebook 07), from Paul Tol's palette
+               CacheKind.MAMBA: "#44AA99", CacheKind.LINEAR: "#882255",
+               CacheKind.CONV: "#AA4499", CacheKind.NONE: "#DDDDDD", CacheKind.SHARED: "#999933"}
 PAPER_COLOR = "#999999"
 T128K = 131072
 BF16 = 2
@@ -109,7 +113,25 @@ def plot_table_3(ax_token, ax_context, rows: list[dict], context: int = T128K) -
                              fontsize=15, fontweight="bold")
 
 
-def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS) -> None:
+def _summary(layers) -> str:
+    """'10 of 62 keep every token; 52 keep 1,024' (and states, empty layers) for one row."""
+    every = sum(k in (CacheKind.FULL, CacheKind.LATENT) for k, _ in layers)
+    parts = [f"{every} of {len(layers)} keep every token"]
+    windows = [w for k, w in layers if w]
+    if windows:
+        parts.append(f"{len(windows)} keep {windows[0]:,}")
+    states = sum(k in (CacheKind.MAMBA, CacheKind.LINEAR, CacheKind.CONV) for k, _ in layers)
+    if states:
+        parts.append(f"{states} a fixed state")
+    empty = sum(k in (CacheKind.NONE, CacheKind.SHARED) for k, _ in layers)
+    if empty:
+        parts.append(f"{empty} nothing")
+    return "; ".join(parts)
+
+
+def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS,
+                   title: str = "Which layers keep every token (full) and which keep a window",
+                   ) -> None:
     """One row per model, one cell per layer, coloured by cache kind (window in the legend).
 
     The x axis spans the deepest model's layers; each row's summary ("10 of 62
@@ -124,10 +146,7 @@ def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS) -> None:
             ax.add_patch(_cell(i, row, KIND_COLORS[kind]))
             key = (kind, window)
             seen.setdefault(key, f"{kind}" + (f" ({window:,} tokens)" if window else ""))
-        n_full = sum(k is CacheKind.FULL for k, _ in layers)
-        local = [w for k, w in layers if k is not CacheKind.FULL]
-        what = f"; {len(local)} keep {local[0]:,}" if local else ""
-        ax.annotate(f"{n_full} of {len(layers)} keep every token{what}", (1.0, row),
+        ax.annotate(_summary(layers), (1.0, row),
                     xycoords=("axes fraction", "data"), xytext=(12, 0),
                     textcoords="offset points", va="center", fontsize=12)
     ax.set_xlim(-0.7, depth - 0.3)
@@ -136,7 +155,7 @@ def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS) -> None:
     ax.xaxis.set_major_locator(mticker.MultipleLocator(10))
     ax.set_xlabel("layer index")
     ax.grid(False)
-    ax.set_title("Which layers keep every token (full) and which keep a window")
+    ax.set_title(title)
     kinds_in_use = sorted({k for k, _ in seen}, key=list(KIND_COLORS).index)
     ax.legend(handles=[Patch(color=KIND_COLORS[k], label=_kind_label(k, seen))
                        for k in kinds_in_use],

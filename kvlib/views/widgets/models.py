@@ -32,13 +32,21 @@ def _group_name(g) -> str:
     return f"{g.group.layers} {g.group.kind}{window}"
 
 
+def _held(e: Estimate, g) -> int:
+    """What the group holds for the whole batch: its growing cache plus its constant states."""
+    return g.bytes_per_batch + e.batch * g.state_bytes_per_sequence
+
+
 def render(e: Estimate) -> str:
-    """HTML table: one row per layer group (layers, window, tokens kept, bytes), then totals."""
+    """HTML table: one row per layer group (layers, window, tokens kept, bytes), then totals.
+
+    A constant-size state shows "state" instead of tokens kept and per-token bytes."""
     rows = "".join(
         f"<tr><td>{g.group.kind}</td><td>{g.group.layers}</td>"
         f"<td>{'' if g.group.window is None else f'{g.group.window:,}'}</td>"
-        f"<td>{g.cached_tokens:,}</td><td>{fmt_bytes(g.bytes_per_token, 'KiB')}</td>"
-        f"<td>{fmt_bytes(g.bytes_per_batch, 'GiB')}</td></tr>"
+        + (f"<td>{g.cached_tokens:,}</td><td>{fmt_bytes(g.bytes_per_token, 'KiB')}</td>"
+           if g.group.grows else "<td>state</td><td>-</td>")
+        + f"<td>{fmt_bytes(_held(e, g), 'GiB')}</td></tr>"
         for g in e.groups)
     limit = e.spec.max_position_embeddings
     warn = (f"<p><b>Beyond this model's max_position_embeddings ({limit:,}).</b></p>"
@@ -50,7 +58,7 @@ def render(e: Estimate) -> str:
         f"<th>per token</th><th>x {e.batch} sequences</th></tr>{rows}"
         f"<tr><td><b>all</b></td><td>{e.spec.num_layers}</td><td></td><td></td>"
         f"<td><b>{fmt_bytes(e.kv_bytes_per_token, 'KiB')}</b></td>"
-        f"<td><b>{fmt_bytes(e.kv_bytes_total, 'GiB')}</b></td></tr></table>")
+        f"<td><b>{fmt_bytes(e.total_bytes, 'GiB')}</b></td></tr></table>")
 
 
 def draw(fig, e: Estimate) -> None:
@@ -63,10 +71,10 @@ def draw(fig, e: Estimate) -> None:
         ax = fig.add_subplot()
         ax.invert_yaxis()
         ax.margins(x=0.25)
-        ax.set_xlabel("KV cache of the batch (GiB)")
+        ax.set_xlabel("KV cache (and state) of the batch (GiB)")
         ax.grid(axis="y", visible=False)
     ax = fig.axes[0]
-    values = np.array([float(g.bytes_per_batch) for g in e.groups]) / UNITS["GiB"]
+    values = np.array([float(_held(e, g)) for g in e.groups]) / UNITS["GiB"]
     y = np.arange(len(values))
     if len(ax.patches) != len(values):
         for artist in [*ax.containers, *ax.texts]:
@@ -84,7 +92,7 @@ def draw(fig, e: Estimate) -> None:
     ax.relim()
     ax.autoscale_view()
     ax.set_title(f"{title(e.spec)}: {format_context(e.context)} tokens x {e.batch}, "
-                 f"{e.kv_dtype}; total {fmt_bytes(e.kv_bytes_total, 'GiB')}")
+                 f"{e.kv_dtype}; total {fmt_bytes(e.total_bytes, 'GiB')}")
 
 
 def model_explorer(model="gemma-3-27b", context=131072, batch=1, kv_dtype="bf16"):

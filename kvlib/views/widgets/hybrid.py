@@ -1,0 +1,96 @@
+"""Notebook 07's explorer: a model's growing cache, constant state and total at a context.
+
+:func:`split` is the computation (:func:`kvlib.models.estimate.estimate` of a bundled
+model, or of a pasted ``config.json``); :func:`render` and :func:`draw` show it, and
+:func:`hybrid_explorer` wires it to controls (model, pasted config, context).
+"""
+
+from __future__ import annotations
+
+import json
+
+import ipywidgets as widgets
+import numpy as np
+
+from kvlib.core.units import UNITS, fmt_bytes
+from kvlib.models.catalog import BUNDLED, attention_label, title
+from kvlib.models.estimate import Estimate, estimate
+from kvlib.models.readers import read_config
+from kvlib.views.style import context_ticks, format_context
+
+__all__ = ["CONTEXTS", "split", "render", "draw", "hybrid_explorer"]
+
+CONTEXTS = context_ticks(1024, 1 << 20)  # 1K .. 1M tokens
+_BARS = (("growing cache", "#0072B2"), ("constant state", "#882255"))
+
+
+def split(model: str, config: str, context: int) -> Estimate:
+    """The bf16 cache and state of one sequence of ``context`` tokens.
+
+    config: a pasted config.json (JSON text); when not blank it is read instead of ``model``.
+    """
+    if config.strip():
+        try:
+            data = json.loads(config)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"the pasted config is not valid JSON: {e}") from None
+        spec = read_config(data, name=str(data.get("_name_or_path") or "pasted config")
+                           if isinstance(data, dict) else "pasted config")
+        return estimate(spec, context=context)
+    return estimate(model, context=context)
+
+
+def _gib(n) -> str:
+    return fmt_bytes(n, "GiB") if n >= UNITS["GiB"] else fmt_bytes(n, "MiB")
+
+
+def render(e: Estimate) -> str:
+    """One line: cache, state and total, each in GiB (MiB under 1 GiB)."""
+    kinds = ", ".join(f"{g.group.layers} {g.group.kind}" for g in e.groups)
+    return (f"<p><b>{title(e.spec)}</b> ({attention_label(e.spec)}; {kinds}), bf16, "
+            f"{e.context:,} tokens: growing cache {_gib(e.kv_bytes_per_sequence)} + constant "
+            f"state {_gib(e.state_bytes_per_sequence)} = <b>{_gib(e.total_bytes_per_sequence)}"
+            "</b></p>")
+
+
+def draw(fig, e: Estimate) -> None:
+    """Two horizontal bars (cache, state) in GiB; built once, then updated in place."""
+    if not fig.axes:
+        ax = fig.add_subplot()
+        ax.invert_yaxis()
+        ax.margins(x=0.3)
+        ax.set_xlabel("memory of one sequence (GiB)")
+        ax.grid(axis="y", visible=False)
+        ax.barh(np.arange(2), [0, 0], color=[c for _, c in _BARS])
+        ax.set_yticks(np.arange(2), [name for name, _ in _BARS])
+        for y in range(2):
+            ax.annotate("", (0, y), xytext=(4, 0), textcoords="offset points", va="center",
+                        fontsize=13)
+    ax = fig.axes[0]
+    values = [e.kv_bytes_per_sequence, e.state_bytes_per_sequence]
+    for rect, text, v, y in zip(ax.patches, ax.texts, values, range(2), strict=True):
+        rect.set_width(float(v) / UNITS["GiB"])
+        text.set_text(_gib(v))
+        text.xy = (float(v) / UNITS["GiB"], y)
+    ax.relim()
+    ax.autoscale_view()
+    ax.set_title(f"{title(e.spec)}, {format_context(e.context)} tokens: "
+                 f"{_gib(e.total_bytes_per_sequence)} per sequence")
+
+
+def hybrid_explorer(model: str = "qwen3-next-80b-a3b", context: int = 131072):
+    """Controls: bundled model, a text area for a pasted config.json, context (1K..1M)."""
+    from kvlib.views.widgets.kit import Explorer
+
+    style = {"description_width": "90px"}
+    wide = widgets.Layout(width="95%")
+    c = dict(
+        model=widgets.Dropdown(options=[(m.title, n) for n, m in BUNDLED.items()], value=model,
+                               description="model", style=style, layout=wide),
+        config=widgets.Textarea(value="", placeholder="or paste a config.json here",
+                                description="config.json", style=style, layout=wide),
+        context=widgets.SelectionSlider(options=[(format_context(t), t) for t in CONTEXTS],
+                                        value=context, description="context", style=style,
+                                        layout=wide),
+    )
+    return Explorer(c, split, render, draw, figsize=(10, 3.2))
