@@ -1,16 +1,22 @@
-# Two commands for readers: `make lab` and `make test`. Both create .venv on first use.
+# Two commands for readers: `make lab` and `make test`. Both create .venv on first use; `make lab`
+# installs only what the notebooks need (the `lab` extra), `make test` adds the test tools.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+LSTAMP := $(VENV)/.lab-stamp
 export PYTHONHASHSEED := 0
 
-.PHONY: lab test book lint unit notebooks-test browser figures notebooks bench env clean crosscheck
+.PHONY: lab test book student lint unit notebooks-test browser figures notebooks bench env clean crosscheck
 
-$(STAMP): pyproject.toml
+$(LSTAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed, found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[lab]'
+	@touch $(LSTAMP)
+
+$(STAMP): $(LSTAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
@@ -19,8 +25,14 @@ env: $(STAMP)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
+# Lab serves the whole repository (README.md, docs/ are one click away) and opens notebook 01;
+# the overrides turn off the news pop-up.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+
+lab: $(LSTAMP)
+	@mkdir -p $(LAB_SETTINGS)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' > $(LAB_SETTINGS)/overrides.json
+	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/01_attention_and_kv_cache.ipynb $(ROOT_FLAG)
 
 # The notebooks as a static HTML book in build/book/ (docs/publishing.md). Installs the book
 # extra into .venv on first use; MathJax comes from the npm registry (pinned, cached in build/cache).
@@ -55,6 +67,10 @@ unit: $(STAMP)
 
 notebooks-test: $(STAMP)
 	$(BIN)/python -m pytest --nbval notebooks
+
+# The student edition in student/: no solutions, no outputs, answer cells with check() calls.
+student: $(LSTAMP)
+	$(BIN)/python scripts/student_edition.py student
 
 figures: $(STAMP)
 	$(BIN)/python -m kvlib.views.figures figures

@@ -1,4 +1,9 @@
-"""pyproject.toml and environment.yml must list the same packages at the same versions."""
+"""pyproject.toml and environment.yml must list the same packages at the same versions.
+
+environment.yml is the learner's environment (conda, Binder): the dependencies and the `lab`
+extra; the `dev` extra (make test) holds the lab's pins too, so a learner and a tester run the
+notebooks on the same versions.
+"""
 
 import re
 import tomllib
@@ -9,7 +14,7 @@ ROOT = Path(__file__).parent.parent
 
 def _pyproject_pins():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = project["dependencies"] + project["optional-dependencies"]["dev"]
+    reqs = project["dependencies"] + project["optional-dependencies"]["lab"]
     pins = {}
     for r in reqs:
         name, version = r.split("==")
@@ -28,7 +33,7 @@ def _conda_pins():
 
 def test_every_dependency_is_pinned_exactly():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    for r in project["dependencies"] + project["optional-dependencies"]["dev"]:
+    for r in project["dependencies"] + sum(project["optional-dependencies"].values(), []):
         assert re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", r), r
 
 
@@ -47,3 +52,8 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "make lab" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_lab_extra_is_inside_dev_at_the_same_pins():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(extras["lab"]) <= set(extras["dev"])

@@ -17,13 +17,13 @@ import numpy as np
 
 from kvlib.core import validate
 from kvlib.core.dtypes import bytes_per_element
-from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
-from kvlib.serving.sharding import Sharding, shard
+from kvlib.models.spec import STATEFUL, CacheKind, LayerGroup, ModelSpec
+from kvlib.serving.sharding import Sharding, shard, shard_state
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE", "KVScales", "KV_SCALES", "kv_scales", "GroupShare", "paged_tokens",
     "sequence_shares", "kv_bytes_per_sequence_per_gpu", "kv_bytes_per_sequences_per_gpu",
-    "slot_bytes", "vllm_sliding_window_tokens",
+    "slot_bytes", "state_bytes_per_sequence_per_gpu", "vllm_sliding_window_tokens",
 ]
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM's block_size default on CUDA
@@ -120,7 +120,10 @@ class GroupShare:
 def sequence_shares(model: ModelSpec, context: int, kv_dtype: str = "bf16", tp: int = 1,
                     block_size: int = DEFAULT_BLOCK_SIZE, scales=None,
                     dcp: int = 1) -> list[GroupShare]:
-    """Per layer group: what one sequence of ``context`` tokens holds on one TP rank.
+    """Per growing layer group: what one sequence of ``context`` tokens caches on one TP rank.
+
+    Constant-size states are not here (:func:`state_bytes_per_sequence_per_gpu`), nor
+    groups that keep nothing.
 
     dcp: vLLM's ``decode_context_parallel_size``: the ranks that would hold
     copies of the same head split the tokens instead, ceil(T / dcp) each
@@ -132,6 +135,8 @@ def sequence_shares(model: ModelSpec, context: int, kv_dtype: str = "bf16", tp: 
     dcp = validate.positive_int("decode_context_parallel_size", dcp)
     out = []
     for g in model.groups:
+        if not g.grows:  # constant states: state_bytes_per_sequence_per_gpu; empty: nothing
+            continue
         rank_group, sharding = shard(g, tp)
         cached = g.cached_tokens(context)
         if dcp > 1:
@@ -159,6 +164,14 @@ def kv_bytes_per_sequence_per_gpu(model: ModelSpec, context: int, kv_dtype: str 
     """
     shares = sequence_shares(model, context, kv_dtype, tp, block_size, scales, dcp)
     return math.ceil(Fraction(sum(s.kv_bytes + s.scale_bytes for s in shares)))
+
+
+def state_bytes_per_sequence_per_gpu(model: ModelSpec, tp: int = 1) -> int:
+    """Bytes of the constant-size states (Mamba, linear attention, convolution) of one
+    sequence on one TP rank: every state's heads and channels split by TP
+    (:func:`kvlib.serving.sharding.shard_state`), in the state's own dtypes."""
+    return sum(shard_state(g, tp).state_bytes_per_sequence()
+               for g in model.groups if g.kind in STATEFUL)
 
 
 def slot_bytes(model: ModelSpec, kv_dtype: str, tp: int, scales, dcp: int) -> list:
