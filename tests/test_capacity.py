@@ -215,7 +215,11 @@ def test_unknown_scales_named():
 
 # --- budget, sequences, replicas ------------------------------------------------------------
 
-H200_USABLE = 141_000_000_000 * 9 // 10  # floor(0.9 x 141 GB) = 126.9 GB
+# vLLM multiplies the total CUDA reports: 139.81 GiB on an H200 (its start-up log), kept as
+# floor(13981 x 2^30 / 100) = floor(15,011,984,441,344 / 100) B, and rounds up.
+H200_CUDA_TOTAL = 13981 * 1024**3 // 100
+H200_USABLE = -(-H200_CUDA_TOTAL * 9 // 10)  # ceil(1,351,078,599,717 / 10)
+H200_DATASHEET_USABLE = 141_000_000_000 * 9 // 10  # 0.9 x 141 GB = 126.9 GB
 WEIGHTS_TP4 = 70_600_000_000 * 2 // 4  # 35.3 GB
 BUDGET_TP4 = H200_USABLE - WEIGHTS_TP4 - 4 * GiB
 SEQ_128K_TP4 = 2 * 80 * 2 * 128 * 2 * 131072  # 10 GiB per GPU
@@ -224,15 +228,31 @@ SEQ_128K_TP4 = 2 * 80 * 2 * 128 * 2 * 131072  # 10 GiB per GPU
 def test_four_h200_tp4_budget_and_sequences():
     p = plan(LLAMA_70B, "H200", gpus=4, tp=4, context=131072)
     assert p.hbm_bytes_per_gpu == 141_000_000_000
-    assert p.usable_bytes_per_gpu == H200_USABLE == 126_900_000_000
+    assert p.total_memory_bytes_per_gpu == H200_CUDA_TOTAL == 150_119_844_413
+    assert p.memory_basis == "cuda"
+    assert p.usable_bytes_per_gpu == H200_USABLE == 135_107_859_972
     assert p.weights_bytes_per_gpu == WEIGHTS_TP4 == 35_300_000_000
     assert p.overhead_bytes_per_gpu == 4 * 1024**3
-    assert p.kv_budget_bytes_per_gpu == BUDGET_TP4 == 87_305_032_704
+    assert p.kv_budget_bytes_per_gpu == BUDGET_TP4 == 95_512_892_676
     assert p.kv_bytes_per_sequence_per_gpu == SEQ_128K_TP4 == 10 * GiB
     assert p.max_sequences_per_replica == BUDGET_TP4 // SEQ_128K_TP4 == 8
     assert p.replicas == 1 and p.max_sequences == 8
     assert p.kv_free_bytes_per_gpu == BUDGET_TP4 - 8 * SEQ_128K_TP4
     assert p.fits and p.reason == ""
+
+
+def test_datasheet_memory_on_request():
+    p = plan(LLAMA_70B, "H200", gpus=4, tp=4, context=131072, memory="datasheet")
+    assert p.memory_basis == "datasheet" and p.total_memory_bytes_per_gpu == 141_000_000_000
+    assert p.usable_bytes_per_gpu == H200_DATASHEET_USABLE == 126_900_000_000
+    assert p.kv_budget_bytes_per_gpu == 126_900_000_000 - 35_300_000_000 - 4 * GiB
+    assert p.max_sequences == 87_305_032_704 // SEQ_128K_TP4 == 8
+
+
+def test_gpu_without_a_cuda_total_keeps_the_datasheet():
+    p = plan(LLAMA_70B, "H100-80GB", gpus=8, tp=8, context=32768)
+    assert p.memory_basis == "datasheet" and p.total_memory_bytes_per_gpu == 80 * 10**9
+    assert p.usable_bytes_per_gpu == 72 * 10**9
 
 
 def test_exact_sessions_before_flooring():
@@ -255,7 +275,8 @@ def test_gpus_must_be_a_multiple_of_tp():
 def test_utilization_is_exact_and_at_most_one():
     d = Deployment(LLAMA_70B, "H200", gpus=4, tp=4, gpu_mem_util=0.95)
     assert d.gpu_mem_util == Fraction(95, 100)
-    assert d.usable_bytes_per_gpu == 141_000_000_000 * 95 // 100
+    # ceil(0.95 x 150,119,844,413) = ceil(142,613,852,192.35)
+    assert d.usable_bytes_per_gpu == -(-H200_CUDA_TOTAL * 95 // 100) == 142_613_852_193
     with pytest.raises(ValueError, match="at most 1"):
         Deployment(LLAMA_70B, "H200", gpu_mem_util=1.2)
 
@@ -278,7 +299,8 @@ def test_max_context_at_a_given_concurrency():
     d = Deployment(LLAMA_70B, "H200", gpus=4, tp=4)
     per_token_tp4 = 2 * 80 * 2 * 128 * 2
     # 16 sequences: the largest whole-block context with 16 x slots x 81,920 <= budget
-    assert d.max_context(16) == BUDGET_TP4 // (16 * per_token_tp4) // 16 * 16 == 66_608
+    # 95,512,892,676 // 1,310,720 = 72,870 tokens, whole blocks: 4,554 x 16
+    assert d.max_context(16) == BUDGET_TP4 // (16 * per_token_tp4) // 16 * 16 == 72_864
     assert d.max_context(8) == 131072  # capped at max_position_embeddings
     assert d.max_context(10**6) == 0
 
@@ -287,8 +309,8 @@ def test_fp8_kv_doubles_sequences_at_the_same_budget():
     bf16 = plan(LLAMA_70B, "H200", 4, 4, 32768)
     fp8 = plan(LLAMA_70B, "H200", 4, 4, 32768, kv_dtype="fp8")
     assert fp8.kv_bytes_per_sequence_per_gpu * 2 == bf16.kv_bytes_per_sequence_per_gpu
-    assert bf16.max_sequences == BUDGET_TP4 // (81_920 * 32768) == 32
-    assert fp8.max_sequences == BUDGET_TP4 // (40_960 * 32768) == 65
+    assert bf16.max_sequences == BUDGET_TP4 // (81_920 * 32768) == 35
+    assert fp8.max_sequences == BUDGET_TP4 // (40_960 * 32768) == 71
 
 
 # --- speculative decoding --------------------------------------------------------------------
@@ -302,7 +324,8 @@ def test_draft_model_adds_its_weights_and_its_cache():
     assert p.kv_bytes_per_sequence_per_gpu == target_seq + draft_seq
     budget = H200_USABLE - WEIGHTS_TP4 - draft_weights - 4 * GiB
     assert p.kv_budget_bytes_per_gpu == budget
-    assert p.max_sequences == budget // (target_seq + draft_seq) == 44
+    # 91,497,892,676 // 1,879,048,192 = 48 (48 x 1,879,048,192 = 90,194,313,216)
+    assert p.max_sequences == budget // (target_seq + draft_seq) == 48
 
 
 def test_llama_8b_draft_adds_40_percent_not_10_to_15():
@@ -329,7 +352,7 @@ def test_weights_alone_exceed_the_budget():
 
 def test_budget_too_small_for_one_sequence():
     p = plan(LLAMA_70B, "H200", 1, 1, 200_000, weight_dtype="fp8")
-    budget = 126_900_000_000 - 70_600_000_000 - 4 * GiB
+    budget = 135_107_859_972 - 70_600_000_000 - 4 * GiB
     assert p.kv_budget_bytes_per_gpu == budget
     assert budget < 200_000 * 327_680  # 65.5 GB for one sequence
     assert not p.fits and "holds no sequence of 200,000 tokens" in p.reason

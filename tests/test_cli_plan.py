@@ -33,12 +33,16 @@ def test_json_has_the_required_fields_with_hand_values(capsys):
                           "--context", "131072")
     assert rc == 0 and err == ""
     assert all(k in d for k in REQUIRED)
-    usable = 141_000_000_000 * 9 // 10
+    # vLLM: ceil(0.9 x the CUDA total); an H200 reports 139.81 GiB = floor(13981 x 2^30 / 100) B
+    cuda_total = 13981 * 1024**3 // 100
+    usable = -(-cuda_total * 9 // 10)
     weights = LLAMA_70B_PARAMS * 2 // 4
     budget = usable - weights - 4 * GiB
     per_seq = 2 * 80 * (8 // 4) * 128 * 2 * 131072
     assert d["hbm_bytes_per_gpu"] == 141_000_000_000
-    assert d["usable_bytes_per_gpu"] == usable
+    assert d["total_memory_bytes_per_gpu"] == cuda_total == 150_119_844_413
+    assert d["memory_basis"] == "cuda"
+    assert d["usable_bytes_per_gpu"] == usable == 135_107_859_972
     assert d["weights_bytes_per_gpu"] == weights
     assert d["overhead_bytes_per_gpu"] == 4 * GiB
     assert d["kv_budget_bytes_per_gpu"] == budget
@@ -46,8 +50,14 @@ def test_json_has_the_required_fields_with_hand_values(capsys):
     assert d["replicas"] == 2
     assert d["max_sequences_per_replica"] == budget // per_seq == 8
     assert d["max_sequences"] == 16
+    # the bound reads the weights but the untied input embedding (128,256 x 8,192), /TP
+    read = (LLAMA_70B_PARAMS - 128_256 * 8192) * 2 // 4
+    assert d["decode_weights_read_bytes_per_gpu"] == read == 34_774_663_424
     assert d["decode_step_seconds_lower_bound"] == pytest.approx(
+        (read + 8 * per_seq) / 4_800_000_000_000)
+    assert d["decode_step_seconds_all_weights"] == pytest.approx(
         (weights + 8 * per_seq) / 4_800_000_000_000)
+    assert d["decode_step_seconds_uniform_routing"] is None  # dense
     assert d["fits"] is True
     (g,) = d["groups"]
     assert (g["kv_heads"], g["kv_heads_per_gpu"], g["kv_head_replicas"]) == (8, 2, 1)
@@ -74,7 +84,8 @@ def test_flags_change_what_they_name(capsys):
                         "--gpu-mem-util", "0.95", "--block-size", "32", "--overhead-gib", "2",
                         "--hbm-gib", "140")
     assert rc == 0
-    assert d["hbm_bytes_per_gpu"] == 140 * GiB
+    assert d["hbm_bytes_per_gpu"] == d["total_memory_bytes_per_gpu"] == 140 * GiB
+    assert d["memory_basis"] == "datasheet"  # the override replaces the reported totals
     assert d["usable_bytes_per_gpu"] == 140 * GiB * 95 // 100
     assert d["weights_bytes_per_gpu"] == LLAMA_70B_PARAMS // 4
     assert d["overhead_bytes_per_gpu"] == 2 * GiB
@@ -118,7 +129,34 @@ def test_text_output_shows_the_budget(capsys):
     rc, out, _ = run(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
                      "--context", "131072")
     assert rc == 0
-    assert "126.9 GB" in out and "sequences in all" in out and "ms or more" in out
+    assert "150.12 GB = 139.81 GiB" in out and "141 GB = 131.32 GiB" in out
+    assert "135.11 GB = 125.83 GiB" in out  # ceil(0.9 x 150,119,844,413 B)
+    assert "sequences in all" in out and "ms or more" in out
+    assert "note: memory: 139.81 GiB, the total CUDA reports on an H200" in out
+
+
+def test_memory_flag_takes_the_datasheet(capsys):
+    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                        "--context", "131072", "--memory", "datasheet")
+    assert rc == 0 and d["memory_basis"] == "datasheet"
+    assert d["usable_bytes_per_gpu"] == 141_000_000_000 * 9 // 10 == 126_900_000_000
+    assert any(n == "memory: the datasheet's 141 GB (--memory datasheet)" for n in d["notes"])
+
+
+def test_gpu_without_cuda_total_says_so(capsys):
+    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H100-80GB", "--gpus", "8", "--tp",
+                        "8", "--context", "32768")
+    assert rc == 0 and d["memory_basis"] == "datasheet"
+    assert d["usable_bytes_per_gpu"] == 72 * 10**9
+    assert any("no CUDA-reported total for the H100-80GB" in n for n in d["notes"])
+
+
+def test_moe_decode_lines(capsys):
+    rc, out, _ = run(capsys, "deepseek-v2", "--gpu", "H200", "--gpus", "8", "--tp", "8",
+                     "--context", "32768")
+    assert rc == 0
+    assert "uniform routing" in out and "of 160 experts per layer, 6 per token" in out
+    assert "every weight read" in out
 
 
 @pytest.mark.parametrize("argv, message", [

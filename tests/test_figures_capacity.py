@@ -26,7 +26,9 @@ def test_budget_bar_segments_are_the_plan_numbers():
     assert widths[0] == 35.3  # 70.6e9 x 2 B / 4 GPUs, in GB
     assert widths[1] == round(4 * GiB / 1e9, 6)  # overhead
     assert widths[2] == round(8 * 10 * GiB / 1e9, 6)  # 8 sessions of 10 GiB
-    assert sum(r.get_width() for r in ax.patches) == pytest.approx(126.9)  # all usable memory
+    # all usable memory: ceil(0.9 x 139.81 GiB reported by CUDA) = 135,107,859,972 B
+    assert sum(r.get_width() for r in ax.patches) == pytest.approx(135.107859972)
+    assert ax.lines[1].get_xdata()[0] == pytest.approx(150.119844413)  # the CUDA total
 
 
 def test_levers_bars_and_budget_line():
@@ -60,9 +62,10 @@ def test_make_figures_entries_build():
 def test_planner_by_hand():
     r = planner("llama-3.1-70b", "H200", gpus=8, tp=4, weight_dtype="bf16", kv_dtype="fp8",
                 context=32768, gpu_mem_util=0.9, sessions=64)
-    budget = 141_000_000_000 * 9 // 10 - 70_600_000_000 * 2 // 4 - 4 * GiB
-    per_seq = 2 * 80 * 2 * 128 * 1 * 32768
-    assert r.plan.max_sequences == 2 * (budget // per_seq) == 2 * 65
+    usable = -(-(13981 * 1024**3 // 100) * 9 // 10)  # ceil(0.9 x the H200's CUDA total)
+    budget = usable - 70_600_000_000 * 2 // 4 - 4 * GiB  # 95,512,892,676
+    per_seq = 2 * 80 * 2 * 128 * 1 * 32768  # 1,342,177,280
+    assert r.plan.max_sequences == 2 * (budget // per_seq) == 2 * 71
     # 64 sessions per replica: the longest whole-block context with 64 x slots x 40,960 <= budget
     assert r.max_context == budget // (64 * 40_960) // 16 * 16
     assert "max concurrent sessions" in render(r)

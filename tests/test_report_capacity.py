@@ -42,10 +42,11 @@ def test_refinement_table_post_a_example():
     # (564 - 140) GB / (320 KiB x 131,072 tokens) = 9.87 sessions
     assert round((564 - 140) * GB / (327_680 * 131_072), 2) == 9.87
     assert rows[2] == ["naive", "424 GB", "9.87", ""]
-    # per GPU: 126.9 GB - 35.3 GB - 4 GiB, over 80 KiB x 131,072 tokens
-    budget = 126_900_000_000 - 35_300_000_000 - 4 * GiB
+    # per GPU: ceil(0.9 x 139.81 GiB CUDA total) = 135,107,859,972 B - 35.3 GB - 4 GiB,
+    # over 80 KiB x 131,072 tokens
+    budget = 135_107_859_972 - 35_300_000_000 - 4 * GiB
     sessions = budget / (81_920 * 131_072)
-    assert rows[3][2] == f"{sessions:.2f}" == "8.13"
+    assert rows[3][2] == f"{sessions:.2f}" == "8.90"
     assert rows[3][3] == f"{sessions - 424 * GB / (327_680 * 131_072):+.2f}"
     assert rows[4][:3] == ["whole sessions: floor", "", "8"]
 

@@ -88,10 +88,11 @@ def test_budget_bar_by_hand_then_not_fitting():
     ax = e.fig.axes[0]
     weights, overhead = 70.6e9 * 2 / 4 / 1e9, 4 * GiB / 1e9
     per_session = 80 * 2 * 2 * 128 * 1 * 131072  # bytes per GPU, 2 KV heads per GPU at TP 4
-    budget = 141e9 * 0.9 - 70.6e9 * 2 / 4 - 4 * GiB
+    budget = 135_107_859_972 - 70.6e9 * 2 / 4 - 4 * GiB  # ceil(0.9 x 139.81 GiB), H200's CUDA total
     sessions = int(budget // per_session)
     assert visible_widths(ax) == pytest.approx(
         [weights, overhead, sessions * per_session / 1e9, (budget - sessions * per_session) / 1e9])
+    assert sessions == 17  # 95,512,892,676 // 5,368,709,120
     assert ax.texts[0].get_text() == f"{sessions} x 128K"
     # 70B in bf16 on one A100 80GB: the weights alone exceed the usable memory
     e.controls["gpu"].value = "A100-80GB"

@@ -18,7 +18,7 @@ from fractions import Fraction
 from kvlib.cli.args import count, tokens, unit_fraction
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
-from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, Deployment
+from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, MEMORY_BASES, Deployment
 from kvlib.serving.gpus import CATALOG, get_gpu
 from kvlib.serving.kv import DEFAULT_BLOCK_SIZE, KV_SCALES, sequence_shares
 
@@ -85,8 +85,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--block-size", type=count, default=DEFAULT_BLOCK_SIZE,
                    help="tokens per KV block (default 16)")
     p.add_argument("--overhead-gib", default=str(DEFAULT_OVERHEAD_BYTES // GiB),
-                   help="non-KV memory per GPU: activations, CUDA graphs, NCCL (default 4)")
+                   help="non-KV memory per GPU besides the weights, as vLLM profiles it: "
+                        "activation peak, non-torch memory (NCCL, cuBLAS), CUDA-graph "
+                        "estimate (default 4)")
     p.add_argument("--hbm-gib", default=None, help="GPU memory in GiB, overriding the catalog")
+    p.add_argument("--memory", default="cuda", choices=list(MEMORY_BASES),
+                   help="the total gpu_memory_utilization multiplies: cuda (default: the "
+                        "total CUDA reports, as vLLM reads it, where the catalog has it; "
+                        "else the datasheet's) or datasheet")
     p.add_argument("--params", default=None,
                    help="parameter count, e.g. 70.6B (required where the config has none)")
     p.add_argument("--draft", default=None, help="speculative-decoding draft model")
@@ -122,31 +128,60 @@ def _text(d: dict) -> str:
     def both(n):
         return f"{fmt_bytes(n, 'GB'):>11} = {fmt_bytes(n, 'GiB')}"
 
-    rows = [("memory per GPU", d["hbm_bytes_per_gpu"]),
-            (f"usable (x {d['gpu_mem_util']:g})", d["usable_bytes_per_gpu"]),
-            ("weights per GPU", d["weights_bytes_per_gpu"])]
+    basis = "CUDA total" if d["memory_basis"] == "cuda" else "datasheet"
+    rows = [(f"memory per GPU ({basis})", d["total_memory_bytes_per_gpu"])]
+    if d["memory_basis"] == "cuda":
+        rows.append(("  datasheet", d["hbm_bytes_per_gpu"]))
+    rows += [(f"usable (x {d['gpu_mem_util']:g}, rounded up)", d["usable_bytes_per_gpu"]),
+             ("weights per GPU", d["weights_bytes_per_gpu"])]
     if d["draft"]:
         rows.append((f"draft weights ({d['draft']})", d["draft_weights_bytes_per_gpu"]))
-    rows += [("overhead per GPU", d["overhead_bytes_per_gpu"]),
+    rows += [("activations, NCCL, graphs", d["overhead_bytes_per_gpu"]),
              ("KV budget per GPU", d["kv_budget_bytes_per_gpu"]),
              (f"KV per sequence (block {d['block_size']})", d["kv_bytes_per_sequence_per_gpu"])]
+    w = 32
     lines = [
         f"{d['model']} on {d['gpus']} x {d['gpu']}, TP={d['tp']} "
         f"({d['replicas']} replica{'s' if d['replicas'] != 1 else ''}), "
         f"context {d['context']:,}, kv {d['kv_dtype']}, weights {d['weight_dtype']}",
-        *(f"  {label:<28}{both(n)}" for label, n in rows),
-        f"  {'sequences per replica':<28}{d['max_sequences_per_replica']:>11,}",
-        f"  {'sequences in all':<28}{d['max_sequences']:>11,}",
+        *(f"  {label:<{w}}{both(n)}" for label, n in rows),
+        f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}",
+        f"  {'sequences in all':<{w}}{d['max_sequences']:>11,}",
     ]
     if d["decode_step_seconds_lower_bound"] is not None:
-        ms = d["decode_step_seconds_lower_bound"] * 1000
-        lines.append(f"  {'decode step, full batch':<28}{ms:>8.2f} ms or more")
+        b = d["max_sequences_per_replica"]
+        lines.append(f"  {f'decode step, batch {b:,}':<{w}}"
+                     f"{d['decode_step_seconds_lower_bound'] * 1e3:>8.2f} ms or more "
+                     f"(reads {fmt_bytes(d['decode_weights_read_bytes_per_gpu'], 'GB')} of "
+                     f"weights per GPU + the caches)")
+        if d["decode_step_seconds_uniform_routing"] is not None:
+            lines.append(f"  {'  uniform routing':<{w}}"
+                         f"{d['decode_step_seconds_uniform_routing'] * 1e3:>8.2f} ms "
+                         f"({d['expected_experts_per_layer']:g} of {d['routed_experts']} "
+                         f"experts per layer, {d['experts_per_token']} per token)")
+        lines.append(f"  {'  every weight read':<{w}}"
+                     f"{d['decode_step_seconds_all_weights'] * 1e3:>8.2f} ms")
     lines += [f"  note: {n}" for n in d["notes"]]
     return "\n".join(lines)
 
 
+def _memory_note(deployment: Deployment) -> str:
+    gpu = deployment.gpu
+    sheet = fmt_bytes(gpu.hbm_bytes, "GB")
+    if deployment.memory_basis == "cuda":
+        return (f"memory: {fmt_bytes(gpu.cuda_total_bytes, 'GiB')}, the total CUDA reports "
+                f"on an {gpu.name} (vLLM's start-up log), which vLLM multiplies by "
+                f"gpu_memory_utilization; the datasheet says {sheet} (--memory datasheet)")
+    if deployment.memory == "datasheet":
+        return f"memory: the datasheet's {sheet} (--memory datasheet)"
+    return (f"memory: the datasheet's {sheet}: the catalog has no CUDA-reported total for "
+            f"the {gpu.name}, the figure vLLM would multiply (it differs from the datasheet's "
+            f"and from nvidia-smi's)")
+
+
 def run(args) -> int:
-    from kvlib.models.catalog import load_model
+    from kvlib.models.catalog import bundled_name, load_model
+    from kvlib.models.readers.fields import load_config
 
     model = load_model(args.model)
     draft = load_model(args.draft) if args.draft else None
@@ -158,7 +193,8 @@ def run(args) -> int:
         block_size=args.block_size,
         overhead_bytes=_gib_to_bytes("--overhead-gib", args.overhead_gib, allow_zero=True),
         params=parse_count(args.params) if args.params is not None else None,
-        draft=draft, scales=args.kv_scales, dcp=args.dcp,
+        draft=draft, scales=args.kv_scales, dcp=args.dcp, memory=args.memory,
+        config=None if bundled_name(args.model) else load_config(args.model),
     )
     context = args.context
     said = []
@@ -168,7 +204,9 @@ def run(args) -> int:
             raise ValueError(f"{model.name}: the config gives no max_position_embeddings; "
                              "pass --context")
         said.append(f"context: the config's max_position_embeddings, {context:,} tokens")
-    if hbm is not None:
+    if hbm is None:
+        said.append(_memory_note(deployment))
+    else:
         catalog = get_gpu(args.gpu)
         said.append(f"memory per GPU: --hbm-gib {args.hbm_gib} overrides the catalog's "
                     f"{fmt_bytes(catalog.hbm_bytes, 'GB')} {catalog.name}; the bandwidth is "

@@ -38,7 +38,9 @@ class BundledModel:
     """One bundled model.
 
     params: total parameter count as published by the model's authors (for a
-    mixture of experts, all experts; ``active_params`` is the per-token count).
+    mixture of experts, all experts; ``active_params`` is the per-token count, published
+    and cited in the note; None for a dense text model, whose active count is its total:
+    :attr:`active`).
     """
 
     name: str
@@ -48,6 +50,11 @@ class BundledModel:
     params_note: str
     active_params: int | None = None
     copy: str = ""  # where the bundled file was copied from, when not from the Hub page itself
+
+    @property
+    def active(self) -> int:
+        """Parameters one token reads: ``active_params``, or the total for a dense model."""
+        return self.params if self.active_params is None else self.active_params
 
     @property
     def source(self) -> str:
@@ -78,12 +85,16 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
     _m("llama-3.1-8b", "Llama 3.1 8B", "meta-llama/Llama-3.1-8B", 8.03e9,
        "8.03B, the count shown on the model page"),
     _m("gemma-3-27b", "Gemma 3 27B", "google/gemma-3-27b-it", 27.4e9,
-       "27.4B including the 0.4B SigLIP vision encoder (paper's Table 3 model)"),
+       "27.4B including the 0.4B SigLIP vision encoder (paper's Table 3 model); active: "
+       "27.4B less the 417M vision encoder (Gemma 3 report, arXiv:2503.19786, Table 1), "
+       "which decoding text does not read", 26.983e9),
     _m("deepseek-v2", "DeepSeek V2", "deepseek-ai/DeepSeek-V2", 236e9,
-       "236B total, 21B activated per token (paper's Table 3 model)", 21e9),
+       "236B total, 21B activated per token (DeepSeek-V2 paper, arXiv:2405.04434, "
+       "abstract; paper's Table 3 model)", 21e9),
     _m("deepseek-v3", "DeepSeek V3", "deepseek-ai/DeepSeek-V3", 671e9,
        "671B total (the 685B on the model page adds the 14B multi-token-prediction "
-       "module), 37B activated per token", 37e9),
+       "module), 37B activated per token (DeepSeek-V3 report, arXiv:2412.19437, "
+       "abstract)", 37e9),
     _m("gemma-2-9b", "Gemma 2 9B", "google/gemma-2-9b", 9.24e9,
        "9.24B, the count shown on the model page"),
     _m("qwen3-32b", "Qwen3 32B", "Qwen/Qwen3-32B", 32.8e9,
@@ -97,9 +108,11 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
     _m("gpt2", "GPT-2 (124M)", "openai-community/gpt2", 124e6,
        "124M, the smallest GPT-2"),
     _m("llama-4-scout", "Llama 4 Scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9,
-       "109B total, 17B activated per token (16 experts)", 17e9),
+       "109B total (vision encoder included), 17B activated per token (16 experts; "
+       "Meta's model card)", 17e9),
     _m("gpt-oss-20b", "gpt-oss 20B", "openai/gpt-oss-20b", 20.9e9,
-       "20.9B total, 3.6B activated per token (model card)", 3.6e9),
+       "20.9B total, 3.6B activated per token, the input embedding not counted "
+       "(gpt-oss model card, arXiv:2508.10925)", 3.6e9),
     _m("qwen3-next-80b-a3b", "Qwen3-Next 80B-A3B", "Qwen/Qwen3-Next-80B-A3B-Instruct", 80e9,
        "80B total, 3B active (transformers docs, model_doc/qwen3_next.md)", 3e9,
        copy=f"{_AIC.replace('@095f58a5', '@1b7cfb10')} (the Thinking sibling, same content) and "

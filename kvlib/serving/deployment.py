@@ -1,8 +1,18 @@
 """A model on N GPUs, in vLLM's vocabulary: the memory budget and the cache per sequence.
 
-Budget per GPU: floor(gpu_memory_utilization x memory) - weights - draft
-weights - a non-KV overhead; sequences per TP group = floor(budget / KV per
-sequence per GPU); GPUs / TP data-parallel replicas. A speculative-decoding
+Budget per GPU, as vLLM 0.33.0 computes it: ``requested_memory`` =
+ceil(gpu_memory_utilization x the total CUDA reports) (``request_memory``,
+``vllm/v1/worker/utils.py``), minus the non-KV memory measured at start-up
+(``determine_available_memory``, ``vllm/v1/worker/gpu_worker.py``;
+``memory_profiling``, ``vllm/utils/mem_utils.py``): the weights, the profiling
+run's activation peak (``transient_peak_headroom``), non-torch memory (NCCL,
+cuBLAS handles: part of ``total_consumed``) and, by default since v0.21, the
+CUDA-graph estimate (``cudagraph_memory_estimate``,
+``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``). kvlib counts the weights and
+lumps the other three into ``overhead_bytes`` (default 4 GiB). The total is the
+catalog's CUDA total where it has one (``memory="cuda"``, the default), else the
+datasheet's. Sequences per TP group = floor(budget / KV per sequence per GPU);
+GPUs / TP data-parallel replicas. A speculative-decoding
 draft adds its weights and its own cache per sequence (sharded by its own TP,
 by default the target's). The answer for one context is a
 :class:`kvlib.serving.plan.Plan`.
@@ -11,13 +21,19 @@ by default the target's). The answer for one context is a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kvlib.core import validate
 from kvlib.core.dtypes import bytes_per_element
 from kvlib.models.spec import ModelSpec
 from kvlib.serving import context_search
+from kvlib.serving.decode import (
+    derived_active_params,
+    moe_layout,
+    read_params,
+    uniform_routing_read_params,
+)
 from kvlib.serving.gpus import GPU, get_gpu
 from kvlib.serving.kv import (
     DEFAULT_BLOCK_SIZE,
@@ -28,14 +44,28 @@ from kvlib.serving.kv import (
 )
 from kvlib.serving.weights import weight_bytes_per_element, weights_bytes_per_gpu
 
-__all__ = ["DEFAULT_GPU_MEM_UTIL", "DEFAULT_OVERHEAD_BYTES", "Deployment"]
+__all__ = ["DEFAULT_GPU_MEM_UTIL", "DEFAULT_OVERHEAD_BYTES", "MEMORY_BASES", "Deployment"]
 
 GiB = 1024**3
 DEFAULT_GPU_MEM_UTIL = Fraction(9, 10)  # vLLM's gpu_memory_utilization default
-# Activations at the profiling batch, CUDA graphs, NCCL and allocator buffers: vLLM
-# measures this at start-up. vLLM PR #10511 logs 1.79 GiB non-torch + 1.26 GiB
-# activation peak for Llama-3-8B at TP=1 and 3.58 + 1.26 GiB at TP=2.
+# Activation peak at the profiling batch + non-torch memory (NCCL, cuBLAS) + the
+# CUDA-graph estimate: vLLM measures these at start-up. vLLM PR #10511 logs 1.79 GiB
+# non-torch + 1.26 GiB activation peak for Llama-3-8B at TP=1 and 3.58 + 1.26 GiB at TP=2.
 DEFAULT_OVERHEAD_BYTES = 4 * GiB
+MEMORY_BASES = ("cuda", "datasheet")
+
+
+def _bundled_config(name: str) -> dict | None:
+    from kvlib.models.catalog import BUNDLED, bundled_config
+
+    return bundled_config(name) if name in BUNDLED else None
+
+
+def _bundled_active(name: str) -> int | None:
+    from kvlib.models.catalog import BUNDLED
+
+    m = BUNDLED.get(name)
+    return None if m is None else m.active
 
 
 @dataclass(frozen=True)
@@ -47,6 +77,11 @@ class Deployment:
     ``draft_tp`` ranks (default: the target's TP). scales: a :data:`KV_SCALES`
     name or :class:`KVScales` for the quantization scales of ``kv_dtype``.
     dcp: vLLM's decode_context_parallel_size for the target (see :func:`sequence_shares`).
+    memory: "cuda" (default): the total CUDA reports where the catalog has it, else the
+    datasheet's; "datasheet": always the datasheet's.
+    active_params: parameters one token reads (default: the bundled model's published
+    active count, else its total). config: the model's config.json as a dict (default:
+    the bundled one), for the experts and the embedding of the decode bound.
     """
 
     model: ModelSpec
@@ -63,6 +98,9 @@ class Deployment:
     draft_tp: int | None = None
     scales: KVScales | str | None = None
     dcp: int = 1
+    memory: str = "cuda"
+    active_params: int | None = None
+    config: dict | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -90,6 +128,13 @@ class Deployment:
                 f"the parameter count of {self.model.name} is unknown; give it (--params)"
             )
         set_(self, "params", validate.positive_int("parameter count", params))
+        if self.memory not in MEMORY_BASES:
+            raise ValueError(f"memory must be one of {', '.join(MEMORY_BASES)}, "
+                             f"got {self.memory!r}")
+        if self.config is None:
+            set_(self, "config", _bundled_config(self.model.name))
+        if self.active_params is not None:
+            validate.positive_int("active parameter count", self.active_params)
         if self.draft is not None:
             if self.draft.params is None:
                 raise ValueError(f"the draft model {self.draft.name} has no parameter count")
@@ -107,8 +152,56 @@ class Deployment:
         return self.gpus // self.tp
 
     @property
+    def total_memory_bytes_per_gpu(self) -> int:
+        """The memory gpu_memory_utilization multiplies (see ``memory``)."""
+        if self.memory == "cuda":
+            return self.gpu.total_memory_bytes
+        return self.gpu.hbm_bytes
+
+    @property
+    def memory_basis(self) -> str:
+        """'cuda' when the total is the CUDA-reported one, else 'datasheet'."""
+        cuda = self.memory == "cuda" and self.gpu.cuda_total_bytes is not None
+        return "cuda" if cuda else "datasheet"
+
+    @property
     def usable_bytes_per_gpu(self) -> int:
-        return math.floor(self.gpu_mem_util * self.gpu.hbm_bytes)
+        """vLLM's requested_memory: ceil(gpu_memory_utilization x total)."""
+        return math.ceil(self.gpu_mem_util * self.total_memory_bytes_per_gpu)
+
+    @property
+    def active(self) -> int:
+        """Parameters one token must read: the smaller of the published active count and
+        total - the routed experts it does not use (dense: the total)."""
+        derived = derived_active_params(self.params, moe_layout(self.config))
+        if self.active_params is not None:
+            return self.active_params
+        published = _bundled_active(self.model.name) if self.params == self.model.params \
+            else None
+        return min(derived, published) if published is not None else derived
+
+    def decode_read_bytes_per_gpu(self, batch: int | None = None):
+        """Weight bytes a decode step reads per GPU (target + draft).
+
+        batch None: the lower bound, floor(:func:`read_params` x bytes per weight / tp).
+        batch B: the uniform-routing prediction for B tokens (a Fraction).
+        """
+        def part(active, config, tp):
+            bpw = weight_bytes_per_element(self.weight_dtype)
+            if batch is None:
+                return math.floor(Fraction(max(0, read_params(active, config))) * bpw / tp)
+            return uniform_routing_read_params(active, config, batch) * bpw / tp
+
+        total = part(self.active, self.config, self.tp)
+        if self.draft is not None:
+            dconfig = _bundled_config(self.draft.name)
+            dactive = derived_active_params(self.draft.params, moe_layout(dconfig))
+            total += part(dactive, dconfig, self.draft_tp)
+        return total
+
+    def routing(self):
+        """The target's :class:`~kvlib.serving.decode.MoELayout`, or None (dense)."""
+        return moe_layout(self.config)
 
     @property
     def weights_bytes_per_gpu(self) -> int:

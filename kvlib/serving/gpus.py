@@ -1,15 +1,27 @@
 """A small GPU catalog for capacity planning (notebook 06, "The GPUs").
 
 Each entry holds the memory capacity and peak memory bandwidth from the
-vendor's datasheet, with the datasheet named, and, where a public log shows it,
-the total that ``nvidia-smi`` reports (``memory.total``, MiB), which is what a
-server such as vLLM multiplies by ``gpu_memory_utilization``.
+vendor's datasheet, with the datasheet named, and two totals the device itself
+reports where a public log shows them:
 
-Units: a datasheet's "141 GB" is read literally as 141 x 10^9 bytes
-(``hbm_bytes``), a conservative reading: HBM stacks come in binary sizes and
-the devices report more than that (an H200 reports 143,771 MiB = 150.76 x 10^9
-bytes). Bandwidth is bytes per second, decimal, as the datasheets give it.
-Every value can be overridden with :func:`get_gpu`.
+* ``reported_bytes``: ``nvidia-smi``'s ``memory.total`` (MiB), e.g. 143,771 MiB
+  = 150,754,820,096 B (150.75 GB) on an H200;
+* ``cuda_total_bytes``: the total CUDA reports (``cudaMemGetInfo``, read by
+  ``torch.accelerator.get_memory_info`` in ``MemorySnapshot.measure``,
+  ``vllm/utils/mem_utils.py``, vLLM 0.33.0). This is the number vLLM multiplies by
+  ``gpu_memory_utilization`` (``request_memory`` in ``vllm/v1/worker/utils.py``,
+  vLLM 0.33.0: ``math.ceil(total_memory * gpu_memory_utilization)``). It is
+  *smaller* than nvidia-smi's total: on one 8 x H200 node whose nvidia-smi shows
+  ``143771MiB`` per GPU, vLLM logs ``total_gpu_memory (139.81GiB)`` (= 143,165 MiB;
+  PyTorch's out-of-memory messages on other H200 hosts print "total capacity of
+  139.80 GiB" or "139.81 GiB", depending on the driver). vLLM prints GiB to two
+  decimals, so the catalog keeps the printed figure, floor(13981 x 2^30 / 100) B.
+
+:attr:`GPU.total_memory_bytes` is what capacity planning multiplies: the CUDA
+total where the catalog has one (H200 only, for now), else the datasheet's
+figure. A datasheet's "141 GB" is read literally as 141 x 10^9 bytes
+(``hbm_bytes``). Bandwidth is bytes per second, decimal, as the datasheets give
+it. Every value can be overridden with :func:`get_gpu`.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ __all__ = ["GPU", "CATALOG", "get_gpu", "gpu_names"]
 
 GB = 10**9
 MiB = 1024**2
+GiB = 1024**3
 TB_PER_S = 10**12
 GB_PER_S = 10**9
 
@@ -37,6 +50,9 @@ class GPU:
     source: the datasheet the two numbers come from.
     reported_bytes: ``nvidia-smi`` ``memory.total`` in bytes where a public log
     shows it (None otherwise); reported_source says where.
+    cuda_total_bytes: the total ``cudaMemGetInfo`` reports, which vLLM multiplies by
+    ``gpu_memory_utilization`` (None where no public log shows it); cuda_total_source
+    says where.
     """
 
     name: str
@@ -46,6 +62,13 @@ class GPU:
     source: str
     reported_bytes: int | None = None
     reported_source: str = ""
+    cuda_total_bytes: int | None = None
+    cuda_total_source: str = ""
+
+    @property
+    def total_memory_bytes(self) -> int:
+        """What vLLM multiplies by gpu_memory_utilization: the CUDA total, else the datasheet's."""
+        return self.cuda_total_bytes if self.cuda_total_bytes is not None else self.hbm_bytes
 
     def __post_init__(self):
         validate.positive_int(f"{self.name} memory (bytes)", self.hbm_bytes)
@@ -69,7 +92,10 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         "NVIDIA H100 Tensor Core GPU datasheet (H100 NVL: 94GB, 3.9 TB/s)"),
     GPU("H200", 141 * GB, 4800 * GB_PER_S, "HBM3e",
         "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: 141GB HBM3e, 4.8 TB/s)",
-        143771 * MiB, "nvidia-smi 143771MiB in public H200 logs"),
+        143771 * MiB, "nvidia-smi 143771MiB in public H200 logs",
+        13981 * GiB // 100,
+        "vLLM's start-up log 'total_gpu_memory (139.81GiB)' on an 8 x H200 node whose "
+        "nvidia-smi shows 143771MiB (vLLM prints GiB to 2 decimals)"),
     GPU("B200", 180 * GB, 8000 * GB_PER_S, "HBM3e",
         "NVIDIA DGX B200 datasheet (1,440 GB HBM3e and 64 TB/s for 8 GPUs: 180 GB, 8 TB/s each)"),
     GPU("MI300X", 192 * GB, 5300 * GB_PER_S, "HBM3",
@@ -105,7 +131,8 @@ def get_gpu(name: str, *, hbm_bytes: int | None = None, bandwidth: int | None = 
     """The catalog entry ``name`` (case-insensitive), with any value overridden.
 
     ValueError lists the known names. Overriding the capacity drops the
-    reported total, which described the catalog part.
+    reported totals (nvidia-smi's and CUDA's), which described the catalog part:
+    the given memory is then the total that gpu_memory_utilization multiplies.
     """
     keyed = {_key(k): k for k in CATALOG} | {_key(k): v for k, v in _ALIASES.items()}
     found = keyed.get(_key(name))
@@ -122,7 +149,8 @@ def get_gpu(name: str, *, hbm_bytes: int | None = None, bandwidth: int | None = 
     if hbm_bytes is not None:
         gpu = replace(gpu, hbm_bytes=validate.positive_int("GPU memory (bytes)", hbm_bytes),
                       source=f"{gpu.source}; memory overridden",
-                      reported_bytes=None, reported_source="")
+                      reported_bytes=None, reported_source="",
+                      cuda_total_bytes=None, cuda_total_source="")
     if bandwidth is not None:
         gpu = replace(gpu, bandwidth=validate.positive_int("GPU bandwidth (bytes/s)", bandwidth),
                       source=f"{gpu.source}; bandwidth overridden")

@@ -8,7 +8,7 @@ from fractions import Fraction
 from kvlib.core import validate
 from kvlib.core.units import fmt_bytes
 from kvlib.models.spec import ModelSpec
-from kvlib.serving.decode import decode_step_seconds
+from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
 from kvlib.serving.deployment import Deployment
 from kvlib.serving.gpus import GPU
 from kvlib.serving.kv import sequence_shares
@@ -37,6 +37,8 @@ class Plan:
     block_size: int
     params: int
     hbm_bytes_per_gpu: int
+    total_memory_bytes_per_gpu: int
+    memory_basis: str
     usable_bytes_per_gpu: int
     weights_bytes_per_gpu: int
     draft_weights_bytes_per_gpu: int
@@ -51,6 +53,13 @@ class Plan:
     kv_free_bytes_per_gpu: int
     bandwidth_bytes_per_second: int
     decode_step_seconds_lower_bound: float | None
+    active_params: int
+    decode_weights_read_bytes_per_gpu: int
+    decode_step_seconds_all_weights: float | None
+    decode_step_seconds_uniform_routing: float | None
+    expected_experts_per_layer: float | None
+    routed_experts: int | None
+    experts_per_token: int | None
     kv_replication: int
     draft: str | None = None
     fits: bool = True
@@ -85,18 +94,28 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         reason = (f"does not fit: weights {_gb(dep.weights_bytes_per_gpu)}{draft} + "
                   f"overhead {_gb(dep.overhead_bytes)} = {_gb(fixed)} per GPU exceed the "
                   f"usable {_gb(usable)} (gpu_memory_utilization "
-                  f"{float(dep.gpu_mem_util):g} x {_gb(gpu.hbm_bytes)} {gpu.name}); use "
+                  f"{float(dep.gpu_mem_util):g} x {_gb(dep.total_memory_bytes_per_gpu)} "
+                  f"{gpu.name}); use "
                   f"more tensor parallelism, smaller weights or a larger GPU")
     elif per_replica == 0:
         fits = False
         reason = (f"does not fit: the KV budget of {_gb(budget)} per GPU holds no "
                   f"sequence of {context:,} tokens (one needs {_gb(per_seq)} per GPU)")
     used = per_replica * per_seq
-    bound = None
+    bound = all_weights = uniform = experts = None
+    read = dep.decode_read_bytes_per_gpu()
+    layout = dep.routing()
+    bandwidth = Fraction(gpu.bandwidth)
     if per_replica:
-        bound = float(decode_step_seconds(
+        bound = float(decode_step_seconds(read, live, per_replica, bandwidth))
+        all_weights = float(decode_step_seconds(
             dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu,
-            live, per_replica, Fraction(gpu.bandwidth)))
+            live, per_replica, bandwidth))
+        if layout is not None:
+            uniform = float(decode_step_seconds(
+                dep.decode_read_bytes_per_gpu(per_replica), live, per_replica, bandwidth))
+            experts = round(float(expected_distinct_experts(
+                layout.experts, layout.per_token, per_replica)), 2)
     notes = list(dep.model.assumptions)
     limit = dep.model.max_position_embeddings
     if limit is not None and context > limit:
@@ -109,7 +128,9 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         replicas=dep.replicas, dcp=dep.dcp, context=context, kv_dtype=dep.kv_dtype,
         weight_dtype=dep.weight_dtype, gpu_mem_util=dep.gpu_mem_util,
         block_size=dep.block_size, params=dep.params,
-        hbm_bytes_per_gpu=gpu.hbm_bytes, usable_bytes_per_gpu=usable,
+        hbm_bytes_per_gpu=gpu.hbm_bytes,
+        total_memory_bytes_per_gpu=dep.total_memory_bytes_per_gpu,
+        memory_basis=dep.memory_basis, usable_bytes_per_gpu=usable,
         weights_bytes_per_gpu=dep.weights_bytes_per_gpu,
         draft_weights_bytes_per_gpu=dep.draft_weights_bytes_per_gpu,
         overhead_bytes_per_gpu=dep.overhead_bytes, kv_budget_bytes_per_gpu=budget,
@@ -120,7 +141,12 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         max_sequences=per_replica * dep.replicas,
         kv_used_bytes_per_gpu=used, kv_free_bytes_per_gpu=max(0, budget) - used,
         bandwidth_bytes_per_second=gpu.bandwidth,
-        decode_step_seconds_lower_bound=bound, kv_replication=replication,
+        decode_step_seconds_lower_bound=bound, active_params=dep.active,
+        decode_weights_read_bytes_per_gpu=read, decode_step_seconds_all_weights=all_weights,
+        decode_step_seconds_uniform_routing=uniform, expected_experts_per_layer=experts,
+        routed_experts=layout.experts if layout else None,
+        experts_per_token=layout.per_token if layout else None,
+        kv_replication=replication,
         draft=dep.draft.name if dep.draft is not None else None,
         fits=fits, reason=reason, notes=tuple(notes),
     )

@@ -65,7 +65,8 @@ def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = ""
                     label=None if name in seen else name)
             seen.add(name)
             left += width
-        usable, hbm = p.usable_bytes_per_gpu / UNITS[unit], p.hbm_bytes_per_gpu / UNITS[unit]
+        usable = p.usable_bytes_per_gpu / UNITS[unit]
+        hbm = p.total_memory_bytes_per_gpu / UNITS[unit]
         ax.plot([usable, usable], [yi - 0.4, yi + 0.4], color="black", ls="--", lw=1.8)
         ax.plot([hbm, hbm], [yi - 0.4, yi + 0.4], color="black", lw=1.8)
         verdict = (f"{p.max_sequences_per_replica:,} x {format_context(p.context)}"
@@ -229,7 +230,7 @@ def _roofline_figure() -> Figure:
                             ("llama-3.1-8b", "Llama 3.1 8B, TP=1", 1)):
         d = Deployment(load_model(name), "H200", tp, tp)
         p = d.plan(8192)
-        series[label] = (p.weights_bytes_per_gpu, p.live_kv_bytes_per_sequence_per_gpu,
+        series[label] = (p.decode_weights_read_bytes_per_gpu, p.live_kv_bytes_per_sequence_per_gpu,
                          p.max_sequences_per_replica)
     plot_decode_roofline(ax, series, d.gpu.bandwidth,
                          title="Decode step on H200 at 8K context (bf16)")
@@ -246,7 +247,7 @@ def _crossover_figure() -> Figure:
     for name, label, tp in (("llama-3.1-70b", "Llama 3.1 70B, TP=4", 4),
                             ("llama-3.1-8b", "Llama 3.1 8B, TP=1", 1)):
         d = Deployment(load_model(name), "H200", tp, tp)
-        series[label] = [cache_dominates_at(d.weights_bytes_per_gpu,
+        series[label] = [cache_dominates_at(d.decode_read_bytes_per_gpu(),
                                             d.kv_bytes_per_sequence_per_gpu(t, block_size=1))
                          for t in contexts]
     plot_crossover(ax, contexts, series, title="When the cache outweighs the weights")

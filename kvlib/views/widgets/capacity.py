@@ -53,10 +53,11 @@ def render(r: PlannerResult) -> str:
         return fmt_bytes(n, "GB")
 
     rows = [
-        ("memory per GPU", gb(p.hbm_bytes_per_gpu)),
+        ("memory per GPU (CUDA total)" if p.memory_basis == "cuda"
+         else "memory per GPU (datasheet)", gb(p.total_memory_bytes_per_gpu)),
         (f"usable (x {float(p.gpu_mem_util):g})", gb(p.usable_bytes_per_gpu)),
         (f"weights ({p.weight_dtype}, / TP {p.tp})", gb(p.weights_bytes_per_gpu)),
-        ("overhead", gb(p.overhead_bytes_per_gpu)),
+        ("activations, NCCL, graphs", gb(p.overhead_bytes_per_gpu)),
         ("KV budget", gb(p.kv_budget_bytes_per_gpu)),
         (f"KV per {format_context(p.context)} session ({p.kv_dtype})",
          gb(p.kv_bytes_per_sequence_per_gpu)),
@@ -69,6 +70,10 @@ def render(r: PlannerResult) -> str:
          f">= {p.decode_step_seconds_lower_bound * 1e3:.2f} ms"
          if p.decode_step_seconds_lower_bound is not None else "-"),
     ]
+    if p.decode_step_seconds_uniform_routing is not None:
+        rows.append((f"uniform routing ({p.expected_experts_per_layer:g} of "
+                     f"{p.routed_experts} experts per layer)",
+                     f"{p.decode_step_seconds_uniform_routing * 1e3:.2f} ms"))
     body = "".join(f"<tr><td>{k}</td><td style='text-align:right'>{v}</td></tr>"
                    for k, v in rows)
     warn = "" if p.fits else f"<p style='color:#b00'><b>{p.reason}</b></p>"
@@ -99,7 +104,7 @@ def draw(fig, r: PlannerResult) -> None:
         bars[name].set_width(max(width, 0.0))
         bars[name].set_visible(width > 0)
         left += max(width, 0.0)
-    usable, hbm = p.usable_bytes_per_gpu / UNITS[UNIT], p.hbm_bytes_per_gpu / UNITS[UNIT]
+    usable, hbm = p.usable_bytes_per_gpu / UNITS[UNIT], p.total_memory_bytes_per_gpu / UNITS[UNIT]
     dashed, solid = ax.lines[:2]  # plot_budget draws the usable tick first, then the whole
     dashed.set_xdata([usable, usable])
     solid.set_xdata([hbm, hbm])

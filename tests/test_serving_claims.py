@@ -1,0 +1,169 @@
+"""Issue 12, items 4, 7 and 17: each corrected serving number, pinned by hand arithmetic
+written out here or by a primary source's figure (cited), never by kvlib's own output."""
+
+from fractions import Fraction
+
+import pytest
+
+from kvlib.models.catalog import BUNDLED, bundled_config, load_model
+from kvlib.serving.decode import (
+    derived_active_params,
+    expected_distinct_experts,
+    input_embedding_params,
+    moe_layout,
+    read_params,
+)
+from kvlib.serving.deployment import Deployment
+from kvlib.serving.gpus import CATALOG
+
+GB, GiB, MiB = 10**9, 1024**3, 1024**2
+H200_BW = 4_800 * 10**9  # NVIDIA H200 datasheet: 4.8 TB/s
+
+# --- item 7: the memory vLLM multiplies ---------------------------------------------------------
+
+# vLLM 0.33.0, vllm/v1/worker/utils.py, request_memory:
+#     requested_memory = math.ceil(init_snapshot.total_memory * gpu_memory_utilization)
+# with total_memory from torch.accelerator.get_memory_info (cudaMemGetInfo), MemorySnapshot.measure
+# in vllm/utils/mem_utils.py. A public 8 x H200 log shows nvidia-smi "143771MiB" and vLLM's
+# "total_gpu_memory (139.81GiB) x gpu_memory_utilization (0.85) = 118.84GiB" on the same node.
+H200_CUDA_TOTAL = 15_011_984_441_344 // 100  # 13,981 x 1,073,741,824 / 100, floored
+
+
+def test_h200_cuda_total_is_the_logged_figure_and_less_than_nvidia_smi():
+    assert 13981 * 1_073_741_824 == 15_011_984_441_344
+    assert CATALOG["H200"].cuda_total_bytes == H200_CUDA_TOTAL == 150_119_844_413
+    assert CATALOG["H200"].total_memory_bytes == H200_CUDA_TOTAL
+    # 139.81 GiB = 143,165.44 MiB, 605.56 MiB under nvidia-smi's 143,771 MiB
+    assert Fraction(13981 * 1024, 100) == Fraction("143165.44")
+    assert CATALOG["H200"].reported_bytes == 143_771 * MiB == 150_754_820_096
+    assert H200_CUDA_TOTAL < CATALOG["H200"].reported_bytes
+    # the log's own product: 0.85 x 139.81 = 118.8385, printed 118.84
+    assert round(Fraction(85, 100) * Fraction(13981, 100), 2) == Fraction("118.84")
+
+
+def test_gpus_without_a_cuda_total_keep_the_datasheet_figure():
+    for name in ("H100-80GB", "A100-80GB", "L40S", "B200", "MI300X"):
+        gpu = CATALOG[name]
+        assert gpu.cuda_total_bytes is None and gpu.total_memory_bytes == gpu.hbm_bytes
+
+
+def test_requested_memory_rounds_up():
+    d = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
+    # 0.9 x 150,119,844,413 = 135,107,859,971.7 -> 135,107,859,972 (ceil, as vLLM)
+    assert 9 * 150_119_844_413 == 1_351_078_599_717
+    assert d.usable_bytes_per_gpu == 135_107_859_972
+    assert d.memory_basis == "cuda"
+
+
+def test_blog_post_a_four_h200_breakdown_with_the_cuda_total():
+    """Llama 3.1 70B, bf16, 4 x H200 at TP=4, 128K sessions (notebook 06, section 3)."""
+    d = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
+    weights = 70_600_000_000 * 2 // 4  # 35.3 GB per GPU
+    overhead = 4 * GiB  # 4,294,967,296
+    budget = 135_107_859_972 - 35_300_000_000 - 4_294_967_296
+    assert budget == 95_512_892_676 == d.kv_budget_bytes_per_gpu
+    assert weights == d.weights_bytes_per_gpu and overhead == d.overhead_bytes
+    per_session = 80 * 2 * 2 * 128 * 2 * 131_072  # 2 KV heads per GPU: 10 GiB
+    assert per_session == 10 * GiB == 10_737_418_240
+    assert d.sessions(131_072) == Fraction(95_512_892_676, 10_737_418_240)
+    assert f"{95_512_892_676 / 10_737_418_240:.2f}" == "8.90"
+    assert d.max_sequences_per_replica(131_072) == 8  # 8 x 10 GiB = 85.9 GB <= 95.5 GB < 9 x
+    # with the datasheet's literal 141 GB: 126.9 GB - 35.3 GB - 4 GiB = 87,305,032,704 B, 8.13
+    sheet = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, memory="datasheet")
+    assert sheet.kv_budget_bytes_per_gpu == 126_900_000_000 - 35_300_000_000 - 4_294_967_296
+    assert f"{87_305_032_704 / 10_737_418_240:.2f}" == "8.13"
+    assert sheet.max_sequences_per_replica(131_072) == 8
+
+
+def test_nb03_h100_node_memory_sentence():
+    """The corrected NB03 sentence: 600 GiB of decompressed K/V at 128K against an H100 node."""
+    assert 4_915_200 * 131_072 == 600 * GiB
+    assert f"{8 * 80 * GB / GiB:.0f}" == "596"  # datasheet: 8 x 80 GB = 640 GB
+    node_smi = 8 * 81_559 * MiB  # nvidia-smi 81559MiB per H100 (modal-labs/modal-client #2797)
+    assert CATALOG["H100-80GB"].reported_bytes == 81_559 * MiB
+    assert f"{node_smi / GiB:.1f}" == "637.2"
+    assert f"{0.9 * node_smi / GiB:.1f}" == "573.5"  # vLLM's 0.9 of it, at most
+    assert 600 * GiB > 0.9 * node_smi
+
+
+# --- item 4: the decode-step lower bound for a mixture of experts ---------------------------------
+
+def test_deepseek_v2_routing_layout_from_its_config():
+    layout = moe_layout(bundled_config("deepseek-v2"))
+    # config.json: n_routed_experts 160, num_experts_per_tok 6, n_shared_experts 2,
+    # moe_intermediate_size 1536, hidden_size 5120, 60 layers, first_k_dense_replace 1
+    assert (layout.experts, layout.per_token, layout.shared) == (160, 6, 2)
+    assert layout.moe_layers == 60 - 1 == 59
+    assert layout.expert_params == 3 * 5120 * 1536 == 23_592_960
+
+
+def test_published_active_counts_do_not_overstate_the_config():
+    """total - the experts one token skips >= the published active count (21B, 37B, 17B, 3.6B)."""
+    # DeepSeek V2: 236e9 - 59 x 154 x 23,592,960 = 236e9 - 214,365,634,560
+    assert 59 * 154 * 23_592_960 == 214_365_634_560
+    assert derived_active_params(236 * 10**9, moe_layout(bundled_config("deepseek-v2"))) \
+        == 21_634_365_440 >= 21 * 10**9
+    # DeepSeek V3: 58 MoE layers, 256 experts, 8 per token, 3 x 7168 x 2048 = 44,040,192 each
+    assert 671 * 10**9 - 58 * 248 * 44_040_192 == 37_525_878_272 >= 37 * 10**9
+    # Llama 4 Scout: 48 MoE layers, 16 experts, 1 per token, 3 x 5120 x 8192 = 125,829,120
+    assert 109 * 10**9 - 48 * 15 * 125_829_120 == 18_403_033_600 >= 17 * 10**9
+    # gpt-oss-20b: 24 layers, 32 experts, 4 per token, 3 x 2880 x 2880 = 24,883,200
+    assert 20_900_000_000 - 24 * 28 * 24_883_200 == 4_178_489_600 >= 3_600_000_000
+    for name, active in (("deepseek-v2", 21e9), ("deepseek-v3", 37e9), ("llama-4-scout", 17e9),
+                         ("gpt-oss-20b", 3.6e9)):
+        assert BUNDLED[name].active_params == int(active)
+
+
+def test_dense_models_read_their_total():
+    assert BUNDLED["llama-3.1-70b"].active == 70_600_000_000
+    assert moe_layout(bundled_config("llama-3.1-70b")) is None
+    # untied input embedding 128,256 x 8,192: a step reads only the batch's rows
+    assert input_embedding_params(bundled_config("llama-3.1-70b")) == 1_050_673_152
+    assert read_params(70_600_000_000, bundled_config("llama-3.1-70b")) == 69_549_326_848
+    assert input_embedding_params(bundled_config("gemma-3-27b")) == 0  # tied: read whole
+
+
+def test_expected_distinct_experts_by_hand():
+    # E (1 - (1 - k/E)^B), DeepSeek V2: E = 160, k = 6
+    assert expected_distinct_experts(160, 6, 1) == 6
+    # B = 2: 160 (1 - (154/160)^2) = 160 x 1,884 / 25,600 = 11.775
+    assert expected_distinct_experts(160, 6, 2) == Fraction(160 * 1884, 25600) == Fraction("11.775")
+    # never more than E; every one of a single expert's k = E picks
+    assert expected_distinct_experts(160, 6, 10_000) < 160
+    assert expected_distinct_experts(8, 8, 3) == 8
+
+
+def test_deepseek_v2_decode_bound_on_eight_h200():
+    """TP=8, 32K sessions: the bound reads 21B active parameters, not 236B."""
+    p = Deployment(load_model("deepseek-v2"), "H200", 8, 8).plan(32_768)
+    latent = 60 * (512 + 64) * 2 * 32_768  # the whole latent on every GPU
+    assert latent == 2_264_924_160 == p.live_kv_bytes_per_sequence_per_gpu
+    budget = 135_107_859_972 - 236 * 10**9 * 2 // 8 - 4 * GiB
+    assert budget == 71_812_892_676 and budget // latent == 31 == p.max_sequences_per_replica
+    read = (21 * 10**9 - 102_400 * 5120) * 2 // 8  # active - input embedding, bf16, / TP
+    assert read == 5_118_928_000 == p.decode_weights_read_bytes_per_gpu
+    bound = Fraction(read + 31 * latent, H200_BW)  # 75,331,576,960 B / 4.8 TB/s
+    assert p.decode_step_seconds_lower_bound == pytest.approx(float(bound), rel=1e-12)
+    assert f"{float(bound) * 1e3:.2f}" == "15.69"
+    every = Fraction(59 * 10**9 + 31 * latent, H200_BW)  # 129,212,648,960 B: 26.92 ms
+    assert p.decode_step_seconds_all_weights == pytest.approx(float(every), rel=1e-12)
+    assert p.routed_experts == 160 and p.experts_per_token == 6
+    assert p.decode_step_seconds_lower_bound < p.decode_step_seconds_uniform_routing \
+        < p.decode_step_seconds_all_weights
+
+
+# the bundled models kvlib plan can place (the hybrid state-space ones are not planned yet)
+PLANNED = ("llama-3-70b", "llama-3.1-70b", "llama-3.1-8b", "gemma-3-27b", "deepseek-v2",
+           "deepseek-v3", "gemma-2-9b", "qwen3-32b", "qwen2.5-7b", "mistral-7b-v0.1",
+           "falcon-7b", "gpt2", "llama-4-scout", "gpt-oss-20b")
+
+
+@pytest.mark.parametrize("name", PLANNED)
+def test_the_bound_never_exceeds_reading_every_weight(name):
+    model = load_model(name)
+    d = Deployment(model, "B200")
+    assert d.active <= model.params
+    assert d.decode_read_bytes_per_gpu() <= d.weights_bytes_per_gpu
+    layout = moe_layout(d.config)
+    if layout is not None:
+        assert d.active <= derived_active_params(model.params, layout)
