@@ -5,9 +5,13 @@ Each expectation is written out from the rules in kvlib/serving/vllm_layout.py's
 platforms/interface.py _align_hybrid_block_size) and the config's numbers.
 """
 
+import json
 from fractions import Fraction
 
+import pytest
+
 from kvlib import load_model, read_config
+from kvlib.cli import main
 from kvlib.serving.vllm_layout import vllm_layout
 
 GiB = 1024**3
@@ -90,3 +94,36 @@ def test_max_num_batched_tokens_depends_on_the_gpu():
     assert vllm_layout(g3, 131072, gpu="A100-80GB").in_flight_tokens == 2 * 2048
     assert vllm_layout(g3, 131072, gpu="H100-80GB", async_scheduling=False,
                        batched_tokens=4096).in_flight_tokens == 4096
+
+
+def test_plan_counts_each_sequences_state_and_shows_vllms_figure(capsys):
+    """Qwen3-Next on 4 x H200, TP 4, 256K: kvlib's count and vLLM's, by hand."""
+
+
+    assert main(["plan", "qwen3-next-80b-a3b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                 "--context", "256K", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    usable = -(-150_119_844_413 * 9 // 10)  # ceil(0.9 x the H200's CUDA total)
+    budget = usable - 80_000_000_000 * 2 // 4 - 4 * GiB  # weights split 4 ways, 4 GiB overhead
+    assert d["kv_budget_bytes_per_gpu"] == budget == 90_812_892_676
+    cache = 12 * 2 * 1 * 256 * 2 * 262144  # 2 KV heads over TP 4: one whole head per GPU
+    state = 36 * (3 * (8192 // 4) * 2 + (32 // 4) * 128 * 128 * 2)  # heads and channels / 4
+    assert (d["kv_bytes_per_sequence_per_gpu"], d["state_bytes_per_sequence_per_gpu"]) == \
+        (cache, state) == (3_221_225_472, 9_879_552)
+    assert d["max_sequences"] == budget // (cache + state) == 28
+    # vLLM: page 274,432 B per GDN layer per GPU; K = lcm(16, 64) = 64; 64 x ceil(274,432 / 65,536)
+    block = 64 * -(-274_432 // (64 * 1024))
+    assert d["vllm_block_size"] == block == 320
+    blocks = budget // (12 * block * 1024)
+    per_request = -(-262144 // block) + 3 * 3
+    assert d["vllm_blocks_per_request"] == per_request == 829
+    assert d["vllm_max_concurrency"] == round(blocks / per_request, 2) == 27.86
+    assert d["vllm_kv_cache_groups"] == 4 and d["vllm_padding_layers"] == 0
+
+
+def test_a_state_only_layout_is_refused_clearly():
+    spec = read_config({"model_type": "lfm2", "num_hidden_layers": 2, "hidden_size": 64,
+                        "num_attention_heads": 4, "num_key_value_heads": 2, "conv_L_cache": 3,
+                        "conv_dim": 64, "layer_types": ["conv", "conv"]})
+    with pytest.raises(ValueError, match="has no attention layers"):
+        vllm_layout(spec, 4096)

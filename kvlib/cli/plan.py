@@ -139,6 +139,8 @@ def _text(d: dict) -> str:
     rows += [("activations, NCCL, graphs", d["overhead_bytes_per_gpu"]),
              ("KV budget per GPU", d["kv_budget_bytes_per_gpu"]),
              (f"KV per sequence (block {d['block_size']})", d["kv_bytes_per_sequence_per_gpu"])]
+    if d["state_bytes_per_sequence_per_gpu"]:
+        rows.append(("state per sequence (constant)", d["state_bytes_per_sequence_per_gpu"]))
     w = 32
     lines = [
         f"{d['model']} on {d['gpus']} x {d['gpu']}, TP={d['tp']} "
@@ -148,6 +150,13 @@ def _text(d: dict) -> str:
         f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}",
         f"  {'sequences in all':<{w}}{d['max_sequences']:>11,}",
     ]
+    if d["vllm_max_concurrency"] is not None:
+        lines.append(f"  {'vLLM would log (per replica)':<{w}}{d['vllm_max_concurrency']:>11,.2f} "
+                     f"x max concurrency ({d['vllm_kv_cache_groups']} KV-cache group"
+                     f"{'s' if d['vllm_kv_cache_groups'] != 1 else ''}, "
+                     f"{d['vllm_padding_layers']} padding layers, block "
+                     f"{d['vllm_block_size']:,}, {d['vllm_blocks_per_request']:,} blocks per "
+                     "request)")
     if d["decode_step_seconds_lower_bound"] is not None:
         b = d["max_sequences_per_replica"]
         lines.append(f"  {f'decode step, batch {b:,}':<{w}}"

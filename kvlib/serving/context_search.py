@@ -58,7 +58,7 @@ def max_context(dep: Deployment, sequences: int, limit: int | None = None) -> in
     budget = dep.kv_budget_bytes_per_gpu
 
     def fits(t: int) -> bool:
-        return sequences * dep.kv_bytes_per_sequence_per_gpu(t) <= budget
+        return sequences * dep.bytes_per_sequence_per_gpu(t) <= budget
 
     if budget <= 0 or not fits(1):
         return 0
@@ -74,14 +74,15 @@ def max_context(dep: Deployment, sequences: int, limit: int | None = None) -> in
 
 
 def _block_bracket(dep: Deployment, most: int, blocks: int) -> tuple[int, int]:
-    """Block counts (lo, hi) around the most blocks k <= ``blocks`` whose cache is <= ``most``.
+    """Block counts (lo, hi) around the most blocks k <= ``blocks`` whose bytes are <= ``most``.
 
-    A context of k blocks holds, per part (target, draft), ceil(sum over groups
-    of a_g min(ceil(k / dcp), K_g)) bytes: a_g the bytes of one block of group g
-    (its formula at one slot, times block_size), K_g its window in blocks. Since
-    k / dcp <= ceil(k / dcp) <= (k + dcp - 1) / dcp and a ceil adds less than a
-    byte, two piecewise-linear functions of k bound the cache from below and above;
-    where the upper one reaches ``most`` is ``lo``, where the lower one does, ``hi``.
+    A context of k blocks holds, per part (target, draft), ceil(sum over groups of
+    a_g min(ceil(k / dcp), K_g)) bytes, plus the constant states: a_g the bytes of
+    one block of group g (its formula at one slot, times block_size), K_g its
+    window in blocks. Since k / dcp <= ceil(k / dcp) <= (k + dcp - 1) / dcp and a
+    ceil adds less than a byte, two piecewise-linear functions of k bound the bytes
+    from below and above; where the upper one reaches ``most`` is ``lo``, where the
+    lower one does, ``hi``.
     """
     bs = dep.block_size
     parts = [(slot_bytes(dep.model, dep.kv_dtype, dep.tp, dep.scales, dep.dcp), dep.dcp)]
@@ -93,5 +94,6 @@ def _block_bracket(dep: Deployment, most: int, blocks: int) -> tuple[int, int]:
             cap = None if g.window is None else -(-g.window // bs)
             below.append((c * bs, dcp, 0, cap))
             above.append((c * bs, dcp, dcp - 1, cap))
-    return (_last_at_most(above, len(parts), most, blocks),
-            _last_at_most(below, 0, most, blocks))
+    state = dep.state_bytes_per_sequence_per_gpu  # constant: it does not depend on k
+    return (_last_at_most(above, len(parts) + state, most, blocks),
+            _last_at_most(below, state, most, blocks))

@@ -41,6 +41,7 @@ from kvlib.serving.kv import (
     kv_bytes_per_sequence_per_gpu,
     kv_scales,
     sequence_shares,
+    state_bytes_per_sequence_per_gpu,
 )
 from kvlib.serving.weights import weight_bytes_per_element, weights_bytes_per_gpu
 
@@ -233,18 +234,31 @@ class Deployment:
                                              self.draft_tp, bs, self.scales)
 
     def kv_bytes_per_sequence_per_gpu(self, context: int, block_size: int | None = None) -> int:
-        """Target + draft cache of one sequence on one GPU, block-rounded."""
+        """Target + draft cache of one sequence on one GPU, block-rounded (growing caches)."""
         return (self.target_kv_per_sequence(context, block_size)
                 + self.draft_kv_per_sequence(context, block_size))
 
+    @property
+    def state_bytes_per_sequence_per_gpu(self) -> int:
+        """Target + draft constant-size states (Mamba, linear attention, convolution) of one
+        sequence on one GPU; 0 for pure-attention models."""
+        draft = (state_bytes_per_sequence_per_gpu(self.draft, self.draft_tp)
+                 if self.draft is not None else 0)
+        return state_bytes_per_sequence_per_gpu(self.model, self.tp) + draft
+
+    def bytes_per_sequence_per_gpu(self, context: int, block_size: int | None = None) -> int:
+        """What one sequence takes on one GPU: its block-rounded cache plus its states."""
+        return (self.kv_bytes_per_sequence_per_gpu(context, block_size)
+                + self.state_bytes_per_sequence_per_gpu)
+
     def sessions(self, context: int) -> Fraction:
-        """KV budget / cache per sequence, exactly: the fractional count before flooring."""
+        """KV budget / memory per sequence, exactly: the fractional count before flooring."""
         return Fraction(max(0, self.kv_budget_bytes_per_gpu),
-                        self.kv_bytes_per_sequence_per_gpu(context))
+                        self.bytes_per_sequence_per_gpu(context))
 
     def max_sequences_per_replica(self, context: int) -> int:
         budget = self.kv_budget_bytes_per_gpu
-        return max(0, budget) // self.kv_bytes_per_sequence_per_gpu(context)
+        return max(0, budget) // self.bytes_per_sequence_per_gpu(context)
 
     def max_context(self, sequences: int, limit: int | None = None) -> int:
         """The longest context (tokens) at which ``sequences`` sequences fit per replica.

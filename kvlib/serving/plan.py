@@ -12,6 +12,7 @@ from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
 from kvlib.serving.deployment import Deployment
 from kvlib.serving.gpus import GPU
 from kvlib.serving.kv import sequence_shares
+from kvlib.serving.vllm_layout import VLLM_RELEASE, vllm_layout
 
 __all__ = ["Plan", "make_plan", "plan"]
 
@@ -65,6 +66,12 @@ class Plan:
     fits: bool = True
     reason: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    state_bytes_per_sequence_per_gpu: int = 0
+    vllm_max_concurrency: float | None = None
+    vllm_block_size: int | None = None
+    vllm_kv_cache_groups: int | None = None
+    vllm_padding_layers: int | None = None
+    vllm_blocks_per_request: int | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready: ints stay exact, the utilization is a float, seconds a float."""
@@ -81,9 +88,11 @@ def make_plan(dep: Deployment, context: int) -> Plan:
     gpu = dep.gpu
     usable, budget = dep.usable_bytes_per_gpu, dep.kv_budget_bytes_per_gpu
     per_seq = dep.kv_bytes_per_sequence_per_gpu(context)
+    state = dep.state_bytes_per_sequence_per_gpu
     draft_per_seq = dep.draft_kv_per_sequence(context)
-    live = dep.kv_bytes_per_sequence_per_gpu(context, block_size=1)
-    per_replica = max(0, budget) // per_seq
+    # a decode step reads every live cache and reads (and writes) every state
+    live = dep.kv_bytes_per_sequence_per_gpu(context, block_size=1) + state
+    per_replica = max(0, budget) // (per_seq + state)
     fits, reason = True, ""
     fixed = (dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu
              + dep.overhead_bytes)
@@ -100,8 +109,8 @@ def make_plan(dep: Deployment, context: int) -> Plan:
     elif per_replica == 0:
         fits = False
         reason = (f"does not fit: the KV budget of {_gb(budget)} per GPU holds no "
-                  f"sequence of {context:,} tokens (one needs {_gb(per_seq)} per GPU)")
-    used = per_replica * per_seq
+                  f"sequence of {context:,} tokens (one needs {_gb(per_seq + state)} per GPU)")
+    used = per_replica * (per_seq + state)
     bound = all_weights = uniform = experts = None
     read = dep.decode_read_bytes_per_gpu()
     layout = dep.routing()
@@ -123,6 +132,7 @@ def make_plan(dep: Deployment, context: int) -> Plan:
                      f"{limit:,}")
     replication = max(s.sharding.replicas for s in sequence_shares(
         dep.model, 1, dep.kv_dtype, dep.tp, 1, None, dep.dcp))
+    vllm = _vllm(dep, context, budget, notes)
     return Plan(
         model=dep.model.name, gpu=gpu.name, gpus=dep.gpus, tp=dep.tp,
         replicas=dep.replicas, dcp=dep.dcp, context=context, kv_dtype=dep.kv_dtype,
@@ -149,7 +159,27 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         kv_replication=replication,
         draft=dep.draft.name if dep.draft is not None else None,
         fits=fits, reason=reason, notes=tuple(notes),
+        state_bytes_per_sequence_per_gpu=state, **vllm,
     )
+
+
+def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:
+    """What vLLM 0.33.0 would log for the same KV budget, model and max_model_len."""
+    keys = ("vllm_max_concurrency", "vllm_block_size", "vllm_kv_cache_groups",
+            "vllm_padding_layers", "vllm_blocks_per_request")
+    if dep.draft is not None or dep.dcp > 1:
+        notes.append("vllm_max_concurrency: not computed with a draft model or DCP")
+        return dict.fromkeys(keys)
+    try:
+        layout = vllm_layout(dep.model, context, dep.kv_dtype, dep.tp, dep.gpu,
+                             block_size=dep.block_size if dep.block_size != 16 else None)
+    except ValueError as e:
+        notes.append(f"vllm_max_concurrency: not computed ({e})")
+        return dict.fromkeys(keys)
+    notes += [f"vLLM {VLLM_RELEASE}: {n}" for n in layout.notes]
+    return dict(zip(keys, (round(float(layout.max_concurrency(budget)), 2), layout.block_size,
+                           len(layout.groups), layout.padding_layers,
+                           layout.blocks_per_request), strict=True))
 
 
 
