@@ -116,6 +116,7 @@ def test_absorbed_equals_naive_without_rope(sizes, seed, tokens):
     assert _rel(decode(X, layers, "absorbed").outputs, naive) < 1e-12
     assert _rel(decode(X, layers, "absorbed", merged=True).outputs, naive) < 1e-12
     assert _rel(decode(X, layers, "expanded").outputs, naive) < 1e-12
+    assert _rel(decode(X, layers, "absorb_values").outputs, naive) < 1e-12
 
 
 @settings(max_examples=15, deadline=None)
@@ -128,6 +129,17 @@ def test_absorbed_plus_decoupled_equals_naive_plus_decoupled(sizes, seed, tokens
     assert _rel(decode(X, layers, "absorbed", rope="decoupled", merged=True).outputs,
                 naive) < 1e-12
     assert _rel(decode(X, layers, "expanded", rope="decoupled").outputs, naive) < 1e-12
+    assert _rel(decode(X, layers, "absorb_values", rope="decoupled").outputs, naive) < 1e-12
+
+
+@settings(max_examples=15, deadline=None)
+@given(sizes=dims, seed=st.integers(0, 2**16), tokens=st.integers(1, 10))
+def test_with_rope_on_keys_the_values_can_still_be_absorbed(sizes, seed, tokens):
+    """RoPE on the keys blocks absorbing W^LK_h only: summing the latents with the
+    attention weights and applying W^LV_h once equals re-expanding every value."""
+    X, layers = _setup(seed, 2, tokens, **sizes)
+    naive = decode(X, layers, "naive", rope="keys").outputs
+    assert _rel(decode(X, layers, "absorb_values", rope="keys").outputs, naive) < 1e-12
 
 
 def test_rope_actually_changes_the_output():
@@ -197,6 +209,8 @@ def test_expanded_cache_is_an_mha_cache_of_the_decompressed_heads():
 
 
 CASES = [("expanded", None, False), ("naive", None, False), ("absorbed", None, False),
+         ("absorb_values", None, False), ("absorb_values", "keys", False),
+         ("absorb_values", "decoupled", False),
          ("absorbed", None, True), ("expanded", "keys", False), ("naive", "keys", False),
          ("expanded", "decoupled", False), ("naive", "decoupled", False),
          ("absorbed", "decoupled", False), ("absorbed", "decoupled", True)]
@@ -207,7 +221,7 @@ def test_executed_multiply_adds_equal_the_symbolic_decode_cost(mode, rope, merge
     X, layers = _setup(tokens=9, d_R=4 if rope == "decoupled" else None)
     result = decode(X, layers, mode, rope=rope, merged=merged)
     path = mla_path("expanded" if mode == "expanded" else "latent", mode == "absorbed",
-                    rope, merged)
+                    rope, merged, absorb_values=mode == "absorb_values")
     sizes = layers[0].sizes()
     for t in range(9):
         want = path.formula(N_KV=t + 1, **sizes)

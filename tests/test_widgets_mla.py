@@ -13,9 +13,11 @@ def test_deepseek_v2_price_of_decoupling_by_hand():
     assert Fraction(r.per_sequence["a"], 1024**3) == Fraction(15, 2)  # 7.5 GiB
     # (b): per cached token 2 * 128 * (512 + 64 + 512) FLOPs, dominant at 128K
     assert r.flops["b"] > 131_072 * 2 * 128 * (512 + 64 + 512)
-    # (a): re-expanding 192-wide keys and 128-wide values from 512 for all 128 heads
-    assert r.flops["a"] > 131_072 * 2 * 128 * 512 * (192 + 128)
-    assert 140 < r.speedup < 160
+    # (a): re-expanding and rotating 192-wide keys from 512 for all 128 heads
+    assert r.flops["a"] > 131_072 * 2 * 128 * 512 * 192
+    # (a'): the values re-expanded too
+    assert r.flops["naive"] > 131_072 * 2 * 128 * 512 * (192 + 128)
+    assert 90 < r.speedup < 91 and 149 < r.naive_speedup < 151
 
 
 def test_explorer_follows_its_controls():
@@ -37,12 +39,16 @@ def test_side_by_side_cache_columns_by_hand():
 
     rows = {r["label"]: r for r in side_by_side()}
     elements = {k: r["elements"] for k, r in rows.items()}
-    assert list(elements.values()) == [128 * (192 + 128), 8 * (192 + 128), 512, 512, 512 + 64]
+    assert list(elements.values()) == [128 * (192 + 128), 8 * (192 + 128), 512, 512, 512, 512 + 64]
     per_token = [r["bytes_per_token"] for r in rows.values()]
-    assert per_token == [4_915_200, 60 * 8 * 320 * 2, 61_440, 61_440, 69_120]
+    assert per_token == [4_915_200, 60 * 8 * 320 * 2, 61_440, 61_440, 61_440, 69_120]
+    # FLOPs per byte of cache: 2 per element for MHA (bf16: 1), x16 for 16 query heads per
+    # KV head, and 2 x 128 x (512 + 64 + 512) / (2 x 576) for absorbed decoupled MLA
+    assert [r["intensity"] for r in rows.values()][:2] == [1, 16]
+    assert rows["MLA + decoupled RoPE, absorbed"]["intensity"] == Fraction(2 * 128 * 1088, 1152)
     # attention FLOPs per generated token, all 60 layers: the 128K-over-4K growth is the
     # per-cached-token slope times 127K tokens (hand: absorbed + decoupled)
     r = rows["MLA + decoupled RoPE, absorbed"]["flops"]
     assert r[131072] - r[4096] == 60 * 2 * 128 * (512 + 64 + 512) * (131072 - 4096)
     table = to_markdown(list(rows.values()))
-    assert table.count("\n") == 6 and table.splitlines()[1].count("|") == 7
+    assert table.count("\n") == 7 and table.splitlines()[1].count("|") == 8

@@ -5,12 +5,17 @@ Float64 throughout, weights from a seeded generator. Shapes use the paper's
 symbols (Table 2, :data:`kvlib.core.tables.TABLE_2`); per-head weights are stacked
 on a leading head axis. Row vectors: a token is x (d_in,), L is (N_KV, d_L).
 
-Four ways to run one decode step (``mode`` of :func:`decode`):
+Five ways to run one decode step (``mode`` of :func:`decode`):
 
 * ``"expanded"``: cache each head's K and V, computed from the latent for the new
   token only (what a straightforward port of the training code does);
 * ``"naive"``: cache the latent L (and K^R), re-expand every head's K = L W^LK_h
   and V = L W^LV_h for every cached token at every step;
+* ``"absorb_values"``: cache the latent, re-expand every head's keys K = L W^LK_h
+  at every step, but absorb the values: sum the latents with the attention
+  weights, then apply W^LV_h once, sum_n s_n L_n W^LV_h = (sum_n s_n L_n) W^LV_h.
+  RoPE on the keys blocks absorbing W^LK_h only (DeepSeek-V2, arXiv:2405.04434,
+  section 2.1.3), so this is the fair alternative to decoupling (notebook 04);
 * ``"absorbed"``: cache the latent, score and sum on it directly:
   q_h k_n^T = (x W^Q_h W^LK_h^T) L_n^T and sum_n s_n V_n W^O_h = (sum_n s_n L_n) W^LV_h W^O_h;
 * ``"shortcut"``: the absorbed path forced onto RoPE-on-keys. The key's rotation
@@ -39,7 +44,7 @@ __all__ = [
     "DecodeResult", "decode", "MODES",
 ]
 
-MODES = ("expanded", "naive", "absorbed", "shortcut")
+MODES = ("expanded", "naive", "absorb_values", "absorbed", "shortcut")
 
 
 @dataclass(frozen=True)
@@ -208,8 +213,9 @@ def _check(layers: list[MLAWeights], mode: str, rope: str | None, merged: bool) 
         raise ValueError(
             "cannot absorb with RoPE on the up-projected keys: the key's rotation R_n sits "
             "between W^LK_h and the query and depends on the key's position n, so no "
-            "position-independent merged matrix exists; use mode='naive' (re-expand every "
-            "step) or mode='shortcut' (drops the key rotation, to measure the error)"
+            "position-independent merged matrix exists; use mode='absorb_values' (re-expand "
+            "every key, absorb the values), mode='naive' (re-expand keys and values) or "
+            "mode='shortcut' (drops the key rotation, to measure the error)"
         )
     if mode == "shortcut" and rope != "keys":
         raise ValueError("mode='shortcut' demonstrates RoPE on keys: pass rope='keys'")
@@ -249,19 +255,22 @@ def _step(x, t, i, w, aw, cache, mode, rope, merged, c: _Counter) -> np.ndarray:
                 q = np.concatenate([q, q_r])
             s = softmax(c.mm(q, K[h].T) * scale)  # (n,)
             y += c.mm(c.mm(s, V[h]), w.W_O[h])
-        elif mode == "naive":
+        elif mode in ("naive", "absorb_values"):
             q = c.mm(x, w.W_Q[h])
             if keys:
                 q = c.rope(q, t)
             K_h = c.mm(L, w.W_LK[h])  # (n, d_QK): re-expanded for every cached token
             if keys:
                 K_h = c.rope(K_h, np.arange(n))
-            V_h = c.mm(L, w.W_LV[h])  # (n, d_V)
             scores = c.mm(q, K_h.T)
             if dec:
                 scores = scores + c.mm(q_r, K_R.T)
             s = softmax(scores * scale)
-            y += c.mm(c.mm(s, V_h), w.W_O[h])
+            if mode == "naive":
+                V_h = c.mm(L, w.W_LV[h])  # (n, d_V): re-expanded for every cached token
+                y += c.mm(c.mm(s, V_h), w.W_O[h])
+            else:  # the values absorbed: weight the latents, then one (d_L x d_V) product
+                y += c.mm(c.mm(c.mm(s, L), w.W_LV[h]), w.W_O[h])
         else:  # absorbed or shortcut: never forms a per-token key or value
             if merged:
                 q_l = c.mm(x, aw.W_QL[h])  # (d_L,)

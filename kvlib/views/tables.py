@@ -5,9 +5,12 @@ every number comes from the generated formulas (:mod:`kvlib.core`) or the
 serving layer (:mod:`kvlib.serving`), formatted with :func:`kvlib.core.units.fmt_bytes`.
 
 * :func:`side_by_side` / :func:`to_markdown`: notebook 04's MHA / GQA / MLA /
-  MLA + decoupled RoPE at DeepSeek V2's shape. All rows score queries against
-  192-wide keys and read 128-wide values per head (DeepSeek V2's 128 + 64 and
-  128), so the rows differ only in what they cache and how they compute. Every
+  MLA with RoPE on keys (re-expand keys and absorb values, and the naive extreme
+  that re-expands values too) / MLA + decoupled RoPE at DeepSeek V2's shape. All
+  rows score queries against 192-wide keys (d_QK + d_R = 128 + 64) and read
+  128-wide values per head, and all compress their queries as DeepSeek V2 does
+  (q_lora_rank 1536), so the rows differ only in what they cache and how they
+  compute. Every
   row is a multi-head attention: decoupled MLA too is an MHA with 192-wide heads
   (``modeling_deepseek.py`` broadcasts the shared ``k_pe`` into every head's
   ``key_states``); what its RoPE part gives up is the cheap absorbed form, not
@@ -165,23 +168,31 @@ class Row:
 
 
 _S = DEEPSEEK_V2
-_HEAD = dict(N_h=_S["N_h"], d_in=_S["d_in"], d_V=_S["d_V"])
+# DeepSeek V2's query compression (q_lora_rank) in every row, so rows differ only in what
+# they cache and how they compute.
+_HEAD = dict(N_h=_S["N_h"], d_in=_S["d_in"], d_V=_S["d_V"], d_Lq=_S["d_Lq"])
 _WIDE = dict(_HEAD, d_QK=_S["d_QK"] + _S["d_R"])  # one 192-wide key per head, no separate RoPE part
+_Q = ", query latent"
 
 ROWS = (
     Row("MHA (decompressed heads)", MHA, dict(N_h=_S["N_h"], d_QK=192, d_V=_S["d_V"]),
-        "MHA", _WIDE, "the reference"),
+        "MHA" + _Q, _WIDE, "the reference"),
     Row("GQA, 8 KV heads (illustrative)", GQA, dict(N_h=_S["N_h"], N_g=8, d_QK=192, d_V=_S["d_V"]),
-        "GQA", dict(_WIDE, N_g=8), "exactly MHA with each KV head repeated for its 16 query heads"),
-    Row("MLA, no RoPE, absorbed", MLA, dict(d_L=_S["d_L"]), "MLA absorbed",
+        "GQA" + _Q, dict(_WIDE, N_g=8),
+        "exactly MHA with each KV head repeated for its 16 query heads"),
+    Row("MLA, no RoPE, absorbed", MLA, dict(d_L=_S["d_L"]), "MLA absorbed" + _Q,
         dict(_WIDE, d_L=_S["d_L"]),
         "exactly MHA with rank-512 key and value projections; absorbed = naive"),
-    Row("MLA, RoPE on keys, re-expand", MLA, dict(d_L=_S["d_L"]), "MLA+RoPE(keys) naive",
-        dict(_WIDE, d_L=_S["d_L"]),
-        "exactly MHA with rank-512 key and value projections, RoPE on the keys; but no absorbed "
-        "form exists, so every step rebuilds and rotates every key"),
+    Row("MLA, RoPE on keys: re-expand keys, absorb values", MLA, dict(d_L=_S["d_L"]),
+        "MLA+RoPE(keys) absorbed values" + _Q, dict(_WIDE, d_L=_S["d_L"]),
+        "exactly MHA with rank-512 key and value projections, RoPE on the keys; W^LK has no "
+        "absorbed form, so every step rebuilds and rotates every key, while the values are "
+        "still absorbed (latents summed, then W^LV once per head)"),
+    Row("MLA, RoPE on keys: re-expand keys and values (naive extreme)", MLA,
+        dict(d_L=_S["d_L"]), "MLA+RoPE(keys) naive" + _Q, dict(_WIDE, d_L=_S["d_L"]),
+        "the same function as the row above, computed the slow way: every value rebuilt too"),
     Row("MLA + decoupled RoPE, absorbed", MLA_ROPE, dict(d_L=_S["d_L"], d_R=_S["d_R"]),
-        "MLA+RoPE absorbed", dict(_HEAD, d_QK=_S["d_QK"], d_L=_S["d_L"], d_R=_S["d_R"]),
+        "MLA+RoPE absorbed" + _Q, dict(_HEAD, d_QK=_S["d_QK"], d_L=_S["d_L"], d_R=_S["d_R"]),
         "exactly MHA with 192-wide heads: 128 dims from rank-512 key projections, 64 RoPE dims "
         "whose key is shared by all heads, rank-512 values; absorbed = naive for the latent "
         "part, while the RoPE part has no cheap absorbed form (it is scored as it is)"),
@@ -190,17 +201,23 @@ ROWS = (
 
 def side_by_side(contexts=(4096, 131072), N_L: int = _S["N_L"], b=_S["b"]) -> list[dict]:
     """For each row: cached elements per token per layer, bytes per token (N_L layers, b bytes),
-    and attention FLOPs per generated token (one decode step through all N_L layers)."""
+    attention FLOPs per generated token (one decode step through all N_L layers), and the
+    FLOPs per byte of cache read (each cached token's FLOPs over its bytes: the step's
+    arithmetic intensity at long context, :attr:`DecodePath.context_intensity`)."""
     out = []
     for r in ROWS:
         f = r.kind.elements_per_token_layer
         elements = f(**{k: v for k, v in r.cache_sizes.items() if k in f.args or k == "N_h"})
+        path = PATHS[r.path]
         per_token = r.kind.bytes_per_token(
             **{k: v for k, v in r.cache_sizes.items()
                if k in r.kind.bytes_per_token.args or k == "N_h"}, N_L=N_L, b=b)
-        flops = {n: N_L * PATHS[r.path].formula(**r.step_sizes, N_KV=n) for n in contexts}
+        flops = {n: N_L * path.formula(**r.step_sizes, N_KV=n) for n in contexts}
+        intensity = path.context_intensity_formula(
+            **{k: v for k, v in {**r.step_sizes, **r.cache_sizes, "b": b}.items()
+               if k in path.context_intensity_formula.args})
         out.append(dict(label=r.label, elements=elements, bytes_per_token=per_token, flops=flops,
-                        equivalent=r.equivalent))
+                        intensity=intensity, equivalent=r.equivalent))
     return out
 
 
@@ -209,10 +226,11 @@ def to_markdown(rows: list[dict]) -> str:
     contexts = list(rows[0]["flops"])
     head = ("| design | cached elements / token / layer | bytes / token | "
             + " | ".join(f"GFLOPs / token at {format_context(n)}" for n in contexts)
-            + " | mathematically equivalent to |")
-    lines = [head, "|" + "---|" * (4 + len(contexts))]
+            + " | FLOPs per byte of cache | mathematically equivalent to |")
+    lines = [head, "|" + "---|" * (5 + len(contexts))]
     for r in rows:
         flops = " | ".join(f"{r['flops'][n] / 1e9:,.1f}" for n in contexts)
         lines.append(f"| {r['label']} | {r['elements']:,} | {r['bytes_per_token']:,} "
-                     f"({fmt_bytes(r['bytes_per_token'], 'KiB')}) | {flops} | {r['equivalent']} |")
+                     f"({fmt_bytes(r['bytes_per_token'], 'KiB')}) | {flops} | "
+                     f"{float(r['intensity']):,.0f} | {r['equivalent']} |")
     return "\n".join(lines)

@@ -43,7 +43,8 @@ def heads_vs_context() -> Figure:
 
 
 def rope_price() -> Figure:
-    """DeepSeek V2's decoupled RoPE: cache bytes and decode FLOPs, the figure of notebook 04."""
+    """DeepSeek V2's decoupled RoPE: cache bytes and decode FLOPs against RoPE on the keys
+    (re-expand keys, absorb values; and the naive extreme), the figure of notebook 04."""
     from kvlib.views.widgets.mla import draw, rope_price
 
     fig = Figure(figsize=(14, 5.6), layout="constrained")
@@ -52,10 +53,10 @@ def rope_price() -> Figure:
 
 
 def _collect() -> dict[str, Callable[[], Figure]]:
-    from kvlib.views.figures import capacity, models
+    from kvlib.views.figures import capacity, mla, models
 
     return {"heads_vs_context": heads_vs_context, "rope_price": rope_price,
-            **models.FIGURES, **capacity.FIGURES}
+            **mla.FIGURES, **models.FIGURES, **capacity.FIGURES}
 
 
 FIGURES = _collect()

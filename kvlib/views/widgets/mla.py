@@ -1,17 +1,22 @@
 """Notebook 04's explorer: what decoupled RoPE costs in bytes and saves in FLOPs.
 
-Two designs that both put RoPE into an MLA layer:
+Three decoders of an MLA layer with RoPE, at DeepSeek V2's shape (query compression,
+q_lora_rank d_Lq, included: every design projects its queries the same way):
 
-(a) RoPE on the up-projected keys: the cache stays d_L per token per layer, but no
-    absorbed path exists, so every step re-expands (and re-rotates) every cached
-    latent into N_h keys and values. Its rotated key width is d_QK + d_R, so both
-    designs score queries against keys of the same width.
+(a) RoPE on the up-projected keys, re-expand the keys, absorb the values: the cache
+    stays d_L per token per layer; RoPE blocks absorbing W^LK_h only (DeepSeek-V2,
+    arXiv:2405.04434, section 2.1.3), so every step re-expands (and re-rotates)
+    every cached latent into N_h keys, but sums the latents with the attention
+    weights and applies W^LV_h once per head. The fair alternative to decoupling,
+    and the headline comparison.
+(a') the naive extreme: re-expand keys *and* values from every cached latent.
 (b) decoupled RoPE, absorbed: the cache grows to d_L + d_R, the step works on the
     latent directly.
 
-:func:`rope_price` is the computation (plain, fast, called by the widget and by a
-compared notebook cell); :func:`rope_explorer` wires it to controls. The other
-sizes are DeepSeek V2's (``DEEPSEEK_V2``).
+The rotated keys of (a) and (a') are d_QK + d_R wide, so all three score queries
+against keys of the same width. :func:`rope_price` is the computation (plain, fast,
+called by the widget and by a compared notebook cell); :func:`rope_explorer` wires
+it to controls. The other sizes are DeepSeek V2's (``DEEPSEEK_V2``).
 """
 
 from __future__ import annotations
@@ -29,26 +34,35 @@ from kvlib.views.style import COLORS, context_axis, context_ticks, format_contex
 from kvlib.views.widgets.kit import Explorer
 
 __all__ = ["DEEPSEEK_V2", "CONTEXTS", "RopePrice", "rope_price", "render", "draw",
-           "rope_explorer"]
+           "rope_explorer", "LABELS", "DESIGNS"]
 
 # deepseek-ai/DeepSeek-V2 config.json (kvlib/models/configs/deepseek-v2.json): num_hidden_layers,
 # num_attention_heads, hidden_size, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
-# kv_lora_rank; bf16 cache (2 bytes per element).
-DEEPSEEK_V2 = dict(N_L=60, N_h=128, d_in=5120, d_QK=128, d_R=64, d_V=128, d_L=512, b=2)
+# kv_lora_rank, q_lora_rank; bf16 cache (2 bytes per element).
+DEEPSEEK_V2 = dict(N_L=60, N_h=128, d_in=5120, d_QK=128, d_R=64, d_V=128, d_L=512, d_Lq=1536,
+                   b=2)
 
 CONTEXTS = np.array(context_ticks(1024, 131072))  # 1K .. 128K tokens
 
-RE_EXPAND = PATHS["MLA+RoPE(keys) naive"]  # (a)
-ABSORBED = PATHS["MLA+RoPE absorbed"]  # (b)
+DESIGNS = {  # design -> its decode path (DeepSeek's query compression in all three)
+    "a": PATHS["MLA+RoPE(keys) absorbed values, query latent"],
+    "naive": PATHS["MLA+RoPE(keys) naive, query latent"],
+    "b": PATHS["MLA+RoPE absorbed, query latent"],
+}
+LABELS = {"a": "(a) RoPE on keys: re-expand keys, absorb values",
+          "naive": "(a') RoPE on keys: re-expand keys and values",
+          "b": "(b) decoupled RoPE, absorbed"}
 
 
 @dataclass(frozen=True)
 class RopePrice:
-    """Cache bytes (all N_L layers) and decode FLOPs (one step, one layer) of (a) and (b).
+    """Cache bytes (all N_L layers) and decode FLOPs (one step, one layer) of the designs.
 
-    per_token: design -> bytes per token; per_sequence: design -> bytes at ``context``;
-    flops: design -> FLOPs at ``context``; extra: (b)/(a) - 1 in bytes, exact;
-    speedup: (a)/(b) in FLOPs at ``context``; sweep_bytes, sweep_flops: at CONTEXTS.
+    per_token, per_sequence: "a" (latent only: (a) and (a') cache the same) and "b" ->
+    bytes per token, bytes at ``context``; flops: "a", "naive", "b" -> FLOPs at
+    ``context``; extra: (b)/(a) - 1 in bytes, exact; speedup: (a)/(b) in FLOPs at
+    ``context`` (the headline); naive_speedup: (a')/(b); sweep_bytes, sweep_flops:
+    the same at CONTEXTS.
     """
 
     sizes: dict
@@ -58,81 +72,90 @@ class RopePrice:
     flops: dict
     extra: Fraction
     speedup: float
+    naive_speedup: float
     sweep_bytes: dict
     sweep_flops: dict
 
 
-LABELS = {"a": "(a) RoPE on keys, re-expand", "b": "(b) decoupled RoPE, absorbed"}
+def _step_sizes(s: dict) -> dict:
+    """Decode-path sizes per design: (a) and (a') rotate keys d_QK + d_R wide."""
+    step = {k: s[k] for k in ("N_h", "d_in", "d_QK", "d_V", "d_L", "d_Lq")}
+    keys = dict(step, d_QK=s["d_QK"] + s["d_R"])
+    return {"a": keys, "naive": keys, "b": dict(step, d_R=s["d_R"])}
 
 
 def rope_price(d_L: int, d_R: int, N_h: int, context: int) -> RopePrice:
-    """(a) vs (b) for a latent of d_L, a RoPE part of d_R, N_h heads, at ``context`` tokens;
-    the remaining sizes are DeepSeek V2's."""
+    """(a), (a') and (b) for a latent of d_L, a RoPE part of d_R, N_h heads, at ``context``
+    tokens; the remaining sizes are DeepSeek V2's."""
     s = {**DEEPSEEK_V2, "d_L": d_L, "d_R": d_R, "N_h": N_h}
     cache_a = dict(N_L=s["N_L"], d_L=d_L, b=s["b"])
     cache_b = dict(cache_a, d_R=d_R)
-    step = {k: s[k] for k in ("N_h", "d_in", "d_QK", "d_V", "d_L")}
-    step_a = dict(step, d_QK=s["d_QK"] + d_R)  # rotated keys as wide as (b)'s score width
-    step_b = dict(step, d_R=d_R)
+    step = _step_sizes(s)
     per_token = {"a": MLA.bytes_per_token(**cache_a), "b": MLA_ROPE.bytes_per_token(**cache_b)}
     per_seq = {"a": MLA.bytes_per_sequence(**cache_a, N_KV=context),
                "b": MLA_ROPE.bytes_per_sequence(**cache_b, N_KV=context)}
-    flops = {"a": RE_EXPAND.formula(**step_a, N_KV=context),
-             "b": ABSORBED.formula(**step_b, N_KV=context)}
+    flops = {k: p.formula(**step[k], N_KV=context) for k, p in DESIGNS.items()}
     return RopePrice(
         sizes=s, context=context, per_token=per_token, per_sequence=per_seq, flops=flops,
         extra=Fraction(per_token["b"], per_token["a"]) - 1,
-        speedup=flops["a"] / flops["b"],
+        speedup=flops["a"] / flops["b"], naive_speedup=flops["naive"] / flops["b"],
         sweep_bytes={"a": MLA.bytes_per_sequence(**cache_a, N_KV=CONTEXTS),
                      "b": MLA_ROPE.bytes_per_sequence(**cache_b, N_KV=CONTEXTS)},
-        sweep_flops={"a": RE_EXPAND.formula(**step_a, N_KV=CONTEXTS),
-                     "b": ABSORBED.formula(**step_b, N_KV=CONTEXTS)},
+        sweep_flops={k: p.formula(**step[k], N_KV=CONTEXTS) for k, p in DESIGNS.items()},
     )
 
 
 def render(r: RopePrice) -> str:
     """HTML table: per token (B, KiB), one sequence (GiB), GFLOPs per step per layer."""
     rows = "".join(
-        f"<tr><td>{LABELS[k]}</td><td>{r.per_token[k]:,}</td>"
-        f"<td>{fmt_bytes(r.per_token[k], 'KiB')}</td><td>{fmt_bytes(r.per_sequence[k], 'GiB')}</td>"
+        f"<tr><td>{LABELS[k]}</td><td>{r.per_token[c]:,}</td>"
+        f"<td>{fmt_bytes(r.per_token[c], 'KiB')}</td><td>{fmt_bytes(r.per_sequence[c], 'GiB')}</td>"
         f"<td>{r.flops[k] / 1e9:,.2f}</td></tr>"
-        for k in ("a", "b")
+        for k, c in (("a", "a"), ("naive", "a"), ("b", "b"))
     )
     return (f"<table><tr><th>design</th><th>bytes/token</th><th>KiB/token</th>"
             f"<th>{format_context(r.context)} tokens</th><th>GFLOPs/step/layer</th></tr>{rows}"
             f"</table><p>decoupling costs <b>{float(r.extra):+.1%}</b> cache and makes a decode "
-            f"step <b>{r.speedup:,.0f}x</b> cheaper at {format_context(r.context)} tokens</p>")
+            f"step <b>{r.speedup:,.0f}x</b> cheaper than (a) at {format_context(r.context)} "
+            f"tokens ({r.naive_speedup:,.0f}x cheaper than the naive extreme (a'))</p>")
+
+
+_SERIES = {"left": (("a", COLORS["MLA"], "-"), ("b", COLORS["MLA+RoPE"], "-")),
+           "right": (("naive", COLORS["MLA"], ":"), ("a", COLORS["MLA"], "-"),
+                     ("b", COLORS["MLA+RoPE"], "-"))}
+_CACHE_LABELS = {"a": "(a), (a') latent only", "b": LABELS["b"]}
 
 
 def draw(fig, r: RopePrice) -> None:
     """Left: cache of one sequence vs context. Right: decode FLOPs per step per layer."""
     if not fig.axes:
         left, right = fig.subplots(1, 2)
-        for ax, title, ylabel in (
-                (left, "Cache: what (b) adds", "KV cache, one sequence (GiB, log scale)"),
-                (right, "Compute: what (b) saves", "GFLOPs per decode step per layer (log scale)")):
-            for k, color in (("a", COLORS["MLA"]), ("b", COLORS["MLA+RoPE"])):
-                ax.plot(CONTEXTS, np.ones(len(CONTEXTS)), marker="o", color=color,
-                        label=LABELS[k])
+        for ax, side, title, ylabel in (
+                (left, "left", "Cache: what (b) adds", "KV cache, one sequence (GiB, log scale)"),
+                (right, "right", "Compute: what (b) saves",
+                 "GFLOPs per decode step per layer (log scale)")):
+            for k, color, ls in _SERIES[side]:
+                ax.plot(CONTEXTS, np.ones(len(CONTEXTS)), marker="o", color=color, ls=ls,
+                        label=_CACHE_LABELS[k] if side == "left" else LABELS[k])
             ax.axvline(CONTEXTS[0], color="black", ls=":", lw=1.5, label="selected context")
             context_axis(ax)
             log_value_axis(ax)
             ax.set_title(title)
             ax.set_ylabel(ylabel)
-            # Both series rise to the right, so the upper left corner is free.
-            ax.legend(loc="upper left", frameon=False, fontsize=11)
+            # Every series rises to the right, so the upper left corner is free.
+            ax.legend(loc="upper left", frameon=False, fontsize=10)
     left, right = fig.axes
-    for k, i in (("a", 0), ("b", 1)):
-        left.lines[i].set_ydata(r.sweep_bytes[k] / UNITS["GiB"])
-        right.lines[i].set_ydata(r.sweep_flops[k] / 1e9)
-    for ax in (left, right):
-        ax.lines[2].set_xdata([r.context, r.context])
+    for ax, side, sweep, unit in ((left, "left", r.sweep_bytes, UNITS["GiB"]),
+                                  (right, "right", r.sweep_flops, 1e9)):
+        for i, (k, _, _) in enumerate(_SERIES[side]):
+            ax.lines[i].set_ydata(sweep[k] / unit)
+        ax.lines[len(_SERIES[side])].set_xdata([r.context, r.context])
         ax.relim()
         ax.autoscale_view(scalex=False)
     s = r.sizes
     fig.suptitle(f"{s['N_L']} layers, {s['N_h']} heads, $d_L$ = {s['d_L']}, $d_R$ = {s['d_R']}, "
-                 f"bf16: +{float(r.extra):.1%} bytes buys {r.speedup:,.0f}x fewer FLOPs at "
-                 f"{format_context(r.context)}",
+                 f"bf16: +{float(r.extra):.1%} bytes buys {r.speedup:,.0f}x fewer FLOPs than (a) "
+                 f"at {format_context(r.context)}",
                  fontsize=15, fontweight="bold")
 
 
