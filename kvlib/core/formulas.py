@@ -26,29 +26,35 @@ __all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "INDEXER", "KIND
            "State", "STATES"]
 
 
-class Attention:
-    """One attention kind: its table, its derivation, and generated numeric functions."""
+class _Generated:
+    """A table, its SymPy derivation (``symbolic``, done once, on first use, so a command
+    that needs one kind does not pay for the others at start-up) and, for every quantity
+    of ``QUANTITIES``, a :class:`Formula` generated from it on first access."""
 
-    QUANTITIES = ("elements_per_token_layer", "bytes_per_token", "bytes_per_sequence",
-                  "bytes_per_batch", "weight_elements_per_layer")
+    QUANTITIES: tuple[str, ...] = ()
 
     def __init__(self, name: str, table: TensorTable):
         self.name = name
         self.table = table
 
-    @cached_property
-    def symbolic(self) -> CacheFormulas:
-        """The SymPy derivation, done once, on first use (a command that needs one kind
-        does not pay for the others at start-up)."""
-        return derive(self.name, self.table)
-
     def __getattr__(self, q: str) -> Formula:
         # Only reached for attributes not yet set: generate each quantity's function once.
-        if q not in Attention.QUANTITIES:
+        if q not in type(self).QUANTITIES:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {q!r}")
         formula = Formula(getattr(self.symbolic, q), f"{self.name}.{q}")
         setattr(self, q, formula)
         return formula
+
+
+class Attention(_Generated):
+    """One attention kind: its table, its derivation, and generated numeric functions."""
+
+    QUANTITIES = ("elements_per_token_layer", "bytes_per_token", "bytes_per_sequence",
+                  "bytes_per_batch", "weight_elements_per_layer")
+
+    @cached_property
+    def symbolic(self) -> CacheFormulas:
+        return derive(self.name, self.table)
 
     def __repr__(self) -> str:
         per_token = self.symbolic.elements_per_token_layer
@@ -72,27 +78,16 @@ INDEXER = Attention("Indexer", INDEXER_TABLE)  # DeepSeek V3.2's indexer keys, i
 KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE, INDEXER)}
 
 
-class State:
+class State(_Generated):
     """One constant-size layer kind (Mamba, Mamba2, Gated DeltaNet, ...): its table, its
     derivation and generated numeric functions, like :class:`Attention` (notebook 07)."""
 
     QUANTITIES = ("conv_elements_per_layer", "ssm_elements_per_layer", "elements_per_layer",
                   "bytes_per_sequence", "bytes_per_batch")
 
-    def __init__(self, name: str, table: TensorTable):
-        self.name = name
-        self.table = table
-
     @cached_property
     def symbolic(self) -> StateFormulas:
         return derive_state(self.name, self.table)
-
-    def __getattr__(self, q: str) -> Formula:
-        if q not in State.QUANTITIES:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {q!r}")
-        formula = Formula(getattr(self.symbolic, q), f"{self.name}.{q}")
-        setattr(self, q, formula)
-        return formula
 
     def __repr__(self) -> str:
         return f"State({self.name}: {self.symbolic.elements_per_layer} elements per layer)"

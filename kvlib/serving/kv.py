@@ -214,41 +214,18 @@ def kv_bytes_per_sequences_per_gpu(model: ModelSpec, contexts: np.ndarray,
     return -(-numerator // denominator)
 
 
-def _last_at_most(terms: list, const, most, k_max: int) -> int:
-    """The largest integer k in [0, k_max] with const + sum(a min((k + s) / d, cap)) <= most.
-
-    terms: (a, d, s, cap), a >= 0, cap None for no cap; -1 if even k = 0 exceeds
-    ``most``. A sum of capped rising lines is linear between the points where a
-    term reaches its cap, so it is solved exactly (Fractions) on the segment
-    where it crosses ``most``.
-    """
-    def value(k):
-        return const + sum(a * (Fraction(k + s, d) if cap is None
-                                else min(Fraction(k + s, d), cap))
-                           for a, d, s, cap in terms)
-
-    if value(0) > most:
-        return -1
-    ends = sorted({cap * d - s for _, d, s, cap in terms
-                   if cap is not None and 0 < cap * d - s < k_max})
-    prev, v_prev = 0, value(0)
-    for x in [*ends, k_max]:
-        v = value(x)
-        if v > most:
-            return math.floor(prev + Fraction(most - v_prev) * (x - prev) / (v - v_prev))
-        prev, v_prev = x, v
-    return k_max
-
-
 def vllm_sliding_window_tokens(window: int, block_size: int = DEFAULT_BLOCK_SIZE,
                                max_num_batched_tokens: int = 8192,
                                max_model_len: int | None = None) -> int:
     """Token slots vLLM budgets per sequence for a sliding-window layer.
 
-    ``SlidingWindowSpec.max_memory_usage_bytes`` (vllm/v1/kv_cache_interface.py):
-    during chunked prefill a step may hold W - 1 computed tokens plus the newly
-    scheduled ones, capped at ``max_model_len``, plus one block because the
-    window need not start at a block boundary.
+    ``SlidingWindowSpec.max_admission_blocks_per_request`` (vllm 0.33.0
+    v1/kv_cache_interface.py): during chunked prefill a step may hold W - 1 computed
+    tokens plus the tokens in flight, capped at ``max_model_len``, plus one block
+    because the window need not start at a block boundary. ``max_num_batched_tokens``
+    here is the in-flight count (``VllmConfig.max_in_flight_tokens``: the batched-token
+    budget times the concurrent batches, 2 with async scheduling); see also
+    :mod:`kvlib.serving.vllm_layout`.
     """
     window = validate.positive_int("window", window)
     block_size = validate.positive_int("block_size", block_size)
