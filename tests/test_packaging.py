@@ -55,5 +55,6 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_the_lab_extra_is_inside_dev_at_the_same_pins():
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
     assert set(extras["lab"]) <= set(extras["dev"])

@@ -2,6 +2,7 @@
 written out here or by a primary source's figure (cited), never by kvlib's own output."""
 
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,9 @@ def test_nb03_h100_node_memory_sentence():
     assert f"{node_smi / GiB:.1f}" == "637.2"
     assert f"{0.9 * node_smi / GiB:.1f}" == "573.5"  # vLLM's 0.9 of it, at most
     assert 600 * GiB > 0.9 * node_smi
+    notebooks = Path(__file__).parent.parent / "notebooks"
+    nb03 = (notebooks / "03_latent_attention_mla.ipynb").read_text()
+    assert "leaves at most 573.5 GiB" in nb03 and "about all\\nthe memory" not in nb03
 
 
 # --- item 4: the decode-step lower bound for a mixture of experts ---------------------------------
