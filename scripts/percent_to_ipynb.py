@@ -39,7 +39,7 @@ def parse(text: str) -> nbformat.NotebookNode:
             tags = json.loads(header[len("tags="):])
         elif header == "solution":
             tags = ["solution"]
-            cell.metadata["jupyter"] = {"source_hidden": True}
+            cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
         if tags:
             cell.metadata["tags"] = tags
         nb.cells.append(cell)

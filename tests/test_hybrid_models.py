@@ -172,3 +172,19 @@ def test_every_group_kind_is_documented():
     doc = open("docs/cli.md").read()
     for kind in CacheKind:
         assert f"`{kind}`" in doc, kind
+
+
+def test_nemotron_h_reads_head_dim_as_transformers_and_vllm_do():
+    cfg = bundled_config("nemotron-h-56b")
+    assert "head_dim" not in cfg and cfg["attention_head_dim"] == 128
+    odd = {**cfg, "attention_head_dim": 64}  # ignored by NemotronHConfig: 128 applies
+    r = parse_config(odd)
+    full = next(g for g in r.groups() if str(g.kind) == "full")
+    assert full.sizes["d_QK"] == 128
+    assert any("attention_head_dim=64 is ignored" in a for a in r.assumptions)
+
+
+def test_an_indexer_width_off_the_scale_block_is_refused():
+    cfg = {**bundled_config("deepseek-v3.2"), "index_head_dim": 96}
+    with pytest.raises(ValueError, match=r"^index_head_dim=96: vLLM stores one fp32 scale per 128"):
+        parse_config(cfg)

@@ -63,7 +63,12 @@ def test_lesson_shape(path):
     assert len(solutions) >= 2, "2-3 exercises with revealable solutions"
     for c in solutions:
         assert c["metadata"]["jupyter"]["source_hidden"] is True
+        # the answer is the output: folded too, and the folded line says "Solution", not code
+        assert c["metadata"]["jupyter"]["outputs_hidden"] is True
+        assert "".join(c["source"]).startswith("# Solution of exercise")
         assert "assert" in "".join(c["source"]), "a solution is checked, not only shown"
+    exercises = next(t for t in markdown if "## Exercises" in t)
+    assert "click the collapsed cell" in exercises, "say how to reveal a solution"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -105,3 +105,31 @@ def test_budget_bar_by_hand_then_not_fitting():
     assert ax.lines[0].get_xdata()[0] == pytest.approx(80 * 0.9)  # usable, GB
     assert ax.lines[1].get_xdata()[0] == pytest.approx(80)
     assert ax.get_xlim()[1] > 70.6 * 2 + overhead  # rescaled to the longer bar
+
+
+def test_an_invalid_setting_clears_the_previous_numbers_and_figure():
+    """GPUs=2 with TP=4 is refused: the error shows, and the old readout and plot go away."""
+    import ipywidgets as widgets
+
+    from kvlib.views.widgets.kit import Explorer
+
+    def compute(n):
+        if n > 2:
+            raise ValueError(f"n={n} is too large")
+        return n
+
+    def draw(fig, n):
+        if not fig.axes:
+            fig.add_subplot()
+        fig.axes[0].set_title(f"n={n}")
+
+    e = Explorer({"n": widgets.IntSlider(1, min=1, max=4)}, compute,
+                 lambda n: f"<p>value {n}</p>", draw)
+    cleared = []
+    e.plot.clear_output = lambda *a, **k: cleared.append(True)  # no kernel here to capture
+    assert e.readout.value == "<p>value 1</p>"
+    e.controls["n"].value = 3
+    assert "n=3 is too large" in e.error.value
+    assert "value 1" not in e.readout.value and cleared == [True]
+    e.controls["n"].value = 2
+    assert e.error.value == "" and e.readout.value == "<p>value 2</p>"

@@ -1,13 +1,17 @@
-"""What transformers' cache holds per layer, what kvlib says, and the one stated rule between them.
+"""What transformers' cache holds per layer, what kvlib says, and the stated rules between them.
 
 Checked against transformers 5.24.0 (pinned in the ``crosscheck`` extra), reading
 ``transformers/cache_utils.py`` in the installed package:
 
 * ``DynamicCache(config=...)`` (built by every model's forward when ``use_cache`` is on)
-  makes one cache layer per decoder layer from ``get_layer_types_and_kwargs``:
-  ``DynamicLayer`` for full attention (and for MLA), ``DynamicSlidingWindowLayer``
-  for ``sliding_attention`` with ``sliding_window``, and also for
-  ``chunked_attention`` with ``sliding_window = attention_chunk_size``.
+  makes one cache layer per decoder layer from ``get_layer_types_and_kwargs`` and
+  ``DYNAMIC_LAYER_TYPE_MAPPING``: ``DynamicLayer`` for full attention (and for MLA),
+  ``DynamicSlidingWindowLayer`` for ``sliding_attention`` with ``sliding_window``, and also
+  for ``chunked_attention`` with ``sliding_window = attention_chunk_size``;
+  ``DynamicIndexedLayer`` for ``indexed_attention`` (DeepSeek V3.2: MLA plus indexer keys);
+  ``LinearAttentionLayer`` for ``linear_attention`` (Gated DeltaNet, Mamba, Mamba2) and
+  ``conv`` (LFM2); ``DummyLayer`` (no tensor) for ``moe`` / ``mlp`` layers and for layers
+  that reuse another layer's cache (``kv_sharing_modes`` "reuse").
 * ``DynamicLayer.update`` concatenates: it holds every token, T of them.
 * ``DynamicSlidingWindowLayer.update`` concatenates the new tokens to what it held, then
   keeps ``full[:, :, -sliding_window + 1:, :]``: **W - 1 tokens**, a view into the
@@ -16,18 +20,23 @@ Checked against transformers 5.24.0 (pinned in the ``crosscheck`` extra), readin
   - storage those views keep alive: min(T - q, W - 1) + q tokens (the whole prompt right
     after a prefill; after a decode step, q = 1, that is min(T, W)).
   The token being computed is attended together with those W - 1, so attention sees W.
-* DeepSeek V2/V3 (``models/deepseek_v3/modeling_deepseek_v3.py``,
-  ``DeepseekV3Attention.forward``: "Cache read / write is performed while latent KV is
-  still compressed") call ``cache.update(kv_nope, k_rot)``: keys are the latent
-  [batch, 1, T, kv_lora_rank], values the RoPE key [batch, 1, T, qk_rope_head_dim], the
-  same d_L + d_R per token per layer as vLLM's ``MLAAttentionSpec``. (transformers 4.57.6
-  still cached the decompressed per-head K and V.)
+* DeepSeek V2/V3/V3.2 (``DeepseekV3Attention.forward``: "Cache read / write is performed
+  while latent KV is still compressed") call ``cache.update(kv_nope, k_rot)``: keys are the
+  latent [batch, 1, T, kv_lora_rank], values the RoPE key [batch, 1, T, qk_rope_head_dim].
+  ``DynamicIndexedLayer.update_indexer`` also concatenates the indexer keys,
+  [batch, T, index_head_dim], in the model dtype.
+* ``LinearAttentionLayer.lazy_initialization`` allocates the convolution state as
+  [batch, channels, conv_kernel_size]: **d_conv** past inputs (the models pass their kernel
+  size), and copies into it in place; the recurrent state is ``zeros_like`` the state the
+  layer returned: in the reference PyTorch kernels that run on the CPU, float32 whatever
+  the model dtype (below).
 
-kvlib's figure is the serving engine's (vLLM 0.33.0): a sliding layer holds min(T, W)
-tokens while the step runs (``SlidingWindowSpec``: "the last sliding_window-1 computed
-tokens plus the in-flight tokens"), before rounding to blocks. The rule that turns kvlib's
-count into transformers' is :func:`rule`; :func:`compare` applies it layer
-by layer and reports every disagreement. Nothing is loosened: every count is exact.
+kvlib's figure is the serving engine's (vLLM 0.33.0). Where the two differ, the rule that
+turns transformers' tensors into vLLM's count is written here from transformers' and
+vLLM's code, never from kvlib's count: :func:`rule` (sliding and chunked tokens),
+:func:`vllm_conv_elements` (d_conv - 1 rows), :func:`vllm_indexer_bytes` (fp8 keys plus
+scales) and :func:`vllm_state_dtypes` (state element sizes). :func:`compare` applies them
+layer by layer and reports every disagreement. Nothing is loosened: every count is exact.
 """
 
 from __future__ import annotations
@@ -38,24 +47,60 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from kvlib import parse_config, read_config
-from kvlib.models.spec import CacheKind
+from kvlib.models.spec import EMPTY, STATEFUL, CacheKind
 
-__all__ = ["Held", "Expected", "build", "steps", "held", "expected", "transformers_tokens",
-           "rule", "compare"]
+__all__ = ["Part", "Held", "Expected", "build", "steps", "held", "expected",
+           "transformers_tokens", "rule", "vllm_conv_elements", "vllm_indexer_bytes",
+           "vllm_state_dtypes", "run_dtype", "transformers_fields", "compare", "STATE_FAMILIES",
+           "TRANSFORMERS_RECURRENT_BYTES"]
 
 WINDOWED = (CacheKind.SLIDING, CacheKind.CHUNKED)
 LAYER_CLASS = {CacheKind.FULL: "DynamicLayer", CacheKind.LATENT: "DynamicLayer",
                CacheKind.SLIDING: "DynamicSlidingWindowLayer",
-               CacheKind.CHUNKED: "DynamicSlidingWindowLayer"}
+               CacheKind.CHUNKED: "DynamicSlidingWindowLayer",
+               CacheKind.MAMBA: "LinearAttentionLayer", CacheKind.LINEAR: "LinearAttentionLayer",
+               CacheKind.CONV: "LinearAttentionLayer",
+               CacheKind.NONE: "DummyLayer", CacheKind.SHARED: "DummyLayer"}
+INDEXED_CLASS = "DynamicIndexedLayer"  # a latent layer that also holds indexer keys
+
+# Families whose layers keep a constant-size state. They run in bfloat16, their configs'
+# dtype, so that the state element sizes can be compared with vLLM's (which follow it).
+STATE_FAMILIES = frozenset({"qwen3_next", "nemotron_h", "jamba", "lfm2"})
+
+# transformers 5.24's reference kernels return the recurrent / SSM state in float32 whatever
+# the model dtype (models/qwen3_next/modeling_qwen3_next.py torch_chunk_gated_delta_rule:
+# ".to(torch.float32)" on q, k, v, beta, g; models/jamba/modeling_jamba.py
+# mamba_selective_scan: "deltaB_u = ... .float()"; models/nemotron_h/modeling_nemotron_h.py
+# mamba2_chunk_scan: "hidden_states = hidden_states.float()"), and the cache keeps it as is.
+TRANSFORMERS_RECURRENT_BYTES = 4
+
+_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One tensor a cache layer holds: shape, elements, bytes per element, storage bytes."""
+
+    shape: tuple
+    elements: int
+    element_size: int
+    storage_bytes: int
+
+    @classmethod
+    def of(cls, t: torch.Tensor | None) -> Part | None:
+        if t is None:
+            return None
+        return cls(tuple(t.shape), t.numel(), t.element_size(), t.untyped_storage().nbytes())
 
 
 @dataclass(frozen=True)
 class Held:
     """One transformers cache layer after a forward step.
 
-    tokens: keys.shape[-2]; elements: keys.numel() + values.numel();
-    storage_bytes: bytes of the K and V storages those tensors keep alive;
-    shapes: (keys.shape, values.shape), each [batch, heads, tokens, dim].
+    K/V (0 and () for a layer without them): tokens: keys.shape[-2]; elements:
+    keys.numel() + values.numel(); storage_bytes: bytes of the K and V storages those
+    tensors keep alive; shapes: (keys.shape, values.shape), each [batch, heads, tokens, dim].
+    indexer: DeepSeek V3.2's indexer keys; conv, recurrent: a linear-attention layer's states.
     """
 
     layer: int
@@ -66,6 +111,9 @@ class Held:
     storage_bytes: int
     element_size: int
     shapes: tuple
+    indexer: Part | None = None
+    conv: Part | None = None
+    recurrent: Part | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +122,10 @@ class Expected:
 
     tokens: ``LayerGroup.cached_tokens(T)``; bytes: ``bytes_per_sequence(T, b) / layers``;
     per_token: elements one token adds to this layer (``bytes_per_token(b) / layers / b``).
+    indexer_bytes: the indexer group's ``bytes_per_sequence(T, b) / layers`` (bytes, b = 1);
+    d_I: its key width.
+    conv_elements, ssm_elements: the state formula's two parts; b_c, b_s: their element
+    sizes; state_bytes: ``state_bytes_per_sequence() / layers``.
     """
 
     layer: int
@@ -84,11 +136,30 @@ class Expected:
     elements: int
     bytes: int
     sizes: dict
+    formula: str = ""
+    indexer_bytes: int = 0
+    d_I: int = 0
+    conv_elements: int = 0
+    ssm_elements: int = 0
+    b_c: int = 0
+    b_s: int = 0
+    state_bytes: int = 0
+
+
+def run_dtype(tiny: dict):
+    """bfloat16 for a family with constant-size states (STATE_FAMILIES), else float32."""
+    return torch.bfloat16 if tiny["model_type"] in STATE_FAMILIES else torch.float32
+
+
+def transformers_fields(tiny: dict) -> dict:
+    """The config fields transformers gets: ``tiny`` as it is (the shrinking rule already
+    writes the names transformers reads, e.g. Nemotron-H's ``head_dim``)."""
+    return dict(tiny)
 
 
 def build(tiny: dict, dtype=torch.float32, seed: int = 0):
     """A tiny random-weight model from a (shrunk) config dict; nothing is downloaded."""
-    fields = dict(tiny)
+    fields = transformers_fields(tiny)
     model_type = fields.pop("model_type")
     torch.manual_seed(seed)
     config = AutoConfig.for_model(model_type, **fields)
@@ -110,41 +181,93 @@ def steps(model, prompt: int, decode: int, seed: int = 0):
             yield prompt + k, 1, out.cache
 
 
-def held(cache) -> list[Held]:
-    """What every layer of a transformers ``DynamicCache`` holds.
+# Tensors a cache layer may hold, by attribute (states: dict entry 0).
+_ALLOWED = {"keys", "values", "indexer_keys", "conv_states[0]", "recurrent_states[0]"}
 
-    Fails if a layer holds a tensor other than keys, values and the 0-d window scalar
-    of ``DynamicSlidingWindowLayer`` (so nothing it allocates goes uncounted).
-    """
-    out = []
-    for i, layer in enumerate(cache.layers):
-        tensors = {k: v for k, v in vars(layer).items() if isinstance(v, torch.Tensor)}
-        extra = {k: tuple(v.shape) for k, v in tensors.items()
-                 if k not in ("keys", "values") and v.numel() > 1}
-        assert not extra, f"layer {i} ({type(layer).__name__}) also holds {extra}"
-        k, v = layer.keys, layer.values
-        assert k.element_size() == v.element_size()
-        out.append(Held(
-            layer=i, cls=type(layer).__name__, window=getattr(layer, "sliding_window", None),
-            tokens=k.shape[-2], elements=k.numel() + v.numel(),
-            storage_bytes=k.untyped_storage().nbytes() + v.untyped_storage().nbytes(),
-            element_size=k.element_size(), shapes=(tuple(k.shape), tuple(v.shape))))
+
+def _tensors(layer) -> dict:
+    out = {}
+    for name, value in vars(layer).items():
+        if isinstance(value, torch.Tensor):
+            out[name] = value
+        elif isinstance(value, dict):
+            out.update({f"{name}[{k}]": v for k, v in value.items()
+                        if isinstance(v, torch.Tensor)})
     return out
 
 
-def expected(tiny: dict, T: int, b: int) -> list[Expected]:
-    """kvlib's per-layer reading of ``tiny`` at T tokens, from its own group functions."""
-    reading = parse_config(tiny)
-    groups = {(g.kind, g.window): g for g in reading.groups()}
+def held(cache) -> list[Held]:
+    """What every layer of a transformers ``DynamicCache`` holds.
+
+    Fails if a layer holds a tensor other than keys, values, indexer keys, one convolution
+    and one recurrent state, and the 0-d window scalar of ``DynamicSlidingWindowLayer``
+    (so nothing it allocates goes uncounted).
+    """
     out = []
-    for i, (kind, window) in enumerate(reading.layer_map()):
-        g = groups[(kind, window)]
-        total, per_token = g.bytes_per_sequence(T, b), g.bytes_per_token(b)
-        assert total % g.layers == 0 and per_token % (g.layers * b) == 0
-        nbytes = total // g.layers
-        out.append(Expected(layer=i, kind=kind, window=window, tokens=g.cached_tokens(T),
-                            per_token=per_token // (g.layers * b), elements=nbytes // b,
-                            bytes=nbytes, sizes=dict(g.sizes)))
+    for i, layer in enumerate(cache.layers):
+        tensors = _tensors(layer)
+        extra = {k: tuple(v.shape) for k, v in tensors.items()
+                 if k not in _ALLOWED and v.numel() > 1}
+        assert not extra, f"layer {i} ({type(layer).__name__}) also holds {extra}"
+        k, v = tensors.get("keys"), tensors.get("values")
+        kv = dict(tokens=0, elements=0, storage_bytes=0, element_size=0, shapes=())
+        if k is not None and k.numel():
+            assert v is not None and k.element_size() == v.element_size()
+            kv = dict(tokens=k.shape[-2], elements=k.numel() + v.numel(),
+                      storage_bytes=k.untyped_storage().nbytes() + v.untyped_storage().nbytes(),
+                      element_size=k.element_size(), shapes=(tuple(k.shape), tuple(v.shape)))
+        out.append(Held(
+            layer=i, cls=type(layer).__name__, window=getattr(layer, "sliding_window", None),
+            **kv, indexer=Part.of(tensors.get("indexer_keys")),
+            conv=Part.of(tensors.get("conv_states[0]")),
+            recurrent=Part.of(tensors.get("recurrent_states[0]"))))
+    return out
+
+
+def _key(kind, window, formula, sizes) -> tuple:
+    return (kind, window, formula, tuple(sorted(sizes.items())))
+
+
+def _call(f, sizes: dict) -> int:
+    return f(**{k: v for k, v in sizes.items() if k in f.args})
+
+
+def expected(tiny: dict, T: int, b: int) -> list[Expected]:
+    """kvlib's per-layer reading of ``tiny`` at T tokens, from its own group functions.
+
+    ``ConfigReading.layer(i)`` says what layer i is; its group (same kind, window, formula
+    and sizes) gives the numbers, divided by the group's layer count. An indexer group
+    (DeepSeek V3.2) spans every layer and is added to each.
+    """
+    reading = parse_config(tiny)
+    groups = {_key(g.kind, g.window, g.attention, g.sizes): g for g in reading.groups()}
+    indexers = [g for g in reading.groups() if g.kind is CacheKind.INDEXER]
+    assert all(g.layers == reading.num_layers for g in indexers)
+    out = []
+    for i in range(reading.num_layers):
+        key = reading.layer(i)
+        if len(key) == 2:
+            key = (*key, reading.attention, tuple(sorted(reading.sizes.items())))
+        g = groups[_key(key[0], key[1], key[2], dict(key[3]))]
+        n = g.layers
+        fields = dict(layer=i, kind=g.kind, window=g.window, tokens=0, per_token=0, elements=0,
+                      bytes=0, sizes=dict(g.sizes), formula=g.attention)
+        if g.grows:
+            total, per_token = g.bytes_per_sequence(T, b), g.bytes_per_token(b)
+            assert total % n == 0 and per_token % (n * b) == 0
+            fields.update(tokens=g.cached_tokens(T), per_token=per_token // (n * b),
+                          elements=total // n // b, bytes=total // n)
+        elif g.kind in STATEFUL:
+            f = g.formulas
+            state = g.state_bytes_per_sequence()
+            assert state % n == 0
+            fields.update(conv_elements=_call(f.conv_elements_per_layer, g.sizes),
+                          ssm_elements=_call(f.ssm_elements_per_layer, g.sizes),
+                          b_c=g.sizes["b_c"], b_s=g.sizes["b_s"], state_bytes=state // n)
+        if indexers:
+            fields["indexer_bytes"] = sum(x.bytes_per_sequence(T, b) // x.layers for x in indexers)
+            fields["d_I"] = indexers[0].sizes["d_I"]
+        out.append(Expected(**fields))
     return out
 
 
@@ -174,6 +297,49 @@ def rule(kind: CacheKind, window: int | None, T: int, q: int) -> tuple[int, int]
     return (1 if T >= window else 0), min(T - q, window - 1) + q - min(T, window)
 
 
+def vllm_conv_elements(conv_shape: tuple) -> int:
+    """vLLM's convolution-state elements for transformers' conv state [batch 1, C, K].
+
+    transformers keeps K = d_conv past inputs (``LinearAttentionLayer.lazy_initialization``,
+    ``conv_kernel_size``); vLLM keeps d_conv - 1 (``MambaStateShapeCalculator``
+    ``mamba1_state_shape`` / ``mamba2_state_shape`` / ``gated_delta_net_state_shape`` /
+    ``short_conv_state_shape``: ``conv_kernel - 1``): C x (K - 1).
+    """
+    batch, channels, kernel = conv_shape
+    assert batch == 1
+    return channels * (kernel - 1)
+
+
+def vllm_indexer_bytes(indexer_shape: tuple) -> int:
+    """vLLM's indexer-key bytes for transformers' indexer keys [batch 1, T, d_I].
+
+    transformers keeps d_I values per token in the model dtype; vLLM keeps them as fp8 plus
+    one float32 scale per 128 (``quant_block_size``), as uint8: ``head_dim = index_head_dim
+    + index_head_dim // quant_block_size * 4`` (vllm 0.33.0 models/deepseek_v2.py,
+    ``DeepseekV32IndexerCache``): T x (d_I + d_I // 128 x 4) bytes.
+    """
+    batch, tokens, d_i = indexer_shape
+    assert batch == 1
+    return tokens * (d_i + d_i // 128 * 4)
+
+
+def vllm_state_dtypes(config: dict, dtype) -> tuple[int, int]:
+    """(b_c, b_s): bytes per element of vLLM 0.33.0's convolution and SSM / recurrent states.
+
+    ``MambaStateDtypeCalculator._mamba_state_dtype`` (model_executor/layers/mamba/
+    mamba_utils.py): the conv state in ``mamba_cache_dtype`` ("auto": the model dtype), the
+    SSM state in ``mamba_ssm_cache_dtype``, "auto" following the conv state; NemotronH alone
+    sets it from the config's ``mamba_ssm_cache_dtype``, else "float32"
+    (models/config.py ``NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE``).
+    The model dtype is the config's, else ``dtype`` (the one the model runs in).
+    """
+    name = config.get("torch_dtype") or config.get("dtype")
+    b_c = _DTYPE_BYTES[name] if name else torch.empty((), dtype=dtype).element_size()
+    if config["model_type"] == "nemotron_h":
+        return b_c, _DTYPE_BYTES[config.get("mamba_ssm_cache_dtype") or "float32"]
+    return b_c, b_c
+
+
 def _shapes(e: Expected, tokens: int) -> tuple:
     s = e.sizes
     if e.kind is CacheKind.LATENT:  # latent as keys, RoPE key as values, one "head" each
@@ -181,16 +347,93 @@ def _shapes(e: Expected, tokens: int) -> tuple:
     return (1, s["N_g"], tokens, s["d_QK"]), (1, s["N_g"], tokens, s["d_V"])
 
 
+def _growing(h: Held, e: Expected, T: int, q: int, b: int, where: str) -> tuple[list, int]:
+    problems = []
+    fewer, more = rule(e.kind, h.window, T, q)
+    # kvlib's count, transformed by the stated rule.
+    want_elements = e.elements - fewer * e.per_token
+    want_storage = e.bytes + more * e.per_token * b
+    if h.shapes != _shapes(e, e.tokens - fewer):
+        problems.append(f"{where}: {e.kind} layer, transformers' K, V shapes {h.shapes}; "
+                        f"kvlib's {e.tokens} tokens less {fewer} and sizes {e.sizes} give "
+                        f"{_shapes(e, e.tokens - fewer)}")
+    if h.elements != want_elements:
+        problems.append(f"{where}: {e.kind} layer, transformers holds {h.elements} elements; "
+                        f"kvlib's {e.elements} ({e.tokens} tokens x {e.per_token}) less "
+                        f"{fewer} token(s) by the rule = {want_elements}")
+    if h.storage_bytes != want_storage:
+        problems.append(f"{where}: {e.kind} layer, transformers' storage is "
+                        f"{h.storage_bytes} B; kvlib's {e.bytes} B plus {more} token(s) "
+                        f"by the rule = {want_storage} B")
+    return problems, fewer * e.per_token
+
+
+def _indexer(h: Held, e: Expected, T: int, where: str) -> list[str]:
+    x = h.indexer
+    if x is None:
+        return [f"{where}: kvlib counts {e.indexer_bytes} B of indexer keys, transformers "
+                "holds none"]
+    problems = []
+    if x.shape != (1, T, e.d_I):
+        problems.append(f"{where}: transformers' indexer keys {x.shape}; kvlib's T={T} tokens "
+                        f"of d_I={e.d_I} give {(1, T, e.d_I)}")
+    if x.storage_bytes != x.elements * x.element_size:
+        problems.append(f"{where}: indexer storage {x.storage_bytes} B for {x.elements} "
+                        "elements")
+    if e.indexer_bytes != vllm_indexer_bytes(x.shape):
+        problems.append(f"{where}: transformers' indexer keys {x.shape} are "
+                        f"{vllm_indexer_bytes(x.shape)} B as vLLM stores them (fp8 + a "
+                        f"scale per 128); kvlib counts {e.indexer_bytes} B")
+    return problems
+
+
+def _state(h: Held, e: Expected, tiny: dict, b: int, where: str) -> list[str]:
+    problems = []
+    if h.conv is None:
+        return [f"{where}: {e.kind} layer, transformers holds no convolution state"]
+    want_conv = vllm_conv_elements(h.conv.shape)
+    if e.conv_elements != want_conv:
+        problems.append(f"{where}: {e.kind} layer, transformers' conv state {h.conv.shape} "
+                        f"is {want_conv} elements at d_conv - 1 rows (vLLM); kvlib counts "
+                        f"{e.conv_elements}")
+    got_ssm = h.recurrent.elements if h.recurrent else 0
+    if e.ssm_elements != got_ssm:
+        problems.append(f"{where}: {e.kind} layer, transformers' recurrent state "
+                        f"{h.recurrent.shape if h.recurrent else None} is {got_ssm} elements; "
+                        f"kvlib counts {e.ssm_elements}")
+    b_c, b_s = vllm_state_dtypes(tiny, {2: torch.bfloat16, 4: torch.float32}[b])
+    if (e.b_c, e.b_s) != (b_c, b_s):
+        problems.append(f"{where}: kvlib keeps the states at (b_c, b_s) = ({e.b_c}, {e.b_s}) "
+                        f"B, vLLM at ({b_c}, {b_s})")
+    if e.state_bytes != e.conv_elements * e.b_c + e.ssm_elements * e.b_s:
+        problems.append(f"{where}: kvlib's state is {e.state_bytes} B, not conv "
+                        f"{e.conv_elements} x {e.b_c} + SSM {e.ssm_elements} x {e.b_s}")
+    if h.conv.element_size != b:
+        problems.append(f"{where}: transformers' conv state is {h.conv.element_size} B per "
+                        f"element, the model's dtype is {b}")
+    if h.recurrent and h.recurrent.element_size != TRANSFORMERS_RECURRENT_BYTES:
+        problems.append(f"{where}: transformers' recurrent state is "
+                        f"{h.recurrent.element_size} B per element, not float32")
+    for part in (h.conv, h.recurrent):
+        if part and part.storage_bytes != part.elements * part.element_size:
+            problems.append(f"{where}: a state's storage {part.storage_bytes} B is not its "
+                            f"{part.elements} elements")
+    return problems
+
+
 def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
     """Every disagreement between transformers' cache and kvlib's reading; [] when they agree.
 
-    Per layer: the cache layer class and window (kvlib's kind and W), the tensor shapes
-    (kvlib's N_g, d_QK, d_V or d_L, d_R), the visible elements and the storage bytes
-    (kvlib's count through :func:`rule`). Then the totals, against
-    ``ModelSpec.kv_bytes_per_sequence``.
+    Per layer: the cache layer class and window (kvlib's kind and W); for attention the
+    tensor shapes (kvlib's N_g, d_QK, d_V or d_L, d_R), the visible elements and the storage
+    bytes (kvlib's count through :func:`rule`); indexer keys through
+    :func:`vllm_indexer_bytes`; states through :func:`vllm_conv_elements` (conv) and exactly
+    (recurrent), their element sizes through :func:`vllm_state_dtypes`; no tensor at all in a
+    layer kvlib says keeps nothing. Then the totals, against ``ModelSpec``.
     """
     got = held(cache)
-    b = got[0].element_size if got else 4
+    b = next((h.element_size for h in got if h.element_size), None) or next(
+        (h.conv.element_size for h in got if h.conv), 4)
     want = expected(tiny, T, b)
     problems = []
     if len(got) != len(want):
@@ -198,34 +441,39 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
     delta_elements = 0
     for h, e in zip(got, want, strict=False):
         where = f"layer {e.layer} at T={T}"
-        if h.cls != LAYER_CLASS[e.kind] or (e.kind in WINDOWED) != (h.window is not None) \
+        cls = INDEXED_CLASS if e.indexer_bytes else LAYER_CLASS[e.kind]
+        if h.cls != cls or (e.kind in WINDOWED) != (h.window is not None) \
                 or (e.kind in WINDOWED and h.window != e.window):
             problems.append(f"{where}: kvlib reads {e.kind} (window {e.window}), transformers "
                             f"holds {h.cls} (window {h.window})")
             continue
-        fewer, more = rule(e.kind, h.window, T, q)
-        # kvlib's count, transformed by the stated rule.
-        want_elements = e.elements - fewer * e.per_token
-        want_storage = e.bytes + more * e.per_token * b
-        delta_elements += fewer * e.per_token
-        if h.shapes != _shapes(e, e.tokens - fewer):
-            problems.append(f"{where}: {e.kind} layer, transformers' K, V shapes {h.shapes}; "
-                            f"kvlib's {e.tokens} tokens less {fewer} and sizes {e.sizes} give "
-                            f"{_shapes(e, e.tokens - fewer)}")
-        if h.elements != want_elements:
-            problems.append(f"{where}: {e.kind} layer, transformers holds {h.elements} elements; "
-                            f"kvlib's {e.elements} ({e.tokens} tokens x {e.per_token}) less "
-                            f"{fewer} token(s) by the rule = {want_elements}")
-        if h.storage_bytes != want_storage:
-            problems.append(f"{where}: {e.kind} layer, transformers' storage is "
-                            f"{h.storage_bytes} B; kvlib's {e.bytes} B plus {more} token(s) "
-                            f"by the rule = {want_storage} B")
-    spec_total = read_config(tiny).kv_bytes_per_sequence(T, b)
-    if spec_total != sum(e.bytes for e in want):
+        if e.kind in EMPTY or e.kind in STATEFUL:
+            if h.elements or h.indexer:
+                problems.append(f"{where}: kvlib reads {e.kind}, transformers holds K/V "
+                                f"{h.shapes}")
+        if e.kind in EMPTY:
+            if h.conv or h.recurrent:
+                problems.append(f"{where}: kvlib reads {e.kind}, transformers holds a state")
+            continue
+        if e.kind in STATEFUL:
+            problems += _state(h, e, tiny, b, where)
+            continue
+        found, fewer = _growing(h, e, T, q, b, where)
+        problems += found
+        delta_elements += fewer
+        if e.indexer_bytes:
+            problems += _indexer(h, e, T, where)
+    spec = read_config(tiny)
+    spec_total = spec.kv_bytes_per_sequence(T, b)
+    if spec_total != sum(e.bytes + e.indexer_bytes for e in want):
         problems.append(f"ModelSpec.kv_bytes_per_sequence({T}) = {spec_total} B is not the sum "
-                        f"of kvlib's layers, {sum(e.bytes for e in want)} B")
+                        f"of kvlib's layers, {sum(e.bytes + e.indexer_bytes for e in want)} B")
+    if spec.state_bytes_per_sequence() != sum(e.state_bytes for e in want):
+        problems.append(f"ModelSpec.state_bytes_per_sequence() = "
+                        f"{spec.state_bytes_per_sequence()} B is not the sum of kvlib's layers")
     held_total = sum(h.elements for h in got) * b
-    if not problems and held_total != spec_total - delta_elements * b:
-        problems.append(f"total at T={T}: transformers {held_total} B, kvlib {spec_total} B "
+    kv_total = sum(e.bytes for e in want)
+    if not problems and held_total != kv_total - delta_elements * b:
+        problems.append(f"total at T={T}: transformers {held_total} B, kvlib {kv_total} B "
                         f"less {delta_elements * b} B by the rule")
     return problems

@@ -1,4 +1,4 @@
-"""The shrinking rule: a bundled config.json made tiny, its cache *structure* kept.
+"""The shrinking rule: a config.json made tiny, its cache *structure* kept.
 
 The cross-check (docs/crosscheck.md) builds each bundled model in transformers with
 random weights. Real sizes would take gigabytes, so :func:`shrink` rewrites the sizes
@@ -7,83 +7,133 @@ and keeps every field that decides what the cache looks like. Pure: dict in, dic
 Kept as they are (they decide the structure):
   model_type, multi_query, new_decoder_architecture, use_sliding_window,
   sliding_window_pattern, no_rope_layer_interval, interleave_moe_layer_step,
-  rope settings, norms, activations, every flag not named below.
+  full_attention_interval, attn_layer_period / attn_layer_offset, attention_k_eq_v,
+  every convolution kernel (linear_conv_kernel_dim, conv_kernel, mamba_d_conv, conv_L_cache),
+  mamba_expand, mamba_ssm_cache_dtype, the dtype (torch_dtype / dtype: vLLM keeps states in
+  it), rope settings, norms, activations, every flag not named below.
 
 Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
   * layers: P = the period of the layer pattern, read from the config
     (:func:`pattern_period`); the tiny model keeps n = 2P layers when 2P <= 8, else
-    P (Gemma 3: 6), at least 2, at most the real count. ``layer_types`` and
-    ``no_rope_layers`` (when listed) are cut to their first n entries;
+    P (Gemma 3: 6), at least 2, at most the real count. A pattern with no period of 8 or
+    less (Nemotron-H's ``hybrid_override_pattern``, an LFM2 layer list) keeps its shortest
+    prefix that holds every kind of layer (:func:`tiny_layer_count`). Per-layer lists
+    (``layer_types``, ``no_rope_layers``, ``activation_sparsity_pattern``) and
+    ``hybrid_override_pattern`` are cut to their first n entries;
     ``max_window_layers`` (Qwen2) keeps every layer full if it did, else keeps a split;
     ``first_k_dense_replace`` (DeepSeek) becomes 1, so one dense and one MoE layer.
+  * KV sharing (``num_kv_shared_layers`` s > 0, Gemma 3n / Gemma 4): the unshared layers
+    shrink as above, then min(s, P) shared layers follow them, so both the producing
+    pattern and the sharing are kept.
   * heads: MHA (N_g = N_h) -> 4 : 4; MQA (N_g = 1) -> 4 : 1; GQA keeps its ratio
     r = N_h / N_g with N_g = 2 (Llama 3: 16 : 2). Falcon's ``multi_query`` stays,
-    so its single KV head comes from the same field as in the real model.
+    so its single KV head comes from the same field as in the real model. A config with
+    a second KV-head count (Gemma 4's ``num_global_key_value_heads``) keeps all three
+    in their real proportion, divided by their greatest common divisor (16 : 8 : 2 -> 8 : 4 : 1).
   * head_dim: explicit stays explicit, as 16; derived stays derived (no head_dim
     written). hidden_size / N_h is head_dim + 8 when the real ratio is above
     head_dim, head_dim - 8 when below, head_dim when equal; so a reader that
     derives head_dim where the config states it fails as it would on the real file.
+    ``attention_head_dim`` (an older Nemotron-H name) is shrunk like ``head_dim`` and
+    written as ``head_dim``, the name transformers' NemotronHConfig and vLLM read;
+    ``global_head_dim`` keeps its ratio to head_dim (Gemma 4: 512 / 256 -> 32).
   * MLA: kv_lora_rank 64, qk_rope_head_dim 8 (the real 512 : 64 = 8 : 1),
     qk_nope_head_dim and v_head_dim 16, q_lora_rank 48 (None stays None).
+    DeepSeek V3.2's indexer: ``index_head_dim`` stays 128 (vLLM stores one fp32 scale per
+    128 fp8 values, so a smaller one would change the layout), 4 indexer heads, top-4.
+  * linear attention (Gated DeltaNet): N_lk key heads -> 2, value heads keep their ratio
+    N_lv / N_lk; key head dim 16 and value head dim 8 (unequal on purpose: a reader that
+    swaps them changes the convolution's channel count).
+  * Mamba2: n_groups N_sg -> 2 (1 stays 1), heads keep their ratio N_sh / N_sg,
+    mamba_head_dim 8, ssm_state_size 16. Mamba (Jamba): mamba_d_state 16; its inner size
+    is mamba_expand x hidden_size. Short convolution (LFM2): conv_dim follows hidden_size
+    when it equals it (transformers convolves hidden_size channels).
   * windows: every ``sliding_window`` becomes WINDOW = 8 tokens (an inert one, Qwen2.5's,
     stays inert: ``use_sliding_window`` is kept), ``attention_chunk_size`` becomes
     CHUNK = 12, so contexts can lie below, at and above both.
-  * sizes: intermediate 32, MoE intermediate 16, 4 experts with at most 2 per token
-    (DeepSeek: 2 groups, top-1 group), vocabulary 128. Positions stay as they are (RoPE
-    tables are computed per position; GPT-2's 1024 learned positions are small).
+  * sizes: intermediate 32, MoE and shared-expert intermediate 16, 4 experts with at most
+    2 per token (DeepSeek: 2 groups, top-1 group; a single group stays single), vocabulary
+    128 (Gemma's per-layer-input vocabulary too), per-layer input width 8 (0 stays 0),
+    LAuReL rank 4. Positions stay as they are (RoPE tables are computed per position;
+    GPT-2's 1024 learned positions are small).
 
 Dropped: quantization_config (random weights are not quantized), architectures, auto_map,
-dtypes, version strings. Token ids become None (they index the real vocabulary).
+version strings. Token ids become None (they index the real vocabulary).
 Llama 4's ``attn_temperature_tuning`` 4 becomes True (transformers 5 validates it as a bool;
 it scales NoPE-layer queries and plays no part in the cache).
-A wrapped config (Gemma 3, Llama 4) is replaced by its ``text_config``: the
+A wrapped config (Gemma 3, Gemma 4, Llama 4) is replaced by its ``text_config``: the
 language model is what holds the cache, and transformers builds it from that.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 
-__all__ = ["WINDOW", "CHUNK", "HEAD_DIM", "loadable", "shrink", "pattern_period", "tiny_layers",
-           "smallest_period"]
+__all__ = ["WINDOW", "CHUNK", "HEAD_DIM", "INDEX_HEAD_DIM", "loadable", "shrink",
+           "pattern_period", "pattern", "tiny_layers", "tiny_layer_count", "smallest_period",
+           "shared_layers"]
 
 WINDOW = 8  # every sliding window, in tokens
 CHUNK = 12  # every attention chunk (Llama 4), in tokens
 HEAD_DIM = 16
+INDEX_HEAD_DIM = 128  # DeepSeek V3.2's indexer key: vLLM's fp8 block of 128 values + 1 scale
 MAX_LAYERS = 8
 GEMMA3_PATTERN = 6  # Gemma3TextConfig: kwargs.get("sliding_window_pattern", 6)
 LLAMA4_INTERVAL = 4  # Llama4TextConfig.no_rope_layer_interval default
 
-_DROP = {"quantization_config", "architectures", "auto_map", "torch_dtype", "dtype",
-         "transformers_version", "_name_or_path", "task_specific_params"}
+_DROP = {"quantization_config", "architectures", "auto_map", "transformers_version",
+         "_name_or_path", "task_specific_params"}
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
+_PER_LAYER = ("layer_types", "no_rope_layers", "activation_sparsity_pattern")
 _MLA = {"kv_lora_rank": 64, "qk_rope_head_dim": 8, "qk_nope_head_dim": HEAD_DIM,
         "v_head_dim": HEAD_DIM}
 _SIZES = {"intermediate_size": 32, "intermediate_size_mlp": 32, "moe_intermediate_size": 16,
-          "vocab_size": 128}
+          "shared_expert_intermediate_size": 16, "moe_shared_expert_intermediate_size": 16,
+          "vocab_size": 128, "vocab_size_per_layer_input": 128, "laurel_rank": 4,
+          "index_n_heads": 4, "index_topk": 4, "mamba_head_dim": 8, "ssm_state_size": 16,
+          "mamba_d_state": 16, "linear_key_head_dim": HEAD_DIM, "linear_value_head_dim": 8}
 
 
-def smallest_period(seq: list) -> int:
+def smallest_period(seq) -> int:
     """The least P with seq[i] == seq[i % P] for every i ([a, b, a, b] -> 2)."""
     return next(p for p in range(1, len(seq) + 1)
                 if all(seq[i] == seq[i % p] for i in range(len(seq))))
 
 
+def shared_layers(c: dict) -> int:
+    """``num_kv_shared_layers`` (0 when absent or null)."""
+    return c.get("num_kv_shared_layers") or 0
+
+
+def pattern(c: dict) -> list | None:
+    """The per-layer pattern a config writes out, if it writes one (shared layers excluded).
+
+    ``layer_types``, else ``no_rope_layers``, else Nemotron-H's ``hybrid_override_pattern``
+    (one character per layer); None when the pattern follows from a rule instead.
+    """
+    for key in ("layer_types", "no_rope_layers", "hybrid_override_pattern"):
+        if c.get(key):
+            seq = list(c[key])
+            return seq[:len(seq) - shared_layers(c)] if key == "layer_types" else seq
+    return None
+
+
 def pattern_period(c: dict) -> int:
     """The period of the layer pattern, from the fields transformers reads, first match wins:
 
-    1. ``layer_types`` listed: its smallest period (gpt-oss: 2);
-    2. ``no_rope_layers`` listed and non-empty (Llama 4): its smallest period;
-    3. ``sliding_window_pattern`` / ``_sliding_window_pattern``, else 6 for Gemma 3;
-    4. Llama 4 without ``no_rope_layers``: ``no_rope_layer_interval`` (default 4);
+    1. a written pattern (:func:`pattern`: ``layer_types``, ``no_rope_layers``,
+       ``hybrid_override_pattern``): its smallest period (gpt-oss: 2; Nemotron-H 56B: 112);
+    2. ``sliding_window_pattern`` / ``_sliding_window_pattern``, else 6 for Gemma 3;
+    3. Llama 4 without ``no_rope_layers``: ``no_rope_layer_interval`` (default 4);
+    4. Qwen3-Next: ``full_attention_interval``; Jamba: ``attn_layer_period``;
     5. Gemma 2 alternates by architecture: 2;
     6. otherwise every layer alike: 1.
     """
     family = str(c.get("model_type", "")).removesuffix("_text")
-    if isinstance(c.get("layer_types"), list):
-        return smallest_period(c["layer_types"])
-    if c.get("no_rope_layers"):
-        return smallest_period(c["no_rope_layers"])
+    written = pattern(c)
+    if written:
+        return smallest_period(written)
     for key in ("sliding_window_pattern", "_sliding_window_pattern"):
         if c.get(key):
             return c[key]
@@ -91,6 +141,9 @@ def pattern_period(c: dict) -> int:
         return GEMMA3_PATTERN
     if family == "llama4":
         return c.get("no_rope_layer_interval") or LLAMA4_INTERVAL
+    for key in ("full_attention_interval", "attn_layer_period"):
+        if c.get(key):
+            return c[key]
     if family == "gemma2":
         return 2
     return 1
@@ -100,6 +153,17 @@ def tiny_layers(real_layers: int, period: int) -> int:
     """n = 2P when 2P <= 8, else P; at least 2, at most the real count."""
     n = 2 * period if 2 * period <= MAX_LAYERS else period
     return min(real_layers, max(2, n))
+
+
+def tiny_layer_count(c: dict, real_layers: int) -> int:
+    """Layers the tiny model keeps before any shared ones (module docstring)."""
+    period = pattern_period(c)
+    written = pattern(c)
+    unshared = real_layers - shared_layers(c)
+    if period > MAX_LAYERS and written:  # no short period: the shortest prefix with every kind
+        kinds = set(written)
+        return max(2, next(i + 1 for i in range(len(written)) if set(written[:i + 1]) == kinds))
+    return tiny_layers(unshared, period)
 
 
 def _heads(n_h: int, n_g: int) -> tuple[int, int]:
@@ -126,45 +190,90 @@ def loadable(config: dict) -> dict:
     return c
 
 
-def shrink(config: dict) -> dict:
-    """A tiny config with the cache structure of ``config`` (a config.json as a dict)."""
-    c = loadable(config)
+def _layers(c: dict) -> None:
     layers_key = "n_layer" if "n_layer" in c else "num_hidden_layers"
     real_n = c[layers_key]
-    n = tiny_layers(real_n, pattern_period(c))
+    s = shared_layers(c)
+    unshared = tiny_layer_count(c, real_n)
+    s_tiny = min(s, pattern_period(c)) if s else 0
+    n = unshared + s_tiny
     c[layers_key] = n
-    for key in ("layer_types", "no_rope_layers"):
-        if c.get(key):
+    if s:
+        c["num_kv_shared_layers"] = s_tiny
+    for key in _PER_LAYER:
+        if isinstance(c.get(key), list) and c[key]:
             c[key] = c[key][:n]
+    if isinstance(c.get("hybrid_override_pattern"), str):
+        c["hybrid_override_pattern"] = c["hybrid_override_pattern"][:n]
+    if isinstance(c.get("full_attn_idxs"), list):  # LFM2's older spelling of its layer list
+        c["full_attn_idxs"] = [i for i in c["full_attn_idxs"] if i < n]
     if c.get("max_window_layers") is not None:
         m = c["max_window_layers"]
         c["max_window_layers"] = n if m >= real_n else max(1, min(m, n - 1))
     if c.get("first_k_dense_replace"):
         c["first_k_dense_replace"] = 1
 
+
+def _attention_heads(c: dict) -> int:
+    """Rewrites the head counts and dims; returns the tiny N_h."""
     heads_key = "n_head" if "n_head" in c else "num_attention_heads"
     kv_key = next((k for k in ("num_key_value_heads", "num_kv_heads") if c.get(k)), None)
     n_h = c[heads_key]
     n_g = c[kv_key] if kv_key else n_h
-    t_h, t_g = _heads(n_h, n_g)
+    if c.get("num_global_key_value_heads"):
+        g = math.gcd(n_h, n_g, c["num_global_key_value_heads"])
+        t_h, t_g = n_h // g, n_g // g
+        c["num_global_key_value_heads"] //= g
+    else:
+        t_h, t_g = _heads(n_h, n_g)
     c[heads_key] = t_h
     if kv_key:
         c[kv_key] = t_g
 
     hidden_key = "n_embd" if "n_embd" in c else "hidden_size"
+    dim_key = next((k for k in ("head_dim", "attention_head_dim") if c.get(k) is not None), None)
     if "kv_lora_rank" in c:
         c.update({k: v for k, v in _MLA.items() if k in c})
         if c.get("q_lora_rank") is not None:
             c["q_lora_rank"] = 48
+        if c.get("index_head_dim"):
+            c["index_head_dim"] = INDEX_HEAD_DIM
         c[hidden_key] = t_h * HEAD_DIM
-    elif c.get("head_dim") is not None:
+    elif dim_key:
         real_ratio = c[hidden_key] / n_h
-        step = 8 if real_ratio > c["head_dim"] else -8 if real_ratio < c["head_dim"] else 0
-        c["head_dim"] = HEAD_DIM
+        step = 8 if real_ratio > c[dim_key] else -8 if real_ratio < c[dim_key] else 0
+        if c.get("global_head_dim"):
+            c["global_head_dim"] = HEAD_DIM * c["global_head_dim"] // c[dim_key]
+        c[dim_key] = HEAD_DIM
         c[hidden_key] = t_h * (HEAD_DIM + step)
     else:
         c[hidden_key] = t_h * HEAD_DIM
+    return t_h
 
+
+def _states(c: dict, real_hidden: int | None) -> None:
+    """Linear-attention, Mamba2 and short-convolution sizes (kernels kept)."""
+    if c.get("linear_num_key_heads"):
+        ratio = c["linear_num_value_heads"] // c["linear_num_key_heads"]
+        assert ratio * c["linear_num_key_heads"] == c["linear_num_value_heads"]
+        c["linear_num_key_heads"], c["linear_num_value_heads"] = 2, 2 * ratio
+    if c.get("mamba_num_heads"):
+        groups = c.get("n_groups") or 1
+        assert c["mamba_num_heads"] % groups == 0
+        t_groups = 1 if groups == 1 else 2
+        c["mamba_num_heads"] = t_groups * (c["mamba_num_heads"] // groups)
+        c["n_groups"] = t_groups
+    if c.get("conv_dim") is not None and c["conv_dim"] == real_hidden:
+        c["conv_dim"] = c["hidden_size"]
+
+
+def shrink(config: dict) -> dict:
+    """A tiny config with the cache structure of ``config`` (a config.json as a dict)."""
+    c = loadable(config)
+    real_hidden = c.get("hidden_size")
+    _layers(c)
+    _attention_heads(c)
+    _states(c, real_hidden)
     if c.get("sliding_window") is not None:
         c["sliding_window"] = WINDOW
     if c.get("attention_chunk_size") is not None:
@@ -172,14 +281,21 @@ def shrink(config: dict) -> dict:
     for key, value in _SIZES.items():
         if c.get(key) is not None:
             c[key] = value
+    if c.get("hidden_size_per_layer_input"):
+        c["hidden_size_per_layer_input"] = 8
     for key in ("n_routed_experts", "num_local_experts", "num_experts"):
         if c.get(key):
             c[key] = 4
-    for key in ("num_experts_per_tok", "experts_per_token"):
+    for key in ("num_experts_per_tok", "experts_per_token", "top_k_experts"):
         if c.get(key):
             c[key] = min(c[key], 2)
     if c.get("n_shared_experts"):
         c["n_shared_experts"] = 1
-    if c.get("n_group"):
+    if (c.get("n_group") or 0) > 1:
         c["n_group"], c["topk_group"] = 2, 1
+    if c.get("model_type") == "nemotron_h" and "attention_head_dim" in c \
+            and c.get("head_dim") is None:
+        # the name NemotronHConfig (and so vLLM) reads; the real file's attention_head_dim is
+        # ignored by both and equals their default 128, so the tiny one must say head_dim
+        c["head_dim"] = c.pop("attention_head_dim")
     return c

@@ -1,15 +1,18 @@
 """kvlib against the cache transformers really allocates, layer by layer (docs/crosscheck.md).
 
-Each bundled model, shrunk (shrink.py), is built with random weights; a prompt of T
-tokens is prefilled, then 3 tokens are decoded greedily, and after every forward step the
-returned ``DynamicCache`` is compared with kvlib's reading of the same tiny config
-(allocation.compare). Prompts of 6, 11 and 20 tokens, each followed by 3 decode steps,
-put T below, at and above the 8-token windows (T = 6..9) and the 12-token chunks
-(T = 11..14), and well past both (T = 20..23).
+Each bundled model, shrunk (shrink.py), and three families kvlib reads without bundling
+them (cases.py) is built with random weights; a prompt of T tokens is prefilled, then 3
+tokens are decoded greedily, and after every forward step the returned ``DynamicCache`` is
+compared with kvlib's reading of the same tiny config (allocation.compare). Prompts of 6,
+11 and 20 tokens, each followed by 3 decode steps, put T below, at and above the 8-token
+windows (T = 6..9) and the 12-token chunks (T = 11..14), and well past both (T = 20..23).
+A bundled model whose family transformers cannot build is skipped with the reason
+(cases.unsupported), never silently.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import socket
 import tomllib
@@ -18,29 +21,44 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from allocation import build, compare, expected, held, rule, steps, transformers_tokens
-from shrink import CHUNK, WINDOW, shrink
+from allocation import (
+    build,
+    compare,
+    expected,
+    held,
+    rule,
+    run_dtype,
+    steps,
+    transformers_tokens,
+    vllm_conv_elements,
+    vllm_indexer_bytes,
+    vllm_state_dtypes,
+)
+from cases import NAMES, tiny, unsupported
+from shrink import CHUNK, WINDOW
+from transformers import AutoConfig
 
-from kvlib.models.catalog import BUNDLED, bundled_config
+from kvlib.models.catalog import bundled_config
 from kvlib.models.spec import CacheKind
 
-NAMES = list(BUNDLED)
 PROMPTS = (6, 11, 20)
 DECODE = 3
 ROOT = Path(__file__).parents[2]
 
 
-@functools.cache
-def tiny(name: str) -> dict:
-    return shrink(bundled_config(name))
+def _runnable(name: str) -> None:
+    reason = unsupported(name)
+    if reason:
+        pytest.skip(reason)
 
 
 @functools.cache
-def model(name: str, dtype=torch.float32):
-    return build(tiny(name), dtype=dtype)
+def model(name: str, dtype=None):
+    t = tiny(name)
+    return build(t, dtype=dtype or run_dtype(t))
 
 
-def after(name: str, prompt: int, decode: int, dtype=torch.float32):
+def after(name: str, prompt: int, decode: int, dtype=None):
     """(T, q, cache) after the last of ``decode`` steps following a ``prompt``-token prefill."""
     *_, last = steps(model(name, dtype), prompt, decode)
     return last
@@ -63,9 +81,10 @@ def test_contexts_lie_below_at_and_above_every_window_and_chunk():
 @pytest.mark.parametrize("prompt", PROMPTS)
 @pytest.mark.parametrize("name", NAMES)
 def test_transformers_cache_equals_kvlib_by_the_stated_rule(name, prompt):
+    _runnable(name)
     checked = 0
     for T, q, cache in steps(model(name), prompt, DECODE):
-        assert cache.get_seq_length() == T
+        assert cache.get_seq_length() == T  # every tiny model has an attention layer
         assert compare(tiny(name), cache, T, q) == []
         checked += 1
     assert checked == DECODE + 1
@@ -88,6 +107,12 @@ BY_HAND = {
     "falcon-7b": [(1, "DynamicLayer", 21 * 32, 21 * 32, 21 * 32 * 4, 21 * 32 * 4)],
     "gpt2": [(0, "DynamicLayer", 21 * 128, 21 * 128, 21 * 128 * 4, 21 * 128 * 4)],
     "deepseek-v2": [(1, "DynamicLayer", 21 * 72, 21 * 72, 21 * 72 * 4, 21 * 72 * 4)],
+    "gemma-4-26b-a4b": [(0, "DynamicSlidingWindowLayer", 7 * 128, 8 * 128, 8 * 128 * 4,
+                         8 * 128 * 4),  # sliding: 4 KV heads x 16, both K and V
+                        (5, "DynamicLayer", 21 * 64, 21 * 64, 21 * 64 * 4, 21 * 64 * 4)],
+    # Gemma 4's full layer: num_global_key_value_heads 1 x global_head_dim 32, K and V.
+    "gemma3n": [(4, "DynamicLayer", 21 * 64, 21 * 64, 21 * 64 * 4, 21 * 64 * 4),
+                (5, "DummyLayer", 0, 0, 0, 0)],  # layers 5-9 share: nothing of their own
 }
 
 
@@ -102,6 +127,84 @@ def test_by_hand_at_21_tokens(name):
         assert got[layer].storage_bytes == storage
         assert want[layer].elements == kv_elements
         assert want[layer].bytes == kv_bytes
+
+
+# States at T = 21, bfloat16 model (b_c = 2), per layer (shapes [batch, channels, kernel] and
+# the recurrent state's own). transformers keeps d_conv inputs and a float32 recurrent state;
+# vLLM (kvlib) keeps d_conv - 1 inputs, the recurrent state in b_s.
+# (layer, transformers conv shape, recurrent shape, transformers bytes,
+#  kvlib conv elements, kvlib SSM elements, b_s, kvlib bytes)
+BY_HAND_STATES = {
+    # Gated DeltaNet: 2 key heads x 16 twice + 4 value heads x 8 = 96 channels, kernel 4;
+    # one 16 x 8 matrix per value head. transformers 96*4*2 + 512*4; kvlib 96*3*2 + 512*2.
+    "qwen3-next-80b-a3b": [(0, (1, 96, 4), (1, 4, 16, 8), 768 + 2048, 288, 512, 2, 576 + 1024)],
+    # Mamba2: 64 heads x 8 = 512 + 2 groups x 2 x 16 = 576 channels, kernel 4; 64 heads of
+    # 8 x 16; SSM state float32 in vLLM too (NemotronH). 576*4*2 + 8192*4; 576*3*2 + 8192*4.
+    "nemotron-h-56b": [(0, (1, 576, 4), (1, 64, 8, 16), 4608 + 32768, 1728, 8192, 4,
+                        3456 + 32768)],
+    # Mamba (Jamba): mamba_expand 2 x hidden 128 = 256 channels, kernel 4, d_state 16.
+    "jamba": [(0, (1, 256, 4), (1, 256, 16), 2048 + 16384, 768, 4096, 2, 1536 + 8192)],
+    # Short convolution (LFM2): hidden 128 channels, conv_L_cache 3; no recurrent state.
+    "lfm2": [(0, (1, 128, 3), None, 768, 256, 0, 2, 512)],
+}
+
+
+@pytest.mark.parametrize("name", list(BY_HAND_STATES))
+def test_states_by_hand_at_21_tokens(name):
+    T, q, cache = after(name, 20, 1)
+    assert (T, q) == (21, 1)
+    got, want = held(cache), expected(tiny(name), T, 2)
+    for layer, conv, rec, tf_bytes, kv_conv, kv_ssm, b_s, kv_bytes in BY_HAND_STATES[name]:
+        h, e = got[layer], want[layer]
+        assert h.cls == "LinearAttentionLayer" and h.elements == 0
+        assert h.conv.shape == conv and h.conv.element_size == 2
+        assert (h.recurrent.shape if h.recurrent else None) == rec
+        assert h.recurrent is None or h.recurrent.element_size == 4
+        assert h.conv.storage_bytes + (h.recurrent.storage_bytes if rec else 0) == tf_bytes
+        assert (e.conv_elements, e.ssm_elements, e.b_c, e.b_s, e.state_bytes) \
+            == (kv_conv, kv_ssm, 2, b_s, kv_bytes)
+        assert vllm_conv_elements(conv) == kv_conv
+        # The difference, in bytes: one convolution row, and the float32 recurrent state.
+        assert tf_bytes - kv_bytes == conv[1] * 2 + kv_ssm * (4 - b_s)
+
+
+def test_indexer_keys_by_hand():
+    """DeepSeek V3.2 at T = 21: transformers holds 21 x 128 float32 indexer keys per layer
+    (10,752 B); vLLM (kvlib) 21 x (128 fp8 + one 4-byte scale) = 2,772 B."""
+    T, q, cache = after("deepseek-v3.2", 20, 1)
+    for h, e in zip(held(cache), expected(tiny("deepseek-v3.2"), T, 4), strict=True):
+        assert h.cls == "DynamicIndexedLayer"
+        assert h.shapes == ((1, 1, 21, 64), (1, 1, 21, 8))
+        assert h.indexer.shape == (1, 21, 128) and h.indexer.storage_bytes == 21 * 128 * 4
+        assert e.indexer_bytes == vllm_indexer_bytes(h.indexer.shape) == 21 * 132 == 2772
+    assert vllm_indexer_bytes((1, 5, 64)) == 5 * 64  # under 128 values: no scale
+
+
+def test_vllm_state_dtypes_by_hand():
+    assert vllm_state_dtypes({"model_type": "qwen3_next", "torch_dtype": "bfloat16"},
+                             torch.float32) == (2, 2)
+    assert vllm_state_dtypes({"model_type": "nemotron_h", "torch_dtype": "bfloat16"},
+                             torch.bfloat16) == (2, 4)  # NemotronH: float32 SSM by default
+    assert vllm_state_dtypes({"model_type": "nemotron_h", "dtype": "bfloat16",
+                              "mamba_ssm_cache_dtype": "bfloat16"}, torch.bfloat16) == (2, 2)
+    assert vllm_state_dtypes({"model_type": "jamba", "dtype": None}, torch.bfloat16) == (2, 2)
+
+
+def test_nemotron_h_attention_head_dim_is_not_read_by_transformers():
+    """Why the shrinking rule writes head_dim: transformers 5.24 ignores attention_head_dim,
+    and its default head_dim (128) is what the 56B's attention_head_dim says."""
+    real = bundled_config("nemotron-h-56b")
+    fields = {k: v for k, v in real.items() if k not in ("model_type", "time_step_limit")}
+    fields["attention_head_dim"] = 64
+    assert AutoConfig.for_model("nemotron_h", **fields).head_dim == 128
+    t = tiny("nemotron-h-56b")
+    assert t["head_dim"] == 16 and "attention_head_dim" not in t
+
+
+def test_unsupported_families_are_named():
+    reason = unsupported("llama-3.3-nemotron-super-49b")
+    assert reason and "'nemotron-nas'" in reason and "trust_remote_code" in reason
+    assert [n for n in NAMES if unsupported(n)] == ["llama-3.3-nemotron-super-49b"]
 
 
 def test_right_after_a_prefill_a_sliding_layer_keeps_the_whole_prompt_alive():
@@ -185,6 +288,45 @@ def test_control_mla_without_the_rope_key_is_caught(monkeypatch):
     problems = compare(tiny("deepseek-v2"), cache, T, q)
     assert len(problems) == 2 * 2  # both layers, elements and storage
     assert "transformers holds 432 elements" in problems[0]  # 6 x (64 + 8); kvlib 6 x 64
+
+
+def test_control_gated_deltanet_counted_as_full_attention_is_caught(monkeypatch):
+    import kvlib.models.readers.qwen3_next as qwen3_next
+
+    monkeypatch.setattr(qwen3_next, "_types", lambda c, n, notes: ["full_attention"] * n)
+    T, q, cache = after("qwen3-next-80b-a3b", 11, 1)
+    problems = compare(tiny("qwen3-next-80b-a3b"), cache, T, q)
+    # The six Gated DeltaNet layers (0-2, 4-6), on the layer class; layers 3 and 7 agree.
+    assert [p.split(":")[0] for p in problems] == [f"layer {i} at T=12" for i in
+                                                   (0, 1, 2, 4, 5, 6)]
+    assert all("kvlib reads full" in p and "LinearAttentionLayer" in p for p in problems)
+
+
+def test_control_mamba2_conv_rows_as_d_conv_are_caught(monkeypatch):
+    from kvlib.core import state_tables
+    from kvlib.core.formulas import STATES, State
+
+    t = state_tables.MAMBA2
+    wrong = dataclasses.replace(t, tensors=tuple(
+        dataclasses.replace(x, rows=state_tables.d_conv) if x.store == "conv" else x
+        for x in t.tensors))  # d_conv rows instead of d_conv - 1
+    monkeypatch.setitem(STATES, "Mamba2", State("Mamba2", wrong))
+    T, q, cache = after("nemotron-h-56b", 5, 1)
+    problems = compare(tiny("nemotron-h-56b"), cache, T, q)
+    # The four Mamba2 layers of "M-M-M-M*", once each: 576 channels x 3 rows against 4.
+    assert [p.split(":")[0] for p in problems] == [f"layer {i} at T=6" for i in (0, 2, 4, 6)]
+    assert "is 1728 elements at d_conv - 1 rows (vLLM); kvlib counts 2304" in problems[0]
+
+
+def test_control_state_dtype_not_vllms_is_caught(monkeypatch):
+    """Qwen3-Next's recurrent state counted in float32 (transformers' dtype, not vLLM's)."""
+    import kvlib.models.readers.qwen3_next as qwen3_next
+
+    monkeypatch.setattr(qwen3_next, "model_dtype_bytes", lambda c, notes: 4)
+    T, q, cache = after("qwen3-next-80b-a3b", 5, 1)
+    problems = compare(tiny("qwen3-next-80b-a3b"), cache, T, q)
+    assert len(problems) == 6 and all("(b_c, b_s) = (4, 4) B, vLLM at (2, 2)" in p
+                                      for p in problems)
 
 
 def test_control_all_full_is_invisible_while_t_is_below_the_window(monkeypatch):

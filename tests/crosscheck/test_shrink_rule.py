@@ -1,35 +1,46 @@
-"""The shrinking rule (shrink.py) keeps the cache structure of every bundled model.
+"""The shrinking rule (shrink.py) keeps the cache structure of every cross-checked model.
 
 Two readers must agree that the tiny config is the real one cut short: kvlib (same
-reader, attention kind, label, head ratio, layer kinds in order) and transformers
-itself (``get_layer_types_and_kwargs``, what ``DynamicCache`` builds its layers from).
+reader, attention kind, label, head ratio, layer kinds in order, the structure of every
+state layer) and transformers itself (``get_layer_types_and_kwargs``, what ``DynamicCache``
+builds its layers from). Shared layers (KV sharing) come last in both.
 """
 
 from __future__ import annotations
 
 import pytest
+from cases import BUNDLED_NAMES, NAMES, real, tiny, unsupported
 from shrink import (
     CHUNK,
     HEAD_DIM,
+    MAX_LAYERS,
     WINDOW,
-    loadable,
+    pattern,
     pattern_period,
+    shared_layers,
     shrink,
     smallest_period,
+    tiny_layer_count,
     tiny_layers,
 )
 from transformers import AutoConfig
 from transformers.cache_utils import get_layer_types_and_kwargs
 
 from kvlib import parse_config
-from kvlib.models.catalog import BUNDLED, bundled_config, reading
-from kvlib.models.spec import CacheKind
-
-NAMES = list(BUNDLED)
+from kvlib.models.catalog import BUNDLED, bundled_config
+from kvlib.models.spec import STATEFUL, CacheKind
 
 
-def test_all_fourteen_bundled_models_are_crosschecked():
-    assert len(NAMES) == 14
+def _runnable(name: str) -> None:
+    reason = unsupported(name)
+    if reason:
+        pytest.skip(reason)
+
+
+def test_every_bundled_model_is_crosschecked_or_named_as_skipped():
+    assert BUNDLED_NAMES == list(BUNDLED) and len(BUNDLED_NAMES) == 20
+    assert set(NAMES) - set(BUNDLED) == {"jamba", "lfm2", "gemma3n",
+                                         "gemma-4-26b-a4b+kv-sharing"}
 
 
 def test_smallest_period_by_hand():
@@ -48,12 +59,21 @@ def test_tiny_layer_count_by_hand():
 
 
 def test_pattern_period_of_each_family():
-    periods = {name: pattern_period(loadable(bundled_config(name))) for name in NAMES}
+    periods = {name: pattern_period(real(name)) for name in NAMES if not unsupported(name)}
     assert periods == {
         "llama-3-70b": 1, "llama-3.1-70b": 1, "llama-3.1-8b": 1, "gemma-3-27b": 6,
         "deepseek-v2": 1, "deepseek-v3": 1, "gemma-2-9b": 2, "qwen3-32b": 1, "qwen2.5-7b": 1,
         "mistral-7b-v0.1": 1, "falcon-7b": 1, "gpt2": 1, "llama-4-scout": 4, "gpt-oss-20b": 2,
+        "qwen3-next-80b-a3b": 4, "nemotron-h-56b": 112, "nemotron-3-nano-30b-a3b": 48,
+        "deepseek-v3.2": 1, "gemma-4-26b-a4b": 6, "jamba": 8, "lfm2": 15, "gemma3n": 5,
+        "gemma-4-26b-a4b+kv-sharing": 6,
     }
+    counts = {name: tiny_layer_count(real(name), real(name).get("num_hidden_layers"))
+              for name in periods if "num_hidden_layers" in real(name)}
+    assert {k: counts[k] for k in ("nemotron-h-56b", "nemotron-3-nano-30b-a3b", "lfm2",
+                                   "gemma3n", "gemma-4-26b-a4b+kv-sharing")} \
+        == {"nemotron-h-56b": 8, "nemotron-3-nano-30b-a3b": 6, "lfm2": 3, "gemma3n": 5,
+            "gemma-4-26b-a4b+kv-sharing": 6}  # the last two: unshared layers
 
 
 def test_tiny_gemma3_by_hand():
@@ -85,43 +105,109 @@ def test_tiny_falcon_gpt2_llama4_deepseek_by_hand():
         bundled_config("gpt-oss-20b"))
 
 
+def test_tiny_hybrids_by_hand():
+    q = tiny("qwen3-next-80b-a3b")  # 48 layers, every 4th full -> 8; heads 16 : 2
+    assert (q["num_hidden_layers"], q["full_attention_interval"], q["num_attention_heads"],
+            q["num_key_value_heads"], q["head_dim"], q["hidden_size"],
+            q["linear_num_key_heads"], q["linear_num_value_heads"], q["linear_key_head_dim"],
+            q["linear_value_head_dim"], q["linear_conv_kernel_dim"]) \
+        == (8, 4, 16, 2, 16, 128, 2, 4, 16, 8, 4)  # 2048 / 16 = 128 < 256: 16 x (16 - 8)
+    h = tiny("nemotron-h-56b")  # no period of 8 or less: the first 8 hold M, - and *
+    assert (h["hybrid_override_pattern"], h["num_hidden_layers"], h["head_dim"],
+            h["mamba_num_heads"], h["n_groups"], h["mamba_head_dim"], h["ssm_state_size"],
+            h["conv_kernel"], h["hidden_size"]) == ("M-M-M-M*", 8, 16, 64, 2, 8, 16, 4, 256)
+    nano = tiny("nemotron-3-nano-30b-a3b")
+    assert (nano["hybrid_override_pattern"], nano["mamba_num_heads"], nano["n_groups"],
+            nano["mamba_ssm_cache_dtype"], nano["n_group"]) == ("MEMEM*", 16, 2, "float32", 1)
+    g = tiny("gemma-4-26b-a4b")  # 16 : 8 : 2 heads / 2 = 8 : 4 : 1; 512 / 256 x 16 = 32
+    assert (g["num_hidden_layers"], g["num_attention_heads"], g["num_key_value_heads"],
+            g["num_global_key_value_heads"], g["head_dim"], g["global_head_dim"],
+            g["sliding_window"], g["num_kv_shared_layers"], g["attention_k_eq_v"]) \
+        == (6, 8, 4, 1, 16, 32, 8, 0, True)
+    d = tiny("deepseek-v3.2")
+    assert (d["index_head_dim"], d["index_n_heads"], d["index_topk"], d["kv_lora_rank"]) \
+        == (128, 4, 4, 64)
+    s = tiny("gemma-4-26b-a4b+kv-sharing")  # 20 unshared -> 6, then 6 of the 10 shared
+    assert (s["num_hidden_layers"], s["num_kv_shared_layers"]) == (12, 6)
+    n3 = tiny("gemma3n")  # 35 layers, 15 shared -> 5 + 5
+    assert (n3["num_hidden_layers"], n3["num_kv_shared_layers"], n3["sliding_window"]) \
+        == (10, 5, 8)
+    j = tiny("jamba")  # attention every 8th at offset 4: one period
+    assert (j["num_hidden_layers"], j["attn_layer_period"], j["attn_layer_offset"],
+            j["mamba_expand"], j["mamba_d_conv"], j["mamba_d_state"], j["hidden_size"]) \
+        == (8, 8, 4, 2, 4, 16, 128)
+    lf = tiny("lfm2")
+    assert (lf["layer_types"], lf["conv_L_cache"], lf["conv_dim"], lf["hidden_size"]) \
+        == (["conv", "conv", "full_attention"], 3, 128, 128)
+
+
+def _structure(key, reading) -> tuple:
+    """What a layer's cache looks like, sizes aside: kind, formula, kernel, dtypes, ratios."""
+    if len(key) == 2:
+        return (key[0], reading.attention, reading.label)
+    kind, _, formula, sizes = key
+    s = dict(sizes)
+    ratios = tuple(s[a] // s[b] for a, b in (("N_h", "N_g"), ("N_lv", "N_lk"), ("N_sh", "N_sg"))
+                   if a in s and b in s)
+    return (kind, formula, s.get("d_conv"), s.get("b_c"), s.get("b_s"), ratios)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_kvlib_reads_the_tiny_config_as_the_real_one_cut_short(name):
-    real = reading(name)
-    tiny = parse_config(shrink(bundled_config(name)))
-    n = tiny.num_layers
-    assert 2 <= n <= 8
-    assert (tiny.reader, tiny.family, tiny.attention, tiny.label) \
-        == (real.reader, real.family, real.attention, real.label)
-    kinds = [kind for kind, _ in tiny.layer_map()]
-    assert kinds == [kind for kind, _ in real.layer_map()[:n]]
-    assert set(kinds) == {kind for kind, _ in real.layer_map()}  # every kind shows
-    for kind, window in tiny.layer_map():
+    _runnable(name)
+    real_r, tiny_r = parse_config(real(name)), parse_config(tiny(name))
+    n = tiny_r.num_layers
+    s = shared_layers(tiny(name))
+    assert 2 <= n <= 2 * MAX_LAYERS and n - s <= MAX_LAYERS
+    assert (tiny_r.reader, tiny_r.family, tiny_r.attention, tiny_r.label) \
+        == (real_r.reader, real_r.family, real_r.attention, real_r.label)
+    kinds = [kind for kind, _ in tiny_r.layer_map()]
+    real_kinds = [kind for kind, _ in real_r.layer_map()]
+    assert kinds[:n - s] == real_kinds[:n - s]
+    assert kinds[n - s:] == real_kinds[len(real_kinds) - s:] == [CacheKind.SHARED] * s
+    assert set(kinds) == set(real_kinds)  # every kind shows
+    for i in range(n - s):  # each layer's structure: kind, formula, kernel, dtypes, ratios
+        assert _structure(tiny_r.layer(i), tiny_r) == _structure(real_r.layer(i), real_r)
+    for kind, window in tiny_r.layer_map():
         assert window == {CacheKind.SLIDING: WINDOW, CacheKind.CHUNKED: CHUNK}.get(kind)
-    if real.attention == "MLA+RoPE":
-        assert real.sizes["d_L"] * tiny.sizes["d_R"] == tiny.sizes["d_L"] * real.sizes["d_R"]
+    if real_r.attention == "MLA+RoPE":
+        assert real_r.sizes["d_L"] * tiny_r.sizes["d_R"] \
+            == tiny_r.sizes["d_L"] * real_r.sizes["d_R"]
     else:  # MHA and MQA are kept by the label (N_g = N_h, N_g = 1); GQA keeps N_h : N_g
-        if real.label == "GQA":
-            assert real.sizes["N_h"] * tiny.sizes["N_g"] == tiny.sizes["N_h"] * real.sizes["N_g"]
-        assert tiny.sizes["d_QK"] == tiny.sizes["d_V"] == HEAD_DIM
+        if real_r.label == "GQA":
+            assert real_r.sizes["N_h"] * tiny_r.sizes["N_g"] \
+                == tiny_r.sizes["N_h"] * real_r.sizes["N_g"]
+        assert tiny_r.sizes["d_QK"] == tiny_r.sizes["d_V"] == HEAD_DIM
+    assert any(g.kind in STATEFUL for g in tiny_r.groups()) \
+        == any(g.kind in STATEFUL for g in real_r.groups())
     # The same spoken assumptions about head_dim (stated and differing / derived).
     for words in ("wins over hidden_size", "derived as hidden_size", "multi_query is true",
-                  "is inert", "no num_key_value_heads"):
-        assert any(words in a for a in tiny.assumptions) \
-            == any(words in a for a in real.assumptions), words
+                  "is inert", "no num_key_value_heads", "no torch_dtype"):
+        assert any(words in a for a in tiny_r.assumptions) \
+            == any(words in a for a in real_r.assumptions), words
+
+
+def _types(fields: dict):
+    fields = dict(fields)
+    return get_layer_types_and_kwargs(AutoConfig.for_model(fields.pop("model_type"), **fields))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_transformers_reads_the_tiny_layers_as_the_real_first_ones(name):
-    real_fields, tiny_fields = loadable(bundled_config(name)), shrink(bundled_config(name))
-    real_types, _ = get_layer_types_and_kwargs(
-        AutoConfig.for_model(real_fields.pop("model_type"), **real_fields))
-    tiny_types, tiny_kwargs = get_layer_types_and_kwargs(
-        AutoConfig.for_model(tiny_fields.pop("model_type"), **tiny_fields))
-    n, period = len(tiny_types), pattern_period(loadable(bundled_config(name)))
-    assert tiny_types == real_types[:n]
-    assert all(t == real_types[i % period] for i, t in enumerate(real_types))  # truly periodic
-    assert n % period == 0
+    _runnable(name)
+    real_types, _ = _types(real(name))
+    tiny_types, tiny_kwargs = _types(tiny(name))
+    n, s, period = len(tiny_types), shared_layers(tiny(name)), pattern_period(real(name))
+    assert tiny_types[:n - s] == real_types[:n - s]
+    assert tiny_types[n - s:] == real_types[len(real_types) - s:] == ["dummy"] * s
+    assert set(tiny_types) == set(real_types)
+    unshared = real_types[:len(real_types) - shared_layers(real(name))]
+    if period <= MAX_LAYERS:  # truly periodic, and whole periods kept
+        assert all(t == unshared[i % period] for i, t in enumerate(unshared))
+        assert (n - s) % period == 0
+    else:  # no short period: the shortest prefix with every kind of layer
+        assert set(tiny_types) == set(unshared) and set(tiny_types[:n - 1]) != set(unshared)
+        assert len(pattern(real(name))) == len(real_types)
     for t, kw in zip(tiny_types, tiny_kwargs, strict=True):
         assert kw.get("sliding_window") == {"sliding_attention": WINDOW,
                                             "chunked_attention": CHUNK}.get(t)

@@ -24,6 +24,10 @@ def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     """DeepSeek V3.2: MLA plus, in every layer, the lightning indexer's key cache."""
     mla = _mla(c, n, notes)
     d_I = c.int("index_head_dim", why="DeepSeek V3.2's indexer caches a key per token")
+    if d_I % 128:
+        raise ValueError(f"{c.path('index_head_dim')}={d_I}: vLLM stores one fp32 scale per 128 "
+                         "key values (index_head_dim // 128); kvlib counts only widths that are a "
+                         "multiple of 128")
     top_k = c.int("index_topk", required=False)
     notes.append(f"sparse attention: every layer also caches one indexer key per token "
                  f"(index_head_dim={d_I} fp8 values + one fp32 scale per 128 = "

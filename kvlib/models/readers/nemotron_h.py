@@ -3,8 +3,9 @@
 ``hybrid_override_pattern`` has one character per layer: ``M`` a Mamba2 layer, ``*``
 an attention layer, ``-`` an MLP and ``E`` a mixture-of-experts layer (the last two
 keep nothing). Attention layers cache K and V (``num_key_value_heads`` x
-``head_dim``, or ``attention_head_dim`` in older files). Each Mamba2 layer keeps
-(vLLM 0.33.0 models/nemotron_h.py ``get_mamba_state_shape_from_config``) a
+``head_dim``; older files write ``attention_head_dim``, which transformers 5.x ignores: the
+config class's default head_dim of 128 applies, and vLLM 0.33.0 reads that config).
+Each Mamba2 layer keeps (vLLM 0.33.0 models/nemotron_h.py ``get_mamba_state_shape_from_config``) a
 convolution state of ``conv_kernel - 1`` rows over ``mamba_num_heads`` x
 ``mamba_head_dim`` + 2 ``n_groups`` ``ssm_state_size`` channels in the model dtype,
 and an SSM state of ``mamba_num_heads`` x ``mamba_head_dim`` x ``ssm_state_size`` in
@@ -21,6 +22,7 @@ from kvlib.models.readers.registry import register
 from kvlib.models.readers.state import dtype_bytes, model_dtype_bytes
 from kvlib.models.spec import CacheKind
 
+NEMOTRON_H_HEAD_DIM = 128  # NemotronHConfig's default head_dim
 _KINDS = {"M": "Mamba2", "*": "attention", "-": "MLP", "E": "mixture of experts"}
 
 
@@ -32,7 +34,15 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
                          f"{', '.join(_KINDS)} for each of the {n} layers, got {describe(pattern)}")
     n_h = c.int("num_attention_heads")
     n_g = c.int("num_key_value_heads")
-    d = c.int("head_dim", "attention_head_dim")
+    d = c.int("head_dim", required=False)
+    if d is None:  # NemotronHConfig (transformers 5.x) reads head_dim only, default 128
+        d = NEMOTRON_H_HEAD_DIM
+        notes.append(f"no head_dim: NemotronHConfig's default of {d} applies (vLLM reads the "
+                     "same config)")
+    older = c.data.get("attention_head_dim")
+    if older is not None and older != d:
+        notes.append(f"attention_head_dim={older!r} is ignored: transformers' NemotronHConfig and "
+                     f"vLLM read head_dim ({d})")
     b = model_dtype_bytes(c, notes)
     if c.has("mamba_ssm_cache_dtype"):
         b_s = dtype_bytes(c, "mamba_ssm_cache_dtype", c.data["mamba_ssm_cache_dtype"])

@@ -55,8 +55,11 @@ class Explorer:
     def update(self, change=None) -> None:
         try:
             result = self.compute(**self.values())
-        except ValueError as e:  # a combination the formulas reject: say so, keep the old plot
+        except ValueError as e:  # a combination the formulas reject: say so, and show no
+            # numbers or figure of the previous setting, which would read as this one's
             self.error.value = f"<b style='color:#b00'>{e}</b>"
+            self.readout.value = "<i>(no result for this setting)</i>"
+            self.plot.clear_output()
             return
         self.error.value = ""
         self.readout.value = self.render(result)

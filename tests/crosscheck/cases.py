@@ -1,0 +1,100 @@
+"""Every config the cross-check builds: the bundled models, three families kvlib reads but
+does not bundle, and one variant; and the bundled models transformers cannot build.
+
+* Bundled: ``shrink(bundled_config(name))`` (shrink.py).
+* Not bundled (Jamba, LFM2, Gemma 3n): the "real" config is transformers' own config class
+  with its defaults (``AutoConfig.for_model(model_type, **OVERRIDES).to_dict()``), shrunk by
+  the same rule; the tiny dict kvlib reads is ``AutoConfig.for_model(model_type, **tiny)
+  .to_dict()``, the very dict transformers builds the model from.
+* ``gemma-4-26b-a4b+kv-sharing``: the bundled Gemma 4 with the last 10 of its 30 layers
+  sharing KV (``num_kv_shared_layers``, which the 26B file sets to 0), so that Gemma 4's
+  sharing rule runs too. ``hidden_size_per_layer_input`` is set to 256 (the E2B / E4B
+  models' width): with 0 and shared layers, transformers 5.24's
+  ``Gemma4TextModel._maybe_slice_kv_shared_inputs`` fails ("'NoneType' object is not
+  subscriptable" on ``per_layer_inputs``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import transformers
+from shrink import loadable, shrink
+from transformers import AutoConfig
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+from kvlib.models.catalog import BUNDLED, bundled_config
+
+__all__ = ["NAMES", "BUNDLED_NAMES", "UNBUNDLED", "real", "tiny", "unsupported",
+           "VARIANT"]
+
+# model_type and the fields that differ from the config class's defaults.
+UNBUNDLED = {
+    # JambaConfig defaults: 32 layers, attention iff i % 8 == 4, Mamba elsewhere.
+    "jamba": ("jamba", {}),
+    # Lfm2Config's default makes every layer attention (full_attn_idxs = all): a hybrid needs
+    # its list. conv_dim: real LFM2 files carry it (vLLM reads it), equal to hidden_size
+    # (what transformers convolves over).
+    "lfm2": ("lfm2", {"num_hidden_layers": 16, "full_attn_idxs": [2, 5, 8, 10, 12, 14],
+                      "conv_dim": 2560}),
+    # Gemma3nTextConfig defaults: 35 layers, full iff (i + 1) % 5 == 0, last 15 share KV.
+    "gemma3n": ("gemma3n_text", {}),
+}
+VARIANT = "gemma-4-26b-a4b+kv-sharing"
+BUNDLED_NAMES = list(BUNDLED)
+NAMES = BUNDLED_NAMES + list(UNBUNDLED) + [VARIANT]
+
+
+def _variant() -> dict:
+    c = bundled_config("gemma-4-26b-a4b")
+    c["text_config"] = {**c["text_config"], "num_kv_shared_layers": 10,
+                        "hidden_size_per_layer_input": 256}
+    return c
+
+
+@functools.cache
+def unsupported(name: str) -> str | None:
+    """Why transformers cannot build ``name``'s family here, or None when it can.
+
+    Computed, not listed: a model_type transformers has no config class for (it would need
+    ``trust_remote_code`` and the model's own Python from the Hub, which this offline check
+    never runs).
+    """
+    if name not in BUNDLED:
+        return None
+    config = bundled_config(name)
+    model_type = (config.get("text_config") or config)["model_type"]
+    if model_type in CONFIG_MAPPING_NAMES:
+        return None
+    remote = config.get("auto_map", {}).get("AutoModelForCausalLM")
+    return (f"{name}: transformers {transformers.__version__} has no native model_type "
+            f"{model_type!r}; the checkpoint's own code ({remote}) needs trust_remote_code and "
+            "the Hub, so its cache cannot be allocated offline here (kvlib's reading of it is "
+            "checked in tests/test_hybrid_models.py only)")
+
+
+@functools.cache
+def _real(name: str) -> dict:
+    if name in UNBUNDLED:
+        model_type, overrides = UNBUNDLED[name]
+        return AutoConfig.for_model(model_type, **overrides).to_dict()
+    return _variant() if name == VARIANT else bundled_config(name)
+
+
+def real(name: str) -> dict:
+    """The real-size config (a fresh copy): bundled, a variant, or a class's defaults."""
+    return loadable(_real(name))
+
+
+@functools.cache
+def _tiny(name: str) -> dict:
+    t = shrink(_real(name))
+    if name in UNBUNDLED:
+        fields = dict(t)
+        return AutoConfig.for_model(fields.pop("model_type"), **fields).to_dict()
+    return t
+
+
+def tiny(name: str) -> dict:
+    """The tiny config of ``name`` (a fresh copy), as kvlib reads it and transformers builds it."""
+    return dict(_tiny(name))
