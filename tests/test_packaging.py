@@ -58,3 +58,24 @@ def test_the_lab_extra_is_inside_dev_at_the_same_pins():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     assert set(extras["lab"]) <= set(extras["dev"])
+
+
+def test_the_learner_environment_runs_every_notebook_import():
+    """What Binder / conda builds from environment.yml (runtime + lab) covers every import in
+    the notebooks: standard library, kvlib, or a package of the environment."""
+    import json
+    import sys
+
+    env = set(_conda_pins()) | {"kvlib", "IPython".lower()}  # IPython comes with ipykernel
+    modules = {"sympy": "sympy", "numpy": "numpy", "matplotlib": "matplotlib",
+               "ipywidgets": "ipywidgets", "IPython": "ipython", "kvlib": "kvlib"}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            for m in re.finditer(r"^\s*(?:from|import) ([A-Za-z_][\w]*)", "".join(cell["source"]),
+                                 re.M):
+                top = m.group(1)
+                if top in sys.stdlib_module_names:
+                    continue
+                assert top in modules and modules[top] in env, (path.name, top)
