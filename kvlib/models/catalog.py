@@ -28,7 +28,7 @@ from kvlib.models.readers import ConfigReading, load_config, parse_config, read_
 from kvlib.models.spec import EMPTY, CacheKind, LayerGroup, ModelSpec
 
 __all__ = [
-    "BundledModel", "BUNDLED", "bundled_config", "bundled_name", "load_model", "reading",
+    "BundledModel", "BUNDLED", "HYBRIDS", "bundled_config", "bundled_name", "load_model", "reading",
     "simplified", "attention_label", "title",
 ]
 
@@ -136,6 +136,10 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
        copy=f"{_AIC}; no second copy found"),
 )}
 
+
+# The hybrid and heterogeneous models of notebook 07 (the last six above).
+HYBRIDS = ("qwen3-next-80b-a3b", "nemotron-h-56b", "nemotron-3-nano-30b-a3b",
+           "llama-3.3-nemotron-super-49b", "deepseek-v3.2", "gemma-4-26b-a4b")
 
 _BY_KEY = {_key(n): n for n in BUNDLED}  # spelling-insensitive lookup
 

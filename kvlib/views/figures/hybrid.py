@@ -14,14 +14,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from kvlib.core.units import UNITS
-from kvlib.models.catalog import BUNDLED, load_model
+from kvlib.models.catalog import BUNDLED, HYBRIDS, load_model
 from kvlib.views.figures.models import plot_layer_map
 from kvlib.views.style import context_axis, context_ticks, log_value_axis
 
 __all__ = ["HYBRIDS", "COMPARE", "plot_memory_vs_context", "FIGURES"]
 
-HYBRIDS = ("qwen3-next-80b-a3b", "nemotron-h-56b", "nemotron-3-nano-30b-a3b",
-           "llama-3.3-nemotron-super-49b", "deepseek-v3.2", "gemma-4-26b-a4b")
 # A hybrid and a pure-attention model of similar total size: 80B vs 70.6B parameters.
 COMPARE = ("qwen3-next-80b-a3b", "llama-3.1-70b", "nemotron-h-56b")
 _COLORS = ("#882255", "#0072B2", "#44AA99", "#E69F00")

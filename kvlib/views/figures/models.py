@@ -20,7 +20,15 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from kvlib.core.units import UNITS, fmt_bytes
-from kvlib.models.catalog import BUNDLED, attention_label, load_model, reading, simplified, title
+from kvlib.models.catalog import (
+    BUNDLED,
+    HYBRIDS,
+    attention_label,
+    load_model,
+    reading,
+    simplified,
+    title,
+)
 from kvlib.models.spec import CacheKind
 from kvlib.views.style import (
     COLORS,
@@ -257,7 +265,10 @@ def plot_params_vs_cache(ax, names: Sequence[str] | None = None, b=BF16) -> None
     Models at the same point (Llama 3 and 3.1 70B) share one dot and one label.
     """
     points: dict = {}
-    for name in names or BUNDLED:
+    # by default the attention-only models: hybrids' per-token cost tells half their story
+    # (notebook 07 plots cache + state)
+    default = [n for n in BUNDLED if n not in HYBRIDS]
+    for name in names or default:
         spec = load_model(name)
         key = (spec.params, spec.kv_bytes_per_token(b), attention_label(spec))
         points.setdefault(key, []).append(BUNDLED[name].title if name in BUNDLED else name)
