@@ -163,11 +163,13 @@ def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS,
     ax.xaxis.set_major_locator(mticker.MultipleLocator(10))
     ax.set_xlabel("layer index")
     ax.grid(False)
-    ax.set_title(title)
+    # The legend sits between the title and the cells, where a reader looks first (below the
+    # axes it fell out of view in a notebook's output area).
+    ax.set_title(title, pad=38)
     kinds_in_use = sorted({k for k, _ in seen}, key=list(KIND_COLORS).index)
     ax.legend(handles=[Patch(color=KIND_COLORS[k], label=_kind_label(k, seen))
                        for k in kinds_in_use],
-              loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
+              loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False,
               ncols=len(kinds_in_use), fontsize=12)
 
 
