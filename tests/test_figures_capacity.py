@@ -79,6 +79,62 @@ def test_planner_widget_shows_errors_and_recovers():
     assert e.error.value == "" and "max concurrent sessions" in e.readout.value
 
 
+def test_planner_lists_every_bundled_model_by_title():
+    from kvlib import BUNDLED
+
+    e = planner_explorer()
+    assert list(e.controls["model"].options) == [(m.title, n) for n, m in BUNDLED.items()]
+
+
+def test_planner_warns_beyond_the_models_context():
+    """Llama 3 70B's config.json: max_position_embeddings = 8,192 (the CLI notes it too)."""
+    over = render(planner("llama-3-70b", "H200", gpus=4, tp=4, weight_dtype="bf16",
+                          kv_dtype="bf16", context=16384, gpu_mem_util=0.9, sessions=8))
+    assert "context 16,384 exceeds the model's max_position_embeddings (8,192)" in over
+    within = render(planner("llama-3-70b", "H200", gpus=4, tp=4, weight_dtype="bf16",
+                            kv_dtype="bf16", context=8192, gpu_mem_util=0.9, sessions=8))
+    assert "exceeds" not in within
+
+
+# Llama-style: 4 layers, 8 query heads, 8 KV heads, hidden 1024 (head_dim 128), 2,048 positions
+PASTED = ('{"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8, '
+          '"num_key_value_heads": 8, "hidden_size": 1024, "max_position_embeddings": 2048}')
+
+
+def test_planner_plans_a_pasted_config_with_its_parameter_count():
+    e = planner_explorer()
+    e.controls["config"].value = PASTED
+    # no count: the Deployment's refusal, as `kvlib plan CONFIG` without --params says it
+    assert "parameter count of llama is unknown" in e.error.value
+    e.controls["params"].value = "1.5B"
+    assert e.error.value == ""
+    # weights 1.5e9 x 2 B / TP 4 = 750 MB per GPU (under 1 GB: in MB, not "0.75 GB")
+    assert "750 MB" in e.readout.value
+    # KV per 128K session per GPU: 4 layers x 2 x (8 / 4) heads x 128 x 2 B x 131,072 tokens
+    # (4 layers x 2 x (8 / 4) heads x 128 x 2 B x 131,072 tokens = 0.54 GB: in MB)
+    assert f"{4 * 2 * 2 * 128 * 2 * 131072 / 1e6:.2f} MB" in e.readout.value  # 536.87 MB
+    assert "exceeds the model's max_position_embeddings (2,048)" in e.readout.value
+    e.controls["params"].value = "lots"
+    assert "params must be a positive whole count" in e.error.value
+    assert "GB" not in e.readout.value  # the previous numbers are gone
+
+
+@pytest.mark.parametrize("text", ["70600000000", "70.6B", "70.6b", "7e10", "8.03e9", " 8M ",
+                                  "1.5K", "0", "-3", "abc", "1.23456789B", "", "70.6 B"])
+def test_params_are_read_as_kvlib_plan_reads_them(text):
+    from kvlib.cli.plan import parse_count
+    from kvlib.views.widgets.capacity import parse_params
+
+    try:
+        expected = parse_count(text)
+    except ValueError as e:
+        with pytest.raises(ValueError) as mine:
+            parse_params(text)
+        assert str(mine.value) == str(e).replace("--params", "params")
+    else:
+        assert parse_params(text) == expected
+
+
 def test_levers_legend_names_the_colours_and_labels_avoid_the_budget_line():
     fig = Figure(figsize=(11, 5.6), layout="constrained")
     ax = fig.add_subplot()

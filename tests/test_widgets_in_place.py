@@ -55,11 +55,29 @@ def test_model_bars_update_in_place_and_match_a_fresh_figure():
         assert e.error.value == ""
         assert e.fig.axes == [ax], f"{control}: the figure was rebuilt"
         assert visible_widths(ax) == [round(v, 6) for v in gib]
-        assert [t.get_text() for t in ax.texts] == [f"{v:,.2f} GiB" for v in gib]
+        # each label in its own unit: GiB, or MiB under 1 GiB (exact values print whole)
+        assert [t.get_text() for t in ax.texts] == [
+            f"{v:,.2f}".rstrip("0").rstrip(".") + " GiB" if v >= 1 else f"{v * 1024:g} MiB"
+            for v in gib]
         assert [t.get_text() for t in ax.get_yticklabels()] == names
         fresh = Figure(figsize=e.fig.get_size_inches(), layout="constrained")
         draw_models(fresh, breakdown(**e.values()))
         assert np.array_equal(png(e.fig), png(fresh)), f"{control}={value!r}"
+
+
+def test_model_figure_height_follows_the_number_of_bars():
+    """Two bars are not 700 px tall: the figure is sized by its number of layer groups."""
+    e = model_explorer()  # Gemma 3 27B: 2 groups
+    two = e.fig.get_size_inches()[1]
+    e.controls["model"].value = "deepseek-v2"  # 1 group
+    one = e.fig.get_size_inches()[1]
+    e.controls["model"].value = "nemotron-h-56b"  # 3 groups
+    three = e.fig.get_size_inches()[1]
+    assert one < two < three <= 3
+    assert three - two == pytest.approx(two - one)
+    fresh = Figure(figsize=(9, 5), layout="constrained")  # any first size: draw sets it
+    draw_models(fresh, breakdown(**e.values()))
+    assert np.array_equal(png(e.fig), png(fresh))
 
 
 # --- notebook 06 -------------------------------------------------------------------------

@@ -52,3 +52,23 @@ def test_side_by_side_cache_columns_by_hand():
     assert r[131072] - r[4096] == 60 * 2 * 128 * (512 + 64 + 512) * (131072 - 4096)
     table = to_markdown(list(rows.values()))
     assert table.count("\n") == 7 and table.splitlines()[1].count("|") == 8
+
+
+def test_legends_in_the_house_size_and_one_redraw_per_move():
+    """The two-panel figure's legends are as large as the house style's (13 pt, beside
+    15-pt axis labels; they were 10 pt), and each move draws the figure once."""
+    import matplotlib as mpl
+
+    from kvlib.views.style import STYLE
+
+    e = rope_explorer()
+    mpl.rcParams.update(STYLE)
+    for ax in e.fig.axes:
+        sizes = {t.get_fontsize() for t in ax.get_legend().get_texts()}
+        assert sizes == {STYLE["legend.fontsize"]}
+    for control, value in [("d_R", 32), ("d_L", 256), ("N_h", 8), ("context", 1024)]:
+        before = e.redraws
+        e.controls[control].value = value
+        assert e.redraws == before + 1, control
+    assert "0 GiB" not in e.readout.value  # 8 heads, d_L 256 at 1K: 33.75 MiB, not 0.03 GiB
+    assert "33.75 MiB" in e.readout.value  # 60 x (256 + 32) x 2 B x 1,024 = 35,389,440 B

@@ -1,7 +1,10 @@
 """Notebook 05's explorer: its computation by hand, and its controls driven like a reader would."""
 
+import json
 import re
 from fractions import Fraction
+
+import pytest
 
 from kvlib.views.widgets.models import breakdown, model_explorer, render
 
@@ -45,3 +48,62 @@ def test_controls_update_readout_and_plot():
 def test_beyond_the_models_context_is_flagged():
     html = render(breakdown("llama-3-70b", 131072, 1, "bf16"))
     assert "max_position_embeddings (8,192)" in html
+
+
+# A small Llama-style config.json, as a reader would paste it: 2 layers, 8 query heads,
+# 2 KV heads, hidden 512 (head_dim 512 / 8 = 64), 4,096 positions.
+PASTED = json.dumps({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+                     "num_key_value_heads": 2, "hidden_size": 512,
+                     "max_position_embeddings": 4096, "_name_or_path": "my-tiny-llama"})
+
+
+def test_a_pasted_config_is_read_instead_of_the_model():
+    e = model_explorer()
+    e.controls["config"].value = PASTED
+    assert e.error.value == ""
+    html = e.readout.value
+    assert "my-tiny-llama" in html
+    # per token: 2 layers x 2 (K, V) x 2 heads x 64 x 2 B = 1,024 B = 1 KiB; x 131,072 = 128 MiB
+    assert "1 KiB" in html and "128 MiB" in html
+    assert "max_position_embeddings (4,096)" in html  # 131,072 > 4,096
+    e.controls["config"].value = ""  # cleared: the dropdown's model again
+    assert "Gemma 3 27B" in e.readout.value and e.error.value == ""
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{x", "the pasted config is not valid JSON: Expecting property name"),
+    ("[1, 2]", "the pasted config must hold a JSON object, got a list"),
+    ("{}", "config has no num_hidden_layers or n_layer"),
+])
+def test_a_bad_pasted_config_is_one_line_in_the_widget(text, message):
+    e = model_explorer()
+    e.controls["config"].value = text
+    assert message in e.error.value and "\n" not in e.error.value
+    assert "GiB" not in e.readout.value  # the previous model's numbers are gone
+
+
+def test_the_cli_words_a_bad_config_file_the_same_way(tmp_path, capsys):
+    """The widget's message for a config without layers is the one ``kvlib estimate`` gives."""
+    from kvlib.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text("{}")
+    assert main(["estimate", str(path)]) == 2
+    assert "config has no num_hidden_layers or n_layer" in capsys.readouterr().err
+
+
+def test_small_settings_never_read_zero_gib():
+    """GPT-2 at 1K tokens: every row in a unit that keeps it at least 1 (MiB, KiB)."""
+    html = render(breakdown("gpt2", context=1024, batch=1, kv_dtype="fp8"))
+    assert not re.search(r">0(\.0+)? (GiB|MiB|KiB)<", html)
+    # 12 layers x 2 x 768 x 1 B = 18,432 B = 18 KiB per token; x 1,024 tokens = 18 MiB
+    assert "18 KiB" in html and "18 MiB" in html
+
+
+def test_the_live_table_is_styled_like_a_static_one():
+    html = render(breakdown("gemma-3-27b", 131072, 1, "bf16"))
+    headers = re.findall(r"<th style='([^']*)'", html)
+    assert len(headers) == 6 and all("border-bottom" in h for h in headers)
+    cells = re.findall(r"<td style='([^']*)'>([^<]*(?:<b>[^<]*</b>)?)</td>", html)
+    numbers = [style for style, text in cells if re.search(r"\d", text)]
+    assert numbers and all("text-align:right" in s for s in numbers)

@@ -17,7 +17,7 @@ from kvlib.core.units import UNITS
 __all__ = [
     "STYLE", "COLORS", "apply_style", "context_ticks", "format_context", "context_axis",
     "log_value_axis",
-    "plot_cache_vs_context", "plot_bars",
+    "plot_cache_vs_context", "plot_bars", "png_bytes", "show_figure",
 ]
 
 STYLE = {
@@ -50,6 +50,31 @@ COLORS = {
 def apply_style() -> None:
     """Set the house rcParams (idempotent)."""
     mpl.rcParams.update(STYLE)
+
+
+def png_bytes(fig) -> bytes:
+    """``fig`` as PNG at its own size and dpi, drawn once on its own Agg canvas (kept, so
+    that its renderer's text metrics stay cached for the next draw of the same figure)."""
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.canvas.print_png(buf, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
+
+def show_figure(fig) -> None:
+    """Display a constrained-layout figure in a notebook, drawn once.
+
+    The inline backend saves with ``bbox_inches="tight"``, which lays the figure out and
+    measures it before drawing it: twice the work for a figure whose constrained layout
+    already leaves no blank border. Same picture, same size, one draw."""
+    from IPython.display import Image, display
+
+    display(Image(png_bytes(fig), format="png"))
 
 
 def format_context(n: int) -> str:
@@ -120,8 +145,13 @@ def plot_cache_vs_context(ax, contexts: Sequence[int], series: Mapping[str, np.n
 
 
 def plot_bars(ax, labels: Sequence[str], values: Sequence, unit: str, title: str,
-              ylabel: str, colors: Sequence[str] | None = None, annotate: bool = True):
-    """Bar chart of byte values in ``unit``, each bar labelled with its value."""
+              ylabel: str, colors: Sequence[str] | None = None, annotate: bool = True,
+              log: bool = False):
+    """Bar chart of byte values in ``unit``, each bar labelled with its value.
+
+    ``log``: a log value axis, for bars far apart in size (notebook 03: 60 KiB beside
+    4,800 KiB, a sliver on a linear axis); the axis label says so.
+    """
     y = np.array([float(v) for v in values]) / UNITS[unit]
     bars = ax.bar(labels, y, color=colors)
     if annotate:
@@ -131,7 +161,11 @@ def plot_bars(ax, labels: Sequence[str], values: Sequence, unit: str, title: str
             ax.annotate(f"{text} {unit}", (rect.get_x() + rect.get_width() / 2, val),
                         ha="center", va="bottom", fontsize=13, xytext=(0, 3),
                         textcoords="offset points")
-    ax.set_ylabel(f"{ylabel} ({unit})")
+    if log:
+        log_value_axis(ax)
+        lo, hi = y.min(), y.max()
+        ax.set_ylim(10 ** np.floor(np.log10(lo)), hi * 2.5)  # room for the top label
+    ax.set_ylabel(f"{ylabel} ({unit}{', log scale' if log else ''})")
     ax.set_title(title)
     ax.grid(axis="x", visible=False)
     return bars

@@ -14,7 +14,15 @@ import os
 from pathlib import Path
 
 import pytest
-from labharness import CHROMIUM, VIEWPORT, Chromium, LabServer, check_notebook, copy_notebooks
+from labharness import (
+    CHROMIUM,
+    VIEWPORT,
+    Chromium,
+    LabServer,
+    check_notebook,
+    copy_notebooks,
+    mathjax_errors,
+)
 
 # The fixture notebooks are test inputs for the browser, not notebooks for nbval
 # (broken_widget.ipynb is broken on purpose).
@@ -45,6 +53,16 @@ class Lab:
         try:
             return check_notebook(page, self.server, name, widgets,
                                   screenshot=SCREENSHOTS / f"{Path(name).stem}.png")
+        finally:
+            page.close()
+            self.server.shutdown_sessions()
+
+    def mathjax(self, name: str) -> dict:
+        """The formulas MathJax renders as errors on ``name``'s page (see mathjax_errors)."""
+        page = self.context.new_page()
+        page.set_viewport_size(VIEWPORT)
+        try:
+            return mathjax_errors(page, self.server, name)
         finally:
             page.close()
             self.server.shutdown_sessions()

@@ -10,8 +10,14 @@ every Explorer on the page, in page order, apply the :class:`Move` list of the
 expectation table and require (a) the readout (CSS class ``kvlib-readout``) to
 contain the text expected for the new setting, (b) a new figure image in the
 ``kvlib-plot`` Output, (c) no error: no ``error`` message or traceback on the
-kernel's IOPub channel, nothing in the Explorer's error line. Any failure raises
+kernel's IOPub channel, nothing in the Explorer's error line, (d) the Explorer no
+taller than the viewport (:data:`VIEWPORT`, 900 px: a laptop screen). A move marked
+``error=True`` must instead show its text in the error line and leave none of the
+previous setting's numbers in the readout and no figure of it. Any failure raises
 :class:`WidgetCheckFailed` with what the page and the kernel showed.
+
+:func:`mathjax_errors` opens a notebook as a reader does and returns the formulas
+MathJax rendered as errors (``mjx-merror``), with MathJax's message.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ CHROMIUM_FLAGS = (
     "--disable-component-update", "--no-first-run", "--no-default-browser-check",
     "--disable-extensions", "--mute-audio",
 )
-VIEWPORT = {"width": 1400, "height": 1000}
+# A laptop screen: every Explorer (controls, readout, figure) must fit its height.
+VIEWPORT = {"width": 1400, "height": 900}
 
 # User settings for this server only: autosave off (the copy under test must stay
 # byte-identical), every cell in the DOM (no windowing: widgets far down the
@@ -69,6 +76,9 @@ class Move:
     expect:  a substring the readout must contain afterwards and must not contain
              before, computed independently of the widget (hand arithmetic in the test).
     figure_changes: the new figure must differ from the old one (not just be re-shown).
+    error:   the setting is invalid: ``expect`` must appear in the Explorer's error line,
+             and the readout and figure must no longer show the previous setting's
+             numbers (no number of the old readout, no old image).
     """
 
     control: str | int
@@ -76,6 +86,7 @@ class Move:
     arg: int | str
     expect: str
     figure_changes: bool = True
+    error: bool = False
 
 
 def free_port() -> int:
@@ -259,6 +270,9 @@ _JS_STATE = """(i) => {
           kernel: k.status, problems: window.__kvlib.problems.slice()};
 }"""
 
+_JS_HEIGHT = """(i) => Math.round(
+  document.querySelectorAll('.kvlib-readout')[i].parentElement.getBoundingClientRect().height)"""
+
 _JS_MARK_IMG = """(i) => {
   const box = document.querySelectorAll('.kvlib-readout')[i].parentElement;
   const img = box.querySelector('.kvlib-plot img');
@@ -317,6 +331,10 @@ def _apply(page, ctl, move: Move, timeout_ms: float) -> None:
         box.press("ControlOrMeta+a")
         box.press_sequentially(str(move.arg))
         box.press("Enter")
+    elif move.action == "paste":  # a text area or text box: its whole text at once, then
+        box = ctl.locator("textarea, input").first  # leave it (it updates on blur/Enter)
+        box.fill(str(move.arg), timeout=timeout_ms)
+        box.press("Tab", timeout=timeout_ms)
     else:
         raise ValueError(f"unknown move action {move.action!r}")
 
@@ -367,8 +385,12 @@ def check_notebook(page, server: LabServer, name: str, widgets: Sequence[Sequenc
             if not moves:
                 raise WidgetCheckFailed(f"{name}: Explorer #{i} has no Move to check")
             readouts.nth(i).scroll_into_view_if_needed(timeout=deadline.ms())
+            heights = [check_height(page, name, i, "after Run All")]
             for move in moves:
                 _check_move(page, server, name, i, move, deadline)
+                heights.append(check_height(page, name, i, f"after {move.control!r} -> "
+                                                           f"{move.arg!r}"))
+            timings[f"height_{i}"] = max(heights)
         timings["moves"] = time.monotonic() - t_moves
     finally:
         if screenshot is not None:
@@ -393,14 +415,72 @@ def _show_last_widget(page) -> None:
         pass
 
 
+def check_height(page, name: str, i: int, when: str) -> int:
+    """The Explorer's height in px; fails when it is taller than the viewport."""
+    height = page.evaluate(_JS_HEIGHT, i)
+    if height > VIEWPORT["height"]:
+        raise WidgetCheckFailed(
+            f"{name}: Explorer #{i} is {height} px tall {when}, taller than a "
+            f"{VIEWPORT['height']}-px screen: a reader cannot see its controls and its figure "
+            "at once")
+    return height
+
+
+ERROR_GRACE_S = 3.0  # how long an error line of the previous (refused) setting may linger
+STALE_GRACE_S = 2.0  # how long a figure may lag its readout before it is called stale
+
+# Numbers of two or more digits ("163,840", "2.68", "128K"): what a stale readout repeats.
+_NUMBER = re.compile(r"\d[\d,.]*\d")
+
+
+def _check_error_move(page, server: LabServer, name: str, i: int, move: Move, before: dict,
+                      deadline: Deadline) -> None:
+    """After a move to an invalid setting: the error line says so, and neither the readout
+    nor the figure still shows the previous setting's numbers."""
+    what = _describe_move(name, i, move)
+    n_problems = len(before["problems"])
+    state = before
+    while not deadline.passed():
+        time.sleep(0.1)
+        state = page.evaluate(_JS_STATE, i)
+        new = state["problems"][n_problems:]
+        if new:
+            raise WidgetCheckFailed(f"{what}: the kernel reported an error (a refused setting "
+                                    "must be shown in the widget, not raised)\n"
+                                    + _report({**state, "problems": new}))
+        if move.expect in state["error"] and state["kernel"] == "idle":
+            break
+    else:
+        raise WidgetCheckFailed(f"{what}: expected the error line to say {move.expect!r}\n"
+                                + _report({**state, "problems": []}))
+    page.wait_for_timeout(300)  # let the readout and the Output area settle
+    state = page.evaluate(_JS_STATE, i)
+    stale = [n for n in dict.fromkeys(_NUMBER.findall(before["readout"]))
+             if n in state["readout"]]
+    if stale:
+        raise WidgetCheckFailed(
+            f"{what}: the error shows, but the readout still shows the previous setting's "
+            f"numbers {stale}, which read as this setting's\n" + _report(state))
+    if state["img"] is not None and (state["img_is_old"] or state["img"] == before["img"]):
+        raise WidgetCheckFailed(f"{what}: the error shows, but the figure still shows the "
+                                "previous setting")
+
+
 def _check_move(page, server: LabServer, name: str, i: int, move: Move,
                 deadline: Deadline) -> None:
     before = page.evaluate(_JS_STATE, i)
-    if before["img"] is None:
+    if before["img"] is None and not before["error"].strip():
         raise WidgetCheckFailed(f"{name}: Explorer #{i} shows no figure before the move")
     page.evaluate(_JS_MARK_IMG, i)
     n_problems = len(before["problems"])
     what = _describe_move(name, i, move)
+    if move.error:
+        ctl = _control(page, i, move.control)
+        if ctl.count() == 0:
+            raise WidgetCheckFailed(f"{what}: no such control in the Explorer's grid")
+        _apply(page, ctl, move, deadline.ms())
+        _check_error_move(page, server, name, i, move, before, deadline)
+        return
     if move.expect in before["readout"]:
         # Otherwise a readout that never updates would pass this move.
         raise WidgetCheckFailed(f"{what}: the readout already shows {move.expect!r} before "
@@ -410,16 +490,27 @@ def _check_move(page, server: LabServer, name: str, i: int, move: Move,
         raise WidgetCheckFailed(f"{what}: no such control in the Explorer's grid")
     _apply(page, ctl, move, deadline.ms())
     state = before
+    moved = time.monotonic()
+    settled = None  # when the readout first showed the expected text, with an idle kernel
     while not deadline.passed():
         time.sleep(0.1)
         state = page.evaluate(_JS_STATE, i)
         new = state["problems"][n_problems:]
-        if new or state["error"].strip():
+        # An error line left from a refused setting before this move is not this move's
+        # error until the update has had time to clear it.
+        old_error = state["error"] == before["error"] and time.monotonic() - moved < ERROR_GRACE_S
+        if new or (state["error"].strip() and not old_error):
             raise WidgetCheckFailed(f"{what}: the widget reported an error\n"
                                     + _report({**state, "problems": new}))
-        if (move.expect in state["readout"] and state["img"] is not None
-                and not state["img_is_old"] and state["kernel"] == "idle"):
-            break
+        if move.expect in state["readout"] and state["kernel"] == "idle":
+            if state["img"] is not None and not state["img_is_old"]:
+                break
+            settled = settled or time.monotonic()
+            # The same image set again may leave the old <img> in place: a figure that
+            # has not changed by now is reported as such, not as a timeout.
+            if (move.figure_changes and state["img"] == before["img"]
+                    and time.monotonic() - settled > STALE_GRACE_S):
+                break
     else:
         raise WidgetCheckFailed(
             f"{what}: expected the readout to contain {move.expect!r} and a redrawn "
@@ -427,7 +518,40 @@ def _check_move(page, server: LabServer, name: str, i: int, move: Move,
             + _report({**state, "problems": state["problems"][n_problems:]},
                       server.log_tail(1500)))
     if move.figure_changes and state["img"] == before["img"]:
-        raise WidgetCheckFailed(f"{what}: the figure was re-shown but did not change")
+        raise WidgetCheckFailed(f"{what}: the readout moved on, but the figure did not change")
+
+
+# MathJax 3 renders a formula it cannot parse as an <mjx-merror> element whose
+# data-mjx-error attribute holds the message (e.g. "'_' allowed only in math mode").
+_JS_MATH = """() => {
+  const errors = [...document.querySelectorAll('mjx-merror')].map(e => {
+    const c = e.closest('mjx-container');
+    const cell = e.closest('.jp-Cell');
+    const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+    return {message: e.getAttribute('data-mjx-error') || e.textContent,
+            text: e.textContent, cell: cells.indexOf(cell),
+            source: c ? (c.getAttribute('aria-label') || '') : ''};
+  });
+  return {errors, containers: document.querySelectorAll('mjx-container').length};
+}"""
+
+
+def mathjax_errors(page, server: LabServer, name: str, budget_s: float = 40.0) -> dict:
+    """Open ``name`` (its stored outputs, as a reader first sees it), wait until MathJax has
+    typeset the page (the number of formulas stops changing), and return
+    ``{"errors": [{message, text, cell, source}], "formulas": n}``."""
+    deadline = Deadline(budget_s)
+    page.goto(server.url(name), timeout=deadline.ms())
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=deadline.ms())
+    last, steady = None, 0
+    while not deadline.passed() and steady < 4:
+        page.wait_for_timeout(250)
+        seen = page.evaluate(_JS_MATH)
+        key = (seen["containers"], len(seen["errors"]))
+        steady = steady + 1 if key == last and key[0] > 0 else 0
+        last = key
+    seen = page.evaluate(_JS_MATH)
+    return {"errors": seen["errors"], "formulas": seen["containers"]}
 
 
 def copy_notebooks(paths: Sequence[Path], dest: Path) -> dict[str, bytes]:

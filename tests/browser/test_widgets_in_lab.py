@@ -8,18 +8,25 @@ arithmetic (never read back from kvlib), and the figure must be redrawn.
 
 A notebook that gains an Explorer needs an entry in ``EXPECTED``: which control to
 move, and the readout text for the new setting, worked out by hand.
+
+Every Explorer must also fit a 900-px screen, and a move to a setting the formulas
+refuse (``Move(..., error=True)``) must clear the previous setting's numbers and
+figure. Every notebook page, widget or not, must render without a MathJax error.
+Each of these checks has a fixture that must fail it (tests/browser/fixtures).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
-from labharness import Move, WidgetCheckFailed
+from labharness import VIEWPORT, Move, WidgetCheckFailed
 
 NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
+ALL_NOTEBOOKS = [p.name for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
 
 
 # `Explorer(...)` itself, or a kvlib factory that returns one (`gqa_explorer(...)`).
@@ -32,6 +39,13 @@ def has_explorer(path: Path) -> bool:
 
 
 WIDGET_NOTEBOOKS = [p.name for p in sorted(NOTEBOOKS.glob("*.ipynb")) if has_explorer(p)]
+
+# A config.json as a reader would paste it: Llama-style, 2 layers, 8 query heads, 2 KV
+# heads, hidden 512 (head_dim 512 / 8 = 64), 4,096 positions.
+TINY_LLAMA = json.dumps({"_name_or_path": "my-tiny-llama", "model_type": "llama",
+                         "num_hidden_layers": 2, "num_attention_heads": 8,
+                         "num_key_value_heads": 2, "hidden_size": 512,
+                         "max_position_embeddings": 4096})
 
 # Per notebook: one list of moves per Explorer, in page order.
 EXPECTED: dict[str, list[list[Move]]] = {
@@ -65,6 +79,16 @@ EXPECTED: dict[str, list[list[Move]]] = {
         # Batch 8 -> 9: the 10 full layers hold all 131,072 tokens of 9 sequences.
         Move("batch", "right", 1,
              expect=f"{10 * 2 * 16 * 128 * 1 * 131072 * 9 / 2**30:g} GiB"),  # 45 GiB
+        # A pasted config.json (TINY_LLAMA: 2 layers, 2 KV heads of 512 / 8 = 64), fp8,
+        # 131,072 tokens x 9: under 1 GiB, so in MiB (never "0.56 GiB" or "0 GiB").
+        Move("config.json", "paste", TINY_LLAMA,
+             expect=f"{2 * 2 * 2 * 64 * 1 * 131072 * 9 / 2**20:g} MiB"),  # 576 MiB
+        # Not JSON: the reader's one-line error, and no number of the pasted model left.
+        Move("config.json", "paste", "{not json", error=True,
+             expect="the pasted config is not valid JSON"),
+        # Cleared: Gemma 3 27B again, batch 9, fp8 (the 45 GiB of the full layers).
+        Move("config.json", "paste", "",
+             expect=f"{10 * 2 * 16 * 128 * 1 * 131072 * 9 / 2**30:g} GiB"),  # 45 GiB
     ]],
     # hybrid_explorer(model="qwen3-next-80b-a3b", context=131072), bf16. Qwen3-Next's
     # config.json: 12 attention layers of 2 KV heads x 256; 36 Gated DeltaNet layers.
@@ -86,6 +110,19 @@ EXPECTED: dict[str, list[list[Move]]] = {
              expect=f"{80 * 2 * 2 * 128 * 1 * 131072 / 1e9:.2f} GB"),  # 5.37 GB
         Move("context", "left", 1,
              expect=f"{80 * 2 * 2 * 128 * 1 * 65536 / 1e9:.2f} GB"),  # 2.68 GB
+        # 2 GPUs cannot hold a TP group of 4: refused, and the 2.68 GB must go.
+        Move("GPUs", "select", "2", error=True,
+             expect="gpus=2 must be a multiple of tensor_parallel_size=4"),
+        # 8 GPUs at TP 4: 8 / 4 = 2 replicas.
+        Move("GPUs", "select", "8", expect="(2 replicas x"),
+        # Llama 3 70B's config.json: max_position_embeddings 8,192 < the 64K chosen.
+        Move("model", "select", "Llama 3 70B",
+             expect="exceeds the model's max_position_embeddings (8,192)"),
+        # A pasted config has no parameter count: refused until one is given.
+        Move("config.json", "paste", TINY_LLAMA, error=True,
+             expect="parameter count of my-tiny-llama is unknown"),
+        # 1.5B parameters in bf16 over TP 4: 1.5e9 x 2 B / 4 = 750 MB of weights per GPU.
+        Move("params", "paste", "1.5B", expect=f"{1.5e9 * 2 / 4 / 1e6:g} MB"),  # 750 MB
     ]],
 }
 
@@ -111,7 +148,9 @@ def test_widgets_respond_in_jupyterlab(lab, name):
                     "add the control to move and the readout expected (by hand arithmetic)")
     assert all(len(moves) >= MIN_MOVES for moves in EXPECTED[name]), \
         f"every Explorer of {name} needs at least {MIN_MOVES} moves"
-    lab.check(name, EXPECTED[name])
+    timings = lab.check(name, EXPECTED[name])
+    print(f"{name}: " + ", ".join(f"{k} {v:.0f} px" if k.startswith("height") else
+                                  f"{k} {v:.1f} s" for k, v in timings.items()))  # with -s
     assert lab.unchanged(name), f"{name} was modified while under test (autosave?)"
 
 
@@ -154,3 +193,64 @@ def test_harness_refuses_an_expectation_already_on_screen(lab):
     with pytest.raises(WidgetCheckFailed, match=r"control 'N_g'.*already shows '327,680 B'"):
         lab.check("good_widget.ipynb", [[already, FIXTURE_MOVES[0][1]]])
     assert lab.unchanged("good_widget.ipynb")
+
+
+# --- a refused setting must not leave the previous numbers on screen ---------------------
+# invalid_setting.ipynb: the fixture widget, whose compute raises ValueError for N_g = 32.
+# Explorer #0 is kvlib's Explorer; Explorer #1 shows the error but keeps the old readout
+# and figure (a deliberate bug).
+REFUSED = [
+    FIXTURE_N_G,  # 8 -> 16: 655,360 B
+    Move("N_g", "right", 1, error=True, expect="N_g=32 is refused by this fixture"),
+    Move("N_g", "left", 1, expect=f"{2 * 80 * 16 * (128 + 128):,} B"),  # back to 16
+]
+
+
+def test_harness_passes_a_widget_that_clears_a_refused_setting(lab):
+    """Positive control: kvlib's Explorer clears its readout and figure on a refused setting."""
+    lab.check("invalid_setting.ipynb", [REFUSED, FIXTURE_MOVES[0]])
+    assert lab.unchanged("invalid_setting.ipynb")
+
+
+def test_harness_detects_numbers_left_from_the_previous_setting(lab):
+    with pytest.raises(WidgetCheckFailed,
+                       match=r"(?s)Explorer #1, control 'N_g'.*still shows the previous "
+                             r"setting's numbers \['655,360'"):
+        lab.check("invalid_setting.ipynb", [FIXTURE_MOVES[0], REFUSED])
+
+
+# --- every Explorer fits a 900-px screen ----------------------------------------------
+
+def test_harness_detects_a_widget_taller_than_the_screen(lab):
+    """tall_widget.ipynb: the fixture widget with an 11-inch figure."""
+    assert VIEWPORT["height"] == 900
+    with pytest.raises(WidgetCheckFailed,
+                       match=r"Explorer #0 is \d+ px tall after Run All, taller than a "
+                             r"900-px screen"):
+        lab.check("tall_widget.ipynb", FIXTURE_MOVES)
+
+
+# --- no formula renders as a MathJax error ----------------------------------------------
+
+def _math_report(found: dict) -> str:
+    return "\n".join(f"  cell {e['cell']}: {e['message']!r} in {e['text'][:80]!r}"
+                      for e in found["errors"])
+
+
+@pytest.mark.parametrize("name", ALL_NOTEBOOKS)
+def test_no_mathjax_error_on_the_page(lab, name):
+    """Every notebook, as a reader opens it: MathJax renders every formula (a `_` inside
+    `\\text{}` is "'_' allowed only in math mode", shown in red in place of the formula)."""
+    found = lab.mathjax(name)
+    assert found["formulas"] > 0, f"{name}: no formula typeset (is MathJax running?)"
+    assert not found["errors"], (f"{name}: {len(found['errors'])} formula(s) rendered as "
+                                 f"MathJax errors:\n{_math_report(found)}")
+    assert lab.unchanged(name)
+
+
+def test_harness_detects_a_mathjax_error(lab):
+    """mathjax_error.ipynb: two good formulas and `$\\text{N_g heads} = 8$`; only the last
+    is reported."""
+    found = lab.mathjax("mathjax_error.ipynb")
+    assert found["formulas"] == 3
+    assert [e["message"] for e in found["errors"]] == ["'_' allowed only in math mode"]

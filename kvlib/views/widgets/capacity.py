@@ -1,28 +1,34 @@
 """Notebook 06's planner: model, GPU, GPU count, TP, dtypes, context, utilization -> plan.
 
 :func:`planner` is the computation (plain, called by the widget and by a
-compared notebook cell); :func:`planner_explorer` wires it to controls.
+compared notebook cell); :func:`planner_explorer` wires it to controls: every
+bundled model by title, or a pasted ``config.json`` with its parameter count.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import ipywidgets as widgets
 
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import UNITS, fmt_bytes
-from kvlib.models.catalog import load_model
+from kvlib.models.catalog import BUNDLED, load_model
 from kvlib.serving.deployment import Deployment
 from kvlib.serving.gpus import CATALOG
 from kvlib.serving.plan import Plan
 from kvlib.views.figures.capacity import budget_segments, plot_budget
 from kvlib.views.style import context_ticks, format_context
-from kvlib.views.widgets.kit import Explorer
+from kvlib.views.widgets.kit import Explorer, html_table
+from kvlib.views.widgets.models import pasted_config_box, read_pasted
 
-__all__ = ["PlannerResult", "planner", "render", "draw", "planner_explorer", "MODELS"]
+__all__ = ["PlannerResult", "planner", "render", "draw", "planner_explorer", "MODELS",
+           "parse_params"]
 
-MODELS = ("llama-3.1-70b", "llama-3.1-8b", "gemma-3-27b", "deepseek-v2", "qwen3-32b")
+MODELS = tuple(BUNDLED)  # every bundled model; the dropdown shows their titles
+CONTEXTS = context_ticks(1024, 1 << 20)  # 1K .. 1M tokens
 UNIT = "GB"  # GPU memory is sold in GB
 # Plan fields of the budget bar that a planner's plan may leave at 0 (no draft model here)
 _PLACEHOLDERS = ("overhead_bytes_per_gpu", "kv_used_bytes_per_gpu", "kv_free_bytes_per_gpu")
@@ -35,22 +41,54 @@ class PlannerResult:
     plan: Plan
     sessions: int
     max_context: int
+    max_position_embeddings: int | None = None
+
+
+_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+
+
+def parse_params(text: str) -> int:
+    """'70600000000', '70.6B', '7e10' -> an exact positive int, as ``kvlib plan --params``
+    reads it (``kvlib.cli.plan.parse_count``; the views layer may not import the CLI, and
+    ``tests/test_figures_capacity.py`` checks that the two agree)."""
+    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMBGT]?)\s*", str(text), flags=re.I)
+    try:
+        value = Fraction(m.group(1)) * _SUFFIX[m.group(2).upper()] if m else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value.denominator != 1 or value <= 0:
+        raise ValueError(f"params must be a positive whole count such as 70600000000 or "
+                         f"70.6B, got {text!r}")
+    return int(value)
 
 
 def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtype: str,
-            context: int, gpu_mem_util: float, sessions: int) -> PlannerResult:
-    """The plan of ``model`` on ``gpus`` x ``gpu`` (TP ``tp``) at ``context`` tokens."""
-    d = Deployment(load_model(model), gpu, gpus, tp, kv_dtype=kv_dtype,
-                   weight_dtype=weight_dtype, gpu_mem_util=gpu_mem_util)
-    return PlannerResult(d.plan(context), sessions, d.max_context(sessions))
+            context: int, gpu_mem_util: float, sessions: int, config: str = "",
+            params: str = "") -> PlannerResult:
+    """The plan of ``model`` on ``gpus`` x ``gpu`` (TP ``tp``) at ``context`` tokens.
+
+    config: a pasted config.json, planned instead of ``model`` when not blank; params: its
+    parameter count as text ("70.6B"), required when the config is pasted (a bundled model
+    has its own; a count given for one overrides it, as ``kvlib plan --params`` does).
+    """
+    count = parse_params(params) if params.strip() else None
+    pasted = read_pasted(config)
+    spec, data = (load_model(model), None) if pasted is None else pasted
+    d = Deployment(spec, gpu, gpus, tp, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
+                   gpu_mem_util=gpu_mem_util, params=count, config=data)
+    return PlannerResult(d.plan(context), sessions, d.max_context(sessions),
+                         spec.max_position_embeddings)
 
 
 def render(r: PlannerResult) -> str:
-    """HTML: the budget per GPU, sessions, max context at the chosen concurrency, decode bound."""
+    """HTML: the budget per GPU, sessions, max context at the chosen concurrency, decode bound.
+
+    Sizes in GB (GPU memory is sold in GB), MB or KB under 1 GB (never "0 GB"); a context
+    beyond the model's ``max_position_embeddings`` is flagged, as ``kvlib plan`` notes it."""
     p = r.plan
 
-    def gb(n):
-        return fmt_bytes(n, "GB")
+    def gb(n):  # kit.fmt_size's rule in decimal units
+        return fmt_bytes(n, next((u for u in ("GB", "MB", "KB") if n >= UNITS[u]), "B"))
 
     rows = [
         ("memory per GPU (CUDA total)" if p.memory_basis == "cuda"
@@ -74,10 +112,12 @@ def render(r: PlannerResult) -> str:
         rows.append((f"uniform routing ({p.expected_experts_per_layer:g} of "
                      f"{p.routed_experts} experts per layer)",
                      f"{p.decode_step_seconds_uniform_routing * 1e3:.2f} ms"))
-    body = "".join(f"<tr><td>{k}</td><td style='text-align:right'>{v}</td></tr>"
-                   for k, v in rows)
-    warn = "" if p.fits else f"<p style='color:#b00'><b>{p.reason}</b></p>"
-    return f"{warn}<table><tr><th>per GPU</th><th></th></tr>{body}</table>"
+    limit = r.max_position_embeddings
+    warn = "" if p.fits else f"<p style='color:#b00;margin:2px 0'><b>{p.reason}</b></p>"
+    if limit is not None and p.context > limit:
+        warn += (f"<p style='color:#b00;margin:2px 0'><b>context {p.context:,} exceeds the "
+                 f"model's max_position_embeddings ({limit:,})</b></p>")
+    return warn + html_table([f"{p.model}, per GPU", ""], rows, [False, True])
 
 
 def draw(fig, r: PlannerResult) -> None:
@@ -121,25 +161,33 @@ def draw(fig, r: PlannerResult) -> None:
 def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dtype="bf16",
                      kv_dtype="bf16", context=131072, gpu_mem_util=0.9,
                      sessions=8) -> Explorer:
-    """Controls for every planner input; a TP the heads do not allow shows its error."""
-    style = {"description_width": "120px"}
+    """Controls for every planner input, in two columns; a TP the heads do not allow, or a
+    pasted config without a parameter count, shows its error."""
+    style = {"description_width": "110px"}
+    wide = widgets.Layout(width="98%")
+
+    def dropdown(options, value, description):
+        return widgets.Dropdown(options=options, value=value, description=description,
+                                style=style, layout=wide)
+
     c = dict(
-        model=widgets.Dropdown(options=list(MODELS), value=model, description="model",
-                               style=style),
-        gpu=widgets.Dropdown(options=list(CATALOG), value=gpu, description="GPU", style=style),
-        gpus=widgets.Dropdown(options=[1, 2, 4, 8, 16], value=gpus, description="GPUs",
-                              style=style),
-        tp=widgets.Dropdown(options=[1, 2, 4, 8, 16], value=tp, description="TP", style=style),
-        weight_dtype=widgets.Dropdown(options=["bf16", "fp8", "int4"], value=weight_dtype,
-                                      description="weight dtype", style=style),
-        kv_dtype=widgets.Dropdown(options=list(DTYPE_BYTES), value=kv_dtype,
-                                  description="KV dtype", style=style),
+        model=dropdown([(BUNDLED[n].title, n) for n in MODELS], model, "model"),
+        gpu=dropdown(list(CATALOG), gpu, "GPU"),
+        gpus=dropdown([1, 2, 4, 8, 16], gpus, "GPUs"),
+        tp=dropdown([1, 2, 4, 8, 16], tp, "TP"),
+        weight_dtype=dropdown(["bf16", "fp8", "int4"], weight_dtype, "weight dtype"),
+        kv_dtype=dropdown(list(DTYPE_BYTES), kv_dtype, "KV dtype"),
         context=widgets.SelectionSlider(
-            options=[(format_context(t), t) for t in context_ticks(1024, 131072)],
-            value=context, description="context", style=style),
+            options=[(format_context(t), t) for t in CONTEXTS],
+            value=context, description="context", style=style, layout=wide),
         gpu_mem_util=widgets.FloatSlider(gpu_mem_util, min=0.5, max=0.98, step=0.01,
-                                         description="gpu_memory_util", style=style),
+                                         description="gpu_memory_util", style=style,
+                                         layout=wide),
         sessions=widgets.IntSlider(sessions, min=1, max=256, description="sessions",
-                                   style=style),
+                                   style=style, layout=wide),
+        params=widgets.Text(value="", placeholder="e.g. 70.6B (for a pasted config)",
+                            description="params", continuous_update=False, style=style,
+                            layout=wide),
+        config=pasted_config_box(style),
     )
-    return Explorer(c, planner, render, draw, figsize=(10, 3.6))
+    return Explorer(c, planner, render, draw, figsize=(9, 2.2))

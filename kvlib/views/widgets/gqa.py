@@ -13,11 +13,12 @@ import numpy as np
 
 from kvlib.core.dtypes import DTYPE_BYTES, bytes_per_element
 from kvlib.core.formulas import GQA, MHA, MQA
-from kvlib.core.units import UNITS, fmt_bytes
+from kvlib.core.units import UNITS
 from kvlib.views.style import COLORS, context_axis, context_ticks, format_context, log_value_axis
-from kvlib.views.widgets.kit import Explorer
+from kvlib.views.widgets.kit import DESCRIPTION_STYLE, Explorer, fmt_size, html_table, live_view
 
-__all__ = ["HeadComparison", "compare_heads", "divisors", "gqa_explorer", "CONTEXTS"]
+__all__ = ["HeadComparison", "compare_heads", "divisors", "follow_query_heads", "gqa_explorer",
+           "render", "draw", "CONTEXTS"]
 
 CONTEXTS = np.array(context_ticks(1024, 131072))  # 1K .. 128K tokens
 
@@ -59,17 +60,20 @@ def compare_heads(N_L: int, N_h: int, N_g: int, head_dim: int, dtype: str, conte
 
 
 def render(r: HeadComparison) -> str:
-    """HTML table: KV heads, bytes per token (B and KiB), one sequence (GiB), saving vs MHA."""
+    """HTML table: KV heads, bytes per token (exact, and in a readable unit), one sequence,
+    saving vs MHA. Each size takes its own binary unit, so a small setting never reads 0 GiB."""
     heads = {"MHA": r.sizes["N_h"], "GQA": r.sizes["N_g"], "MQA": 1}
-    rows = "".join(
-        f"<tr><td>{k}</td><td>{heads[k]}</td><td>{r.per_token[k]:,}</td>"
-        f"<td>{fmt_bytes(r.per_token[k], 'KiB')}</td><td>{fmt_bytes(r.per_sequence[k], 'GiB')}</td>"
-        f"<td>{r.per_token['MHA'] / r.per_token[k]:g}x</td></tr>"
-        for k in ("MHA", "GQA", "MQA")
-    )
-    return (f"<table><tr><th>attention</th><th>KV heads</th><th>bytes/token</th>"
-            f"<th>KiB/token</th><th>{format_context(r.context)} tokens</th><th>saving</th></tr>"
-            f"{rows}</table>")
+    rows = [[k, f"{heads[k]}", f"{r.per_token[k]:,}", fmt_size(r.per_token[k]),
+             fmt_size(r.per_sequence[k]), f"{r.per_token['MHA'] / r.per_token[k]:g}x"]
+            for k in ("MHA", "GQA", "MQA")]
+    return html_table(["attention", "KV heads", "bytes/token", "per token",
+                       f"{format_context(r.context)} tokens", "saving"],
+                      rows, numeric=[False] + [True] * 5)
+
+
+def _plural(n: int, noun: str) -> str:
+    """``"1 layer"``, ``"80 layers"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def draw(fig, r: HeadComparison) -> None:
@@ -88,17 +92,34 @@ def draw(fig, r: HeadComparison) -> None:
     heads = {"MHA": s["N_h"], "GQA": s["N_g"], "MQA": 1}
     for line, k in zip(ax.lines[:3], ("MHA", "GQA", "MQA"), strict=True):
         line.set_ydata(r.sweep[k] / UNITS["GiB"])
-        line.set_label(f"{k}: {heads[k]} KV head{'s' if heads[k] > 1 else ''}")
+        line.set_label(f"{k}: {_plural(heads[k], 'KV head')}")
     ax.lines[3].set_xdata([r.context, r.context])
     ax.legend(loc="upper left", frameon=False)
     ax.relim()
     ax.autoscale_view(scalex=False)
-    ax.set_title(f"{s['N_L']} layers, {s['N_h']} query heads, head dim {s['head_dim']}, {r.dtype}")
+    # y fixed: nothing sits above the axes, and the automatic placement costs a layout pass
+    ax.set_title(f"{_plural(s['N_L'], 'layer')}, {_plural(s['N_h'], 'query head')}, "
+                 f"head dim {s['head_dim']}, {r.dtype}", y=1.0)
+
+
+def follow_query_heads(change: dict, controls: dict) -> None:
+    """KV heads must divide query heads: offer only divisors, keep the closest valid value
+    (the largest divisor not above the old one). Set in one message to the page."""
+    if change["owner"] is not controls["N_h"]:
+        return
+    n_g = controls["N_g"]
+    opts = divisors(change["new"])
+    old = n_g.value
+    with n_g.hold_sync():
+        n_g.options = opts
+        n_g.value = max(k for k in opts if k <= old)
 
 
 def gqa_explorer(N_L=80, N_h=64, N_g=8, head_dim=128, dtype="bf16", context=8192) -> Explorer:
-    """Controls for layers, query heads, KV heads (divisors only), head dim, dtype, context."""
-    style = {"description_width": "110px"}
+    """Controls for layers, query heads, KV heads (divisors only), head dim, dtype, context.
+
+    Changing the query heads re-offers the KV heads and redraws once (``adjust``)."""
+    style = DESCRIPTION_STYLE
     c = dict(
         N_L=widgets.IntSlider(N_L, min=1, max=128, description="layers N_L", style=style),
         N_h=widgets.Dropdown(options=[1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 64, 96, 128], value=N_h,
@@ -112,13 +133,4 @@ def gqa_explorer(N_L=80, N_h=64, N_g=8, head_dim=128, dtype="bf16", context=8192
         context=widgets.SelectionSlider(options=[(format_context(t), int(t)) for t in CONTEXTS],
                                         value=context, description="context", style=style),
     )
-
-    def follow_query_heads(change):
-        # KV heads must divide query heads: offer only divisors, keep the closest valid value.
-        opts = divisors(change["new"])
-        old = c["N_g"].value
-        c["N_g"].options = opts
-        c["N_g"].value = max(k for k in opts if k <= old) if old <= opts[-1] else opts[-1]
-
-    c["N_h"].observe(follow_query_heads, names="value")
-    return Explorer(c, compare_heads, render, draw)
+    return Explorer(c, compare_heads, render, live_view(draw), adjust=follow_query_heads)

@@ -29,9 +29,9 @@ import numpy as np
 
 from kvlib.core.decode_cost import PATHS
 from kvlib.core.formulas import MLA, MLA_ROPE
-from kvlib.core.units import UNITS, fmt_bytes
+from kvlib.core.units import UNITS
 from kvlib.views.style import COLORS, context_axis, context_ticks, format_context, log_value_axis
-from kvlib.views.widgets.kit import Explorer
+from kvlib.views.widgets.kit import DESCRIPTION_STYLE, Explorer, fmt_size, html_table, live_view
 
 __all__ = ["DEEPSEEK_V2", "CONTEXTS", "RopePrice", "rope_price", "render", "draw",
            "rope_explorer", "LABELS", "DESIGNS"]
@@ -106,16 +106,15 @@ def rope_price(d_L: int, d_R: int, N_h: int, context: int) -> RopePrice:
 
 
 def render(r: RopePrice) -> str:
-    """HTML table: per token (B, KiB), one sequence (GiB), GFLOPs per step per layer."""
-    rows = "".join(
-        f"<tr><td>{LABELS[k]}</td><td>{r.per_token[c]:,}</td>"
-        f"<td>{fmt_bytes(r.per_token[c], 'KiB')}</td><td>{fmt_bytes(r.per_sequence[c], 'GiB')}</td>"
-        f"<td>{r.flops[k] / 1e9:,.2f}</td></tr>"
-        for k, c in (("a", "a"), ("naive", "a"), ("b", "b"))
-    )
-    return (f"<table><tr><th>design</th><th>bytes/token</th><th>KiB/token</th>"
-            f"<th>{format_context(r.context)} tokens</th><th>GFLOPs/step/layer</th></tr>{rows}"
-            f"</table><p>decoupling costs <b>{float(r.extra):+.1%}</b> cache and makes a decode "
+    """HTML table: per token (exact B, readable unit), one sequence, GFLOPs per step per
+    layer; then the headline. Each size takes its own binary unit (never 0 GiB)."""
+    rows = [[LABELS[k], f"{r.per_token[c]:,}", fmt_size(r.per_token[c]),
+             fmt_size(r.per_sequence[c]), f"{r.flops[k] / 1e9:,.2f}"]
+            for k, c in (("a", "a"), ("naive", "a"), ("b", "b"))]
+    table = html_table(["design", "bytes/token", "per token",
+                        f"{format_context(r.context)} tokens", "GFLOPs/step/layer"],
+                       rows, numeric=[False] + [True] * 4)
+    return (f"{table}<p>decoupling costs <b>{float(r.extra):+.1%}</b> cache and makes a decode "
             f"step <b>{r.speedup:,.0f}x</b> cheaper than (a) at {format_context(r.context)} "
             f"tokens ({r.naive_speedup:,.0f}x cheaper than the naive extreme (a'))</p>")
 
@@ -123,7 +122,12 @@ def render(r: RopePrice) -> str:
 _SERIES = {"left": (("a", COLORS["MLA"], "-"), ("b", COLORS["MLA+RoPE"], "-")),
            "right": (("naive", COLORS["MLA"], ":"), ("a", COLORS["MLA"], "-"),
                      ("b", COLORS["MLA+RoPE"], "-"))}
-_CACHE_LABELS = {"a": "(a), (a') latent only", "b": LABELS["b"]}
+# Legend entries short enough for the house legend size (13 pt, two axis labels' 15 pt)
+# to leave each panel's upper left corner free; the readout's table spells the designs out.
+_LEGEND = {"left": {"a": "(a), (a') latent only", "b": "(b) latent + RoPE key"},
+           "right": {"naive": "(a') re-expand keys and values",
+                     "a": "(a) re-expand keys, absorb values",
+                     "b": "(b) decoupled RoPE, absorbed"}}
 
 
 def draw(fig, r: RopePrice) -> None:
@@ -136,14 +140,14 @@ def draw(fig, r: RopePrice) -> None:
                  "GFLOPs per decode step per layer (log scale)")):
             for k, color, ls in _SERIES[side]:
                 ax.plot(CONTEXTS, np.ones(len(CONTEXTS)), marker="o", color=color, ls=ls,
-                        label=_CACHE_LABELS[k] if side == "left" else LABELS[k])
+                        label=_LEGEND[side][k])
             ax.axvline(CONTEXTS[0], color="black", ls=":", lw=1.5, label="selected context")
             context_axis(ax)
             log_value_axis(ax)
-            ax.set_title(title)
+            ax.set_title(title, y=1.0)  # nothing above the axes: no automatic placement
             ax.set_ylabel(ylabel)
             # Every series rises to the right, so the upper left corner is free.
-            ax.legend(loc="upper left", frameon=False, fontsize=10)
+            ax.legend(loc="upper left", frameon=False)
     left, right = fig.axes
     for ax, side, sweep, unit in ((left, "left", r.sweep_bytes, UNITS["GiB"]),
                                   (right, "right", r.sweep_flops, 1e9)):
@@ -161,7 +165,7 @@ def draw(fig, r: RopePrice) -> None:
 
 def rope_explorer(d_L=512, d_R=64, N_h=128, context=131072) -> Explorer:
     """Controls for the latent width, the RoPE width, the head count and the context."""
-    style = {"description_width": "120px"}
+    style = DESCRIPTION_STYLE
     c = dict(
         d_L=widgets.Dropdown(options=[128, 256, 384, 512, 768, 1024], value=d_L,
                              description="latent d_L", style=style),
@@ -172,4 +176,4 @@ def rope_explorer(d_L=512, d_R=64, N_h=128, context=131072) -> Explorer:
         context=widgets.SelectionSlider(options=[(format_context(t), int(t)) for t in CONTEXTS],
                                         value=context, description="context", style=style),
     )
-    return Explorer(c, rope_price, render, draw, figsize=(13, 5.6))
+    return Explorer(c, rope_price, render, live_view(draw), figsize=(13, 5.6))
