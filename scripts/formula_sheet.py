@@ -31,8 +31,8 @@ ATTENTION_EXAMPLES = {
     "MLA": [("DeepSeek V2, latent alone", dict(N_L=60, d_L=512)),
             ("DeepSeek V3, latent alone", dict(N_L=61, d_L=512))],
     "MLA+RoPE": [("DeepSeek V2", "deepseek-v2"), ("DeepSeek V3", "deepseek-v3")],
-    "Indexer": [("DeepSeek V3.2", "deepseek-v3.2"), ("a 64-wide indexer key, 61 layers",
-                                                     dict(N_L=61, d_I=64))],
+    "Indexer": [("DeepSeek V3.2", "deepseek-v3.2"), ("a 256-wide indexer key, 61 layers",
+                                                     dict(N_L=61, d_I=256, b=1))],
 }
 STATE_EXAMPLES = {
     "Mamba": [("JambaConfig's defaults (28 Mamba layers, d_inner 8,192, d_state 16), bf16",
@@ -96,11 +96,8 @@ def sheet() -> str:
                   f"$N_{{KV}}$ (a sliding window W keeps min(T, W)).{stored}", ""]
         for example in examples:
             label, sizes = _sizes(example, kind)
-            b = 2
-            value = f.bytes_per_token(**{k: v for k, v in {**sizes, "b": b}.items()
+            value = f.bytes_per_token(**{k: v for k, v in {"b": 2, **sizes}.items()
                                          if k in f.bytes_per_token.args or k == "N_h"})
-            if kind == "Indexer":
-                value = f.bytes_per_token(N_L=sizes["N_L"], d_I=sizes["d_I"], b=1)
             lines.append(f"- {label}: {describe(value)} per token")
         lines.append("")
     lines += ["## Constant states: bytes per sequence, whatever the context", "",

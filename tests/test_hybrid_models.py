@@ -188,3 +188,15 @@ def test_an_indexer_width_off_the_scale_block_is_refused():
     cfg = {**bundled_config("deepseek-v3.2"), "index_head_dim": 96}
     with pytest.raises(ValueError, match=r"^index_head_dim=96: vLLM stores one fp32 scale per 128"):
         parse_config(cfg)
+
+
+def test_the_indexer_keeps_its_bytes_on_the_serving_path_too():
+    """kvlib plan (paged, per GPU) counts the indexer's 132 B per token per layer at any KV
+    dtype, as the estimate does: one fixed element size, held by the group itself."""
+    from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu
+
+    spec = load_model("deepseek-v3.2")
+    for kv_dtype, b in (("bf16", 2), ("fp8", 1)):
+        # 61 layers x (576 latent + RoPE key elements x b + 132 indexer bytes) x 1,024 tokens
+        expected = 61 * (576 * b + 132) * 1024
+        assert kv_bytes_per_sequence_per_gpu(spec, 1024, kv_dtype, tp=8) == expected

@@ -18,13 +18,24 @@ __all__ = ["tokens", "count", "unit_fraction", "parse_tokens"]
 _TOKEN_SUFFIX = {"": 1, "K": 1024, "M": 1024**2}
 
 
+_WHOLE = r"\s*(\d{1,3}(?:[,_]\d{3})+|\d+)\s*"  # 131072, 131,072 or 131_072
+
+
+def _whole(text: str, suffixes: str = "") -> tuple[int, str] | None:
+    """(the positive whole number, its suffix) of ``text``, or None."""
+    m = re.fullmatch(_WHOLE + f"([{suffixes}]?)\\s*" if suffixes else _WHOLE, str(text))
+    if not m or int(re.sub(r"[,_]", "", m.group(1))) == 0:
+        return None
+    return int(re.sub(r"[,_]", "", m.group(1))), (m.group(2) if suffixes else "")
+
+
 def parse_tokens(text: str) -> int:
     """'131072', '131,072', '131_072', '128K', '128k', '1M' -> a positive int of tokens."""
-    m = re.fullmatch(r"\s*(\d{1,3}(?:[,_]\d{3})+|\d+)\s*([kKmM]?)\s*", str(text))
-    if not m or int(re.sub(r"[,_]", "", m.group(1))) == 0:
+    found = _whole(text, "kKmM")
+    if found is None:
         raise ValueError(f"must be a whole number of tokens such as 131072, 131,072 or 128K "
                          f"(K = 1024 tokens, M = 1024 K), got {text!r}")
-    return int(re.sub(r"[,_]", "", m.group(1))) * _TOKEN_SUFFIX[m.group(2).upper()]
+    return found[0] * _TOKEN_SUFFIX[found[1].upper()]
 
 
 def _argparse(parse):
@@ -41,10 +52,10 @@ tokens = _argparse(parse_tokens)
 
 
 def _count(text: str) -> int:
-    m = re.fullmatch(r"\s*(\d{1,3}(?:[,_]\d{3})+|\d+)\s*", str(text))
-    if not m or int(re.sub(r"[,_]", "", m.group(1))) == 0:
+    found = _whole(text)
+    if found is None:
         raise ValueError(f"must be a positive whole number, got {text!r}")
-    return int(re.sub(r"[,_]", "", m.group(1)))
+    return found[0]
 
 
 count = _argparse(_count)

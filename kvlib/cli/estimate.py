@@ -25,7 +25,7 @@ from fractions import Fraction
 
 from kvlib.cli.args import count, tokens
 from kvlib.core.dtypes import DTYPE_BYTES
-from kvlib.core.units import UNITS, describe, fmt_bytes
+from kvlib.core.units import auto_unit, describe, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
 
@@ -94,19 +94,6 @@ def to_json(e: Estimate) -> dict:
     }
 
 
-def auto_unit(n_bytes) -> str:
-    """The largest binary unit (B, KiB, MiB, GiB, TiB) in which ``n_bytes`` is at least 1."""
-    unit = "B"
-    for u in ("KiB", "MiB", "GiB", "TiB"):
-        if n_bytes >= UNITS[u]:
-            unit = u
-    return unit
-
-
-def _short(n_bytes) -> str:
-    return fmt_bytes(n_bytes, auto_unit(n_bytes))
-
-
 def _heads(e: Estimate) -> str:
     attention = [g for g in e.spec.groups if g.grows]
     if not attention:
@@ -140,17 +127,17 @@ def render(e: Estimate) -> str:
         w = f"{g.group.window:,}" if g.group.window is not None else "-"
         if g.group.grows:
             lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} "
-                         f"{g.cached_tokens:>14,}  {_short(g.bytes_per_token):>12}  "
-                         f"{_short(g.bytes_per_sequence):>14}")
+                         f"{g.cached_tokens:>14,}  {fmt_size(g.bytes_per_token):>12}  "
+                         f"{fmt_size(g.bytes_per_sequence):>14}")
         elif g.state_bytes_per_sequence:  # a constant-size state: no tokens, no per-token bytes
             lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} {'-':>14}  "
-                         f"{'-':>12}  {_short(g.state_bytes_per_sequence):>14}  state")
+                         f"{'-':>12}  {fmt_size(g.state_bytes_per_sequence):>14}  state")
         else:
             lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} {'-':>14}  "
                          f"{'-':>12}  {'-':>14}  nothing kept")
     lines += [
         f"{spec.num_layers:>8,}  {'all':<8} {'':>9} {'':>14}  "
-        f"{_short(e.kv_bytes_per_token):>12}  {_short(e.kv_bytes_per_sequence):>14}",
+        f"{fmt_size(e.kv_bytes_per_token):>12}  {fmt_size(e.kv_bytes_per_sequence):>14}",
         "",
     ]
     rows = [("per token:", e.kv_bytes_per_token), ("per sequence:", e.kv_bytes_per_sequence)]

@@ -11,11 +11,11 @@ printed, and one line on stderr says why); 2 on a bad flag or model
 from __future__ import annotations
 
 import json
-import re
 import sys
 from fractions import Fraction
 
 from kvlib.cli.args import count, tokens, unit_fraction
+from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
 from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, MEMORY_BASES, Deployment
@@ -25,20 +25,11 @@ from kvlib.serving.kv import DEFAULT_BLOCK_SIZE, KV_SCALES, sequence_shares
 __all__ = ["add_parser", "run", "plan_json", "parse_count"]
 
 GiB = 1024**3
-_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 
 
 def parse_count(text: str) -> int:
-    """'70600000000', '70.6B', '7e10', '8.03e9' -> an exact positive int."""
-    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMBGT]?)\s*", str(text), flags=re.I)
-    try:
-        value = Fraction(m.group(1)) * _SUFFIX[m.group(2).upper()] if m else None
-    except (ValueError, ZeroDivisionError):
-        value = None
-    if value is None or value.denominator != 1 or value <= 0:
-        raise ValueError(f"--params must be a positive whole count such as 70600000000 or "
-                         f"70.6B, got {text!r}")
-    return int(value)
+    """``--params`` as people write it ('70.6B', '7e10'), by :func:`validate.parse_count`."""
+    return validate.parse_count("--params", text)
 
 
 def _positive_fraction(flag: str, text: str) -> Fraction:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-__all__ = ["UNITS", "to_unit", "fmt_bytes", "describe"]
+__all__ = ["UNITS", "to_unit", "fmt_bytes", "describe", "auto_unit", "fmt_size"]
 
 UNITS: dict[str, int] = {
     "B": 1,
@@ -40,3 +40,14 @@ def describe(n_bytes, binary: str = "KiB", decimal: str = "KB", digits: int = 2)
     head = f"{exact.numerator:,} B" if exact.denominator == 1 else f"{float(exact):,} B"
     return (f"{head} = {fmt_bytes(n_bytes, binary, digits)}"
             f" = {fmt_bytes(n_bytes, decimal, digits)}")
+
+
+def auto_unit(n_bytes) -> str:
+    """The largest binary unit (B, KiB, MiB, GiB, TiB) in which ``n_bytes`` is at least 1."""
+    return next((u for u in ("TiB", "GiB", "MiB", "KiB") if n_bytes >= UNITS[u]), "B")
+
+
+def fmt_size(n_bytes, digits: int = 2) -> str:
+    """Bytes in :func:`auto_unit`: ``"640 KiB"``, ``"40.5 GiB"``, ``"128 B"`` (never
+    ``"0 GiB"`` for a small value)."""
+    return fmt_bytes(n_bytes, auto_unit(n_bytes), digits)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["positive_int", "positive_number", "exact_fraction", "check_divides"]
+__all__ = ["positive_int", "positive_number", "exact_fraction", "parse_count",
+           "check_divides"]
 
 
 def _describe(value) -> str:
@@ -88,3 +90,20 @@ def check_divides(kv_field: str, kv_heads, q_field: str, q_heads) -> None:
             f"{kv_field}={int(kv_v)} must divide {q_field}={int(q_v)} "
             f"(each key/value head serves a whole group of query heads)"
         )
+
+
+_COUNT_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+
+
+def parse_count(field: str, text) -> int:
+    """A parameter count as people write it: '70600000000', '70.6B', '7e10', '8.03e9' -> an
+    exact positive int (decimal suffixes K, M, B or G, T), or ValueError naming ``field``."""
+    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMBGT]?)\s*", str(text), flags=re.I)
+    try:
+        value = Fraction(m.group(1)) * _COUNT_SUFFIX[m.group(2).upper()] if m else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value.denominator != 1 or value <= 0:
+        raise ValueError(f"{field} must be a positive whole count such as 70600000000 or "
+                         f"70.6B, got {text!r}")
+    return int(value)

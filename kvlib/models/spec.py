@@ -50,7 +50,9 @@ class LayerGroup:
     ...) for a constant-size state, "" for a group that keeps nothing.
     sizes: the symbols of that formula, e.g. ``{"N_h": 64, "N_g": 8, "d_QK": 128,
     "d_V": 128}``, ``{"d_L": 512, "d_R": 64}``; a state group also holds its element
-    sizes ``b_c`` and ``b_s`` in bytes (vLLM's state dtypes, not the KV-cache dtype).
+    sizes ``b_c`` and ``b_s`` in bytes (vLLM's state dtypes, not the KV-cache dtype), and
+    an indexer group ``b = 1`` (its keys are stored as bytes). A size given here wins over
+    the same symbol passed by a caller (the KV dtype's ``b``).
     window: W (sliding) or C (chunked) in tokens; None for every other kind.
     """
 
@@ -92,12 +94,10 @@ class LayerGroup:
         return min(T, self.window) if self.window is not None else T
 
     def _sizes(self, f, **extra) -> dict:
+        # The group's own sizes win: a group that fixes its element size (indexer keys,
+        # stored as bytes: b = 1) keeps it whatever KV dtype the caller passes.
         wanted = set(f.args) | ({"N_h"} if "N_g" in f.args else set())
-        return {k: v for k, v in {**self.sizes, **extra}.items() if k in wanted}
-
-    def _b(self, b):
-        """Bytes per element: the KV dtype's, except indexer keys (counted in bytes, b = 1)."""
-        return 1 if self.kind is CacheKind.INDEXER else b
+        return {k: v for k, v in {**extra, **self.sizes}.items() if k in wanted}
 
     def elements_per_token_layer(self) -> int:
         """Cached elements one token adds to one layer (0 for a state or empty group)."""
@@ -111,21 +111,21 @@ class LayerGroup:
         if not self.grows:
             return 0
         f = self.formulas.bytes_per_token
-        return f(**self._sizes(f, N_L=self.layers, b=self._b(b)))
+        return f(**self._sizes(f, N_L=self.layers, b=b))
 
     def bytes_per_sequence(self, T: int, b) -> int:
         """Bytes of the growing cache this group holds for one sequence of T tokens."""
         if not self.grows:
             return 0
         f = self.formulas.bytes_per_sequence
-        return f(**self._sizes(f, N_L=self.layers, b=self._b(b), N_KV=self.cached_tokens(T)))
+        return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T)))
 
     def bytes_per_batch(self, T: int, B: int, b) -> int:
         """Bytes of the growing cache this group holds for B sequences of T tokens each."""
         if not self.grows:
             return 0
         f = self.formulas.bytes_per_batch
-        return f(**self._sizes(f, N_L=self.layers, b=self._b(b), N_KV=self.cached_tokens(T),
+        return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T),
                                B=B))
 
     def state_bytes_per_sequence(self) -> int:

@@ -38,6 +38,7 @@ MiB = 1024**2
 GiB = 1024**3
 TB_PER_S = 10**12
 GB_PER_S = 10**9
+TFLOPS = 10**12
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ class GPU:
     cuda_total_bytes: the total ``cudaMemGetInfo`` reports, which vLLM multiplies by
     ``gpu_memory_utilization`` (None where no public log shows it); cuda_total_source
     says where.
+    bf16_flops: peak dense BF16 tensor FLOP/s (datasheet, without sparsity; None where
+    kvlib has no figure); bf16_flops_source names the datasheet (notebook 04's roofline,
+    :mod:`kvlib.serving.compute`).
     """
 
     name: str
@@ -64,6 +68,8 @@ class GPU:
     reported_source: str = ""
     cuda_total_bytes: int | None = None
     cuda_total_source: str = ""
+    bf16_flops: int | None = None
+    bf16_flops_source: str = ""
 
     @property
     def total_memory_bytes(self) -> int:
@@ -81,13 +87,23 @@ class GPU:
 
 CATALOG: dict[str, GPU] = {g.name: g for g in (
     GPU("A100-40GB", 40 * GB, 1555 * GB_PER_S, "HBM2",
-        "NVIDIA A100 Tensor Core GPU datasheet (A100 40GB SXM: 40GB HBM2, 1,555 GB/s)"),
+        "NVIDIA A100 Tensor Core GPU datasheet (A100 40GB SXM: 40GB HBM2, 1,555 GB/s)",
+        bf16_flops=312 * TFLOPS,
+        bf16_flops_source=("NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS "
+                           "(624 with sparsity)")),
     GPU("A100-80GB", 80 * GB, 2039 * GB_PER_S, "HBM2e",
         "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80GB HBM2e, 2,039 GB/s)",
-        81920 * MiB, "nvidia-smi 81920MiB, quoted in modal-labs/modal-client PR #2797"),
+        81920 * MiB, "nvidia-smi 81920MiB, quoted in modal-labs/modal-client PR #2797",
+        bf16_flops=312 * TFLOPS,
+        bf16_flops_source=("NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS "
+                           "(624 with sparsity)")),
     GPU("H100-80GB", 80 * GB, 3350 * GB_PER_S, "HBM3",
         "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: 80GB, 3.35 TB/s)",
-        81559 * MiB, "nvidia-smi 81559MiB, quoted in modal-labs/modal-client PR #2797"),
+        81559 * MiB, "nvidia-smi 81559MiB, quoted in modal-labs/modal-client PR #2797",
+        bf16_flops=9894 * TFLOPS // 10,
+        bf16_flops_source=("NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5: peak"
+                           " BF16 Tensor TFLOPS 989.4 (1,978.9 with sparsity; the datasheet "
+                           "rounds to 1,979)")),
     GPU("H100-NVL", 94 * GB, 3900 * GB_PER_S, "HBM3",
         "NVIDIA H100 Tensor Core GPU datasheet (H100 NVL: 94GB, 3.9 TB/s)"),
     GPU("H200", 141 * GB, 4800 * GB_PER_S, "HBM3e",
@@ -95,13 +111,26 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         143771 * MiB, "nvidia-smi 143771MiB in public H200 logs",
         13981 * GiB // 100,
         "vLLM's start-up log 'total_gpu_memory (139.81GiB)' on an 8 x H200 node whose "
-        "nvidia-smi shows 143771MiB (vLLM prints GiB to 2 decimals)"),
+        "nvidia-smi shows 143771MiB (vLLM prints GiB to 2 decimals)",
+        bf16_flops=9894 * TFLOPS // 10,
+        bf16_flops_source=("NVIDIA H200 Tensor Core GPU datasheet, H200 SXM: BF16 Tensor Core "
+                           "1,979 TFLOPS with sparsity; the same GH100 tensor cores as H100 "
+                           "SXM5, 989.4 dense")),
     GPU("B200", 180 * GB, 8000 * GB_PER_S, "HBM3e",
-        "NVIDIA DGX B200 datasheet (1,440 GB HBM3e and 64 TB/s for 8 GPUs: 180 GB, 8 TB/s each)"),
+        "NVIDIA DGX B200 datasheet (1,440 GB HBM3e and 64 TB/s for 8 GPUs: 180 GB, 8 TB/s each)",
+        bf16_flops=2250 * TFLOPS,
+        bf16_flops_source=("NVIDIA HGX B200 datasheet: FP16/BF16 Tensor Core 4.5 PFLOPS per GPU "
+                           "with sparsity (36 PFLOPS for 8 GPUs), 2.25 PFLOPS dense")),
     GPU("MI300X", 192 * GB, 5300 * GB_PER_S, "HBM3",
-        "AMD Instinct MI300X accelerator data sheet (192 GB HBM3, 5.3 TB/s peak)"),
+        "AMD Instinct MI300X accelerator data sheet (192 GB HBM3, 5.3 TB/s peak)",
+        bf16_flops=13074 * TFLOPS // 10,
+        bf16_flops_source=("AMD Instinct MI300X accelerator data sheet: peak BF16 1,307.4 TFLOPS"
+                           " (2,614.9 with sparsity)")),
     GPU("MI325X", 256 * GB, 6000 * GB_PER_S, "HBM3E",
-        "AMD Instinct MI325X accelerator data sheet (256 GB HBM3E, 6 TB/s peak)"),
+        "AMD Instinct MI325X accelerator data sheet (256 GB HBM3E, 6 TB/s peak)",
+        bf16_flops=13074 * TFLOPS // 10,
+        bf16_flops_source=("AMD Instinct MI325X accelerator data sheet: peak BF16 1,307.4 TFLOPS"
+                           " (2,614.9 with sparsity)")),
     GPU("L40S", 48 * GB, 864 * GB_PER_S, "GDDR6",
         "NVIDIA L40S datasheet (48GB GDDR6 with ECC, 864 GB/s)",
         46068 * MiB, "nvidia-smi 46068MiB, quoted in modal-labs/modal-client PR #2797"),

@@ -46,6 +46,7 @@ from kvlib.core import validate
 from kvlib.core.dtypes import bytes_per_element
 from kvlib.models.spec import EMPTY, STATEFUL, CacheKind, LayerGroup, ModelSpec
 from kvlib.serving.gpus import GPU, get_gpu
+from kvlib.serving.kv import vllm_sliding_window_tokens
 from kvlib.serving.sharding import shard, shard_state
 
 __all__ = ["VLLM_RELEASE", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_batched_tokens"]
@@ -100,11 +101,8 @@ class VllmLayout:
 
 
 def _per_token_bytes(g: LayerGroup, tp: int, b) -> Fraction:
-    """One layer's cache per token on one rank."""
-    if g.kind is CacheKind.INDEXER or g.kind is CacheKind.LATENT:
-        rank = g  # MLA latents and indexer keys are not split by TP
-    else:
-        rank, _ = shard(g, tp)
+    """One layer's cache per token on one rank (``shard`` keeps latents and indexer keys whole)."""
+    rank, _ = shard(g, tp)
     return Fraction(rank.bytes_per_token(b), g.layers)
 
 
@@ -183,7 +181,7 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
             per_layer = None
         else:
             if g.kind is CacheKind.SLIDING:
-                need = -(-min(g.window - 1 + in_flight, N) // bs) + 1
+                need = vllm_sliding_window_tokens(g.window, bs, in_flight, N) // bs
             elif g.kind is CacheKind.CHUNKED:
                 need = -(-min(g.window + in_flight, N) // bs)
             else:

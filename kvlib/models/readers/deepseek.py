@@ -35,7 +35,7 @@ def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
                  + (f"; each query attends to the top {top_k:,} latents only, which saves "
                     "reads and FLOPs, not memory" if top_k else ""))
     latent = (CacheKind.LATENT, None)
-    keys = layer(CacheKind.INDEXER, "Indexer", d_I=d_I)
+    keys = layer(CacheKind.INDEXER, "Indexer", d_I=d_I, b=1)  # stored as bytes (uint8)
     counts = {**mla.layers.counts, keys: n}
     del counts[latent]
     full_latent = layer(CacheKind.LATENT, "MLA+RoPE", **mla.sizes)

@@ -9,22 +9,24 @@ overrides that says so in its reader.
 
 from __future__ import annotations
 
+from kvlib.core.dtypes import bytes_per_element
 from kvlib.models.readers.fields import Fields, describe
 
-__all__ = ["DTYPE_BYTES", "model_dtype_bytes", "dtype_bytes"]
+__all__ = ["TORCH_NAMES", "model_dtype_bytes", "dtype_bytes"]
 
-# torch dtype names as config.json writes them -> bytes per element
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "bf16": 2, "fp16": 2, "fp32": 4,
-               "half": 2, "float": 4}
+# torch dtype names as config.json writes them -> kvlib's dtype names (core.dtypes)
+TORCH_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16",
+               "float": "fp32", "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 
 
 def dtype_bytes(fields: Fields, key: str, value) -> int:
-    """Bytes per element of a dtype name, or ValueError naming the field."""
-    try:
-        return DTYPE_BYTES[str(value).removeprefix("torch.")]
-    except KeyError:
-        raise ValueError(f"{fields.path(key)} must be one of {', '.join(DTYPE_BYTES)}, "
-                         f"got {describe(value)}") from None
+    """Bytes per element of a dtype name (:data:`kvlib.core.dtypes.DTYPE_BYTES`), or
+    ValueError naming the field."""
+    name = TORCH_NAMES.get(str(value).removeprefix("torch."))
+    if name is None:
+        raise ValueError(f"{fields.path(key)} must be one of {', '.join(TORCH_NAMES)}, "
+                         f"got {describe(value)}")
+    return int(bytes_per_element(name))
 
 
 def model_dtype_bytes(c: Fields, notes: list[str]) -> int:

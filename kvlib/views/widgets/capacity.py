@@ -7,12 +7,11 @@ bundled model by title, or a pasted ``config.json`` with its parameter count.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
 import ipywidgets as widgets
 
+from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import UNITS, fmt_bytes
 from kvlib.models.catalog import BUNDLED, load_model
@@ -44,22 +43,10 @@ class PlannerResult:
     max_position_embeddings: int | None = None
 
 
-_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
-
-
 def parse_params(text: str) -> int:
-    """'70600000000', '70.6B', '7e10' -> an exact positive int, as ``kvlib plan --params``
-    reads it (``kvlib.cli.plan.parse_count``; the views layer may not import the CLI, and
-    ``tests/test_figures_capacity.py`` checks that the two agree)."""
-    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMBGT]?)\s*", str(text), flags=re.I)
-    try:
-        value = Fraction(m.group(1)) * _SUFFIX[m.group(2).upper()] if m else None
-    except (ValueError, ZeroDivisionError):
-        value = None
-    if value is None or value.denominator != 1 or value <= 0:
-        raise ValueError(f"params must be a positive whole count such as 70600000000 or "
-                         f"70.6B, got {text!r}")
-    return int(value)
+    """The params box ('70.6B', '7e10'), read as ``kvlib plan --params`` reads it
+    (:func:`kvlib.core.validate.parse_count`)."""
+    return validate.parse_count("params", text)
 
 
 def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtype: str,

@@ -7,16 +7,14 @@ model, or of a pasted ``config.json``); :func:`render` and :func:`draw` show it,
 
 from __future__ import annotations
 
-import json
-
 import ipywidgets as widgets
 import numpy as np
 
-from kvlib.core.units import UNITS, fmt_bytes
+from kvlib.core.units import UNITS, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
-from kvlib.models.readers import read_config
 from kvlib.views.style import context_ticks, format_context
+from kvlib.views.widgets.models import read_pasted
 
 __all__ = ["CONTEXTS", "split", "render", "draw", "hybrid_explorer"]
 
@@ -29,28 +27,17 @@ def split(model: str, config: str, context: int) -> Estimate:
 
     config: a pasted config.json (JSON text); when not blank it is read instead of ``model``.
     """
-    if config.strip():
-        try:
-            data = json.loads(config)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"the pasted config is not valid JSON: {e}") from None
-        spec = read_config(data, name=str(data.get("_name_or_path") or "pasted config")
-                           if isinstance(data, dict) else "pasted config")
-        return estimate(spec, context=context)
-    return estimate(model, context=context)
-
-
-def _gib(n) -> str:
-    return fmt_bytes(n, "GiB") if n >= UNITS["GiB"] else fmt_bytes(n, "MiB")
+    pasted = read_pasted(config)  # notebook 05's reader of a pasted config
+    return estimate(model if pasted is None else pasted[0], context=context)
 
 
 def render(e: Estimate) -> str:
-    """One line: cache, state and total, each in GiB (MiB under 1 GiB)."""
+    """One line: cache, state and total, each in its own binary unit (``fmt_size``)."""
     kinds = ", ".join(f"{g.group.layers} {g.group.kind}" for g in e.groups)
     return (f"<p><b>{title(e.spec)}</b> ({attention_label(e.spec)}; {kinds}), bf16, "
-            f"{e.context:,} tokens: growing cache {_gib(e.kv_bytes_per_sequence)} + constant "
-            f"state {_gib(e.state_bytes_per_sequence)} = <b>{_gib(e.total_bytes_per_sequence)}"
-            "</b></p>")
+            f"{e.context:,} tokens: growing cache {fmt_size(e.kv_bytes_per_sequence)} + "
+            f"constant state {fmt_size(e.state_bytes_per_sequence)} = "
+            f"<b>{fmt_size(e.total_bytes_per_sequence)}</b></p>")
 
 
 def draw(fig, e: Estimate) -> None:
@@ -70,12 +57,12 @@ def draw(fig, e: Estimate) -> None:
     values = [e.kv_bytes_per_sequence, e.state_bytes_per_sequence]
     for rect, text, v, y in zip(ax.patches, ax.texts, values, range(2), strict=True):
         rect.set_width(float(v) / UNITS["GiB"])
-        text.set_text(_gib(v))
+        text.set_text(fmt_size(v))
         text.xy = (float(v) / UNITS["GiB"], y)
     ax.relim()
     ax.autoscale_view()
     ax.set_title(f"{title(e.spec)}, {format_context(e.context)} tokens: "
-                 f"{_gib(e.total_bytes_per_sequence)} per sequence")
+                 f"{fmt_size(e.total_bytes_per_sequence)} per sequence")
 
 
 def hybrid_explorer(model: str = "qwen3-next-80b-a3b", context: int = 131072):

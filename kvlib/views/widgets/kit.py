@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import NullLocator
 
+from kvlib.core.units import fmt_size  # re-exported: the widgets' tables use it
 from kvlib.views.style import apply_style, png_bytes
 
 __all__ = ["Explorer", "CONTROL_LAYOUT", "DESCRIPTION_STYLE", "png_bytes", "fmt_size", "html_table",
@@ -192,18 +193,6 @@ class Explorer:
 
 
 # --- readout tables ----------------------------------------------------------------------
-
-_BINARY = ("B", "KiB", "MiB", "GiB", "TiB")
-
-
-def fmt_size(n_bytes, digits: int = 2) -> str:
-    """Bytes in the largest binary unit that keeps the value at 1 or more: ``"640 KiB"``,
-    ``"40.5 GiB"``, ``"128 B"`` (never ``"0 GiB"`` for a small setting)."""
-    from kvlib.core.units import UNITS, fmt_bytes
-
-    unit = next((u for u in reversed(_BINARY) if n_bytes >= UNITS[u]), "B")
-    return fmt_bytes(n_bytes, unit, digits)
-
 
 _TABLE = "border-collapse:collapse;margin:6px 0;font-size:14px"
 _TH = "padding:4px 12px;border-bottom:1px solid #777;font-weight:bold;text-align:{}"
