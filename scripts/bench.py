@@ -254,12 +254,15 @@ _JS_WATCH = """(i) => {
   const st = window.__kvbench = {input: null, imgs: []};
   for (const ev of ['keydown', 'change']) box.addEventListener(ev, () => {
     if (st.input === null) st.input = performance.now(); }, true);
-  new MutationObserver(muts => { for (const m of muts) for (const n of m.addedNodes) {
-    const imgs = n.tagName === 'IMG' ? [n]
-      : (n.querySelectorAll ? [...n.querySelectorAll('img')] : []);
-    for (const img of imgs)
-      img.decode().catch(() => null).then(() => st.imgs.push(performance.now()));
-  }}).observe(plot, {childList: true, subtree: true});
+  const seen = img => img.decode().catch(() => null).then(() => st.imgs.push(performance.now()));
+  new MutationObserver(muts => { for (const m of muts) {
+    if (m.type === 'attributes') { if (m.target.tagName === 'IMG') seen(m.target); continue; }
+    for (const n of m.addedNodes) {
+      const imgs = n.tagName === 'IMG' ? [n]
+        : (n.querySelectorAll ? [...n.querySelectorAll('img')] : []);
+      imgs.forEach(seen);
+    }
+  }}).observe(plot, {childList: true, subtree: true, attributes: true, attributeFilter: ['src']});
 }"""
 _JS_RESET = "() => { window.__kvbench.input = null; window.__kvbench.imgs = []; }"
 _JS_READ = "() => window.__kvbench"

@@ -13,6 +13,7 @@ import matplotlib.ticker as mticker
 import numpy as np
 
 from kvlib.core.units import UNITS
+from kvlib.views.png import png_bytes, use_for_inline_figures
 
 __all__ = [
     "STYLE", "COLORS", "apply_style", "context_ticks", "format_context", "context_axis",
@@ -48,30 +49,15 @@ COLORS = {
 
 
 def apply_style() -> None:
-    """Set the house rcParams (idempotent)."""
+    """Set the house rcParams; in a notebook, show constrained-layout figures drawn once
+    (:func:`kvlib.views.png.use_for_inline_figures`). Idempotent."""
     mpl.rcParams.update(STYLE)
-
-
-def png_bytes(fig) -> bytes:
-    """``fig`` as PNG at its own size and dpi, drawn once on its own Agg canvas (kept, so
-    that its renderer's text metrics stay cached for the next draw of the same figure)."""
-    import io
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    if not isinstance(fig.canvas, FigureCanvasAgg):
-        FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.canvas.print_png(buf, pil_kwargs={"compress_level": 1})
-    return buf.getvalue()
+    use_for_inline_figures()
 
 
 def show_figure(fig) -> None:
-    """Display a constrained-layout figure in a notebook, drawn once.
-
-    The inline backend saves with ``bbox_inches="tight"``, which lays the figure out and
-    measures it before drawing it: twice the work for a figure whose constrained layout
-    already leaves no blank border. Same picture, same size, one draw."""
+    """Display a figure in a notebook, drawn once (:func:`kvlib.views.png.png_bytes`), also
+    where the inline backend's formatter is not kvlib's (a figure not made by pyplot)."""
     from IPython.display import Image, display
 
     display(Image(png_bytes(fig), format="png"))

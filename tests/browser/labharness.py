@@ -5,13 +5,13 @@ serving a *copy* of the notebooks, autosave off) and one Debian ``chromium``
 started here and reached over the DevTools protocol by ``playwright`` (no browser
 download). Both are stopped by the PID recorded when they were started.
 
-Per notebook (:func:`check_notebook`): open it in a fresh tab, Run All, then for
-every Explorer on the page, in page order, apply the :class:`Move` list of the
-expectation table and require (a) the readout (CSS class ``kvlib-readout``) to
-contain the text expected for the new setting, (b) a new figure image in the
-``kvlib-plot`` Output, (c) no error: no ``error`` message or traceback on the
-kernel's IOPub channel, nothing in the Explorer's error line, (d) the Explorer no
-taller than the viewport (:data:`VIEWPORT`, 900 px: a laptop screen). A move marked
+Per notebook (:func:`check_notebook`): open it in a fresh tab, Run All, then for every
+Explorer on the page, in page order, apply the :class:`Move` list of the expectation
+table and require (a) the readout (CSS class ``kvlib-readout``) to contain the text
+expected for the new setting, (b) a new figure in the ``kvlib-plot`` image (other bytes,
+not the same picture sent again), (c) no error: no ``error`` message or traceback on the
+kernel's IOPub channel, nothing in the Explorer's error line, (d) the Explorer no taller
+than the viewport (:data:`VIEWPORT`, 900 px: a laptop screen). A move marked
 ``error=True`` must instead show its text in the error line and leave none of the
 previous setting's numbers in the readout and no figure of it. Any failure raises
 :class:`WidgetCheckFailed` with what the page and the kernel showed.
@@ -256,29 +256,33 @@ _JS_ALL_RUN = f"""() => {{
   return true;
 }}"""
 
-# State of Explorer number i: readout text, error line, and the current figure image.
-_JS_STATE = """(i) => {
+# State of Explorer number i: readout text, error line, and the figure on show: the
+# SHA-256 of the image's bytes (the Explorer's plot is an Image widget, whose page sets a
+# new blob: URL on every update, so the URL alone would say "changed" for the same
+# picture), or null when no image is shown (none, or hidden after a refused setting).
+_JS_STATE = """async (i) => {
   const ro = document.querySelectorAll('.kvlib-readout')[i];
   const box = ro.parentElement;
   const err = box.querySelector('.kvlib-error') ||
     [...box.children].find(e => e.classList.contains('widget-html') && e !== ro);
-  const img = box.querySelector('.kvlib-plot img');
+  const img = box.querySelector('img.kvlib-plot, .kvlib-plot img');
+  let digest = null;
+  for (let t = 0; t < 3 && img && img.getAttribute('src')
+       && getComputedStyle(img).display !== 'none'; t++) {
+    try {  // img.src read afresh each try: the next update revokes the URL it replaces
+      const bytes = await (await fetch(img.src)).arrayBuffer();
+      const h = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+      digest = [...h].map(b => b.toString(16).padStart(2, '0')).join('');
+      break;
+    } catch (e) { digest = 'unreadable'; }
+  }
   const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  return {readout: ro.innerText, error: err ? err.innerText : '',
-          img: img ? img.getAttribute('src') : null,
-          img_is_old: img ? img.dataset.kvlibOld === '1' : null,
+  return {readout: ro.innerText, error: err ? err.innerText : '', img: digest,
           kernel: k.status, problems: window.__kvlib.problems.slice()};
 }"""
 
 _JS_HEIGHT = """(i) => Math.round(
   document.querySelectorAll('.kvlib-readout')[i].parentElement.getBoundingClientRect().height)"""
-
-_JS_MARK_IMG = """(i) => {
-  const box = document.querySelectorAll('.kvlib-readout')[i].parentElement;
-  const img = box.querySelector('.kvlib-plot img');
-  if (img) img.dataset.kvlibOld = '1';
-}"""
-
 
 class Deadline:
     def __init__(self, seconds: float):
@@ -461,7 +465,7 @@ def _check_error_move(page, server: LabServer, name: str, i: int, move: Move, be
         raise WidgetCheckFailed(
             f"{what}: the error shows, but the readout still shows the previous setting's "
             f"numbers {stale}, which read as this setting's\n" + _report(state))
-    if state["img"] is not None and (state["img_is_old"] or state["img"] == before["img"]):
+    if state["img"] is not None and state["img"] == before["img"]:
         raise WidgetCheckFailed(f"{what}: the error shows, but the figure still shows the "
                                 "previous setting")
 
@@ -471,7 +475,6 @@ def _check_move(page, server: LabServer, name: str, i: int, move: Move,
     before = page.evaluate(_JS_STATE, i)
     if before["img"] is None and not before["error"].strip():
         raise WidgetCheckFailed(f"{name}: Explorer #{i} shows no figure before the move")
-    page.evaluate(_JS_MARK_IMG, i)
     n_problems = len(before["problems"])
     what = _describe_move(name, i, move)
     if move.error:
@@ -503,13 +506,13 @@ def _check_move(page, server: LabServer, name: str, i: int, move: Move,
             raise WidgetCheckFailed(f"{what}: the widget reported an error\n"
                                     + _report({**state, "problems": new}))
         if move.expect in state["readout"] and state["kernel"] == "idle":
-            if state["img"] is not None and not state["img_is_old"]:
+            if state["img"] == "unreadable":
+                continue  # mid-update: read it again
+            if state["img"] is not None and state["img"] != before["img"]:
                 break
             settled = settled or time.monotonic()
-            # The same image set again may leave the old <img> in place: a figure that
-            # has not changed by now is reported as such, not as a timeout.
-            if (move.figure_changes and state["img"] == before["img"]
-                    and time.monotonic() - settled > STALE_GRACE_S):
+            # A figure that has not changed by now is judged below, not as a timeout.
+            if time.monotonic() - settled > STALE_GRACE_S:
                 break
     else:
         raise WidgetCheckFailed(

@@ -15,7 +15,14 @@ from kvlib.core.dtypes import DTYPE_BYTES, bytes_per_element
 from kvlib.core.formulas import GQA, MHA, MQA
 from kvlib.core.units import UNITS
 from kvlib.views.style import COLORS, context_axis, context_ticks, format_context, log_value_axis
-from kvlib.views.widgets.kit import DESCRIPTION_STYLE, Explorer, fmt_size, html_table, live_view
+from kvlib.views.widgets.kit import (
+    DESCRIPTION_STYLE,
+    Explorer,
+    fmt_size,
+    html_table,
+    live_view,
+    whole_decades,
+)
 
 __all__ = ["HeadComparison", "compare_heads", "divisors", "follow_query_heads", "gqa_explorer",
            "render", "draw", "CONTEXTS"]
@@ -87,7 +94,6 @@ def draw(fig, r: HeadComparison) -> None:
         context_axis(ax)
         log_value_axis(ax)
         ax.set_ylabel("KV cache of one sequence (GiB)")
-        ax.legend(loc="upper left", frameon=False)
     ax = fig.axes[0]
     heads = {"MHA": s["N_h"], "GQA": s["N_g"], "MQA": 1}
     for line, k in zip(ax.lines[:3], ("MHA", "GQA", "MQA"), strict=True):
@@ -133,4 +139,5 @@ def gqa_explorer(N_L=80, N_h=64, N_g=8, head_dim=128, dtype="bf16", context=8192
         context=widgets.SelectionSlider(options=[(format_context(t), int(t)) for t in CONTEXTS],
                                         value=context, description="context", style=style),
     )
-    return Explorer(c, compare_heads, render, live_view(draw), adjust=follow_query_heads)
+    return Explorer(c, compare_heads, render, live_view(draw, ylim=whole_decades),
+                    adjust=follow_query_heads)

@@ -21,22 +21,22 @@ Fast by construction (issue 14; ``make bench`` reports the timings, docs/benchma
 
 from __future__ import annotations
 
-import base64
-import re
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets as widgets
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import NullLocator
 
 from kvlib.core.units import fmt_size  # re-exported: the widgets' tables use it
 from kvlib.views.style import apply_style, png_bytes
+from kvlib.views.widgets.frame import Frame, layout_inputs
 
 __all__ = ["Explorer", "CONTROL_LAYOUT", "DESCRIPTION_STYLE", "png_bytes", "fmt_size", "html_table",
-           "live_view"]
+           "live_view", "whole_decades", "layout_inputs"]
 
 # Wide controls: a slider's track is what the reader drags, so it gets the room
 # (a 1-128 slider on a 90 px track jumps several values per pixel; at 300 px it does not).
@@ -44,47 +44,35 @@ CONTROL_LAYOUT = {"width": "98%", "min_width": "300px"}
 DESCRIPTION_STYLE = {"description_width": "130px"}
 
 
-_DIGITS = str.maketrans("0123456789", "0000000000")
+def whole_decades(ax, pad: float = 1.25) -> tuple[float, float]:
+    """Limits of a log value axis in whole decades around its visible lines' data, padded by
+    ``pad`` so no marker sits on an edge: a small move keeps the axis still (and the kept
+    part of the figure with it), so the lines are what moves."""
+    ys = [np.asarray(ln.get_ydata(), dtype=float) for ln in ax.lines if ln.get_visible()]
+    ys = [y[y > 0] for y in ys if np.any(y > 0)]
+    lo, hi = min(y.min() for y in ys) / pad, max(y.max() for y in ys) * pad
+    return 10.0 ** math.floor(math.log10(lo)), 10.0 ** math.ceil(math.log10(hi))
 
 
-def _texts(artists, where: bool = False) -> tuple:
-    # Digits are all one width in the house font (DejaVu Sans), so a number's extent
-    # depends on its length and punctuation only: "5,000" takes the room of "2,000".
-    return tuple((a.get_text().translate(_DIGITS), a.get_visible())
-                 + ((a.get_position(),) if where else ()) for a in artists)
-
-
-def layout_inputs(fig: Figure) -> tuple:
-    """What the constrained layout measures, as a comparable key: the figure's size and
-    every text drawn around or over the axes (titles, axis labels, tick labels, legends;
-    annotations with their positions), digits folded to 0, and the suptitle's lines and
-    formulas (the layout reserves its height, whatever its width). Lines and patches are
-    clipped to the axes and do not move the layout; where a tick label sits along its
-    axis is left out (it moves the layout by at most half a label's height, when a tick
-    lands on the axes' very end). Reading the tick labels updates the ticks, as a draw does.
-    """
-    sup = fig.get_suptitle()  # the layout reads its height only: lines and math
-    key = [tuple(fig.get_size_inches()), fig.dpi, sup.count("\n"), re.findall(r"\$[^$]*\$", sup),
-           _texts([t for t in fig.texts if t.get_text() != sup], where=True)]
-    key += [_texts(leg.get_texts()) for leg in fig.legends]
-    for ax in fig.axes:
-        leg = ax.get_legend()
-        key += [_texts([ax.title, ax.xaxis.label, ax.yaxis.label]),
-                _texts(ax.xaxis.get_ticklabels()), _texts(ax.yaxis.get_ticklabels()),
-                _texts(ax.texts, where=True),
-                _texts(leg.get_texts()) if leg is not None else None]
-    return tuple(key)
-
-
-def live_view(draw: Callable[[Figure, Any], None]) -> Callable[[Figure, Any], None]:
+def live_view(draw: Callable[[Figure, Any], None],
+              ylim: Callable[[Any], tuple] | Sequence[tuple[float, float]] | None = None,
+              ) -> Callable[[Figure, Any], None]:
     """``draw`` for a live figure: the same picture without the minor tick marks of log
     value axes (unlabelled marks; each costs a tick update and a draw on every move).
-    The figure a notebook shows statically keeps them (it calls ``draw`` itself)."""
+
+    ylim: the value limits of the live view, per Axes in order: a function of the Axes
+    (e.g. :func:`whole_decades`) or fixed (lo, hi) pairs (e.g. spanning every setting the
+    controls offer); None keeps ``draw``'s autoscaling. Steady limits keep the axes still
+    while the lines move, which reads as the change it is, and lets the figure redraw only
+    its data (:mod:`kvlib.views.widgets.frame`).
+    The figure a notebook shows statically keeps its own look (it calls ``draw`` itself)."""
     def live(fig: Figure, result: Any) -> None:
         draw(fig, result)
-        for ax in fig.axes:
+        for i, ax in enumerate(fig.axes):
             if ax.get_yscale() == "log":
                 ax.yaxis.set_minor_locator(NullLocator())
+            if ylim is not None:
+                ax.set_ylim(ylim(ax) if callable(ylim) else ylim[i])
 
     live.__name__ = live.__qualname__ = f"live_view({getattr(draw, '__name__', 'draw')})"
     live.__doc__ = draw.__doc__
@@ -114,11 +102,12 @@ class Explorer:
         self.compute, self.render, self.draw, self.adjust = compute, render, draw, adjust
         self.fig = Figure(figsize=figsize, layout="constrained")
         FigureCanvasAgg(self.fig)  # kept: its renderer caches text metrics between moves
-        self.redraws = self.layouts_skipped = 0
-        self._busy, self._settled = False, None
+        self.frame = Frame(self.fig)
+        self.redraws = 0
+        self._busy = False
         self.readout = widgets.HTML()
         self.readout.add_class("kvlib-readout")
-        self.plot = widgets.Output()
+        self.plot = widgets.Image(format="png")
         self.plot.add_class("kvlib-plot")
         self.error = widgets.HTML()
         for c in self.controls.values():
@@ -151,7 +140,7 @@ class Explorer:
             # numbers or figure of the previous setting, which would read as this one's
             self.error.value = f"<b style='color:#b00'>{e}</b>"
             self.readout.value = "<i>(no result for this setting)</i>"
-            self.plot.clear_output()
+            self.plot.layout.display = "none"
             return
         self.draw(self.fig, result)
         self.show()
@@ -159,31 +148,12 @@ class Explorer:
         self.readout.value = self.render(result)
 
     def show(self) -> None:
-        """Draw the figure once and replace the Output's contents with it (one message).
-
-        The constrained layout is skipped when what it reads is unchanged since a settled
-        layout (:func:`layout_inputs`): the axes keep their places. The figure keeps its
-        constrained engine, so ``savefig`` and every later change lay it out as before."""
-        now = layout_inputs(self.fig)
-        engine = self.fig.get_layout_engine()
-        skip = now == self._settled and isinstance(engine, ConstrainedLayoutEngine)
-        if skip:
-            self.fig.set_layout_engine("none")
-        try:
-            png = png_bytes(self.fig)
-        finally:
-            if skip:
-                self.fig.set_layout_engine(engine)
-        if not skip:  # settled: laying out again would not move anything
-            self._settled = now if layout_inputs(self.fig) == now else None
-        self.layouts_skipped += skip
-        w, h = self.fig.canvas.get_width_height()
-        self.plot.outputs = ({
-            "output_type": "display_data",
-            "data": {"image/png": base64.b64encode(png).decode("ascii"),
-                     "text/plain": f"<Figure size {w}x{h} with {len(self.fig.axes)} Axes>"},
-            "metadata": {"image/png": {"width": w, "height": h}},
-        },)
+        """Draw the figure (:class:`~kvlib.views.widgets.frame.Frame`: only what changed)
+        and set it as the image's value: one binary message, no base64, and the page swaps
+        the picture of the same ``<img>`` instead of building a new output area."""
+        self.plot.value = self.frame.png()
+        if self.plot.layout.display == "none":  # hidden by a refused setting
+            self.plot.layout.display = None
         self.redraws += 1
 
     def _ipython_display_(self):

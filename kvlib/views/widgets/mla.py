@@ -34,7 +34,7 @@ from kvlib.views.style import COLORS, context_axis, context_ticks, format_contex
 from kvlib.views.widgets.kit import DESCRIPTION_STYLE, Explorer, fmt_size, html_table, live_view
 
 __all__ = ["DEEPSEEK_V2", "CONTEXTS", "RopePrice", "rope_price", "render", "draw",
-           "rope_explorer", "LABELS", "DESIGNS"]
+           "rope_explorer", "value_limits", "LABELS", "DESIGNS"]
 
 # deepseek-ai/DeepSeek-V2 config.json (kvlib/models/configs/deepseek-v2.json): num_hidden_layers,
 # num_attention_heads, hidden_size, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
@@ -146,8 +146,9 @@ def draw(fig, r: RopePrice) -> None:
             log_value_axis(ax)
             ax.set_title(title, y=1.0)  # nothing above the axes: no automatic placement
             ax.set_ylabel(ylabel)
-            # Every series rises to the right, so the upper left corner is free.
-            ax.legend(loc="upper left", frameon=False)
+            # Every series rises to the right, so the upper left corner is free; under the
+            # lines (z-order 1.9 < 2), a live view keeps the legend instead of redrawing it.
+            ax.legend(loc="upper left", frameon=False).set_zorder(1.9)
     left, right = fig.axes
     for ax, side, sweep, unit in ((left, "left", r.sweep_bytes, UNITS["GiB"]),
                                   (right, "right", r.sweep_flops, 1e9)):
@@ -163,8 +164,23 @@ def draw(fig, r: RopePrice) -> None:
                  fontsize=15, fontweight="bold")
 
 
+def value_limits(d_Ls, d_Rs, N_hs, pad: float = 1.25) -> list[tuple[float, float]]:
+    """Each panel's value range over every setting of the controls, padded by ``pad``: GiB
+    (left), GFLOPs (right). Every byte and FLOP count grows with every size, so the
+    smallest sizes at the shortest context and the largest at the longest bound them."""
+    lo = rope_price(min(d_Ls), min(d_Rs), min(N_hs), int(CONTEXTS[0]))
+    hi = rope_price(max(d_Ls), max(d_Rs), max(N_hs), int(CONTEXTS[-1]))
+    out = []
+    for sweep, unit in (("sweep_bytes", UNITS["GiB"]), ("sweep_flops", 1e9)):
+        small = min(float(v[0]) for v in getattr(lo, sweep).values()) / unit
+        large = max(float(v[-1]) for v in getattr(hi, sweep).values()) / unit
+        out.append((small / pad, large * pad))
+    return out
+
+
 def rope_explorer(d_L=512, d_R=64, N_h=128, context=131072) -> Explorer:
-    """Controls for the latent width, the RoPE width, the head count and the context."""
+    """Controls for the latent width, the RoPE width, the head count and the context; the
+    value axes span every setting the controls offer, so a move moves the lines only."""
     style = DESCRIPTION_STYLE
     c = dict(
         d_L=widgets.Dropdown(options=[128, 256, 384, 512, 768, 1024], value=d_L,
@@ -176,4 +192,5 @@ def rope_explorer(d_L=512, d_R=64, N_h=128, context=131072) -> Explorer:
         context=widgets.SelectionSlider(options=[(format_context(t), int(t)) for t in CONTEXTS],
                                         value=context, description="context", style=style),
     )
-    return Explorer(c, rope_price, render, live_view(draw), figsize=(13, 5.6))
+    ylim = value_limits(c["d_L"].options, c["d_R"].options, c["N_h"].options)
+    return Explorer(c, rope_price, render, live_view(draw, ylim=ylim), figsize=(13, 5.6))

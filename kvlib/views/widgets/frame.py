@@ -1,0 +1,179 @@
+"""A live figure drawn again on every move of an explorer, redrawing only what changed.
+
+Matplotlib draws an Axes in z-order: its background patch, the grid, ticks and tick labels
+(``Axis``), then the data (lines, bars, texts), the spines, the legend; the figure draws its
+Axes, then its own texts (the suptitle). Between two moves, what sits under the data is
+usually unchanged: same limits, same tick labels, same layout. That part holds most of a
+figure's text, and text is most of Matplotlib's drawing time (each label is laid out and
+its glyphs rasterised on every draw). :class:`Frame` keeps it as a pixel buffer and, while
+its key is unchanged, restores the buffer and draws only the rest, in the order a full draw
+would: the same pixels (``tests/test_widgets_frame.py`` compares them), in a fraction of
+the time (``make bench``, docs/benchmarks.md).
+
+What is kept: each Axes' patch, and its ``Axis``, ``Spine`` and ``Legend`` artists up to the
+first artist that may change (a legend is kept only where its z-order puts it under the
+data); everything else is drawn on every move. The key says when the kept part would draw
+differently: the figure's size and dpi, each Axes' place, limits, scales, tick locations and
+tick label texts, axis labels, legend entries, and :func:`layout_inputs` (what the
+constrained layout reads).
+"""
+
+from __future__ import annotations
+
+import re
+from operator import attrgetter
+
+from matplotlib.axis import Axis
+from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.legend import Legend
+from matplotlib.spines import Spine
+
+from kvlib.views.png import encode_png
+
+__all__ = ["Frame", "layout_inputs"]
+
+_DIGITS = str.maketrans("0123456789", "0000000000")
+
+
+def _texts(artists, where: bool = False) -> tuple:
+    # Digits are all one width in the house font (DejaVu Sans), so a number's extent
+    # depends on its length and punctuation only: "5,000" takes the room of "2,000".
+    return tuple((a.get_text().translate(_DIGITS), a.get_visible())
+                 + ((a.get_position(),) if where else ()) for a in artists)
+
+
+def layout_inputs(fig: Figure) -> tuple:
+    """What the constrained layout measures, as a comparable key: the figure's size and
+    every text drawn around or over the axes (titles, axis labels, tick labels, legends;
+    annotations with their positions), digits folded to 0, and the suptitle's lines and
+    formulas (the layout reserves its height, whatever its width). Lines and patches are
+    clipped to the axes and do not move the layout; where a tick label sits along its
+    axis is left out (it moves the layout by at most half a label's height, when a tick
+    lands on the axes' very end). Reading the tick labels updates the ticks, as a draw does.
+    """
+    sup = fig.get_suptitle()  # the layout reads its height only: lines and math
+    key = [tuple(fig.get_size_inches()), fig.dpi, sup.count("\n"), re.findall(r"\$[^$]*\$", sup),
+           _texts([t for t in fig.texts if t.get_text() != sup], where=True)]
+    key += [_texts(leg.get_texts()) for leg in fig.legends]
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        key += [_texts([ax.title, ax.xaxis.label, ax.yaxis.label]),
+                _texts(ax.xaxis.get_ticklabels()), _texts(ax.yaxis.get_ticklabels()),
+                _texts(ax.texts, where=True),
+                _texts(leg.get_texts()) if leg is not None else None]
+    return tuple(key)
+
+
+def _draw_order(ax) -> list:
+    """``ax``'s artists in the order ``Axes.draw`` draws them, its patch first."""
+    artists = ax.get_children()
+    artists.remove(ax.patch)
+    if not (ax.axison and ax.get_frame_on()):
+        artists = [a for a in artists if not isinstance(a, Spine)]
+    if not ax.axison:
+        artists = [a for a in artists if not isinstance(a, Axis)]
+    return [ax.patch, *sorted(artists, key=attrgetter("zorder"))]
+
+
+def _may_change(artist, ax) -> bool:
+    return not (artist is ax.patch or isinstance(artist, Axis | Spine | Legend))
+
+
+def _legend_key(leg) -> tuple | None:
+    if leg is None:
+        return None
+    handles = tuple((type(h).__name__, str(h.get_color()) if hasattr(h, "get_color") else None,
+                     h.get_linestyle() if hasattr(h, "get_linestyle") else None,
+                     h.get_marker() if hasattr(h, "get_marker") else None)
+                    for h in leg.legend_handles)
+    loc = leg._get_loc()  # Matplotlib has no public getter of a legend's location
+    return (tuple(t.get_text() for t in leg.get_texts()), handles, leg.zorder, loc,
+            leg.get_visible())
+
+
+def _split(fig: Figure) -> list:
+    """What is drawn on every move, in a full draw's order: per Axes, everything from its
+    first artist that may change on; then the figure's own artists (suptitle, legends).
+    The Axes do not overlap, so drawing each one's kept part first changes no pixel."""
+    redrawn = []
+    for ax in sorted(fig.axes, key=attrgetter("zorder")):
+        order = _draw_order(ax)
+        first = next((i for i, a in enumerate(order) if _may_change(a, ax)), len(order))
+        redrawn += order[first:]
+    own = [a for a in fig.get_children() if a is not fig.patch and a not in fig.axes]
+    return redrawn + sorted(own, key=attrgetter("zorder"))
+
+
+def _kept_key(fig: Figure, inputs: tuple) -> tuple:
+    """What the kept part draws from: ``inputs`` (:func:`layout_inputs`), each Axes' place,
+    limits, scales, ticks and their labels, axis labels, and a legend kept under the data."""
+    key = [inputs]
+    for ax in fig.axes:
+        order = _draw_order(ax)
+        first = next((i for i, a in enumerate(order) if _may_change(a, ax)), len(order))
+        leg = ax.get_legend()
+        kept_legend = leg is not None and any(a is leg for a in order[:first])
+        key.append((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
+                    ax.get_yscale(), ax.get_visible(), ax.axison,
+                    _legend_key(leg) if kept_legend else None))
+        for axis in (ax.xaxis, ax.yaxis):
+            key.append((tuple(axis.get_majorticklocs()), tuple(axis.get_minorticklocs()),
+                        tuple(t.get_text() for t in axis.get_majorticklabels()),
+                        axis.label.get_text()))
+    return tuple(key)
+
+
+class Frame:
+    """Draws ``fig`` for a live view, keeping what did not change between calls.
+
+    ``png()`` returns the figure as PNG bytes, at its own size and dpi, exactly as a full
+    draw at the current layout would show it. The constrained layout runs only when what it
+    reads changed since it last settled (:func:`layout_inputs`); the kept part is drawn again
+    only when its key changed. ``full_draws`` and ``partial_draws`` count the two paths.
+    """
+
+    def __init__(self, fig: Figure):
+        self.fig = fig
+        self.full_draws = self.partial_draws = 0
+        self._settled = None  # layout_inputs when the layout last settled
+        self._kept = self._kept_key = None  # pixel buffer of the kept part, and its key
+
+    def png(self) -> bytes:
+        fig = self.fig
+        canvas = fig.canvas
+        inputs = layout_inputs(fig)
+        settled = inputs == self._settled
+        if settled and self._kept is not None and _kept_key(fig, inputs) == self._kept_key:
+            canvas.restore_region(self._kept)
+            self._draw(_split(fig))
+            self.partial_draws += 1
+            return encode_png(fig)
+        engine = fig.get_layout_engine()
+        skip = settled and isinstance(engine, ConstrainedLayoutEngine)
+        if skip:  # settled: laying out again would not move anything
+            fig.set_layout_engine("none")
+        redrawn = _split(fig)
+        flags = [a.get_animated() for a in redrawn]
+        try:
+            for a in redrawn:  # a plain draw leaves animated artists out
+                a.set_animated(True)
+            canvas.draw()
+        finally:
+            for a, flag in zip(redrawn, flags, strict=True):
+                a.set_animated(flag)
+            if skip:
+                fig.set_layout_engine(engine)
+        self._kept = canvas.copy_from_bbox(fig.bbox)
+        self._draw(redrawn)
+        after = inputs if skip else layout_inputs(fig)
+        if not skip:
+            self._settled = inputs if after == inputs else None
+        self._kept_key = _kept_key(fig, after)
+        self.full_draws += 1
+        return encode_png(fig)
+
+    def _draw(self, artists) -> None:
+        renderer = self.fig.canvas.get_renderer()
+        for a in artists:
+            a.draw(renderer)

@@ -1,0 +1,139 @@
+"""A live figure redraws only what changed, and shows exactly what a full draw shows (issue 14).
+
+``kvlib.views.widgets.frame.Frame`` keeps the part of a figure under its data (axes,
+grid, ticks, labels) as pixels while nothing it depends on changed, and draws the rest
+on top. These tests decode the PNG the page receives with Pillow (a decoder we did not
+write) and compare it, pixel for pixel, with Matplotlib drawing the same figure from
+scratch at the same layout; a Frame whose key never changes is the positive control.
+"""
+
+import io
+import struct
+import zlib
+
+import ipywidgets as widgets
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from PIL import Image
+
+from kvlib.core.units import UNITS
+from kvlib.views.png import PNG_SIGNATURE, encode_png
+from kvlib.views.widgets import frame as frame_module
+from kvlib.views.widgets.capacity import planner_explorer
+from kvlib.views.widgets.gqa import gqa_explorer
+from kvlib.views.widgets.hybrid import hybrid_explorer
+from kvlib.views.widgets.kit import Explorer, whole_decades
+from kvlib.views.widgets.mla import rope_explorer, value_limits
+from kvlib.views.widgets.models import model_explorer
+
+
+def decoded(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def full_draw(fig: Figure) -> np.ndarray:
+    """Matplotlib drawing every artist of ``fig`` afresh, at its current layout."""
+    engine = fig.get_layout_engine()
+    fig.set_layout_engine("none")
+    try:
+        fig.canvas.draw()
+        return np.asarray(fig.canvas.buffer_rgba()).copy()
+    finally:
+        fig.set_layout_engine(engine)
+
+
+# --- the PNG writer ----------------------------------------------------------------------
+
+def test_encode_png_is_a_png_of_the_canvas_pixels():
+    fig = Figure(figsize=(3, 2), dpi=50)
+    FigureCanvasAgg(fig)
+    fig.add_subplot().plot([1, 2, 3], [3, 1, 2], color="#D55E00")
+    fig.canvas.draw()
+    png = encode_png(fig)
+    assert png[:8] == PNG_SIGNATURE == b"\x89PNG\r\n\x1a\n"  # PNG specification, section 5.2
+    # IHDR first: length 13, then width 150, height 100 (3 x 2 in at 50 dpi), 8 bits, RGBA (6)
+    assert png[8:16] == struct.pack(">I", 13) + b"IHDR"
+    assert struct.unpack(">IIBB", png[16:26]) == (150, 100, 8, 6)
+    assert png[-12:] == struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND"))
+    assert np.array_equal(decoded(png), np.asarray(fig.canvas.buffer_rgba()))
+
+
+# --- every explorer: the picture of a partial draw is the picture of a full draw ---------
+
+def _moves(e: Explorer):
+    """Each control to each of up to three other values, and back: a reader's moves."""
+    for name, c in e.controls.items():
+        if isinstance(c, widgets.Textarea | widgets.Text):
+            continue
+        start = c.value
+        if hasattr(c, "options"):
+            values = [v[1] if isinstance(v, tuple) else v for v in c.options]
+        else:
+            values = [v for v in (c.value - 1, c.value + 1) if c.min <= v <= c.max]
+        for v in [v for v in values if v != start][:3] + [start]:
+            yield name, v
+
+
+@pytest.mark.parametrize("make", [gqa_explorer, rope_explorer, model_explorer, planner_explorer,
+                                  hybrid_explorer])
+def test_every_move_shows_what_a_full_draw_shows(make):
+    e = make()
+    for name, value in _moves(e):
+        e.controls[name].value = value
+        if e.plot.layout.display == "none":
+            continue  # a refused setting: no figure on show
+        assert np.array_equal(decoded(e.plot.value), full_draw(e.fig)), f"{name}={value!r}"
+
+
+def test_the_check_fails_when_the_kept_part_is_stale(monkeypatch):
+    """Positive control: a Frame that always reuses its kept pixels shows the old tick
+    labels after a move that rescales the axis, and the comparison above catches it."""
+    monkeypatch.setattr(frame_module, "_kept_key", lambda fig, inputs: "never changes")
+    monkeypatch.setattr(frame_module, "layout_inputs", lambda fig: "never changes")
+    e = gqa_explorer()
+    e.controls["N_L"].value = 79  # settles the layout: the kept part is reused from now on
+    before = e.frame.partial_draws
+    e.controls["N_L"].value = 4  # 1/20 of the cache: the value axis moves by decades
+    assert e.frame.partial_draws == before + 1
+    assert not np.array_equal(decoded(e.plot.value), full_draw(e.fig))
+
+
+# --- steady axes, so that moves are partial draws -----------------------------------------
+
+def test_notebook_04_moves_after_the_first_draw_only_its_data():
+    """Its value axes span every setting the controls offer: no move rescales them, so
+    after the first draw (and one to settle the layout) every move is a partial draw."""
+    e = rope_explorer()
+    moves = list(_moves(e))
+    for name, value in moves:
+        e.controls[name].value = value
+    assert e.frame.full_draws <= 2
+    assert e.frame.partial_draws >= len(moves) - 1
+
+
+def test_notebook_04_value_limits_by_hand():
+    """Left panel, GiB: the least cache is 60 layers x d_L 128 x 2 B x 1,024 tokens, the
+    most 60 x (1024 + 128) x 2 B x 131,072 tokens; padded by 1.25 each way."""
+    (lo, hi), (flo, fhi) = value_limits([128, 512, 1024], [16, 64, 128], [8, 128])
+    assert lo == pytest.approx(60 * 128 * 2 * 1024 / UNITS["GiB"] / 1.25)
+    assert hi == pytest.approx(60 * 1152 * 2 * 131072 / UNITS["GiB"] * 1.25)
+    assert 0 < flo < fhi
+    e = rope_explorer()
+    shown = [v for ax in e.fig.axes for v in ax.get_ylim()]
+    offered = value_limits([128, 256, 384, 512, 768, 1024], [16, 32, 64, 128], [8, 16, 32, 64, 128])
+    assert shown == pytest.approx([v for pair in offered for v in pair])
+
+
+def test_whole_decades_by_hand():
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.plot([1, 2], [0.03, 45.0])
+    ax.plot([1, 2], [1.0, 2.0], visible=False)  # hidden: not counted
+    # 0.03 / 1.25 = 0.024 -> 0.01; 45 x 1.25 = 56.25 -> 100
+    assert whole_decades(ax) == pytest.approx((0.01, 100.0))
+    ax.lines[0].set_ydata([0.085, 9.0])  # 0.068 -> 0.01; 11.25 -> 100: the padding counts
+    assert whole_decades(ax) == pytest.approx((0.01, 100.0))
+    ax.lines[0].set_ydata([0.2, 7.0])  # 0.16 -> 0.1; 8.75 -> 10
+    assert whole_decades(ax) == pytest.approx((0.1, 10.0))
