@@ -10,6 +10,8 @@ DATASHEETS = {
     "H100-80GB": (80, 3350),  # NVIDIA H100 datasheet, SXM: 3.35 TB/s
     "H200": (141, 4800),  # NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s
     "B200": (1440 // 8, 64000 // 8),  # DGX B200: 1,440 GB and 64 TB/s for 8 GPUs
+    "B300": (270, 7700),  # Blackwell Ultra datasheet, HGX B300: 270 GB HBM3E, 7.7 TB/s
+    "GB200": (13400 // 72, 576000 // 72),  # GB200 NVL72: 13.4 TB, 576 TB/s for 72 GPUs
     "MI300X": (192, 5300),  # AMD MI300X data sheet: 192 GB HBM3, 5.3 TB/s
     "L40S": (48, 864),  # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s
     "A100-40GB": (40, 1555),  # NVIDIA A100 datasheet, 40GB SXM: 1,555 GB/s
@@ -34,6 +36,15 @@ def test_catalog_matches_datasheet(name):
 
 def test_catalog_is_the_datasheets():
     assert set(DATASHEETS) == set(CATALOG)
+
+
+def test_blackwell_dense_bf16_is_half_the_printed_sparse_figure():
+    """NVIDIA prints Blackwell's Tensor Core peaks with sparsity ("Dense is 1/2 sparse")."""
+    assert CATALOG["B300"].bf16_flops == 4.5e15 / 2  # HGX B300: 4.5 PFLOPS sparse
+    assert CATALOG["GB200"].bf16_flops == 360e15 / 72 / 2  # NVL72: 360 PFLOPS for 72 GPUs
+    assert CATALOG["B200"].bf16_flops == 36e15 / 8 / 2  # HGX B200: 36 PFLOPS for 8 GPUs
+    # 13.4 TB / 72 = 186.1 GB: the MIG guide's 186GB, not the preliminary page's 192 GB
+    assert CATALOG["GB200"].hbm_bytes == 186 * 1000**3 < 13.4e12 / 72 < 192 * 1000**3
 
 
 def test_reported_totals_are_more_than_the_decimal_datasheet_figure():

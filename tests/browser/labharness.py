@@ -11,7 +11,8 @@ table and require (a) the readout (CSS class ``kvlib-readout``) to contain the t
 expected for the new setting, (b) a new figure in the ``kvlib-plot`` image (other bytes,
 not the same picture sent again), (c) no error: no ``error`` message or traceback on the
 kernel's IOPub channel, nothing in the Explorer's error line, (d) the Explorer no taller
-than the viewport (:data:`VIEWPORT`, 900 px: a laptop screen). A move marked
+than the viewport (:data:`VIEWPORT`, 900 px: a laptop screen), (e) each text area of
+the Explorer (a pasted config.json) at least 90% of its width. A move marked
 ``error=True`` must instead show its text in the error line and leave none of the
 previous setting's numbers in the readout and no figure of it. Any failure raises
 :class:`WidgetCheckFailed` with what the page and the kernel showed.
@@ -311,9 +312,10 @@ def _report(state: dict, server_log: str = "") -> str:
 
 
 def _control(page, i: int, control: str | int):
-    grid = page.locator(".kvlib-readout").nth(i).locator("xpath=..").locator(
-        ".widget-gridbox").first
-    items = grid.locator(":scope > .widget-inline-hbox, :scope > .jupyter-widgets")
+    box = page.locator(".kvlib-readout").nth(i).locator("xpath=..")
+    # every control grid of the Explorer: two columns, then a text area in a row of its own
+    items = box.locator(":scope > .widget-gridbox > .widget-inline-hbox, "
+                        ":scope > .widget-gridbox > .jupyter-widgets")
     if isinstance(control, int):
         return items.nth(control)
     return items.filter(has=page.locator(".widget-label", has_text=re.compile(
@@ -390,6 +392,7 @@ def check_notebook(page, server: LabServer, name: str, widgets: Sequence[Sequenc
                 raise WidgetCheckFailed(f"{name}: Explorer #{i} has no Move to check")
             readouts.nth(i).scroll_into_view_if_needed(timeout=deadline.ms())
             heights = [check_height(page, name, i, "after Run All")]
+            check_text_areas(page, name, i)
             for move in moves:
                 _check_move(page, server, name, i, move, deadline)
                 heights.append(check_height(page, name, i, f"after {move.control!r} -> "
@@ -428,6 +431,28 @@ def check_height(page, name: str, i: int, when: str) -> int:
             f"{VIEWPORT['height']}-px screen: a reader cannot see its controls and its figure "
             "at once")
     return height
+
+
+# Width of each text area of Explorer i (a pasted config.json) and of the Explorer, in px.
+_JS_TEXT_AREAS = """(i) => {
+  const box = document.querySelectorAll('.kvlib-readout')[i].parentElement;
+  return {box: box.getBoundingClientRect().width,
+          areas: [...box.querySelectorAll('.widget-textarea')].map(e => ({
+            label: (e.querySelector('.widget-label') || {}).innerText || '',
+            width: e.getBoundingClientRect().width}))};
+}"""
+
+
+def check_text_areas(page, name: str, i: int) -> None:
+    """Every text area of the Explorer (a pasted config.json: many lines of JSON) takes at
+    least 90% of its width; fails when one sits in a single column of the control grid."""
+    found = page.evaluate(_JS_TEXT_AREAS, i)
+    for area in found["areas"]:
+        if area["width"] < 0.9 * found["box"]:
+            raise WidgetCheckFailed(
+                f"{name}: Explorer #{i}'s text area {area['label']!r} is {area['width']:.0f} "
+                f"px wide in a {found['box']:.0f}-px Explorer: a pasted config.json needs "
+                "the whole width")
 
 
 ERROR_GRACE_S = 3.0  # how long an error line of the previous (refused) setting may linger

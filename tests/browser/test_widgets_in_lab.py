@@ -230,6 +230,14 @@ def test_harness_detects_a_widget_taller_than_the_screen(lab):
         lab.check("tall_widget.ipynb", FIXTURE_MOVES)
 
 
+def test_harness_detects_a_text_area_in_one_column(lab):
+    """narrow_text_area.ipynb: the fixture widget with its config.json box squeezed into one
+    column of the control grid (notebooks 05-07 give it a row of its own)."""
+    with pytest.raises(WidgetCheckFailed,
+                       match=r"Explorer #0's text area 'config.json' is \d+ px wide"):
+        lab.check("narrow_text_area.ipynb", FIXTURE_MOVES)
+
+
 # --- no formula renders as a MathJax error ----------------------------------------------
 
 def _math_report(found: dict) -> str:

@@ -93,6 +93,7 @@ def plot_roofline(ax, points: Mapping[str, float], gpus: Sequence[str] = ROOFLIN
         marks.append(ln)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
+    ax.xaxis.set_minor_locator(mticker.NullLocator())  # as log_value_axis: grid at decades
     log_value_axis(ax)
     ax.set_xlabel("arithmetic intensity (FLOPs per byte of cache read, log scale)")
     ax.set_ylabel("attainable dense BF16 TFLOP/s (log scale)")

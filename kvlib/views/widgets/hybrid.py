@@ -14,7 +14,7 @@ from kvlib.core.units import UNITS, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
 from kvlib.views.style import context_ticks, format_context
-from kvlib.views.widgets.models import read_pasted
+from kvlib.views.widgets.models import pasted_config_box, read_pasted
 
 __all__ = ["CONTEXTS", "split", "render", "draw", "hybrid_explorer"]
 
@@ -74,8 +74,7 @@ def hybrid_explorer(model: str = "qwen3-next-80b-a3b", context: int = 131072):
     c = dict(
         model=widgets.Dropdown(options=[(m.title, n) for n, m in BUNDLED.items()], value=model,
                                description="model", style=style, layout=wide),
-        config=widgets.Textarea(value="", placeholder="or paste a config.json here",
-                                description="config.json", style=style, layout=wide),
+        config=pasted_config_box(style),
         context=widgets.SelectionSlider(options=[(format_context(t), t) for t in CONTEXTS],
                                         value=context, description="context", style=style,
                                         layout=wide),

@@ -114,9 +114,14 @@ class Explorer:
             c.layout.width = c.layout.width or CONTROL_LAYOUT["width"]
             c.layout.min_width = c.layout.min_width or CONTROL_LAYOUT["min_width"]
             c.observe(self.update, names="value")
-        box = widgets.GridBox(list(self.controls.values()),
-                              layout=widgets.Layout(grid_template_columns="repeat(2, 50%)"))
-        self.widget = widgets.VBox([box, self.error, self.readout, self.plot])
+        # Controls in two columns; a text area (a pasted config.json) in a row of its own,
+        # the whole width (ipywidgets 8.1 does not apply a child's grid_column in Lab).
+        wide = [c for c in self.controls.values() if isinstance(c, widgets.Textarea)]
+        grids = [widgets.GridBox([c for c in self.controls.values() if c not in wide],
+                                 layout=widgets.Layout(grid_template_columns="repeat(2, 50%)"))]
+        if wide:
+            grids.append(widgets.GridBox(wide, layout=widgets.Layout(grid_template_columns="100%")))
+        self.widget = widgets.VBox([*grids, self.error, self.readout, self.plot])
         self.update()
 
     def values(self) -> dict:

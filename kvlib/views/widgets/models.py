@@ -160,11 +160,12 @@ def model_explorer(model="gemma-3-27b", context=131072, batch=1, kv_dtype="bf16"
 
 
 def pasted_config_box(style: dict) -> widgets.Textarea:
-    """The text area for a pasted config.json, across both columns of the control grid.
+    """The text area for a pasted config.json; the Explorer gives it a row of its own, the
+    width of both control columns.
 
     It updates when it loses focus (not on every keystroke, which would read half a file)."""
     return widgets.Textarea(
         value="", placeholder="or paste a config.json here (read instead of the model above; "
                               "clear it to go back)",
         description="config.json", continuous_update=False, style=style,
-        layout=widgets.Layout(width="99%", height="60px", grid_column="1 / span 2"))
+        layout=widgets.Layout(width="99%", height="60px"))
