@@ -135,7 +135,10 @@ def test_ridge_points_from_datasheets():
     assert ridge_point("MI300X") == Fraction(13074, 53)
     assert ridge_point("A100-80GB") == Fraction(312_000, 2039)
     assert peak_bf16_flops("h100-sxm") == 989_400 * 10**9
-    assert len(COMPUTE) == 7 and all(c.bf16_flops_source for c in COMPUTE.values())
+    # Blackwell: NVIDIA prints sparse peaks; dense is half (4.5 PFLOPS HGX B300, 5 PFLOPS GB200)
+    assert ridge_point("B300") == Fraction(22500, 77)  # 2,250 TFLOP/s / 7.7 TB/s
+    assert ridge_point("GB200") == Fraction(2500, 8)
+    assert len(COMPUTE) == 9 and all(c.bf16_flops_source for c in COMPUTE.values())
     with pytest.raises(ValueError, match="no peak BF16"):
         peak_bf16_flops("L4")
 

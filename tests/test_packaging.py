@@ -79,3 +79,18 @@ def test_the_learner_environment_runs_every_notebook_import():
                 if top in sys.stdlib_module_names:
                     continue
                 assert top in modules and modules[top] in env, (path.name, top)
+
+
+def test_binder_installs_kvlib_from_the_root_environment():
+    """What repo2docker does with this repository (its 2026.4.0 release, buildpacks/conda):
+    it reads environment.yml from binder/ or .binder/ when either exists, else from the root;
+    and it installs that file before copying the repository, *unless* its pip section names
+    a local path, when it copies the repository first. Our `-e .` is such a path, so the
+    build can install kvlib. `jupyter-repo2docker --no-build --debug .` printed the
+    Dockerfile that does this (docs/publishing.md); building the image needs Docker."""
+    assert not (ROOT / "binder").exists() and not (ROOT / ".binder").exists(), \
+        "a binder/ folder would hide the root environment.yml from repo2docker"
+    text = (ROOT / "environment.yml").read_text()
+    pip = text[text.index("  - pip:"):]
+    assert re.search(r"^\s+-\s+-e\s+\.\s*$", pip, re.M), "kvlib itself must be in the pip list"
+    assert re.search(r"^\s+-\s+python=3\.11\s*$", text, re.M)  # the version outputs are stored on

@@ -137,3 +137,28 @@ def test_whole_decades_by_hand():
     assert whole_decades(ax) == pytest.approx((0.01, 100.0))
     ax.lines[0].set_ydata([0.2, 7.0])  # 0.16 -> 0.1; 8.75 -> 10
     assert whole_decades(ax) == pytest.approx((0.1, 10.0))
+
+
+# --- figures a notebook shows: drawn once, same pixels ------------------------------------
+
+def test_show_inline_draws_a_constrained_figure_once_and_hands_back_its_pixels():
+    import base64
+
+    from kvlib.views.png import show_inline
+
+    fig = Figure(figsize=(4, 3), dpi=60, layout="constrained")
+    FigureCanvasAgg(fig)
+    fig.add_subplot().plot([1, 2, 3], [2, 3, 1])
+    png = base64.b64decode(show_inline(fig, fallback=lambda f: "not used"))
+    assert np.array_equal(decoded(png), full_draw(fig))  # one draw, at the settled layout
+    assert decoded(png).shape == (180, 240, 4)  # 3 x 4 in at 60 dpi
+
+
+def test_show_inline_leaves_other_figures_to_the_inline_backend():
+    from kvlib.views.png import show_inline, use_for_inline_figures
+
+    plain = Figure()
+    plain.add_subplot()
+    assert show_inline(plain, fallback=lambda f: "the inline backend's") == "the inline backend's"
+    assert show_inline(Figure(layout="constrained")) is None  # empty: nothing shown
+    assert use_for_inline_figures() is False  # not in a kernel: nothing registered

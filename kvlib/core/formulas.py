@@ -62,8 +62,13 @@ class Attention(_Generated):
 
 
 def ratio(a: Attention, b: Attention) -> Formula:
-    """How many times more ``a`` caches per token than ``b``, simplified by SymPy."""
-    expr = sp.simplify(a.symbolic.elements_per_token_layer / b.symbolic.elements_per_token_layer)
+    """How many times more ``a`` caches per token than ``b``, in lowest terms.
+
+    A ratio of two polynomials: ``cancel`` removes their common factors and ``factor``
+    writes what is left as products, exactly; what ``sp.simplify`` returns for every pair
+    of kinds here, without its search over rewrite strategies (125 ms for MHA/GQA)."""
+    expr = sp.factor(sp.cancel(a.symbolic.elements_per_token_layer
+                               / b.symbolic.elements_per_token_layer))
     return Formula(expr, f"{a.name}/{b.name}")
 
 

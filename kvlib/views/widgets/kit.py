@@ -2,21 +2,25 @@
 
 ``compute`` is a plain kvlib function of the control values (fast: the SymPy work
 was done at import), so a notebook can also call it in a compared cell with fixed
-values. The figure is created once; each move updates its artists and shows the
-figure again in the Output area. In the page, the readout carries the CSS class
-``kvlib-readout`` and the figure area ``kvlib-plot`` (the browser test reads them).
+values. The figure is created once; each move updates its artists and sends the new
+picture to the page. In the page, the readout carries the CSS class ``kvlib-readout``
+and the figure (an ``<img>``) ``kvlib-plot`` (the browser test reads them).
 
 Fast by construction (issue 14; ``make bench`` reports the timings, docs/benchmarks.md):
 
 - **One redraw per user action.** A control that depends on another (notebook 02: the
   KV-head choices follow the query heads) is set by ``adjust`` inside the update, while
   the redraws its own change would trigger are held; the figure is drawn once, after.
+- **Only what changed is drawn again.** :class:`~kvlib.views.widgets.frame.Frame` keeps
+  the axes, grid, ticks and labels as pixels while they are unchanged and draws the data
+  over them: the same pixels as a full draw (tested). ``live_view(draw, ylim=...)`` holds
+  the value axes steady so that most moves are such partial draws.
 - **One Agg canvas for the figure's life.** Matplotlib caches text metrics per renderer;
   ``savefig`` on a bare ``Figure`` makes a new canvas, so a new renderer and a cold cache,
-  on every move. The figure keeps its canvas and is drawn once per move, at its own size
-  (constrained layout, no second ``bbox_inches="tight"`` pass), PNG compression level 1.
-- **One message to the page.** The PNG replaces the Output's outputs in one state update,
-  instead of a clear and a display.
+  on every move. The constrained layout runs only when what it measures changed.
+- **Binary PNG in one message.** The figure is an ``ipywidgets.Image``: its PNG
+  (:func:`kvlib.views.png.encode_png`) travels as a binary buffer, not base64 in JSON,
+  and the page swaps the picture of one ``<img>`` instead of building an output area.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
 
 from kvlib.core.units import fmt_size  # re-exported: the widgets' tables use it
 from kvlib.views.style import apply_style, png_bytes
@@ -55,24 +58,18 @@ def whole_decades(ax, pad: float = 1.25) -> tuple[float, float]:
 
 
 def live_view(draw: Callable[[Figure, Any], None],
-              ylim: Callable[[Any], tuple] | Sequence[tuple[float, float]] | None = None,
+              ylim: Callable[[Any], tuple] | Sequence[tuple[float, float]],
               ) -> Callable[[Figure, Any], None]:
-    """``draw`` for a live figure: the same picture without the minor tick marks of log
-    value axes (unlabelled marks; each costs a tick update and a draw on every move).
-
-    ylim: the value limits of the live view, per Axes in order: a function of the Axes
-    (e.g. :func:`whole_decades`) or fixed (lo, hi) pairs (e.g. spanning every setting the
-    controls offer); None keeps ``draw``'s autoscaling. Steady limits keep the axes still
-    while the lines move, which reads as the change it is, and lets the figure redraw only
-    its data (:mod:`kvlib.views.widgets.frame`).
-    The figure a notebook shows statically keeps its own look (it calls ``draw`` itself)."""
+    """``draw`` for a live figure, with steady value limits per Axes, in order: a function
+    of the Axes (e.g. :func:`whole_decades`) or fixed (lo, hi) pairs (e.g. spanning every
+    setting the controls offer). Steady limits keep the axes still while the lines move,
+    which reads as the change it is, and let the figure redraw only its data
+    (:mod:`kvlib.views.widgets.frame`). The figure a notebook shows statically keeps
+    ``draw``'s own autoscaled limits (it calls ``draw`` itself)."""
     def live(fig: Figure, result: Any) -> None:
         draw(fig, result)
         for i, ax in enumerate(fig.axes):
-            if ax.get_yscale() == "log":
-                ax.yaxis.set_minor_locator(NullLocator())
-            if ylim is not None:
-                ax.set_ylim(ylim(ax) if callable(ylim) else ylim[i])
+            ax.set_ylim(ylim(ax) if callable(ylim) else ylim[i])
 
     live.__name__ = live.__qualname__ = f"live_view({getattr(draw, '__name__', 'draw')})"
     live.__doc__ = draw.__doc__
