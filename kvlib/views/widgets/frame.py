@@ -45,9 +45,10 @@ def _texts(artists, where: bool = False) -> tuple:
 
 def layout_inputs(fig: Figure) -> tuple:
     """What the constrained layout measures, as a comparable key: the figure's size and
-    every text drawn around or over the axes (titles, axis labels, tick labels, legends;
-    annotations with their positions), digits folded to 0, and the suptitle's lines and
-    formulas (the layout reserves its height, whatever its width). Lines and patches are
+    every text drawn around the axes (titles, axis labels, tick labels, legends), digits
+    folded to 0, how far texts drawn over the axes reach beyond them (:func:`_overhangs`),
+    and the suptitle's lines and formulas (the layout reserves its height, whatever its
+    width). Lines and patches are
     clipped to the axes and do not move the layout; where a tick label sits along its
     axis is left out (it moves the layout by at most half a label's height, when a tick
     lands on the axes' very end). Reading the tick labels updates the ticks, as a draw does.
@@ -56,13 +57,28 @@ def layout_inputs(fig: Figure) -> tuple:
     key = [tuple(fig.get_size_inches()), fig.dpi, sup.count("\n"), re.findall(r"\$[^$]*\$", sup),
            _texts([t for t in fig.texts if t.get_text() != sup], where=True)]
     key += [_texts(leg.get_texts()) for leg in fig.legends]
+    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
     for ax in fig.axes:
         leg = ax.get_legend()
         key += [_texts([ax.title, ax.xaxis.label, ax.yaxis.label]),
                 _texts(ax.xaxis.get_ticklabels()), _texts(ax.yaxis.get_ticklabels()),
-                _texts(ax.texts, where=True),
+                _overhangs(ax, renderer) if renderer is not None else _texts(ax.texts, where=True),
                 _texts(leg.get_texts()) if leg is not None else None]
     return tuple(key)
+
+
+def _overhangs(ax, renderer) -> tuple:
+    """How far each text drawn over the Axes (a bar's label) reaches beyond them, in px to a
+    tenth, on each side: 0 while it stays inside, where the layout does not see it move."""
+    box = ax.bbox
+    out = []
+    for t in ax.texts:
+        if not (t.get_visible() and t.get_in_layout() and t.get_text()):
+            continue
+        b = t.get_window_extent(renderer)
+        out.append(tuple(round(max(0.0, float(v)), 1) for v in (
+            box.x0 - b.x0, box.y0 - b.y0, b.x1 - box.x1, b.y1 - box.y1)))
+    return tuple(out)
 
 
 def _draw_order(ax) -> list:
