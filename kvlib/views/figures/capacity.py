@@ -22,7 +22,7 @@ from kvlib.core.units import UNITS
 from kvlib.serving.decode import cache_dominates_at, decode_step_seconds
 from kvlib.serving.deployment import Deployment
 from kvlib.serving.plan import Plan
-from kvlib.views.style import COLORS, context_axis, context_ticks, format_context
+from kvlib.views.style import COLORS, context_axis, context_ticks, format_context, log_value_axis
 
 __all__ = [
     "SEGMENT_COLORS", "budget_segments", "plot_budget", "plot_levers", "plot_paging_waste",
@@ -108,7 +108,7 @@ def plot_levers(ax, labels: Sequence[str], values: Sequence[int], unit: str = "G
                     va="top" if inside else "bottom", fontsize=12,
                     color="white" if inside else "black",
                     xytext=(0, -4 if inside else 3), textcoords="offset points")
-    ax.set_yscale("log")
+    log_value_axis(ax)  # plain 1-2-5 labels, as every log value axis here
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_ylabel(f"KV cache per GPU ({unit}, log scale)")
     ax.grid(axis="x", visible=False)

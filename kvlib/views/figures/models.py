@@ -145,18 +145,24 @@ def plot_layer_map(ax, names: Sequence[str] = LAYER_MAP_MODELS,
     The x axis spans the deepest model's layers; each row's summary ("10 of 62
     keep every token; ...") sits in a column right of the axes.
     """
+    from matplotlib.collections import PatchCollection
+
     seen: dict = {}
     depth = 0
+    cells = []
     for row, name in enumerate(names):
         layers = reading(name).layer_map()
         depth = max(depth, len(layers))
         for i, (kind, window) in enumerate(layers):
-            ax.add_patch(_cell(i, row, KIND_COLORS[kind]))
+            cells.append(_cell(i, row, KIND_COLORS[kind]))
             key = (kind, window)
             seen.setdefault(key, f"{kind}" + (f" ({window:,} tokens)" if window else ""))
         ax.annotate(_summary(layers), (1.0, row),
                     xycoords=("axes fraction", "data"), xytext=(12, 0),
                     textcoords="offset points", va="center", fontsize=12)
+    # One collection, not a patch per layer: hundreds of add_patch calls each updated the
+    # data limits the next lines set anyway, and each cell was drawn as its own path.
+    ax.add_collection(PatchCollection(cells, match_original=True), autolim=False)
     ax.set_xlim(-0.7, depth - 0.3)
     ax.set_ylim(len(names) - 0.4, -0.6)
     ax.set_yticks(range(len(names)), [BUNDLED[n].title for n in names])
