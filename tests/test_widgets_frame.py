@@ -126,6 +126,24 @@ def test_notebook_04_value_limits_by_hand():
     assert shown == pytest.approx([v for pair in offered for v in pair])
 
 
+def test_notebook_04_every_setting_lies_inside_its_steady_axes():
+    """Exhaustively: every latent width, RoPE width and head count the controls offer, at
+    every context, plots inside the fixed limits (none is clipped by the steady axes)."""
+    from itertools import product
+
+    from kvlib.views.widgets.mla import rope_price
+
+    e = rope_explorer()
+    c = e.controls
+    (lo, hi), (flo, fhi) = (ax.get_ylim() for ax in e.fig.axes)
+    for d_L, d_R, N_h in product(c["d_L"].options, c["d_R"].options, c["N_h"].options):
+        r = rope_price(d_L, d_R, N_h, 131072)
+        for v in r.sweep_bytes.values():
+            assert lo < min(v) / UNITS["GiB"] and max(v) / UNITS["GiB"] < hi, (d_L, d_R, N_h)
+        for v in r.sweep_flops.values():
+            assert flo < min(v) / 1e9 and max(v) / 1e9 < fhi, (d_L, d_R, N_h)
+
+
 def test_whole_decades_by_hand():
     fig = Figure()
     ax = fig.add_subplot()

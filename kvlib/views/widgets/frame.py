@@ -48,10 +48,10 @@ def layout_inputs(fig: Figure) -> tuple:
     every text drawn around the axes (titles, axis labels, tick labels, legends), digits
     folded to 0, how far texts drawn over the axes reach beyond them (:func:`_overhangs`),
     and the suptitle's lines and formulas (the layout reserves its height, whatever its
-    width). Lines and patches are
-    clipped to the axes and do not move the layout; where a tick label sits along its
-    axis is left out (it moves the layout by at most half a label's height, when a tick
-    lands on the axes' very end). Reading the tick labels updates the ticks, as a draw does.
+    width). Lines and patches are clipped to the axes and do not move the layout; where a
+    tick label sits along its axis is left out (it moves the layout by at most half a
+    label's height, when a tick lands on the axes' very end). Reading the tick labels
+    updates the ticks, as a draw does.
     """
     sup = fig.get_suptitle()  # the layout reads its height only: lines and math
     key = [tuple(fig.get_size_inches()), fig.dpi, sup.count("\n"), re.findall(r"\$[^$]*\$", sup),
@@ -96,6 +96,11 @@ def _may_change(artist, ax) -> bool:
     return not (artist is ax.patch or isinstance(artist, Axis | Spine | Legend))
 
 
+def _first_redrawn(order: list, ax) -> int:
+    """Index in ``order`` (:func:`_draw_order`) of the first artist drawn on every move."""
+    return next((i for i, a in enumerate(order) if _may_change(a, ax)), len(order))
+
+
 def _legend_key(leg) -> tuple | None:
     if leg is None:
         return None
@@ -115,8 +120,7 @@ def _split(fig: Figure) -> list:
     redrawn = []
     for ax in sorted(fig.axes, key=attrgetter("zorder")):
         order = _draw_order(ax)
-        first = next((i for i, a in enumerate(order) if _may_change(a, ax)), len(order))
-        redrawn += order[first:]
+        redrawn += order[_first_redrawn(order, ax):]
     own = [a for a in fig.get_children() if a is not fig.patch and a not in fig.axes]
     return redrawn + sorted(own, key=attrgetter("zorder"))
 
@@ -127,9 +131,8 @@ def _kept_key(fig: Figure, inputs: tuple) -> tuple:
     key = [inputs]
     for ax in fig.axes:
         order = _draw_order(ax)
-        first = next((i for i, a in enumerate(order) if _may_change(a, ax)), len(order))
         leg = ax.get_legend()
-        kept_legend = leg is not None and any(a is leg for a in order[:first])
+        kept_legend = leg is not None and any(a is leg for a in order[:_first_redrawn(order, ax)])
         key.append((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
                     ax.get_yscale(), ax.get_visible(), ax.axison,
                     _legend_key(leg) if kept_legend else None))

@@ -112,7 +112,8 @@ class Explorer:
             c.layout.min_width = c.layout.min_width or CONTROL_LAYOUT["min_width"]
             c.observe(self.update, names="value")
         # Controls in two columns; a text area (a pasted config.json) in a row of its own,
-        # the whole width (ipywidgets 8.1 does not apply a child's grid_column in Lab).
+        # the whole width. (A grid_column on the text area's layout never reached the page:
+        # ipywidgets 8.1.9 in JupyterLab 4.6, seen in the browser test.)
         wide = [c for c in self.controls.values() if isinstance(c, widgets.Textarea)]
         grids = [widgets.GridBox([c for c in self.controls.values() if c not in wide],
                                  layout=widgets.Layout(grid_template_columns="repeat(2, 50%)"))]
