@@ -92,12 +92,15 @@ class Formula:
 
     @cached_property
     def _exact(self):
+        # docstring_limit=0: no printed copy of the expression in the generated function's
+        # docstring, which nobody reads (the Formula has its own repr): a third of the time.
         return sp.lambdify(self.symbols, self.expr, modules=[{"Fraction": Fraction}],
-                           printer=_ExactPrinter)
+                           printer=_ExactPrinter, docstring_limit=0)
 
     @cached_property
     def _vector(self):
-        return sp.lambdify(self.symbols, self.expr, modules=[{}], printer=_numpy_printer())
+        return sp.lambdify(self.symbols, self.expr, modules=[{}], printer=_numpy_printer(),
+                           docstring_limit=0)
 
     def __repr__(self) -> str:
         return f"Formula({self.name or 'expr'}: {self.expr})"
