@@ -100,6 +100,18 @@ def test_the_check_fails_when_the_kept_part_is_stale(monkeypatch):
     assert not np.array_equal(decoded(e.plot.value), full_draw(e.fig))
 
 
+def test_forget_draws_a_restyled_kept_part_in_full():
+    """A restyle the key cannot see (the grid turned off) stays stale until ``forget``."""
+    e = gqa_explorer()
+    e.controls["context"].value = 1024
+    e.fig.axes[0].grid(False)
+    e.controls["context"].value = 2048  # partial: the kept pixels still have the grid
+    assert not np.array_equal(decoded(e.plot.value), full_draw(e.fig))
+    e.frame.forget()
+    e.controls["context"].value = 4096
+    assert np.array_equal(decoded(e.plot.value), full_draw(e.fig))
+
+
 # --- steady axes, so that moves are partial draws -----------------------------------------
 
 def test_notebook_04_moves_after_the_first_draw_only_its_data():

@@ -150,6 +150,10 @@ class Frame:
     draw at the current layout would show it. The constrained layout runs only when what it
     reads changed since it last settled (:func:`layout_inputs`); the kept part is drawn again
     only when its key changed. ``full_draws`` and ``partial_draws`` count the two paths.
+
+    The key follows what a draw function usually changes between moves (data, limits,
+    ticks, labels, titles, legend entries). One that restyles what is kept (grid, spines,
+    tick or label colours and fonts) calls :meth:`forget` after doing so.
     """
 
     def __init__(self, fig: Figure):
@@ -191,6 +195,10 @@ class Frame:
         self._kept_key = _kept_key(fig, after)
         self.full_draws += 1
         return encode_png(fig)
+
+    def forget(self) -> None:
+        """Drop the kept pixels and the settled layout: the next ``png()`` draws in full."""
+        self._kept = self._kept_key = self._settled = None
 
     def _draw(self, artists) -> None:
         renderer = self.fig.canvas.get_renderer()
