@@ -156,6 +156,36 @@ def test_notebook_04_every_setting_lies_inside_its_steady_axes():
             assert flo < min(v) / 1e9 and max(v) / 1e9 < fhi, (d_L, d_R, N_h)
 
 
+def test_notebook_04_no_line_runs_through_a_legend():
+    """The legends sit in the upper left, under the lines (the explorer keeps them as
+    pixels): at every setting the controls offer, no plotted line may cross an entry. Each
+    line is followed in display space, 25 points per segment, against each entry's extent
+    (its text, widened left over its handle); the vertical "selected context" line spans the
+    axes by design and is left out."""
+    from itertools import product
+
+    from kvlib.views.widgets.mla import rope_price
+
+    e = rope_explorer()
+    c, renderer = e.controls, e.fig.canvas.get_renderer()
+    t = np.linspace(0, 1, 25)[:, None]
+    for d_L, d_R, N_h in product(c["d_L"].options, c["d_R"].options, c["N_h"].options):
+        e.draw(e.fig, rope_price(d_L, d_R, N_h, 131072))
+        for ax in e.fig.axes:
+            leg = ax.get_legend()
+            handle = (leg.handlelength + leg.handletextpad) * leg.get_texts()[0].get_fontsize()
+            handle *= e.fig.dpi / 72  # points to pixels
+            boxes = [tx.get_window_extent(renderer) for tx in leg.get_texts()]
+            for line in ax.lines[:-1]:  # the last is the selected-context line
+                xy = ax.transData.transform(line.get_xydata())
+                path = np.concatenate([a + t * (b - a)
+                                       for a, b in zip(xy[:-1], xy[1:], strict=True)])
+                for box in boxes:
+                    inside = ((path[:, 0] > box.x0 - handle) & (path[:, 0] < box.x1)
+                              & (path[:, 1] > box.y0) & (path[:, 1] < box.y1))
+                    assert not inside.any(), (d_L, d_R, N_h, ax.get_title(), line.get_label())
+
+
 def test_whole_decades_by_hand():
     fig = Figure()
     ax = fig.add_subplot()

@@ -167,14 +167,17 @@ def draw(fig, r: RopePrice) -> None:
 def value_limits(d_Ls, d_Rs, N_hs, pad: float = 1.25) -> list[tuple[float, float]]:
     """Each panel's value range over every setting of the controls, padded by ``pad``: GiB
     (left), GFLOPs (right). Every byte and FLOP count grows with every size, so the
-    smallest sizes at the shortest context and the largest at the longest bound them."""
+    smallest sizes at the shortest context and the largest at the longest bound them.
+
+    The right panel gets a decade more above: its legend has four rows in the upper left,
+    and at the largest sizes the steepest line, (a'), would otherwise run through them."""
     lo = rope_price(min(d_Ls), min(d_Rs), min(N_hs), int(CONTEXTS[0]))
     hi = rope_price(max(d_Ls), max(d_Rs), max(N_hs), int(CONTEXTS[-1]))
     out = []
-    for sweep, unit in (("sweep_bytes", UNITS["GiB"]), ("sweep_flops", 1e9)):
+    for sweep, unit, room in (("sweep_bytes", UNITS["GiB"], 1), ("sweep_flops", 1e9, 10)):
         small = min(float(v[0]) for v in getattr(lo, sweep).values()) / unit
         large = max(float(v[-1]) for v in getattr(hi, sweep).values()) / unit
-        out.append((small / pad, large * pad))
+        out.append((small / pad, large * pad * room))
     return out
 
 
