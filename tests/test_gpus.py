@@ -34,6 +34,18 @@ def test_catalog_matches_datasheet(name):
     assert gpu.source  # every entry names its datasheet
 
 
+def test_sources_read_in_a_markdown_table():
+    """Notebook 06's catalog table shows each source up to its first " (": the document's
+    name. No source may carry a "|", which would split a Markdown table's row."""
+    from kvlib.views.tables import gpu_table
+
+    for gpu in CATALOG.values():
+        assert "|" not in gpu.source + gpu.bf16_flops_source + gpu.reported_source, gpu.name
+    rows = [r for r in gpu_table().splitlines() if r.startswith("| ")]
+    assert len({r.count("|") for r in rows}) == 1  # every row has the header's columns
+    assert "| GB200 | 186 GB | 8 TB/s | - | NVIDIA GB200 NVL72 product page |" in rows
+
+
 def test_catalog_is_the_datasheets():
     assert set(DATASHEETS) == set(CATALOG)
 

@@ -124,17 +124,17 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
     # Blackwell Ultra and GB200: figures read from verbatim copies of NVIDIA's pages (this
     # project's machines cannot reach nvidia.com); GB200's 186 GB also from NVIDIA's MIG guide.
     GPU("B300", 270 * GB, 7700 * GB_PER_S, "HBM3e",
-        "NVIDIA Blackwell Ultra datasheet (Oct 2025), HGX B300 column: 'GPU Memory | Bandwidth "
-        "270 GB HBM3E | 7.7 TB/s' (8 x 270 = the HGX page's 2.1 TB); the chip holds up to "
-        "288 GB ('HBM capacity varies by SKU': GB300 has 279 GB at 8 TB/s)",
+        "NVIDIA Blackwell Ultra datasheet (Oct 2025, HGX B300 column: GPU memory 270 GB HBM3E, "
+        "bandwidth 7.7 TB/s; 8 x 270 GB = the HGX page's 2.1 TB; the chip holds up to 288 GB, "
+        "'HBM capacity varies by SKU': GB300 has 279 GB at 8 TB/s)",
         bf16_flops=2250 * TFLOPS,
         bf16_flops_source=("NVIDIA Blackwell Ultra datasheet, HGX B300: FP16/BF16 Tensor Core "
                            "4.5 PFLOPS, a sparse figure ('Dense is 1/2 sparse spec shown'): "
                            "2.25 PFLOPS dense")),
     GPU("GB200", 186 * GB, 8000 * GB_PER_S, "HBM3e",
-        "NVIDIA GB200 NVL72 product page: '13.4 TB HBM3E | 576 TB/s' for 72 GPUs (186 GB, "
-        "8 TB/s each); NVIDIA Multi-Instance GPU User Guide, Supported GPUs: 'GB200 ... 186GB'. "
-        "The 2024 preliminary page said 13.5 TB (192 GB per GPU)",
+        "NVIDIA GB200 NVL72 product page (13.4 TB HBM3E and 576 TB/s for 72 GPUs: 186 GB, "
+        "8 TB/s each; NVIDIA Multi-Instance GPU User Guide, Supported GPUs: GB200 186GB; "
+        "the 2024 preliminary page said 13.5 TB, 192 GB per GPU)",
         bf16_flops=2500 * TFLOPS,
         bf16_flops_source=("NVIDIA GB200 NVL72 product page: FP16/BF16 Tensor Core 360 PFLOPS "
                            "for 72 GPUs, sparse ('Dense is one-half sparse spec shown'): "
