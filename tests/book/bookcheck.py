@@ -210,7 +210,9 @@ def check_page(context, url: str, links: LinkChecker, expect: Expect | None = No
         problems += links.check(page.url, hrefs)
         if expect is not None:
             problems += _check_chapter(page, expect, images)
-        page.wait_for_load_state("networkidle", timeout=10000)  # fonts loaded by the clicks
+        # Fonts loaded by the clicks. The budget of the page load: notebook 04's page, the
+        # heaviest in MathJax, took over 10 s here while the other worker ran JupyterLab.
+        page.wait_for_load_state("networkidle", timeout=30000)
     finally:
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
