@@ -246,23 +246,18 @@ def bench_notebooks(paths: list[Path], quick: bool) -> tuple[list[dict], list[di
 # --- 2b: the same moves in JupyterLab, in a real browser ---------------------------------
 
 # Per Explorer on the page: record the first input event on its controls (capture phase:
-# a slider key, a dropdown change) and every figure image added to its plot area, with
-# the time the image was decoded, i.e. ready to paint.
+# a slider key, a dropdown change) and every new picture of its figure (the Explorer's
+# plot is one <img>, whose src the page replaces), with the time the picture was decoded,
+# i.e. ready to paint.
 _JS_WATCH = """(i) => {
   const ro = document.querySelectorAll('.kvlib-readout')[i];
-  const box = ro.parentElement, plot = box.querySelector('.kvlib-plot');
+  const box = ro.parentElement, img = box.querySelector('img.kvlib-plot');
   const st = window.__kvbench = {input: null, imgs: []};
   for (const ev of ['keydown', 'change']) box.addEventListener(ev, () => {
     if (st.input === null) st.input = performance.now(); }, true);
-  const seen = img => img.decode().catch(() => null).then(() => st.imgs.push(performance.now()));
-  new MutationObserver(muts => { for (const m of muts) {
-    if (m.type === 'attributes') { if (m.target.tagName === 'IMG') seen(m.target); continue; }
-    for (const n of m.addedNodes) {
-      const imgs = n.tagName === 'IMG' ? [n]
-        : (n.querySelectorAll ? [...n.querySelectorAll('img')] : []);
-      imgs.forEach(seen);
-    }
-  }}).observe(plot, {childList: true, subtree: true, attributes: true, attributeFilter: ['src']});
+  // one entry per src change (a batch can hold several: each is a figure shown)
+  new MutationObserver(muts => muts.forEach(() => img.decode().catch(() => null).then(
+    () => st.imgs.push(performance.now())))).observe(img, {attributeFilter: ['src']});
 }"""
 _JS_RESET = "() => { window.__kvbench.input = null; window.__kvbench.imgs = []; }"
 _JS_READ = "() => window.__kvbench"

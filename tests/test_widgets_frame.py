@@ -90,7 +90,7 @@ def test_every_move_shows_what_a_full_draw_shows(make):
 def test_the_check_fails_when_the_kept_part_is_stale(monkeypatch):
     """Positive control: a Frame that always reuses its kept pixels shows the old tick
     labels after a move that rescales the axis, and the comparison above catches it."""
-    monkeypatch.setattr(frame_module, "_kept_key", lambda fig, inputs: "never changes")
+    monkeypatch.setattr(frame_module, "_kept_key", lambda inputs, orders: "never changes")
     monkeypatch.setattr(frame_module, "layout_inputs", lambda fig: "never changes")
     e = gqa_explorer()
     e.controls["N_L"].value = 79  # settles the layout: the kept part is reused from now on

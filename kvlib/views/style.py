@@ -17,8 +17,8 @@ from kvlib.views.png import png_bytes, use_for_inline_figures
 
 __all__ = [
     "STYLE", "COLORS", "apply_style", "context_ticks", "format_context", "context_axis",
-    "log_value_axis",
-    "plot_cache_vs_context", "plot_bars", "png_bytes", "show_figure",
+    "log_value_axis", "plain_log_axis",
+    "plot_cache_vs_context", "plot_bars", "show_figure",
 ]
 
 STYLE = {
@@ -93,16 +93,22 @@ def context_axis(ax, lo: int = 1024, hi: int = 131072,
     ax.set_xlabel(label)
 
 
-def log_value_axis(ax) -> None:
-    """Log-10 y axis labelled 1, 2, 5, 10, 20, 50, ... in plain numbers, not powers of ten.
+def plain_log_axis(axis, subs: Sequence[float] = (1.0,)) -> None:
+    """A log-10 ``axis`` (``ax.xaxis`` or ``ax.yaxis``) marked at ``subs`` x 10^k, labelled in
+    plain numbers (1, 10, 100, not powers of ten), without minor ticks.
 
-    No minor ticks: between labelled 1-2-5 marks and their grid lines, the unlabelled
-    marks at 3, 4, 6, 7, 8, 9 add no reading, and each is a Tick (two texts, two marks,
-    a grid line) to build and measure on every draw: a third of a figure's draw time."""
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
-    ax.yaxis.set_minor_locator(mticker.NullLocator())
+    No minor ticks: between labelled marks and their grid lines, unlabelled marks add no
+    reading, and each is a Tick (two texts, two marks, a grid line) to build and measure on
+    every draw: a third of a figure's draw time."""
+    getattr(axis.axes, f"set_{axis.axis_name}scale")("log")
+    axis.set_major_locator(mticker.LogLocator(base=10, subs=tuple(subs)))
+    axis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
+    axis.set_minor_locator(mticker.NullLocator())
+
+
+def log_value_axis(ax) -> None:
+    """Log-10 y axis labelled 1, 2, 5, 10, 20, 50, ... in plain numbers (:func:`plain_log_axis`)."""
+    plain_log_axis(ax.yaxis, subs=(1.0, 2.0, 5.0))
 
 
 def plot_cache_vs_context(ax, contexts: Sequence[int], series: Mapping[str, np.ndarray],

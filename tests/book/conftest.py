@@ -11,12 +11,12 @@ collide (they share only the MathJax tarball cache, written atomically).
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from bookcheck import CHROMIUM, CHROMIUM_FLAGS, StaticServer
+from bookcheck import StaticServer
+from browser_env import CHROMIUM, CHROMIUM_FLAGS, require_browser, unavailable
 
 # The fixture book is a test input (broken on purpose), not notebooks for nbval.
 collect_ignore_glob = ["fixtures/*"]
@@ -27,10 +27,6 @@ FIXTURES = HERE / "fixtures"
 SCREENSHOTS = HERE / "screenshots"
 
 
-def _unavailable(reason: str):
-    if os.environ.get("KVLIB_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason} (KVLIB_REQUIRE_BROWSER=1 makes this a failure)")
-    pytest.skip(reason)
 
 
 def _load_build_book():
@@ -46,26 +42,20 @@ def build_book():
     missing = [m for m in ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx_copybutton")
                if importlib.util.find_spec(m) is None]
     if missing:
-        _unavailable(f"book test skipped: {', '.join(missing)} not installed "
+        unavailable(f"book test skipped: {', '.join(missing)} not installed "
                      "(`pip install -e '.[book]'`, or `make book`)")
     module = _load_build_book()
     tarball = module.CACHE / f"mathjax-{module.MATHJAX_VERSION}.tgz"
     if shutil.which("npm") is None and not tarball.exists():
-        _unavailable(f"book test skipped: npm not found and no {tarball}; the book takes "
+        unavailable(f"book test skipped: npm not found and no {tarball}; the book takes "
                      f"MathJax from the npm package mathjax@{module.MATHJAX_VERSION}")
     return module
 
 
 @pytest.fixture(scope="session")
 def browser():
-    if not CHROMIUM.exists():
-        _unavailable(f"book test skipped: {CHROMIUM} not found; install Debian's chromium "
-                     "(`apt-get install chromium`) to run it")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("book test skipped: the playwright package is not installed "
-                     "(`pip install -e '.[dev]'`)")
+    require_browser("book test")
+    from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         # Debian's chromium, started and stopped by playwright (never a browser download).
         b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,

@@ -10,12 +10,11 @@ concurrent runs cannot collide.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from browser_env import require_browser
 from labharness import (
-    CHROMIUM,
     VIEWPORT,
     Chromium,
     LabServer,
@@ -34,10 +33,6 @@ FIXTURES = HERE / "fixtures"
 SCREENSHOTS = HERE / "screenshots"
 
 
-def _unavailable(reason: str):
-    if os.environ.get("KVLIB_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason} (KVLIB_REQUIRE_BROWSER=1 makes this a failure)")
-    pytest.skip(reason)
 
 
 class Lab:
@@ -74,14 +69,8 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if not CHROMIUM.exists():
-        _unavailable(f"browser test of the widgets skipped: {CHROMIUM} not found; "
-                     "install Debian's chromium (`apt-get install chromium`) to run it")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("browser test of the widgets skipped: the playwright package is "
-                     "not installed (`pip install -e '.[dev]'`)")
+    require_browser("browser test of the widgets")
+    from playwright.sync_api import sync_playwright
     work = tmp_path_factory.mktemp("lab")
     served = work / "notebooks"
     originals = copy_notebooks(

@@ -38,13 +38,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# Debian's package; KVLIB_CHROMIUM points elsewhere (e.g. /usr/bin/chromium-browser).
-CHROMIUM = Path(os.environ.get("KVLIB_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--no-default-browser-check",
-    "--disable-extensions", "--mute-audio",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: browser_env
+import browser_env  # noqa: E402
+from browser_env import CHROMIUM  # noqa: E402  (scripts/bench.py reads it here too)
+
+# Started by us (not by playwright), so it is told to be headless.
+CHROMIUM_FLAGS = ("--headless", *browser_env.CHROMIUM_FLAGS)
 # A laptop screen: every Explorer (controls, readout, figure) must fit its height.
 VIEWPORT = {"width": 1400, "height": 900}
 
@@ -266,7 +265,7 @@ _JS_STATE = """async (i) => {
   const box = ro.parentElement;
   const err = box.querySelector('.kvlib-error') ||
     [...box.children].find(e => e.classList.contains('widget-html') && e !== ro);
-  const img = box.querySelector('img.kvlib-plot, .kvlib-plot img');
+  const img = box.querySelector('img.kvlib-plot');
   let digest = null;
   for (let t = 0; t < 3 && img && img.getAttribute('src')
        && getComputedStyle(img).display !== 'none'; t++) {

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.figure import Figure
 
 from kvlib.core.decode_cost import PATHS
 from kvlib.serving.compute import peak_bf16_flops, ridge_point
 from kvlib.serving.gpus import get_gpu
-from kvlib.views.style import COLORS, log_value_axis
+from kvlib.views.style import COLORS, log_value_axis, plain_log_axis
 
 __all__ = ["ROOFLINE_GPUS", "HEADS", "decode_intensities", "plot_roofline",
            "plot_intensity_vs_heads", "mla_roofline", "FIGURES"]
@@ -91,9 +90,7 @@ def plot_roofline(ax, points: Mapping[str, float], gpus: Sequence[str] = ROOFLIN
         (ln,) = ax.plot([i], [min(peak, bw * i) / 1e12], marker=m, ms=11, ls="none",
                         color=_design_color(label), label=f"{label}: {i:,.0f} FLOP/B")
         marks.append(ln)
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
-    ax.xaxis.set_minor_locator(mticker.NullLocator())  # as log_value_axis: grid at decades
+    plain_log_axis(ax.xaxis)  # decades
     log_value_axis(ax)
     ax.set_xlabel("arithmetic intensity (FLOPs per byte of cache read, log scale)")
     ax.set_ylabel("attainable dense BF16 TFLOP/s (log scale)")

@@ -36,6 +36,7 @@ from kvlib.views.style import (
     context_ticks,
     format_context,
     log_value_axis,
+    plain_log_axis,
     plot_bars,
 )
 
@@ -287,9 +288,7 @@ def plot_params_vs_cache(ax, names: Sequence[str] | None = None, b=BF16) -> None
         text = " / ".join(titles)
         offset, ha = LABEL_PLACES.get(text, ((6, 4), "left"))
         ax.annotate(text, (x, y), xytext=offset, textcoords="offset points", fontsize=11, ha=ha)
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
-    ax.xaxis.set_minor_locator(mticker.NullLocator())  # as log_value_axis: grid at decades
+    plain_log_axis(ax.xaxis)  # decades
     log_value_axis(ax)
     ax.set_xlabel("total parameters (billions, log scale; mixture-of-experts: every expert)")
     ax.set_ylabel("KV cache per token (KiB, bf16, log scale)")

@@ -57,12 +57,12 @@ def layout_inputs(fig: Figure) -> tuple:
     key = [tuple(fig.get_size_inches()), fig.dpi, sup.count("\n"), re.findall(r"\$[^$]*\$", sup),
            _texts([t for t in fig.texts if t.get_text() != sup], where=True)]
     key += [_texts(leg.get_texts()) for leg in fig.legends]
-    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
+    renderer = fig.canvas.get_renderer()  # an Agg canvas: the Frame draws on it
     for ax in fig.axes:
         leg = ax.get_legend()
         key += [_texts([ax.title, ax.xaxis.label, ax.yaxis.label]),
                 _texts(ax.xaxis.get_ticklabels()), _texts(ax.yaxis.get_ticklabels()),
-                _overhangs(ax, renderer) if renderer is not None else _texts(ax.texts, where=True),
+                _overhangs(ax, renderer),
                 _texts(leg.get_texts()) if leg is not None else None]
     return tuple(key)
 
@@ -113,24 +113,27 @@ def _legend_key(leg) -> tuple | None:
             leg.get_visible())
 
 
-def _split(fig: Figure) -> list:
+def _draw_orders(fig: Figure) -> dict:
+    """Each Axes (in the figure's drawing order) -> its artists in drawing order."""
+    return {ax: _draw_order(ax) for ax in sorted(fig.axes, key=attrgetter("zorder"))}
+
+
+def _split(fig: Figure, orders: dict) -> list:
     """What is drawn on every move, in a full draw's order: per Axes, everything from its
     first artist that may change on; then the figure's own artists (suptitle, legends).
     The Axes do not overlap, so drawing each one's kept part first changes no pixel."""
     redrawn = []
-    for ax in sorted(fig.axes, key=attrgetter("zorder")):
-        order = _draw_order(ax)
+    for ax, order in orders.items():
         redrawn += order[_first_redrawn(order, ax):]
     own = [a for a in fig.get_children() if a is not fig.patch and a not in fig.axes]
     return redrawn + sorted(own, key=attrgetter("zorder"))
 
 
-def _kept_key(fig: Figure, inputs: tuple) -> tuple:
+def _kept_key(inputs: tuple, orders: dict) -> tuple:
     """What the kept part draws from: ``inputs`` (:func:`layout_inputs`), each Axes' place,
     limits, scales, ticks and their labels, axis labels, and a legend kept under the data."""
     key = [inputs]
-    for ax in fig.axes:
-        order = _draw_order(ax)
+    for ax, order in orders.items():
         leg = ax.get_legend()
         kept_legend = leg is not None and any(a is leg for a in order[:_first_redrawn(order, ax)])
         key.append((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
@@ -166,17 +169,18 @@ class Frame:
         fig = self.fig
         canvas = fig.canvas
         inputs = layout_inputs(fig)
+        orders = _draw_orders(fig)
         settled = inputs == self._settled
-        if settled and self._kept is not None and _kept_key(fig, inputs) == self._kept_key:
+        if settled and self._kept is not None and _kept_key(inputs, orders) == self._kept_key:
             canvas.restore_region(self._kept)
-            self._draw(_split(fig))
+            self._draw(_split(fig, orders))
             self.partial_draws += 1
             return encode_png(fig)
         engine = fig.get_layout_engine()
         skip = settled and isinstance(engine, ConstrainedLayoutEngine)
         if skip:  # settled: laying out again would not move anything
             fig.set_layout_engine("none")
-        redrawn = _split(fig)
+        redrawn = _split(fig, orders)
         flags = [a.get_animated() for a in redrawn]
         try:
             for a in redrawn:  # a plain draw leaves animated artists out
@@ -192,7 +196,7 @@ class Frame:
         after = inputs if skip else layout_inputs(fig)
         if not skip:
             self._settled = inputs if after == inputs else None
-        self._kept_key = _kept_key(fig, after)
+        self._kept_key = _kept_key(after, orders)
         self.full_draws += 1
         return encode_png(fig)
 

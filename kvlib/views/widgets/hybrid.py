@@ -8,12 +8,12 @@ model, or of a pasted ``config.json``); :func:`render` and :func:`draw` show it,
 from __future__ import annotations
 
 import ipywidgets as widgets
-import numpy as np
 
 from kvlib.core.units import UNITS, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
 from kvlib.views.style import context_ticks, format_context
+from kvlib.views.widgets.kit import labelled_hbars
 from kvlib.views.widgets.models import pasted_config_box, read_pasted
 
 __all__ = ["CONTEXTS", "split", "render", "draw", "hybrid_explorer"]
@@ -48,19 +48,10 @@ def draw(fig, e: Estimate) -> None:
         ax.margins(x=0.3)
         ax.set_xlabel("memory of one sequence (GiB)")
         ax.grid(axis="y", visible=False)
-        ax.barh(np.arange(2), [0, 0], color=[c for _, c in _BARS])
-        ax.set_yticks(np.arange(2), [name for name, _ in _BARS])
-        for y in range(2):
-            ax.annotate("", (0, y), xytext=(4, 0), textcoords="offset points", va="center",
-                        fontsize=13)
     ax = fig.axes[0]
-    values = [e.kv_bytes_per_sequence, e.state_bytes_per_sequence]
-    for rect, text, v, y in zip(ax.patches, ax.texts, values, range(2), strict=True):
-        rect.set_width(float(v) / UNITS["GiB"])
-        text.set_text(fmt_size(v))
-        text.xy = (float(v) / UNITS["GiB"], y)
-    ax.relim()
-    ax.autoscale_view()
+    held = [e.kv_bytes_per_sequence, e.state_bytes_per_sequence]
+    labelled_hbars(ax, [float(v) / UNITS["GiB"] for v in held], [fmt_size(v) for v in held],
+                   [name for name, _ in _BARS], [c for _, c in _BARS])
     ax.set_title(f"{title(e.spec)}, {format_context(e.context)} tokens: "
                  f"{fmt_size(e.total_bytes_per_sequence)} per sequence")
 

@@ -35,11 +35,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from kvlib.core.units import fmt_size  # re-exported: the widgets' tables use it
-from kvlib.views.style import apply_style, png_bytes
-from kvlib.views.widgets.frame import Frame, layout_inputs
+from kvlib.views.style import apply_style
+from kvlib.views.widgets.frame import Frame
 
-__all__ = ["Explorer", "CONTROL_LAYOUT", "DESCRIPTION_STYLE", "png_bytes", "fmt_size", "html_table",
-           "live_view", "whole_decades", "layout_inputs"]
+__all__ = ["Explorer", "CONTROL_LAYOUT", "DESCRIPTION_STYLE", "fmt_size", "html_table",
+           "labelled_hbars", "live_view", "whole_decades"]
 
 # Wide controls: a slider's track is what the reader drags, so it gets the room
 # (a 1-128 slider on a 90 px track jumps several values per pixel; at 300 px it does not).
@@ -163,6 +163,34 @@ class Explorer:
         from IPython.display import display
 
         display(self.widget)
+
+
+# --- live bar charts ---------------------------------------------------------------------
+
+def labelled_hbars(ax, values, labels, names, colors) -> bool:
+    """Horizontal bars, one per value (the first on top once the y axis is inverted), each
+    labelled at its end: updated in place, built anew only when the number of bars changes
+    (the return value says so). values: bar lengths in the axis unit; labels: the text at
+    each bar's end; names: the y tick labels; colors: one per bar."""
+    y = np.arange(len(values))
+    rebuilt = len(ax.patches) != len(values)
+    if rebuilt:
+        for artist in [*ax.containers, *ax.texts]:
+            artist.remove()
+        ax.barh(y, values)
+        for yi in y:
+            ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
+                        fontsize=13)
+    for rect, text, v, label, color, yi in zip(ax.patches, ax.texts, values, labels, colors, y,
+                                                 strict=True):
+        rect.set_width(v)
+        rect.set_facecolor(color)
+        text.set_text(label)
+        text.xy = (v, yi)
+    ax.set_yticks(y, names)
+    ax.relim()
+    ax.autoscale_view()
+    return rebuilt
 
 
 # --- readout tables ----------------------------------------------------------------------

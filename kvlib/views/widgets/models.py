@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 
 import ipywidgets as widgets
-import numpy as np
 
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import UNITS
@@ -24,7 +23,7 @@ from kvlib.models.spec import ModelSpec
 from kvlib.views.figures.models import KIND_COLORS
 from kvlib.views.style import context_ticks, format_context
 from kvlib.views.widgets.kit import fmt_size as size
-from kvlib.views.widgets.kit import html_table
+from kvlib.views.widgets.kit import html_table, labelled_hbars
 
 __all__ = ["CONTEXTS", "read_pasted", "pasted_config_box", "breakdown", "render", "draw",
            "figure_height", "model_explorer"]
@@ -115,24 +114,11 @@ def draw(fig, e: Estimate) -> None:
         ax.set_xlabel("KV cache (and state) of the batch (GiB)")
         ax.grid(axis="y", visible=False)
     ax = fig.axes[0]
-    values = np.array([float(_held(e, g)) for g in e.groups]) / UNITS["GiB"]
-    y = np.arange(len(values))
-    if len(ax.patches) != len(values):
-        for artist in [*ax.containers, *ax.texts]:
-            artist.remove()
-        ax.barh(y, values)
-        for yi in y:
-            ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
-                        fontsize=13)
-        fig.set_size_inches(fig.get_size_inches()[0], figure_height(len(values)))
-    for rect, text, g, v, yi in zip(ax.patches, ax.texts, e.groups, values, y, strict=True):
-        rect.set_width(v)
-        rect.set_facecolor(KIND_COLORS[g.group.kind])
-        text.set_text(size(_held(e, g)))
-        text.xy = (v, yi)
-    ax.set_yticks(y, [_group_name(g) for g in e.groups])
-    ax.relim()
-    ax.autoscale_view()
+    if labelled_hbars(ax, [float(_held(e, g)) / UNITS["GiB"] for g in e.groups],
+                      [size(_held(e, g)) for g in e.groups],
+                      [_group_name(g) for g in e.groups],
+                      [KIND_COLORS[g.group.kind] for g in e.groups]):
+        fig.set_size_inches(fig.get_size_inches()[0], figure_height(len(e.groups)))
     ax.set_title(f"{title(e.spec)}: {format_context(e.context)} tokens x {e.batch}, "
                  f"{e.kv_dtype}; total {size(e.total_bytes)}")
 
