@@ -222,3 +222,46 @@ def test_show_inline_leaves_other_figures_to_the_inline_backend():
     assert show_inline(plain, fallback=lambda f: "the inline backend's") == "the inline backend's"
     assert show_inline(Figure(layout="constrained")) is None  # empty: nothing shown
     assert use_for_inline_figures() is False  # not in a kernel: nothing registered
+
+
+# --- a static figure and the explorer that starts from it: one draw -----------------------
+
+def test_an_explorer_started_from_its_view_shows_that_picture_without_drawing_again():
+    """Notebook 04 shows the explorer's figure statically, then the explorer: the figure is
+    drawn once (the view's), and the explorer's first picture is those very bytes; the
+    moves after it still show what a full draw shows."""
+    from kvlib.views.widgets.mla import rope_view
+
+    view = rope_view(d_L=256, d_R=32, N_h=64, context=8192)
+    assert view.frame.full_draws == 1 and view._repr_png_() == view.png
+    e = rope_explorer(start=view)
+    assert {k: c.value for k, c in e.controls.items()} == dict(d_L=256, d_R=32, N_h=64,
+                                                              context=8192)
+    assert e.frame is view.frame and e.frame.full_draws + e.frame.partial_draws == 1
+    assert e.plot.value == view.png and e.redraws == 1
+    assert "8K tokens" in e.readout.value  # the readout is this setting's, not empty
+    # The same picture a fresh explorer at that setting draws for itself.
+    assert np.array_equal(decoded(view.png), decoded(rope_explorer(256, 32, 64, 8192).plot.value))
+    for name, value in _moves(e):
+        e.controls[name].value = value
+        assert np.array_equal(decoded(e.plot.value), full_draw(e.fig)), f"{name}={value!r}"
+    assert repr(view) == "LiveFigure(d_L=256, d_R=32, N_h=64, context=8192)"  # no address
+
+
+def test_a_view_starts_one_explorer_of_its_own_setting_only():
+    from kvlib.views.widgets.kit import LiveFigure
+    from kvlib.views.widgets.mla import live_draw, render, rope_price, rope_view
+
+    view = rope_view()
+    controls = {"d_L": widgets.Dropdown(options=[128, 512], value=128),
+                "d_R": widgets.Dropdown(options=[64], value=64),
+                "N_h": widgets.Dropdown(options=[128], value=128),
+                "context": widgets.Dropdown(options=[131072], value=131072)}
+    with pytest.raises(ValueError, match="not the explorer's starting setting"):
+        Explorer(controls, rope_price, render, live_draw(), start=view)
+    with pytest.raises(ValueError, match="another draw or compute"):
+        Explorer(controls, rope_price, render, lambda fig, r: None, start=view)
+    rope_explorer(start=view)
+    with pytest.raises(ValueError, match="already belongs to an explorer"):
+        rope_explorer(start=view)
+    assert isinstance(view, LiveFigure)

@@ -60,8 +60,9 @@ EXPECTED: dict[str, list[list[Move]]] = {
         Move("context", "right", 1,
              expect=f"{2 * 81 * 64 * (128 + 128) * 16384 / 2**30:g} GiB"),  # 40.5 GiB
     ]],
-    # rope_explorer(d_L=512, d_R=64, N_h=128, context=131072); DeepSeek V2's config.json:
-    # 60 layers, bf16. Bytes per token: (a) 2 * 60 * d_L, (b) decoupled 2 * 60 * (d_L + d_R).
+    # rope_explorer(start=rope_view(d_L=512, d_R=64, N_h=128, context=131072)); DeepSeek V2's
+    # config.json: 60 layers, bf16. Bytes per token: (a) 2 * 60 * d_L, (b) decoupled
+    # 2 * 60 * (d_L + d_R).
     "04_rope_decoupling.ipynb": [[
         Move("RoPE width d_R", "select", "32", expect=f"{2 * 60 * (512 + 32):,}"),  # 65,280
         Move("latent d_L", "select", "256", expect=f"{2 * 60 * (256 + 32):,}"),  # 34,560

@@ -77,10 +77,13 @@ def plot_roofline(ax, points: Mapping[str, float], gpus: Sequence[str] = ROOFLIN
                   on: str = "H200") -> None:
     """Attainable TFLOP/s = min(peak, bandwidth x intensity) per GPU, intensity on a log axis;
     each design a marker on the roof of ``on``."""
-    x = np.logspace(-0.3, 5, 400)
+    lo, hi = 10 ** -0.3, 1e5  # FLOPs per byte
     roofs = []
     for g in gpus:
         peak, bw = peak_bf16_flops(g), get_gpu(g).bandwidth
+        # Exact with three points: on log-log axes bandwidth x intensity is a straight
+        # line up to the ridge point, the peak a flat one after it.
+        x = np.array([lo, float(ridge_point(g)), hi])
         (ln,) = ax.plot(x, np.minimum(peak, bw * x) / 1e12, **_gpu_style(g),
                         label=f"{g}: ridge {float(ridge_point(g)):.0f} FLOP/B")
         roofs.append(ln)

@@ -38,8 +38,8 @@ from kvlib.core.units import fmt_size  # re-exported: the widgets' tables use it
 from kvlib.views.style import apply_style
 from kvlib.views.widgets.frame import Frame
 
-__all__ = ["Explorer", "CONTROL_LAYOUT", "DESCRIPTION_STYLE", "fmt_size", "html_table",
-           "labelled_hbars", "live_view", "whole_decades"]
+__all__ = ["Explorer", "LiveFigure", "CONTROL_LAYOUT", "DESCRIPTION_STYLE", "fmt_size",
+           "html_table", "labelled_hbars", "live_view", "whole_decades"]
 
 # Wide controls: a slider's track is what the reader drags, so it gets the room
 # (a 1-128 slider on a 90 px track jumps several values per pixel; at 300 px it does not).
@@ -76,6 +76,49 @@ def live_view(draw: Callable[[Figure, Any], None],
     return live
 
 
+class LiveFigure:
+    """A live view's figure at one setting, drawn once: shown as a static figure (a
+    compared cell, the book) and handed to an :class:`Explorer` as its first picture, so
+    the notebook does not draw the same figure twice (issue 14).
+
+    draw(fig, result): the explorer's ``draw``; values: control name -> value, the
+    setting; compute(**values) -> result. ``png``: the picture (PNG bytes), drawn by the
+    :class:`~kvlib.views.widgets.frame.Frame` the explorer goes on drawing with.
+    """
+
+    def __init__(self, draw: Callable[[Figure, Any], None], compute: Callable[..., Any],
+                 values: Mapping[str, Any], figsize=(10, 5.6)):
+        apply_style()
+        self.draw, self.compute, self.values = draw, compute, dict(values)
+        self.fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(self.fig)  # kept: its renderer caches text metrics between moves
+        self.frame = Frame(self.fig)
+        draw(self.fig, compute(**self.values))
+        self.png = self.frame.png()
+        self._taken = False
+
+    def _repr_png_(self) -> bytes:
+        return self.png
+
+    def __repr__(self) -> str:  # a notebook's text output: no memory address
+        return f"LiveFigure({', '.join(f'{k}={v!r}' for k, v in self.values.items())})"
+
+    def take(self, draw, compute, values: Mapping[str, Any]) -> tuple[Figure, Frame, bytes]:
+        """The figure, its Frame and its picture, for the one explorer of this setting.
+
+        Refused (ValueError) for another draw, compute or setting, whose first picture
+        this is not, and for a second explorer: it would draw on the same figure."""
+        if draw is not self.draw or compute is not self.compute:
+            raise ValueError("this LiveFigure was drawn by another draw or compute function")
+        if dict(values) != self.values:
+            raise ValueError(f"this LiveFigure shows {self.values}, not the explorer's "
+                             f"starting setting {dict(values)}")
+        if self._taken:
+            raise ValueError("this LiveFigure already belongs to an explorer; draw another")
+        self._taken = True
+        return self.fig, self.frame, self.png
+
+
 class Explorer:
     """A small interactive explorer.
 
@@ -87,19 +130,27 @@ class Explorer:
     changed (``change["name"]`` is ``"value"``, ``change["owner"]`` the control); their own
     changes do not redraw: the update that called ``adjust`` draws once, after it.
 
+    start: a :class:`LiveFigure` of the same ``draw`` and ``compute`` at the controls'
+    starting values, optional: its picture is the explorer's first (not drawn again).
+
     ``redraws`` counts the figures shown (the bench checks one per user action).
     """
 
     def __init__(self, controls: Mapping[str, widgets.ValueWidget],
                  compute: Callable[..., Any], render: Callable[[Any], str],
                  draw: Callable[[Figure, Any], None], figsize=(10, 5.6),
-                 adjust: Callable[[dict, dict], None] | None = None):
+                 adjust: Callable[[dict, dict], None] | None = None,
+                 start: LiveFigure | None = None):
         apply_style()
         self.controls = dict(controls)
         self.compute, self.render, self.draw, self.adjust = compute, render, draw, adjust
-        self.fig = Figure(figsize=figsize, layout="constrained")
-        FigureCanvasAgg(self.fig)  # kept: its renderer caches text metrics between moves
-        self.frame = Frame(self.fig)
+        first = None
+        if start is None:
+            self.fig = Figure(figsize=figsize, layout="constrained")
+            FigureCanvasAgg(self.fig)  # kept: its renderer caches text metrics between moves
+            self.frame = Frame(self.fig)
+        else:
+            self.fig, self.frame, first = start.take(draw, compute, self.values())
         self.redraws = 0
         self._busy = False
         self.readout = widgets.HTML()
@@ -120,7 +171,12 @@ class Explorer:
         if wide:
             grids.append(widgets.GridBox(wide, layout=widgets.Layout(grid_template_columns="100%")))
         self.widget = widgets.VBox([*grids, self.error, self.readout, self.plot])
-        self.update()
+        if first is None:
+            self.update()
+        else:  # the start's picture is this setting's figure: show it as drawn
+            self.readout.value = self.render(self.compute(**self.values()))
+            self.plot.value = first
+            self.redraws += 1
 
     def values(self) -> dict:
         return {k: c.value for k, c in self.controls.items()}

@@ -16,13 +16,17 @@ q_lora_rank d_Lq, included: every design projects its queries the same way):
 The rotated keys of (a) and (a') are d_QK + d_R wide, so all three score queries
 against keys of the same width. :func:`rope_price` is the computation (plain, fast,
 called by the widget and by a compared notebook cell); :func:`rope_explorer` wires
-it to controls. The other sizes are DeepSeek V2's (``DEEPSEEK_V2``).
+it to controls; :func:`rope_view` draws the explorer's figure at one setting, for the
+notebook to show statically and to hand to the explorer as its first picture (drawn
+once). The other sizes are DeepSeek V2's (``DEEPSEEK_V2``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import ipywidgets as widgets
 import numpy as np
@@ -31,10 +35,17 @@ from kvlib.core.decode_cost import PATHS
 from kvlib.core.formulas import MLA, MLA_ROPE
 from kvlib.core.units import UNITS
 from kvlib.views.style import COLORS, context_axis, context_ticks, format_context, log_value_axis
-from kvlib.views.widgets.kit import DESCRIPTION_STYLE, Explorer, fmt_size, html_table, live_view
+from kvlib.views.widgets.kit import (
+    DESCRIPTION_STYLE,
+    Explorer,
+    LiveFigure,
+    fmt_size,
+    html_table,
+    live_view,
+)
 
-__all__ = ["DEEPSEEK_V2", "CONTEXTS", "RopePrice", "rope_price", "render", "draw",
-           "rope_explorer", "value_limits", "LABELS", "DESIGNS"]
+__all__ = ["DEEPSEEK_V2", "CONTEXTS", "OPTIONS", "RopePrice", "rope_price", "render", "draw",
+           "live_draw", "rope_view", "rope_explorer", "value_limits", "LABELS", "DESIGNS"]
 
 # deepseek-ai/DeepSeek-V2 config.json (kvlib/models/configs/deepseek-v2.json): num_hidden_layers,
 # num_attention_heads, hidden_size, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
@@ -181,19 +192,42 @@ def value_limits(d_Ls, d_Rs, N_hs, pad: float = 1.25) -> list[tuple[float, float
     return out
 
 
-def rope_explorer(d_L=512, d_R=64, N_h=128, context=131072) -> Explorer:
+# The controls' choices; the live view's value axes span them all (value_limits).
+OPTIONS = dict(d_L=(128, 256, 384, 512, 768, 1024), d_R=(16, 32, 64, 128), N_h=(8, 16, 32, 64, 128))
+FIGSIZE = (13, 5.6)
+
+
+@lru_cache(maxsize=1)
+def live_draw() -> Callable:
+    """``draw`` with the value axes steady over every setting the controls offer (one
+    function, so a :func:`rope_view` and the explorer it starts are seen to match)."""
+    return live_view(draw, ylim=value_limits(OPTIONS["d_L"], OPTIONS["d_R"], OPTIONS["N_h"]))
+
+
+def rope_view(d_L=512, d_R=64, N_h=128, context=131072) -> LiveFigure:
+    """The explorer's figure at one setting, drawn once: a notebook shows it statically and
+    passes it to :func:`rope_explorer` (``start=``), whose first picture it is."""
+    return LiveFigure(live_draw(), rope_price, dict(d_L=d_L, d_R=d_R, N_h=N_h, context=context),
+                      figsize=FIGSIZE)
+
+
+def rope_explorer(d_L=512, d_R=64, N_h=128, context=131072,
+                  start: LiveFigure | None = None) -> Explorer:
     """Controls for the latent width, the RoPE width, the head count and the context; the
-    value axes span every setting the controls offer, so a move moves the lines only."""
+    value axes span every setting the controls offer, so a move moves the lines only.
+    ``start``: a :func:`rope_view`, whose setting the controls start at and whose picture
+    is the first shown."""
+    if start is not None:
+        d_L, d_R, N_h, context = (start.values[k] for k in ("d_L", "d_R", "N_h", "context"))
     style = DESCRIPTION_STYLE
     c = dict(
-        d_L=widgets.Dropdown(options=[128, 256, 384, 512, 768, 1024], value=d_L,
-                             description="latent d_L", style=style),
-        d_R=widgets.Dropdown(options=[16, 32, 64, 128], value=d_R,
-                             description="RoPE width d_R", style=style),
-        N_h=widgets.Dropdown(options=[8, 16, 32, 64, 128], value=N_h,
-                             description="heads N_h", style=style),
+        d_L=widgets.Dropdown(options=OPTIONS["d_L"], value=d_L, description="latent d_L",
+                             style=style),
+        d_R=widgets.Dropdown(options=OPTIONS["d_R"], value=d_R, description="RoPE width d_R",
+                             style=style),
+        N_h=widgets.Dropdown(options=OPTIONS["N_h"], value=N_h, description="heads N_h",
+                             style=style),
         context=widgets.SelectionSlider(options=[(format_context(t), int(t)) for t in CONTEXTS],
                                         value=context, description="context", style=style),
     )
-    ylim = value_limits(c["d_L"].options, c["d_R"].options, c["N_h"].options)
-    return Explorer(c, rope_price, render, live_view(draw, ylim=ylim), figsize=(13, 5.6))
+    return Explorer(c, rope_price, render, live_draw(), figsize=FIGSIZE, start=start)
