@@ -261,7 +261,10 @@ def test_a_view_starts_one_explorer_of_its_own_setting_only():
         Explorer(controls, rope_price, render, live_draw(), start=view)
     with pytest.raises(ValueError, match="another draw or compute"):
         Explorer(controls, rope_price, render, lambda fig, r: None, start=view)
-    rope_explorer(start=view)
+    clash = r"\{'d_L': 256\} differs from the start view's \{'d_L': 512\}"
+    with pytest.raises(ValueError, match=clash):
+        rope_explorer(d_L=256, start=view)
+    rope_explorer(d_L=512, start=view)  # the view's own size: no clash
     with pytest.raises(ValueError, match="already belongs to an explorer"):
         rope_explorer(start=view)
     assert isinstance(view, LiveFigure)

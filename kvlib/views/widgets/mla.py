@@ -211,14 +211,25 @@ def rope_view(d_L=512, d_R=64, N_h=128, context=131072) -> LiveFigure:
                       figsize=FIGSIZE)
 
 
-def rope_explorer(d_L=512, d_R=64, N_h=128, context=131072,
+_START = dict(d_L=512, d_R=64, N_h=128, context=131072)  # DeepSeek V2 at 128K tokens
+
+
+def rope_explorer(d_L=None, d_R=None, N_h=None, context=None,
                   start: LiveFigure | None = None) -> Explorer:
-    """Controls for the latent width, the RoPE width, the head count and the context; the
-    value axes span every setting the controls offer, so a move moves the lines only.
-    ``start``: a :func:`rope_view`, whose setting the controls start at and whose picture
-    is the first shown."""
+    """Controls for the latent width, the RoPE width, the head count and the context
+    (unset: DeepSeek V2's 512, 64, 128 at 128K tokens); the value axes span every setting
+    the controls offer, so a move moves the lines only. ``start``: a :func:`rope_view`,
+    whose setting the controls start at and whose picture is the first shown; a size
+    given as well must be the view's."""
+    given = {k: v for k, v in dict(d_L=d_L, d_R=d_R, N_h=N_h, context=context).items()
+             if v is not None}
     if start is not None:
-        d_L, d_R, N_h, context = (start.values[k] for k in ("d_L", "d_R", "N_h", "context"))
+        clash = {k: v for k, v in given.items() if start.values.get(k) != v}
+        if clash:
+            raise ValueError(f"rope_explorer: {clash} differs from the start view's "
+                             f"{ {k: start.values.get(k) for k in clash} }")
+        given = start.values
+    d_L, d_R, N_h, context = ({**_START, **given}[k] for k in ("d_L", "d_R", "N_h", "context"))
     style = DESCRIPTION_STYLE
     c = dict(
         d_L=widgets.Dropdown(options=OPTIONS["d_L"], value=d_L, description="latent d_L",
