@@ -64,8 +64,8 @@ def live_view(draw: Callable[[Figure, Any], None],
     of the Axes (e.g. :func:`whole_decades`) or fixed (lo, hi) pairs (e.g. spanning every
     setting the controls offer). Steady limits keep the axes still while the lines move,
     which reads as the change it is, and let the figure redraw only its data
-    (:mod:`kvlib.views.widgets.frame`). The figure a notebook shows statically keeps
-    ``draw``'s own autoscaled limits (it calls ``draw`` itself)."""
+    (:mod:`kvlib.views.widgets.frame`). A figure a notebook draws statically with ``draw``
+    itself keeps its autoscaled limits; a :class:`LiveFigure` has the live ones."""
     def live(fig: Figure, result: Any) -> None:
         draw(fig, result)
         for i, ax in enumerate(fig.axes):
@@ -76,24 +76,32 @@ def live_view(draw: Callable[[Figure, Any], None],
     return live
 
 
+def _live_figure(figsize) -> tuple[Figure, Frame]:
+    """A constrained-layout figure on an Agg canvas of its own (kept: its renderer caches
+    text metrics between moves), and the Frame that draws it."""
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, Frame(fig)
+
+
 class LiveFigure:
     """A live view's figure at one setting, drawn once: shown as a static figure (a
     compared cell, the book) and handed to an :class:`Explorer` as its first picture, so
     the notebook does not draw the same figure twice (issue 14).
 
     draw(fig, result): the explorer's ``draw``; values: control name -> value, the
-    setting; compute(**values) -> result. ``png``: the picture (PNG bytes), drawn by the
-    :class:`~kvlib.views.widgets.frame.Frame` the explorer goes on drawing with.
+    setting; compute(**values) -> result (kept as ``result``). ``png``: the picture (PNG
+    bytes), drawn by the :class:`~kvlib.views.widgets.frame.Frame` the explorer goes on
+    drawing with.
     """
 
     def __init__(self, draw: Callable[[Figure, Any], None], compute: Callable[..., Any],
                  values: Mapping[str, Any], figsize=(10, 5.6)):
         apply_style()
         self.draw, self.compute, self.values = draw, compute, dict(values)
-        self.fig = Figure(figsize=figsize, layout="constrained")
-        FigureCanvasAgg(self.fig)  # kept: its renderer caches text metrics between moves
-        self.frame = Frame(self.fig)
-        draw(self.fig, compute(**self.values))
+        self.fig, self.frame = _live_figure(figsize)
+        self.result = compute(**self.values)
+        draw(self.fig, self.result)
         self.png = self.frame.png()
         self._taken = False
 
@@ -103,8 +111,8 @@ class LiveFigure:
     def __repr__(self) -> str:  # a notebook's text output: no memory address
         return f"LiveFigure({', '.join(f'{k}={v!r}' for k, v in self.values.items())})"
 
-    def take(self, draw, compute, values: Mapping[str, Any]) -> tuple[Figure, Frame, bytes]:
-        """The figure, its Frame and its picture, for the one explorer of this setting.
+    def take(self, draw, compute, values: Mapping[str, Any]) -> LiveFigure:
+        """This view, for the one explorer of this setting to draw on from now on.
 
         Refused (ValueError) for another draw, compute or setting, whose first picture
         this is not, and for a second explorer: it would draw on the same figure."""
@@ -116,7 +124,7 @@ class LiveFigure:
         if self._taken:
             raise ValueError("this LiveFigure already belongs to an explorer; draw another")
         self._taken = True
-        return self.fig, self.frame, self.png
+        return self
 
 
 class Explorer:
@@ -144,13 +152,11 @@ class Explorer:
         apply_style()
         self.controls = dict(controls)
         self.compute, self.render, self.draw, self.adjust = compute, render, draw, adjust
-        first = None
         if start is None:
-            self.fig = Figure(figsize=figsize, layout="constrained")
-            FigureCanvasAgg(self.fig)  # kept: its renderer caches text metrics between moves
-            self.frame = Frame(self.fig)
+            self.fig, self.frame = _live_figure(figsize)
         else:
-            self.fig, self.frame, first = start.take(draw, compute, self.values())
+            start = start.take(draw, compute, self.values())
+            self.fig, self.frame = start.fig, start.frame
         self.redraws = 0
         self._busy = False
         self.readout = widgets.HTML()
@@ -171,11 +177,11 @@ class Explorer:
         if wide:
             grids.append(widgets.GridBox(wide, layout=widgets.Layout(grid_template_columns="100%")))
         self.widget = widgets.VBox([*grids, self.error, self.readout, self.plot])
-        if first is None:
+        if start is None:
             self.update()
         else:  # the start's picture is this setting's figure: show it as drawn
-            self.readout.value = self.render(self.compute(**self.values()))
-            self.plot.value = first
+            self.readout.value = self.render(start.result)
+            self.plot.value = start.png
             self.redraws += 1
 
     def values(self) -> dict:

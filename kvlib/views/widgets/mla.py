@@ -204,14 +204,19 @@ def live_draw() -> Callable:
     return live_view(draw, ylim=value_limits(OPTIONS["d_L"], OPTIONS["d_R"], OPTIONS["N_h"]))
 
 
-def rope_view(d_L=512, d_R=64, N_h=128, context=131072) -> LiveFigure:
-    """The explorer's figure at one setting, drawn once: a notebook shows it statically and
-    passes it to :func:`rope_explorer` (``start=``), whose first picture it is."""
-    return LiveFigure(live_draw(), rope_price, dict(d_L=d_L, d_R=d_R, N_h=N_h, context=context),
-                      figsize=FIGSIZE)
-
-
 _START = dict(d_L=512, d_R=64, N_h=128, context=131072)  # DeepSeek V2 at 128K tokens
+
+
+def _given(**sizes) -> dict:
+    return {k: v for k, v in sizes.items() if v is not None}
+
+
+def rope_view(d_L=None, d_R=None, N_h=None, context=None) -> LiveFigure:
+    """The explorer's figure at one setting (unset: DeepSeek V2's, as the explorer's), drawn
+    once: a notebook shows it statically and passes it to :func:`rope_explorer`
+    (``start=``), whose first picture it is."""
+    setting = {**_START, **_given(d_L=d_L, d_R=d_R, N_h=N_h, context=context)}
+    return LiveFigure(live_draw(), rope_price, setting, figsize=FIGSIZE)
 
 
 def rope_explorer(d_L=None, d_R=None, N_h=None, context=None,
@@ -221,8 +226,7 @@ def rope_explorer(d_L=None, d_R=None, N_h=None, context=None,
     the controls offer, so a move moves the lines only. ``start``: a :func:`rope_view`,
     whose setting the controls start at and whose picture is the first shown; a size
     given as well must be the view's."""
-    given = {k: v for k, v in dict(d_L=d_L, d_R=d_R, N_h=N_h, context=context).items()
-             if v is not None}
+    given = _given(d_L=d_L, d_R=d_R, N_h=N_h, context=context)
     if start is not None:
         clash = {k: v for k, v in given.items() if start.values.get(k) != v}
         if clash:
