@@ -29,3 +29,13 @@ def test_figure_has_title_labels_units_and_legend(name):
         many = len([ln for ln in ax.get_lines() if not ln.get_label().startswith("_")]) > 1
         if many:
             assert ax.get_legend() is not None or fig.legends, f"{name}: lines without a legend"
+
+
+def test_the_house_style_draws_glyphs_unhinted():
+    # The Agg backend reads the flag at each text it draws; "no_hinting" must reach it as
+    # FreeType's NO_HINTING (a misspelt or renamed value would fail in rcParams, a remapped
+    # one here). Why unhinted: kvlib/views/style.py and docs/benchmarks.md.
+    from matplotlib.backends.backend_agg import get_hinting_flag
+    from matplotlib.ft2font import LoadFlags
+
+    assert get_hinting_flag() == LoadFlags.NO_HINTING
