@@ -120,7 +120,11 @@ def sheet() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    out = Path((argv or sys.argv[1:] or [str(ROOT / "docs" / "formula_sheet.md")])[0])
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)  # the Usage line
+        return 0 if args in (["-h"], ["--help"]) else 2
+    out = Path(args[0] if args else ROOT / "docs" / "formula_sheet.md")
     out.write_text(sheet(), encoding="utf-8")
     print(f"wrote {out}")
     return 0

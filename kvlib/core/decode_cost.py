@@ -44,6 +44,7 @@ import sympy as sp
 
 from kvlib.core.formulas import GQA, MHA, MLA, MLA_ROPE
 from kvlib.core.notation import N_KV, B, N_g, N_h, b, d_in, d_L, d_Lq, d_QK, d_R, d_V
+from kvlib.core.notation import N_Q as _N_Q
 from kvlib.core.numeric import Formula
 
 __all__ = ["MatMul", "DecodePath", "mha_path", "mla_path", "PATHS", "N_Q", "CHUNK_PATHS",
@@ -53,11 +54,10 @@ _nkv, _nh, _ng = N_KV.symbol, N_h.symbol, N_g.symbol
 _din, _dl, _dqk, _dr, _dv = d_in.symbol, d_L.symbol, d_QK.symbol, d_R.symbol, d_V.symbol
 _dlq, _b, _B = d_Lq.symbol, b.symbol, B.symbol
 
-N_Q = sp.Symbol("N_Q", positive=True, integer=True)
-"""Query tokens in one forward step of one sequence (1 in decode; a prefill chunk's length).
-The paper separates query tokens N_Q from key/value tokens N_KV; kvlib's numeric
-functions take the notation's symbols only, so paths with N_Q are evaluated through
-:func:`chunk_flops`."""
+N_Q = _N_Q.symbol
+"""Query tokens in one forward step of one sequence (1 in decode; a prefill chunk's length),
+the notation's :data:`kvlib.core.notation.N_Q` as a SymPy symbol. The paper separates query
+tokens N_Q from key/value tokens N_KV."""
 
 
 @dataclass(frozen=True)
@@ -355,10 +355,10 @@ CHUNK_PATHS: dict[str, DecodePath] = {
 """The same paths for N_Q query tokens in one step (a prefill chunk, causal mask ignored)."""
 
 
-@lru_cache(maxsize=256)
-def _chunk_formula(name: str, n_q: int) -> Formula:
-    return Formula(CHUNK_PATHS[name].flops.subs(N_Q, n_q),
-                   f"{name} FLOPs per step per layer, {n_q} query tokens")
+@lru_cache(maxsize=None)
+def _chunk_formula(name: str) -> Formula:
+    # One compiled function per path, N_Q among its arguments (was one per path and N_Q).
+    return Formula(CHUNK_PATHS[name].flops, f"{name} FLOPs per step per layer")
 
 
 def chunk_flops(name: str, N_Q: int, **sizes) -> int:
@@ -366,4 +366,4 @@ def chunk_flops(name: str, N_Q: int, **sizes) -> int:
     cached tokens, path ``name`` of :data:`CHUNK_PATHS` (N_Q = 1 is :data:`PATHS`' step)."""
     if type(N_Q) is not int or N_Q < 1:
         raise ValueError(f"N_Q (query tokens) must be a positive int, got {N_Q!r}")
-    return _chunk_formula(name, N_Q)(**sizes)
+    return _chunk_formula(name)(N_Q=N_Q, **sizes)

@@ -46,6 +46,7 @@ N_L = _count("N_L", "layers")
 N_h = _count("N_h", "query heads")
 N_g = _count("N_g", "key/value heads (GQA groups)")
 N_KV = _count("N_KV", "key/value tokens cached (context length)", "tokens")
+N_Q = _count("N_Q", "query tokens in one step (1 in decode; a prefill chunk's length)", "tokens")
 d_in = _count("d_in", "model (embedding) width", "elements")
 d_QK = _count("d_QK", "query/key width per head", "elements")
 d_V = _count("d_V", "value width per head", "elements")
@@ -56,7 +57,7 @@ B = _count("B", "sequences in the batch", "sequences")
 # Bytes per element is not an integer for 4-bit formats (1/2 byte).
 b = Symbol(sp.Symbol("b", positive=True), "bytes per cached element", "bytes")
 
-SYMBOLS: tuple[Symbol, ...] = (N_L, N_h, N_g, N_KV, d_in, d_QK, d_V, d_L, d_R, d_Lq, B, b)
+SYMBOLS: tuple[Symbol, ...] = (N_L, N_h, N_g, N_KV, N_Q, d_in, d_QK, d_V, d_L, d_R, d_Lq, B, b)
 
 # Layers that keep a constant-size state instead of a growing cache (notebook 07). These
 # symbols are kvlib's own (the paper covers attention only); each names the config field
