@@ -39,3 +39,17 @@ def test_the_house_style_draws_glyphs_unhinted():
     from matplotlib.ft2font import LoadFlags
 
     assert get_hinting_flag() == LoadFlags.NO_HINTING
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_every_text_reads_in_a_lecture_hall(name):
+    # 11 pt at the figures' 100 dpi is the smallest type on any figure (house style: ticks
+    # 13, legends 13, annotations 11-13); issue 14 found a roofline legend at 9 pt.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    fig = FIGURES[name]()
+    FigureCanvasAgg(fig).draw()  # ticks and their labels exist once drawn
+    small = {(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and t.get_fontsize() < 11}
+    assert not small, f"{name}: text under 11 pt: {sorted(small)[:5]}"

@@ -38,7 +38,7 @@ products it actually executes; the tests check that the two agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 
 import sympy as sp
 
@@ -355,7 +355,7 @@ CHUNK_PATHS: dict[str, DecodePath] = {
 """The same paths for N_Q query tokens in one step (a prefill chunk, causal mask ignored)."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _chunk_formula(name: str) -> Formula:
     # One compiled function per path, N_Q among its arguments (was one per path and N_Q).
     return Formula(CHUNK_PATHS[name].flops, f"{name} FLOPs per step per layer")

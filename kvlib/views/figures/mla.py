@@ -74,9 +74,11 @@ def _design_color(label: str) -> str:
 
 
 def plot_roofline(ax, points: Mapping[str, float], gpus: Sequence[str] = ROOFLINE_GPUS,
-                  on: str = "H200") -> None:
+                  on: str = "H200", legends: bool = True) -> tuple[list, list]:
     """Attainable TFLOP/s = min(peak, bandwidth x intensity) per GPU, intensity on a log axis;
-    each design a marker on the roof of ``on``."""
+    each design a marker on the roof of ``on``. Returns (the roofs' lines, the designs'
+    markers); ``legends=False`` leaves naming them to the caller (:func:`mla_roofline`
+    names them below both panels, the GPUs once for their roofs and their ridge points)."""
     lo, hi = 10 ** -0.3, 1e5  # FLOPs per byte
     roofs = []
     for g in gpus:
@@ -98,23 +100,26 @@ def plot_roofline(ax, points: Mapping[str, float], gpus: Sequence[str] = ROOFLIN
     ax.set_xlabel("arithmetic intensity (FLOPs per byte of cache read, log scale)")
     ax.set_ylabel("attainable dense BF16 TFLOP/s (log scale)")
     ax.set_title(f"Roofline: GPUs' roofs, designs marked on the {on}'s")
-    # The roofs rise from the lower left, so the upper left and the lower right are free.
-    first = ax.legend(handles=roofs, loc="upper left", frameon=True, framealpha=0.95,
-                      edgecolor="none", fontsize=9)
-    ax.add_artist(first)
-    ax.legend(handles=marks, loc="lower right", frameon=True, framealpha=0.95,
-              edgecolor="none", fontsize=9)
+    if legends:  # the roofs rise from the lower left: the upper left and lower right are free
+        ax.add_artist(ax.legend(handles=roofs, loc="upper left", frameon=True,
+                                framealpha=0.95, edgecolor="none"))
+        ax.legend(handles=marks, loc="lower right", frameon=True, framealpha=0.95,
+                  edgecolor="none")
+    return roofs, marks
 
 
-def plot_intensity_vs_heads(ax, gpus: Sequence[str] = ROOFLINE_GPUS) -> None:
+def plot_intensity_vs_heads(ax, gpus: Sequence[str] = ROOFLINE_GPUS,
+                            ridge_legend: bool = True) -> None:
     """Absorbed MLA's FLOPs per byte of cache against N_h (query heads x query tokens per
-    cached latent on one GPU), with MHA and each GPU's ridge point."""
+    cached latent on one GPU), with MHA and each GPU's ridge point (named in the legend
+    unless ``ridge_legend=False``)."""
     ax.plot(HEADS, _intensity(ABSORBED, _W, N_h=HEADS).astype(float), marker="o",
             color=COLORS["MLA+RoPE"], label="(b) decoupled RoPE, absorbed")
     ax.plot(HEADS, np.full(len(HEADS), float(_intensity(PATHS["MHA"], _W))), marker="o",
             color=COLORS["MHA"], label="MHA (any number of heads)")
     for g in gpus:
-        ax.axhline(float(ridge_point(g)), **_gpu_style(g), label=f"{g} ridge point")
+        ax.axhline(float(ridge_point(g)), **_gpu_style(g),
+                   label=f"{g} ridge point" if ridge_legend else "_ridge")
     ax.set_xscale("log", base=2)
     ax.set_xticks(HEADS, [str(h) for h in HEADS])
     ax.minorticks_off()
@@ -124,15 +129,23 @@ def plot_intensity_vs_heads(ax, gpus: Sequence[str] = ROOFLINE_GPUS) -> None:
     ax.set_title("Compute-bound above the GPU's ridge point")
     # Below the rising MLA line and above MHA's flat one, the right half is free.
     ax.legend(loc="center right", bbox_to_anchor=(1, 0.3), frameon=True, framealpha=0.95,
-              edgecolor="none", fontsize=9)
+              edgecolor="none")
 
 
 def mla_roofline() -> Figure:
-    """Both panels at DeepSeek V2's widths (d_L 512, d_R 64, bf16)."""
-    fig = Figure(figsize=(15, 6.2), layout="constrained")
+    """Both panels at DeepSeek V2's widths (d_L 512, d_R 64, bf16). The legends sit below
+    the panels, at the house legend size: the designs, and the GPUs, each GPU's line a roof
+    on the left and a ridge point on the right (inside the panels, 11 entries at a readable
+    size would cover the roofs and the MHA marker)."""
+    fig = Figure(figsize=(15, 8.4), layout="constrained")
     left, right = fig.subplots(1, 2)
-    plot_roofline(left, decode_intensities())
-    plot_intensity_vs_heads(right)
+    roofs, marks = plot_roofline(left, decode_intensities(), legends=False)
+    plot_intensity_vs_heads(right, ridge_legend=False)
+    fig.legend(handles=marks, loc="outside lower left", ncols=1, frameon=False,
+               title="designs, marked on the H200's roof (left)", title_fontsize=13)
+    fig.legend(handles=roofs, loc="outside lower right", ncols=1, frameon=False,
+               title="GPUs: roof (left), ridge point (right)", title_fontsize=13,
+               handlelength=2.6)
     fig.suptitle(r"Decoding DeepSeek V2 ($d_L$ = 512, $d_R$ = 64, bf16): absorbed MLA "
                  "with many heads is limited by FLOPs, not bytes", fontsize=15,
                  fontweight="bold")
