@@ -42,7 +42,7 @@ STYLE = {
     # Glyphs unhinted: at 100-150 dpi hinting changes no visible pixel of this type size, and
     # Matplotlib 3.11 reloads every glyph through FreeType's hinter on each size change, that
     # is on every text it measures or draws. Unhinted, a figure draws in about 0.8x the time
-    # (docs/benchmarks.md, "Glyph hinting").
+    # (docs/benchmarks.md, "Run All, issue 14, third pass").
     "text.hinting": "no_hinting",
 }
 
