@@ -5,6 +5,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kvlib.models.catalog import BUNDLED, bundled_config, load_model
 from kvlib.serving.decode import (
@@ -135,6 +137,29 @@ def test_expected_distinct_experts_by_hand():
     # never more than E; every one of a single expert's k = E picks
     assert expected_distinct_experts(160, 6, 10_000) < 160
     assert expected_distinct_experts(8, 8, 3) == 8
+
+
+@pytest.mark.parametrize(("experts", "per_token", "batch"),
+                         [(4, 1, 3), (5, 2, 3), (6, 3, 2), (4, 4, 2), (7, 2, 1)])
+def test_expected_distinct_experts_by_enumeration(experts, per_token, batch):
+    # Every way B tokens can each pick k of E experts, equally likely: the exact mean of
+    # how many distinct experts the batch reaches, counted without the closed form.
+    from itertools import combinations, product
+
+    picks = list(combinations(range(experts), per_token))
+    outcomes = list(product(picks, repeat=batch))
+    mean = Fraction(sum(len(set().union(*o)) for o in outcomes), len(outcomes))
+    assert expected_distinct_experts(experts, per_token, batch) == mean
+
+
+@given(experts=st.integers(1, 256), data=st.data(), batch=st.integers(1, 512))
+def test_expected_distinct_experts_grows_from_k_to_at_most_e(experts, data, batch):
+    per_token = data.draw(st.integers(1, experts), label="per_token")
+    now = expected_distinct_experts(experts, per_token, batch)
+    nxt = expected_distinct_experts(experts, per_token, batch + 1)
+    assert per_token <= now <= nxt <= experts
+    if per_token < experts:  # a token more can only reach an expert none had picked
+        assert now < nxt < experts
 
 
 def test_deepseek_v2_decode_bound_on_eight_h200():
