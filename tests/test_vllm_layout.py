@@ -88,6 +88,30 @@ def test_mla_block_size_follows_the_kv_dtype_on_hopper():
     assert vllm_layout(spec, 8192, "fp8", gpu="H200").block_size == 64  # FLASHMLA
 
 
+def test_mla_block_size_elsewhere_as_vllm_0_33_picks_it():
+    # vLLM 0.33.0, platforms/cuda.py _get_backend_priorities: the first valid MLA backend by
+    # compute capability; v1/attention/backend.py get_preferred_block_size: 16 if the
+    # backend takes 16, else its smallest supported size.
+    v3, v32 = load_model("deepseek-v3"), load_model("deepseek-v3.2")
+    # SM100: FLASHINFER_MLA first, get_supported_kernel_block_sizes [32, 64] (flashinfer_mla.py)
+    for gpu in ("B200", "B300", "GB200"):
+        L = vllm_layout(v3, 8192, "bf16", gpu=gpu)
+        assert L.block_size == 32 and any("FLASHINFER_MLA" in n for n in L.notes)
+    # SM80 / SM89 / SM120: only TRITON_MLA is valid, MultipleOf(16) (triton_mla.py)
+    for gpu in ("A100-80GB", "L4", "RTX-5090"):
+        L = vllm_layout(v3, 8192, "fp8", gpu=gpu)
+        assert L.block_size == 16 and any("TRITON_MLA" in n for n in L.notes)
+    # sparse MLA (an indexer) rules the dense backends out ("sparse not supported",
+    # backend.py validate_configuration); on SM90 FLASH_ATTN_MLA_SPARSE (bf16 only) and
+    # FLASHMLA_SPARSE take MultipleOf(64)
+    assert vllm_layout(v32, 8192, "bf16", gpu="H200").block_size == 64
+    L = vllm_layout(v32, 8192, "fp8", gpu="H200")
+    assert L.block_size == 64 and any("656 B" in n for n in L.notes)
+    # ROCm (platforms/rocm.py) is not traced: said, not guessed silently
+    L = vllm_layout(v3, 8192, "bf16", gpu="MI300X")
+    assert L.block_size == 16 and any("not traced" in n for n in L.notes)
+
+
 def test_max_num_batched_tokens_depends_on_the_gpu():
     g3 = load_model("gemma-3-27b")
     assert vllm_layout(g3, 131072, gpu="B200").in_flight_tokens == 2 * 16384

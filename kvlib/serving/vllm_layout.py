@@ -9,8 +9,11 @@ need. This module follows vLLM **0.33.0** (paths below are in that release):
   (``FullAttentionSpec.page_size_bytes``, v1/kv_cache_interface.py); a Mamba /
   linear-attention / convolution layer's page is its whole state (``MambaSpec``).
 * **Block size.** 16 by default (``CacheConfig.DEFAULT_BLOCK_SIZE``; FlashAttention
-  takes multiples of 16). MLA on Hopper: FLASH_ATTN_MLA (multiples of 16) with a bf16
-  cache, FLASHMLA (64) with fp8 (platforms/cuda.py priority list). For a hybrid model
+  takes multiples of 16). MLA takes the first valid backend of platforms/cuda.py's
+  priority list: on Hopper FLASH_ATTN_MLA (multiples of 16) with a bf16 cache, FLASHMLA
+  (64) with fp8; on Blackwell (SM100) FLASHINFER_MLA (32 or 64: 32); on Ampere, Ada and
+  SM120 TRITON_MLA (multiples of 16); sparse MLA (an indexer) on Hopper
+  FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of 64). For a hybrid model
   the attention block grows until one attention page holds one state page, in
   multiples of K = 16, or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on
   Hopper (``_align_hybrid_block_size``, platforms/interface.py:940-1137); every state
@@ -53,7 +56,11 @@ __all__ = ["VLLM_RELEASE", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_ba
 
 VLLM_RELEASE = "0.33.0"
 GiB = 1024**3
-_HOPPER = ("H100-80GB", "H100-NVL", "H200")
+# CUDA compute capabilities of the catalog's GPUs, as vLLM's MLA backend choice reads them
+# (platforms/cuda.py, _get_backend_priorities: by the major version).
+_HOPPER = ("H100-80GB", "H100-NVL", "H200")  # SM90
+_BLACKWELL = ("B200", "B300", "GB200")  # SM100 family
+_TRITON_MLA_ONLY = ("A100-40GB", "A100-80GB", "L40S", "L4", "RTX-4090", "RTX-5090")  # SM80/89/120
 
 
 def max_num_batched_tokens(gpu: GPU) -> int:
@@ -120,13 +127,36 @@ def _checkpoint(g: LayerGroup, hopper: bool) -> tuple[int, int | None]:
 
 
 def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> int:
+    """The block size vLLM picks when ``--block-size`` is not given: the first valid MLA
+    backend in platforms/cuda.py's priority list, then its preferred size (16 if it takes
+    16, else its smallest: AttentionBackend.get_preferred_block_size, v1/attention/backend.py)."""
     if not any(g.kind is CacheKind.LATENT for g in model.groups):
         return 16
+    fp8 = bytes_per_element(kv_dtype) < 2
+    if any(g.kind is CacheKind.INDEXER for g in model.groups):  # sparse MLA: *_SPARSE backends
+        if gpu.name in _HOPPER:
+            notes.append("sparse MLA on Hopper: " + ("FLASHMLA_SPARSE" if fp8 else
+                         "FLASH_ATTN_MLA_SPARSE") + " (multiples of 64), 64-token blocks")
+            if fp8:
+                notes.append("vLLM stores an fp8 sparse-MLA cache as fp8_ds_mla, 656 B per "
+                             "token per layer (scales and a bf16 RoPE part); kvlib counts "
+                             "576 B, 1 per element")
+            return 64
+        notes.append(f"sparse MLA block size on {gpu.name} not traced in vLLM "
+                     f"{VLLM_RELEASE}: 16 assumed")
+        return 16
     if gpu.name in _HOPPER:
-        if bytes_per_element(kv_dtype) < 2:
+        if fp8:
             notes.append("MLA with an fp8 cache on Hopper: FLASHMLA, 64-token blocks")
             return 64
         notes.append("MLA on Hopper: FLASH_ATTN_MLA (multiples of 16), 16-token blocks")
+        return 16
+    if gpu.name in _BLACKWELL:
+        notes.append("MLA on Blackwell (SM100): FLASHINFER_MLA (32 or 64), 32-token blocks; "
+                     "it needs qk_nope_head_dim 64, 128 or 192 (DeepSeek's 128 assumed)")
+        return 32
+    if gpu.name in _TRITON_MLA_ONLY:
+        notes.append(f"MLA on {gpu.name}: TRITON_MLA (multiples of 16), 16-token blocks")
         return 16
     notes.append(f"MLA block size on {gpu.name} not traced in vLLM {VLLM_RELEASE}: 16 assumed")
     return 16
