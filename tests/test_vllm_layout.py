@@ -12,6 +12,7 @@ import pytest
 
 from kvlib import load_model, read_config
 from kvlib.cli import main
+from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
 from kvlib.serving.vllm_layout import vllm_layout
 
 GiB = 1024**3
@@ -104,9 +105,20 @@ def test_mla_block_size_elsewhere_as_vllm_0_33_picks_it():
     # sparse MLA (an indexer) rules the dense backends out ("sparse not supported",
     # backend.py validate_configuration); on SM90 FLASH_ATTN_MLA_SPARSE (bf16 only) and
     # FLASHMLA_SPARSE take MultipleOf(64)
-    assert vllm_layout(v32, 8192, "bf16", gpu="H200").block_size == 64
+    L = vllm_layout(v32, 8192, "bf16", gpu="H200")
+    # one group of 61 layers: latent (512 + 64) x 2 B, indexer 128 fp8 + one fp32 scale
+    assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * ((512 + 64) * 2 + 128 + 4))
     L = vllm_layout(v32, 8192, "fp8", gpu="H200")
-    assert L.block_size == 64 and any("656 B" in n for n in L.notes)
+    # fp8_ds_mla: 512 fp8 + 4 fp32 scales + 64 bf16 = 656 B (vLLM's flashmla_sparse.py docstring)
+    assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * (656 + 132))
+    assert any("656 B" in n for n in L.notes)
+    # another latent width has another row, not traced: refused, naming it
+    other = ModelSpec("sparse-mla-256", (LayerGroup(CacheKind.LATENT, 4, "MLA+RoPE",
+                                                    {"d_L": 256, "d_R": 64}),
+                                         LayerGroup(CacheKind.INDEXER, 4, "Indexer",
+                                                    {"d_I": 128, "b": 1})))
+    with pytest.raises(ValueError, match="d_L=256, d_R=64"):
+        vllm_layout(other, 8192, "fp8", gpu="H200")
     # ROCm (platforms/rocm.py) is not traced: said, not guessed silently
     L = vllm_layout(v3, 8192, "bf16", gpu="MI300X")
     assert L.block_size == 16 and any("not traced" in n for n in L.notes)

@@ -13,7 +13,8 @@ need. This module follows vLLM **0.33.0** (paths below are in that release):
   priority list: on Hopper FLASH_ATTN_MLA (multiples of 16) with a bf16 cache, FLASHMLA
   (64) with fp8; on Blackwell (SM100) FLASHINFER_MLA (32 or 64: 32); on Ampere, Ada and
   SM120 TRITON_MLA (multiples of 16); sparse MLA (an indexer) on Hopper
-  FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of 64). For a hybrid model
+  FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of 64), an fp8 latent then being
+  vLLM's 656-byte fp8_ds_mla row. For a hybrid model
   the attention block grows until one attention page holds one state page, in
   multiples of K = 16, or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on
   Hopper (``_align_hybrid_block_size``, platforms/interface.py:940-1137); every state
@@ -107,8 +108,21 @@ class VllmLayout:
         return Fraction(self.num_blocks(kv_budget_bytes), self.blocks_per_request)
 
 
-def _per_token_bytes(g: LayerGroup, tp: int, b) -> Fraction:
-    """One layer's cache per token on one rank (``shard`` keeps latents and indexer keys whole)."""
+# vLLM 0.33.0 stores an fp8 sparse-MLA latent as fp8_ds_mla: 512 fp8 values, 4 fp32 scales
+# (one per 128) and the 64 RoPE values in bf16, 656 B a token (model_executor/layers/
+# attention/mla_attention.py, state_content_bytes; v1/attention/backends/mla/flashmla_sparse.py).
+_FP8_DS_MLA = ((512, 64), 512 + 4 * 4 + 64 * 2)  # (d_L, d_R), bytes
+
+
+def _per_token_bytes(g: LayerGroup, tp: int, b, ds_mla: bool = False) -> Fraction:
+    """One layer's cache per token on one rank (``shard`` keeps latents and indexer keys
+    whole); with ``ds_mla``, a latent layer's row is vLLM's fp8_ds_mla row."""
+    if ds_mla and g.kind is CacheKind.LATENT:
+        widths, row = _FP8_DS_MLA
+        if (g.sizes.get("d_L"), g.sizes.get("d_R")) != widths:
+            raise ValueError(f"vLLM's fp8_ds_mla row is traced for d_L=512, d_R=64 only, got "
+                             f"d_L={g.sizes.get('d_L')}, d_R={g.sizes.get('d_R')}")
+        return Fraction(row)
     rank, _ = shard(g, tp)
     return Fraction(rank.bytes_per_token(b), g.layers)
 
@@ -138,9 +152,8 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
             notes.append("sparse MLA on Hopper: " + ("FLASHMLA_SPARSE" if fp8 else
                          "FLASH_ATTN_MLA_SPARSE") + " (multiples of 64), 64-token blocks")
             if fp8:
-                notes.append("vLLM stores an fp8 sparse-MLA cache as fp8_ds_mla, 656 B per "
-                             "token per layer (scales and a bf16 RoPE part); kvlib counts "
-                             "576 B, 1 per element")
+                notes.append("fp8 sparse MLA: vLLM's fp8_ds_mla row, 656 B per token per "
+                             "layer (512 fp8 + 4 fp32 scales + 64 bf16 RoPE), not 576 B")
             return 64
         notes.append(f"sparse MLA block size on {gpu.name} not traced in vLLM "
                      f"{VLLM_RELEASE}: 16 assumed")
@@ -185,11 +198,13 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     if not attn:
         raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
     bs = block_size or _base_block(model, kv_dtype, gpu, notes)
+    ds_mla = (hopper and bytes_per_element(kv_dtype) < 2
+              and any(g.kind is CacheKind.INDEXER for g in model.groups))
     mode = None
     if states:
         mode = "align" if prefix_caching else "none"
         first = attn[0]
-        one_token = _per_token_bytes(first, tp, b)
+        one_token = _per_token_bytes(first, tp, b, ds_mla)
         page = max(_state_page(g, tp) for g in states)
         K = bs
         if mode == "align":
@@ -216,7 +231,7 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
                 need = -(-min(g.window + in_flight, N) // bs)
             else:
                 need = -(-N // bs)
-            per_layer = _per_token_bytes(g, tp, b) * bs
+            per_layer = _per_token_bytes(g, tp, b, ds_mla) * bs
             key = ("attention", str(g.kind), g.window, need)
         buckets[key] = buckets.get(key, 0) + g.layers
         buckets[key + ("page",)] = per_layer
@@ -230,7 +245,7 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
         return VllmLayout(bs, 0, math.ceil(pages), (VllmGroup("full", layers, layers, need),),
                           layers, 0, need, in_flight, mode, tuple(notes))
     if states:
-        page = int(bs * _per_token_bytes(attn[0], tp, b))
+        page = int(bs * _per_token_bytes(attn[0], tp, b, ds_mla))
     else:
         pages = {buckets[k + ("page",)] for k in layer_buckets}
         if len(pages) > 1:
