@@ -148,15 +148,18 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
         return 16
     fp8 = bytes_per_element(kv_dtype) < 2
     if any(g.kind is CacheKind.INDEXER for g in model.groups):  # sparse MLA: *_SPARSE backends
-        if gpu.name in _HOPPER:
+        # FLASH_ATTN_MLA_SPARSE takes fp16/bf16 caches, FLASHMLA_SPARSE bf16 and fp8 (their
+        # supported_kv_cache_dtypes); other dtypes are not traced
+        if gpu.name in _HOPPER and kv_dtype in ("bf16", "fp16", "fp8"):
+            fp8 = kv_dtype == "fp8"
             notes.append("sparse MLA on Hopper: " + ("FLASHMLA_SPARSE" if fp8 else
                          "FLASH_ATTN_MLA_SPARSE") + " (multiples of 64), 64-token blocks")
             if fp8:
                 notes.append("fp8 sparse MLA: vLLM's fp8_ds_mla row, 656 B per token per "
                              "layer (512 fp8 + 4 fp32 scales + 64 bf16 RoPE), not 576 B")
             return 64
-        notes.append(f"sparse MLA block size on {gpu.name} not traced in vLLM "
-                     f"{VLLM_RELEASE}: 16 assumed")
+        notes.append(f"sparse MLA block size on {gpu.name}, {kv_dtype} cache, not traced in "
+                     f"vLLM {VLLM_RELEASE}: 16 assumed")
         return 16
     if gpu.name in _HOPPER:
         if fp8:
@@ -198,7 +201,7 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     if not attn:
         raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
     bs = block_size or _base_block(model, kv_dtype, gpu, notes)
-    ds_mla = (hopper and bytes_per_element(kv_dtype) < 2
+    ds_mla = (hopper and kv_dtype == "fp8"
               and any(g.kind is CacheKind.INDEXER for g in model.groups))
     mode = None
     if states:
