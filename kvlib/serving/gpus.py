@@ -57,6 +57,9 @@ class GPU:
     bf16_flops: peak dense BF16 tensor FLOP/s (datasheet, without sparsity; None where
     kvlib has no figure); bf16_flops_source names the datasheet (notebook 04's roofline,
     :mod:`kvlib.serving.compute`).
+    cuda_capability: the CUDA compute capability (major, minor), from NVIDIA's table "CUDA
+    GPU Compute Capability" (developer.nvidia.com/cuda-gpus); None for a part CUDA does not
+    run (AMD's). vLLM picks its attention backends by it (:mod:`kvlib.serving.vllm_layout`).
     """
 
     name: str
@@ -70,6 +73,7 @@ class GPU:
     cuda_total_source: str = ""
     bf16_flops: int | None = None
     bf16_flops_source: str = ""
+    cuda_capability: tuple[int, int] | None = None
 
     @property
     def total_memory_bytes(self) -> int:
@@ -90,22 +94,26 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         "NVIDIA A100 Tensor Core GPU datasheet (A100 40GB SXM: 40GB HBM2, 1,555 GB/s)",
         bf16_flops=312 * TFLOPS,
         bf16_flops_source=("NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS "
-                           "(624 with sparsity)")),
+                           "(624 with sparsity)"),
+        cuda_capability=(8, 0)),
     GPU("A100-80GB", 80 * GB, 2039 * GB_PER_S, "HBM2e",
         "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80GB HBM2e, 2,039 GB/s)",
         81920 * MiB, "nvidia-smi 81920MiB, quoted in modal-labs/modal-client PR #2797",
         bf16_flops=312 * TFLOPS,
         bf16_flops_source=("NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS "
-                           "(624 with sparsity)")),
+                           "(624 with sparsity)"),
+        cuda_capability=(8, 0)),
     GPU("H100-80GB", 80 * GB, 3350 * GB_PER_S, "HBM3",
         "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: 80GB, 3.35 TB/s)",
         81559 * MiB, "nvidia-smi 81559MiB, quoted in modal-labs/modal-client PR #2797",
         bf16_flops=9894 * TFLOPS // 10,
         bf16_flops_source=("NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5: peak"
                            " BF16 Tensor TFLOPS 989.4 (1,978.9 with sparsity; the datasheet "
-                           "rounds to 1,979)")),
+                           "rounds to 1,979)"),
+        cuda_capability=(9, 0)),
     GPU("H100-NVL", 94 * GB, 3900 * GB_PER_S, "HBM3",
-        "NVIDIA H100 Tensor Core GPU datasheet (H100 NVL: 94GB, 3.9 TB/s)"),
+        "NVIDIA H100 Tensor Core GPU datasheet (H100 NVL: 94GB, 3.9 TB/s)",
+        cuda_capability=(9, 0)),
     GPU("H200", 141 * GB, 4800 * GB_PER_S, "HBM3e",
         "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: 141GB HBM3e, 4.8 TB/s)",
         143771 * MiB, "nvidia-smi 143771MiB in public H200 logs",
@@ -115,12 +123,14 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         bf16_flops=9894 * TFLOPS // 10,
         bf16_flops_source=("NVIDIA H200 Tensor Core GPU datasheet, H200 SXM: BF16 Tensor Core "
                            "1,979 TFLOPS with sparsity; the same GH100 tensor cores as H100 "
-                           "SXM5, 989.4 dense")),
+                           "SXM5, 989.4 dense"),
+        cuda_capability=(9, 0)),
     GPU("B200", 180 * GB, 8000 * GB_PER_S, "HBM3e",
         "NVIDIA DGX B200 datasheet (1,440 GB HBM3e and 64 TB/s for 8 GPUs: 180 GB, 8 TB/s each)",
         bf16_flops=2250 * TFLOPS,
         bf16_flops_source=("NVIDIA HGX B200 datasheet: FP16/BF16 Tensor Core 4.5 PFLOPS per GPU "
-                           "with sparsity (36 PFLOPS for 8 GPUs), 2.25 PFLOPS dense")),
+                           "with sparsity (36 PFLOPS for 8 GPUs), 2.25 PFLOPS dense"),
+        cuda_capability=(10, 0)),
     # Blackwell Ultra and GB200: figures read from verbatim copies of NVIDIA's pages (this
     # project's machines cannot reach nvidia.com); GB200's 186 GB also from NVIDIA's MIG guide.
     GPU("B300", 270 * GB, 7700 * GB_PER_S, "HBM3e",
@@ -130,7 +140,8 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         bf16_flops=2250 * TFLOPS,
         bf16_flops_source=("NVIDIA Blackwell Ultra datasheet, HGX B300: FP16/BF16 Tensor Core "
                            "4.5 PFLOPS, a sparse figure ('Dense is 1/2 sparse spec shown'): "
-                           "2.25 PFLOPS dense")),
+                           "2.25 PFLOPS dense"),
+        cuda_capability=(10, 3)),
     GPU("GB200", 186 * GB, 8000 * GB_PER_S, "HBM3e",
         "NVIDIA GB200 NVL72 product page (13.4 TB HBM3E and 576 TB/s for 72 GPUs: 186 GB, "
         "8 TB/s each; NVIDIA Multi-Instance GPU User Guide, Supported GPUs: GB200 186GB; "
@@ -138,7 +149,8 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         bf16_flops=2500 * TFLOPS,
         bf16_flops_source=("NVIDIA GB200 NVL72 product page: FP16/BF16 Tensor Core 360 PFLOPS "
                            "for 72 GPUs, sparse ('Dense is one-half sparse spec shown'): "
-                           "2.5 PFLOPS dense per GPU")),
+                           "2.5 PFLOPS dense per GPU"),
+        cuda_capability=(10, 0)),
     GPU("MI300X", 192 * GB, 5300 * GB_PER_S, "HBM3",
         "AMD Instinct MI300X accelerator data sheet (192 GB HBM3, 5.3 TB/s peak)",
         bf16_flops=13074 * TFLOPS // 10,
@@ -151,13 +163,17 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
                            " (2,614.9 with sparsity)")),
     GPU("L40S", 48 * GB, 864 * GB_PER_S, "GDDR6",
         "NVIDIA L40S datasheet (48GB GDDR6 with ECC, 864 GB/s)",
-        46068 * MiB, "nvidia-smi 46068MiB, quoted in modal-labs/modal-client PR #2797"),
+        46068 * MiB, "nvidia-smi 46068MiB, quoted in modal-labs/modal-client PR #2797",
+        cuda_capability=(8, 9)),
     GPU("L4", 24 * GB, 300 * GB_PER_S, "GDDR6",
-        "NVIDIA L4 Tensor Core GPU datasheet (24GB GDDR6, 300 GB/s)"),
+        "NVIDIA L4 Tensor Core GPU datasheet (24GB GDDR6, 300 GB/s)",
+        cuda_capability=(8, 9)),
     GPU("RTX-4090", 24 * GB, 1008 * GB_PER_S, "GDDR6X",
-        "NVIDIA GeForce RTX 4090 specifications (24 GB GDDR6X, 384-bit at 21 Gbps: 1,008 GB/s)"),
+        "NVIDIA GeForce RTX 4090 specifications (24 GB GDDR6X, 384-bit at 21 Gbps: 1,008 GB/s)",
+        cuda_capability=(8, 9)),
     GPU("RTX-5090", 32 * GB, 1792 * GB_PER_S, "GDDR7",
-        "NVIDIA GeForce RTX 5090 specifications (32 GB GDDR7, 512-bit at 28 Gbps: 1,792 GB/s)"),
+        "NVIDIA GeForce RTX 5090 specifications (32 GB GDDR7, 512-bit at 28 Gbps: 1,792 GB/s)",
+        cuda_capability=(12, 0)),
 )}
 
 # Other spellings of one part. A bare "A100" or "H100" names two parts and is refused.

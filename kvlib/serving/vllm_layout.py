@@ -57,11 +57,23 @@ __all__ = ["VLLM_RELEASE", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_ba
 
 VLLM_RELEASE = "0.33.0"
 GiB = 1024**3
-# CUDA compute capabilities of the catalog's GPUs, as vLLM's MLA backend choice reads them
-# (platforms/cuda.py, _get_backend_priorities: by the major version).
-_HOPPER = ("H100-80GB", "H100-NVL", "H200")  # SM90
-_BLACKWELL = ("B200", "B300", "GB200")  # SM100 family
-_TRITON_MLA_ONLY = ("A100-40GB", "A100-80GB", "L40S", "L4", "RTX-4090", "RTX-5090")  # SM80/89/120
+
+
+def _cuda_major(gpu: GPU) -> int | None:
+    """What vLLM's backend choice reads (platforms/cuda.py, _get_backend_priorities: the
+    compute capability's major version); None off CUDA."""
+    return gpu.cuda_capability[0] if gpu.cuda_capability else None
+
+
+def _sparse(model: ModelSpec) -> bool:
+    """Sparse MLA: an indexer beside the latent (vLLM's *_SPARSE backends only)."""
+    return any(g.kind is CacheKind.INDEXER for g in model.groups)
+
+
+def _fp8_ds_mla(model: ModelSpec, kv_dtype: str, gpu: GPU) -> bool:
+    """Whether vLLM stores the latent as fp8_ds_mla rows: sparse MLA, an fp8 cache, Hopper
+    (FLASHMLA_SPARSE; traced there only)."""
+    return _sparse(model) and kv_dtype == "fp8" and _cuda_major(gpu) == 9
 
 
 def max_num_batched_tokens(gpu: GPU) -> int:
@@ -146,32 +158,28 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
     16, else its smallest: AttentionBackend.get_preferred_block_size, v1/attention/backend.py)."""
     if not any(g.kind is CacheKind.LATENT for g in model.groups):
         return 16
-    fp8 = bytes_per_element(kv_dtype) < 2
-    if any(g.kind is CacheKind.INDEXER for g in model.groups):  # sparse MLA: *_SPARSE backends
+    major = _cuda_major(gpu)
+    if _sparse(model):
         # FLASH_ATTN_MLA_SPARSE takes fp16/bf16 caches, FLASHMLA_SPARSE bf16 and fp8 (their
         # supported_kv_cache_dtypes); other dtypes are not traced
-        if gpu.name in _HOPPER and kv_dtype in ("bf16", "fp16", "fp8"):
-            fp8 = kv_dtype == "fp8"
-            notes.append("sparse MLA on Hopper: " + ("FLASHMLA_SPARSE" if fp8 else
-                         "FLASH_ATTN_MLA_SPARSE") + " (multiples of 64), 64-token blocks")
-            if fp8:
-                notes.append("fp8 sparse MLA: vLLM's fp8_ds_mla row, 656 B per token per "
-                             "layer (512 fp8 + 4 fp32 scales + 64 bf16 RoPE), not 576 B")
+        if major == 9 and kv_dtype in ("bf16", "fp16", "fp8"):
+            notes.append("sparse MLA on Hopper: " + ("FLASHMLA_SPARSE" if kv_dtype == "fp8"
+                         else "FLASH_ATTN_MLA_SPARSE") + " (multiples of 64), 64-token blocks")
             return 64
         notes.append(f"sparse MLA block size on {gpu.name}, {kv_dtype} cache, not traced in "
                      f"vLLM {VLLM_RELEASE}: 16 assumed")
         return 16
-    if gpu.name in _HOPPER:
-        if fp8:
+    if major == 9:
+        if bytes_per_element(kv_dtype) < 2:
             notes.append("MLA with an fp8 cache on Hopper: FLASHMLA, 64-token blocks")
             return 64
         notes.append("MLA on Hopper: FLASH_ATTN_MLA (multiples of 16), 16-token blocks")
         return 16
-    if gpu.name in _BLACKWELL:
+    if major == 10:
         notes.append("MLA on Blackwell (SM100): FLASHINFER_MLA (32 or 64), 32-token blocks; "
                      "it needs qk_nope_head_dim 64, 128 or 192 (DeepSeek's 128 assumed)")
         return 32
-    if gpu.name in _TRITON_MLA_ONLY:
+    if major in (8, 12):  # Ampere, Ada, SM120: only TRITON_MLA is valid
         notes.append(f"MLA on {gpu.name}: TRITON_MLA (multiples of 16), 16-token blocks")
         return 16
     notes.append(f"MLA block size on {gpu.name} not traced in vLLM {VLLM_RELEASE}: 16 assumed")
@@ -195,14 +203,16 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     batched = batched_tokens or max_num_batched_tokens(gpu)
     in_flight = validate.positive_int("max_num_batched_tokens", batched) * (
         2 if async_scheduling else 1)
-    hopper = gpu.name in _HOPPER
+    hopper = _cuda_major(gpu) == 9
     attn = [g for g in model.groups if g.grows]
     states = [g for g in model.groups if g.kind in STATEFUL]
     if not attn:
         raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
     bs = block_size or _base_block(model, kv_dtype, gpu, notes)
-    ds_mla = (hopper and kv_dtype == "fp8"
-              and any(g.kind is CacheKind.INDEXER for g in model.groups))
+    ds_mla = _fp8_ds_mla(model, kv_dtype, gpu)
+    if ds_mla:
+        notes.append("fp8 sparse MLA: vLLM's fp8_ds_mla row, 656 B per token per layer "
+                     "(512 fp8 + 4 fp32 scales + 64 bf16 RoPE), not 576 B")
     mode = None
     if states:
         mode = "align" if prefix_caching else "none"

@@ -27,8 +27,6 @@ FIXTURES = HERE / "fixtures"
 SCREENSHOTS = HERE / "screenshots"
 
 
-
-
 def _load_build_book():
     spec = importlib.util.spec_from_file_location("build_book", REPO / "scripts" / "build_book.py")
     module = importlib.util.module_from_spec(spec)
@@ -43,12 +41,12 @@ def build_book():
                if importlib.util.find_spec(m) is None]
     if missing:
         unavailable(f"book test skipped: {', '.join(missing)} not installed "
-                     "(`pip install -e '.[book]'`, or `make book`)")
+                    "(`pip install -e '.[book]'`, or `make book`)")
     module = _load_build_book()
     tarball = module.CACHE / f"mathjax-{module.MATHJAX_VERSION}.tgz"
     if shutil.which("npm") is None and not tarball.exists():
         unavailable(f"book test skipped: npm not found and no {tarball}; the book takes "
-                     f"MathJax from the npm package mathjax@{module.MATHJAX_VERSION}")
+                    f"MathJax from the npm package mathjax@{module.MATHJAX_VERSION}")
     return module
 
 

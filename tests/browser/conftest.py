@@ -33,8 +33,6 @@ FIXTURES = HERE / "fixtures"
 SCREENSHOTS = HERE / "screenshots"
 
 
-
-
 class Lab:
     """A started server + browser; ``check`` runs one notebook in a fresh tab."""
 

@@ -109,17 +109,17 @@ def plot_roofline(ax, points: Mapping[str, float], gpus: Sequence[str] = ROOFLIN
 
 
 def plot_intensity_vs_heads(ax, gpus: Sequence[str] = ROOFLINE_GPUS,
-                            ridge_legend: bool = True) -> None:
+                            legends: bool = True) -> None:
     """Absorbed MLA's FLOPs per byte of cache against N_h (query heads x query tokens per
     cached latent on one GPU), with MHA and each GPU's ridge point (named in the legend
-    unless ``ridge_legend=False``)."""
+    unless ``legends=False``, as in :func:`plot_roofline`)."""
     ax.plot(HEADS, _intensity(ABSORBED, _W, N_h=HEADS).astype(float), marker="o",
             color=COLORS["MLA+RoPE"], label="(b) decoupled RoPE, absorbed")
     ax.plot(HEADS, np.full(len(HEADS), float(_intensity(PATHS["MHA"], _W))), marker="o",
             color=COLORS["MHA"], label="MHA (any number of heads)")
     for g in gpus:
         ax.axhline(float(ridge_point(g)), **_gpu_style(g),
-                   label=f"{g} ridge point" if ridge_legend else "_ridge")
+                   label=f"{g} ridge point" if legends else "_ridge")
     ax.set_xscale("log", base=2)
     ax.set_xticks(HEADS, [str(h) for h in HEADS])
     ax.minorticks_off()
@@ -140,7 +140,7 @@ def mla_roofline() -> Figure:
     fig = Figure(figsize=(15, 8.4), layout="constrained")
     left, right = fig.subplots(1, 2)
     roofs, marks = plot_roofline(left, decode_intensities(), legends=False)
-    plot_intensity_vs_heads(right, ridge_legend=False)
+    plot_intensity_vs_heads(right, legends=False)
     fig.legend(handles=marks, loc="outside lower left", ncols=1, frameon=False,
                title="designs, marked on the H200's roof (left)", title_fontsize=13)
     fig.legend(handles=roofs, loc="outside lower right", ncols=1, frameon=False,

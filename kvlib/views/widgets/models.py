@@ -114,8 +114,8 @@ def draw(fig, e: Estimate) -> None:
         ax.set_xlabel("KV cache (and state) of the batch (GiB)")
         ax.grid(axis="y", visible=False)
     ax = fig.axes[0]
-    if labelled_hbars(ax, [float(_held(e, g)) / UNITS["GiB"] for g in e.groups],
-                      [size(_held(e, g)) for g in e.groups],
+    held = [_held(e, g) for g in e.groups]
+    if labelled_hbars(ax, [float(v) / UNITS["GiB"] for v in held], [size(v) for v in held],
                       [_group_name(g) for g in e.groups],
                       [KIND_COLORS[g.group.kind] for g in e.groups]):
         fig.set_size_inches(fig.get_size_inches()[0], figure_height(len(e.groups)))
