@@ -54,6 +54,7 @@ def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = ""
     """
     labels = list(plans)
     y = np.arange(len(labels))[::-1]
+    ax.set_axisbelow(True)  # the grid under the bars
     seen = set()
     for yi, label in zip(y, labels, strict=True):
         p, left = plans[label], 0.0
@@ -76,8 +77,10 @@ def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = ""
     ax.set_yticks(y, labels)
     ax.set_xlabel(f"memory per GPU ({unit}); dashed: usable, solid: all")
     ax.grid(axis="y", visible=False)
+    # Above the Axes, so it covers nothing; drawn under the bars (zorder), so that a live
+    # planner keeps it with the axes as pixels and redraws only the bars (widgets.frame)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5, frameon=False,
-              fontsize=12)
+              fontsize=12).set_zorder(0.9)
     ax.margins(x=0.18)
     if title:
         ax.set_title(title, pad=34)

@@ -44,14 +44,14 @@ def _texts(artists, where: bool = False) -> tuple:
 
 
 def layout_inputs(fig: Figure) -> tuple:
-    """What the constrained layout measures, as a comparable key: the figure's size and
-    every text drawn around the axes (titles, axis labels, tick labels, legends), digits
-    folded to 0, how far texts drawn over the axes reach beyond them (:func:`_overhangs`),
-    and the suptitle's lines and formulas (the layout reserves its height, whatever its
-    width). Lines and patches are clipped to the axes and do not move the layout; where a
-    tick label sits along its axis is left out (it moves the layout by at most half a
-    label's height, when a tick lands on the axes' very end). Reading the tick labels
-    updates the ticks, as a draw does.
+    """What the constrained layout measures, as a comparable key: the figure's size; every
+    text drawn around the axes (axis labels, tick labels, legends), digits folded to 0;
+    each title's extent (:func:`_title_extent`); how far texts drawn over the axes reach
+    beyond them (:func:`_overhangs`); and the suptitle's lines and formulas (the layout
+    reserves its height, whatever its width). Lines and patches are clipped to the axes and
+    do not move the layout; where a tick label sits along its axis is left out (it moves
+    the layout by at most half a label's height, when a tick lands on the axes' very end).
+    Reading the tick labels updates the ticks, as a draw does.
     """
     sup = fig.get_suptitle()  # the layout reads its height only: lines and math
     key = [tuple(fig.get_size_inches()), fig.dpi, sup.count("\n"), re.findall(r"\$[^$]*\$", sup),
@@ -60,11 +60,24 @@ def layout_inputs(fig: Figure) -> tuple:
     renderer = fig.canvas.get_renderer()  # an Agg canvas: the Frame draws on it
     for ax in fig.axes:
         leg = ax.get_legend()
-        key += [_texts([ax.title, ax.xaxis.label, ax.yaxis.label]),
+        key += [_title_extent(ax, renderer), _texts([ax.xaxis.label, ax.yaxis.label]),
                 _texts(ax.xaxis.get_ticklabels()), _texts(ax.yaxis.get_ticklabels()),
                 _overhangs(ax, renderer),
                 _texts(leg.get_texts()) if leg is not None else None]
     return tuple(key)
+
+
+def _title_extent(ax, renderer) -> tuple:
+    """Where the layout sees an Axes' title: its top and bottom above the Axes, and how far
+    it reaches beyond them on either side, in px. Its text is not the key: a title that
+    stays inside the Axes' width moves the layout by its height only, so a new number in
+    it (each move of an explorer writes one) leaves the layout as it was."""
+    t = ax.title
+    if not (t.get_visible() and t.get_text()):
+        return ()
+    b, box = t.get_window_extent(renderer), ax.bbox
+    return tuple(round(float(v), 6) for v in (
+        b.y0 - box.y1, b.y1 - box.y1, max(0.0, box.x0 - b.x0), max(0.0, b.x1 - box.x1)))
 
 
 def _overhangs(ax, renderer) -> tuple:

@@ -45,7 +45,6 @@ def draw(fig, e: Estimate) -> None:
     if not fig.axes:
         ax = fig.add_subplot()
         ax.invert_yaxis()
-        ax.margins(x=0.3)
         ax.set_xlabel("memory of one sequence (GiB)")
         ax.grid(axis="y", visible=False)
     ax = fig.axes[0]

@@ -14,7 +14,10 @@ Fast by construction (issue 14; ``make bench`` reports the timings, docs/benchma
 - **Only what changed is drawn again.** :class:`~kvlib.views.widgets.frame.Frame` keeps
   the axes, grid, ticks and labels as pixels while they are unchanged and draws the data
   over them: the same pixels as a full draw (tested). ``live_view(draw, ylim=...)`` holds
-  the value axes steady so that most moves are such partial draws.
+  the value axes steady so that most moves are such partial draws; a bar chart's value
+  axis ends on a round number (:func:`steady_limit`) and its grid sits under the bars
+  (``set_axisbelow``: bars come before the axes in Matplotlib's default z-order, which
+  would make every move redraw the ticks).
 - **One Agg canvas for the figure's life.** Matplotlib caches text metrics per renderer;
   ``savefig`` on a bare ``Figure`` makes a new canvas, so a new renderer and a cold cache,
   on every move. The constrained layout runs only when what it measures changed.
@@ -39,7 +42,7 @@ from kvlib.views.style import apply_style
 from kvlib.views.widgets.frame import Frame
 
 __all__ = ["Explorer", "LiveFigure", "CONTROL_LAYOUT", "DESCRIPTION_STYLE", "fmt_size",
-           "html_table", "labelled_hbars", "live_view", "whole_decades"]
+           "html_table", "labelled_hbars", "live_view", "steady_limit", "whole_decades"]
 
 # Wide controls: a slider's track is what the reader drags, so it gets the room
 # (a 1-128 slider on a 90 px track jumps several values per pixel; at 300 px it does not).
@@ -239,6 +242,7 @@ def labelled_hbars(ax, values, labels, names, colors) -> bool:
     if rebuilt:
         for artist in [*ax.containers, *ax.texts]:
             artist.remove()
+        ax.set_axisbelow(True)  # grid and ticks under the bars: a move redraws the bars only
         ax.barh(y, values)
         for yi in y:
             ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
@@ -251,8 +255,34 @@ def labelled_hbars(ax, values, labels, names, colors) -> bool:
         text.xy = (v, yi)
     ax.set_yticks(y, names)
     ax.relim()
-    ax.autoscale_view()
+    ax.autoscale_view(scalex=False)
+    top = max(values, default=0.0)
+    ax.set_xlim(0.0, steady_limit(top) if top > 0 else 1.0)
     return rebuilt
+
+
+NICE_STEPS = (1.0, 2.0, 2.5, 5.0)  # x 10^k: Matplotlib's MaxNLocator steps, so the end is a tick
+
+
+def steady_limit(value: float, room: float = 1.3) -> float:
+    """The end of a bar chart's value axis: the least 1, 2, 2.5 or 5 x 10^k at least
+    ``room`` x ``value`` (> 0), which leaves room for the longest bar's label.
+
+    The axis holds still while a move changes the bars by less than a step (a batch of 8
+    -> 9, bf16 -> fp16), so the figure redraws only its bars (:mod:`kvlib.views.widgets.frame`).
+    Consecutive steps are at most 2x apart, so the longest bar fills between 1 / (2 room)
+    and 1 / room of the axis (38% to 77% at the default).
+    """
+    if not (value > 0 and math.isfinite(value) and room >= 1):
+        raise ValueError(f"steady_limit needs a value > 0 and a room >= 1, got value={value!r}, "
+                         f"room={room!r}")
+    need = value * room
+    k = math.floor(math.log10(need))
+    for e in (k, k + 1):  # k + 1: log10 rounded down just under a power of ten
+        for s in NICE_STEPS:
+            if s * 10.0**e >= need:
+                return s * 10.0**e
+    raise AssertionError(f"no step found for {value!r}")  # 10^(k + 1) >= need always
 
 
 # --- readout tables ----------------------------------------------------------------------

@@ -110,7 +110,6 @@ def draw(fig, e: Estimate) -> None:
     if not fig.axes:
         ax = fig.add_subplot()
         ax.invert_yaxis()
-        ax.margins(x=0.25)
         ax.set_xlabel("KV cache (and state) of the batch (GiB)")
         ax.grid(axis="y", visible=False)
     ax = fig.axes[0]
