@@ -13,6 +13,7 @@ import pytest
 from kvlib import load_model, read_config
 from kvlib.cli import main
 from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
+from kvlib.serving.plan import plan
 from kvlib.serving.vllm_layout import vllm_layout
 
 GiB = 1024**3
@@ -112,6 +113,31 @@ def test_mla_block_size_elsewhere_as_vllm_0_33_picks_it():
     # fp8_ds_mla: 512 fp8 + 4 fp32 scales + 64 bf16 = 656 B (vLLM's flashmla_sparse.py docstring)
     assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * (656 + 132))
     assert any("656 B" in n for n in L.notes)
+    # SM100, bf16: FLASH_ATTN_MLA_SPARSE_FA4 (<= 16 heads per rank) or FLASHMLA_SPARSE, both
+    # MultipleOf(64) (flashattn_mla_sparse.py, flashmla_sparse.py); rows of (512 + 64) x 2 B
+    for gpu in ("B200", "B300", "GB200"):
+        L = vllm_layout(v32, 8192, "bf16", gpu=gpu)
+        assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * ((512 + 64) * 2 + 132))
+    # SM100, fp8: FLASHINFER_MLA_SPARSE first (quantized caches, platforms/cuda.py), MultipleOf(32),
+    # and it keeps plain fp8 rows, 576 x 1 B ("Using standard fp8 KV cache format")
+    L = vllm_layout(v32, 8192, "fp8", gpu="B200")
+    assert (L.block_size, L.bytes_per_block) == (32, 61 * 32 * (576 + 132))
+    assert not any("656" in n for n in L.notes)
+    # SM120: FLASHINFER_MLA_SPARSE_SM120 only, MultipleOf(64), and it turns auto (bf16) and
+    # fp8 caches into fp8_ds_mla (mla_attention.py, _canonicalize_sparse_mla_kv_cache_dtype)
+    for dtype, plain in (("bf16", 1152), ("fp8", 576)):
+        L = vllm_layout(v32, 8192, dtype, gpu="RTX-5090")
+        assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * (656 + 132))
+        assert any("656 B per token per layer" in n and f"not {plain} B" in n for n in L.notes)
+    # Ampere and Ada: no sparse backend supports compute capability 8.x, so vLLM cannot serve
+    # it; refused, naming the GPU (and plan says vLLM's figure is not computed)
+    for gpu, cap in (("A100-80GB", "8.0"), ("L40S", "8.9")):
+        with pytest.raises(ValueError, match=f"no sparse MLA backend for {gpu} .*{cap}"):
+            vllm_layout(v32, 8192, "bf16", gpu=gpu)
+    p = plan(v32, "A100-80GB", gpus=8, tp=8, context=8192)
+    assert p.vllm_max_concurrency is None
+    assert any(n.startswith("vllm_max_concurrency: not computed (vLLM 0.33.0 has no sparse MLA")
+               for n in p.notes)
     # another latent width has another row, not traced: refused, naming it
     other = ModelSpec("sparse-mla-256", (LayerGroup(CacheKind.LATENT, 4, "MLA+RoPE",
                                                     {"d_L": 256, "d_R": 64}),

@@ -12,9 +12,12 @@ need. This module follows vLLM **0.33.0** (paths below are in that release):
   takes multiples of 16). MLA takes the first valid backend of platforms/cuda.py's
   priority list: on Hopper FLASH_ATTN_MLA (multiples of 16) with a bf16 cache, FLASHMLA
   (64) with fp8; on Blackwell (SM100) FLASHINFER_MLA (32 or 64: 32); on Ampere, Ada and
-  SM120 TRITON_MLA (multiples of 16); sparse MLA (an indexer) on Hopper
-  FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of 64), an fp8 latent then being
-  vLLM's 656-byte fp8_ds_mla row. For a hybrid model
+  SM120 TRITON_MLA (multiples of 16). Sparse MLA (an indexer) rules the dense backends
+  out: on Hopper FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of 64), an fp8
+  latent then being vLLM's 656-byte fp8_ds_mla row; on Blackwell FA4 or FLASHMLA_SPARSE
+  (64) with bf16, FLASHINFER_MLA_SPARSE (32, plain fp8 rows) with fp8; on SM120
+  FLASHINFER_MLA_SPARSE_SM120 (64, fp8_ds_mla rows whatever the dtype); none on Ampere
+  or Ada (refused). For a hybrid model
   the attention block grows until one attention page holds one state page, in
   multiples of K = 16, or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on
   Hopper (``_align_hybrid_block_size``, platforms/interface.py:940-1137); every state
@@ -71,9 +74,15 @@ def _sparse(model: ModelSpec) -> bool:
 
 
 def _fp8_ds_mla(model: ModelSpec, kv_dtype: str, gpu: GPU) -> bool:
-    """Whether vLLM stores the latent as fp8_ds_mla rows: sparse MLA, an fp8 cache, Hopper
-    (FLASHMLA_SPARSE; traced there only)."""
-    return _sparse(model) and kv_dtype == "fp8" and _cuda_major(gpu) == 9
+    """Whether vLLM stores a sparse-MLA latent as fp8_ds_mla rows: an fp8 cache on Hopper
+    (FLASHMLA_SPARSE), a bf16 or fp8 one on SM120 (FLASHINFER_MLA_SPARSE_SM120); both
+    backends turn the cache dtype into fp8_ds_mla (mla_attention.py,
+    _canonicalize_sparse_mla_kv_cache_dtype). On Blackwell (SM100) an fp8 cache goes to
+    FLASHINFER_MLA_SPARSE, which keeps plain fp8 rows ("Using standard fp8 KV cache format")."""
+    if not _sparse(model):
+        return False
+    major = _cuda_major(gpu)
+    return (major == 9 and kv_dtype == "fp8") or (major == 12 and kv_dtype in ("bf16", "fp8"))
 
 
 def max_num_batched_tokens(gpu: GPU) -> int:
@@ -160,12 +169,32 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
         return 16
     major = _cuda_major(gpu)
     if _sparse(model):
-        # FLASH_ATTN_MLA_SPARSE takes fp16/bf16 caches, FLASHMLA_SPARSE bf16 and fp8 (their
-        # supported_kv_cache_dtypes); other dtypes are not traced
+        # Each backend's supported_kv_cache_dtypes and supports_compute_capability decide
+        # (v1/attention/backends/mla/); other cache dtypes are not traced
         if major == 9 and kv_dtype in ("bf16", "fp16", "fp8"):
             notes.append("sparse MLA on Hopper: " + ("FLASHMLA_SPARSE" if kv_dtype == "fp8"
                          else "FLASH_ATTN_MLA_SPARSE") + " (multiples of 64), 64-token blocks")
             return 64
+        if major == 10 and kv_dtype == "bf16":
+            notes.append("sparse MLA on Blackwell (SM100), bf16 cache: FLASH_ATTN_MLA_SPARSE_FA4 "
+                         "at 8 or 16 heads per rank, FLASHMLA_SPARSE above (both multiples of "
+                         "64), 64-token blocks (32, FLASHINFER_MLA_SPARSE's, where FA4 is not "
+                         "installed)")
+            return 64
+        if major == 10 and kv_dtype == "fp8":
+            notes.append("sparse MLA on Blackwell (SM100), fp8 cache: FLASHINFER_MLA_SPARSE "
+                         "(multiples of 32), 32-token blocks of plain fp8 rows; it needs "
+                         "qk_nope_head_dim 128 or 192 (DeepSeek's 128 assumed)")
+            return 32
+        if major == 12 and kv_dtype in ("bf16", "fp8"):
+            notes.append("sparse MLA on SM120: FLASHINFER_MLA_SPARSE_SM120 (multiples of 64), "
+                         "64-token blocks; it needs index_topk 2048 (DeepSeek V3.2's)")
+            return 64
+        if major == 8:
+            raise ValueError(
+                f"vLLM {VLLM_RELEASE} has no sparse MLA backend for {gpu.name} (compute "
+                f"capability {gpu.cuda_capability[0]}.{gpu.cuda_capability[1]}): its sparse "
+                "backends run on Hopper, Blackwell and SM120 (supports_compute_capability)")
         notes.append(f"sparse MLA block size on {gpu.name}, {kv_dtype} cache, not traced in "
                      f"vLLM {VLLM_RELEASE}: 16 assumed")
         return 16
@@ -211,8 +240,8 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     bs = block_size or _base_block(model, kv_dtype, gpu, notes)
     ds_mla = _fp8_ds_mla(model, kv_dtype, gpu)
     if ds_mla:
-        notes.append("fp8 sparse MLA: vLLM's fp8_ds_mla row, 656 B per token per layer "
-                     "(512 fp8 + 4 fp32 scales + 64 bf16 RoPE), not 576 B")
+        notes.append(f"sparse MLA: vLLM's fp8_ds_mla row, 656 B per token per layer "
+                     f"(512 fp8 + 4 fp32 scales + 64 bf16 RoPE), not {int((512 + 64) * b)} B")
     mode = None
     if states:
         mode = "align" if prefix_caching else "none"
