@@ -236,7 +236,8 @@ def labelled_hbars(ax, values, labels, names, colors) -> bool:
     """Horizontal bars, one per value (the first on top once the y axis is inverted), each
     labelled at its end: updated in place, built anew only when the number of bars changes
     (the return value says so). values: bar lengths in the axis unit; labels: the text at
-    each bar's end; names: the y tick labels; colors: one per bar."""
+    each bar's end; names: the y tick labels; colors: one per bar. The value axis runs from
+    0 to :func:`steady_limit` of the longest bar."""
     y = np.arange(len(values))
     rebuilt = len(ax.patches) != len(values)
     if rebuilt:
