@@ -119,9 +119,11 @@ def test_mla_block_size_elsewhere_as_vllm_0_33_picks_it():
         L = vllm_layout(v32, 8192, "bf16", gpu=gpu)
         assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * ((512 + 64) * 2 + 132))
     # SM100, fp8: FLASHINFER_MLA_SPARSE first (quantized caches, platforms/cuda.py), MultipleOf(32),
-    # and it keeps plain fp8 rows, 576 x 1 B ("Using standard fp8 KV cache format")
+    # and it keeps plain fp8 rows, 576 x 1 B ("Using standard fp8 KV cache format"); the
+    # indexer's backend takes [64] only (indexer.py), and two backends get lcm(32, 64) = 64
+    # (platforms/interface.py, _preferred_block_size_for_backends)
     L = vllm_layout(v32, 8192, "fp8", gpu="B200")
-    assert (L.block_size, L.bytes_per_block) == (32, 61 * 32 * (576 + 132))
+    assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * (576 + 132))
     assert not any("656" in n for n in L.notes)
     # SM120: FLASHINFER_MLA_SPARSE_SM120 only, MultipleOf(64), and it turns auto (bf16) and
     # fp8 caches into fp8_ds_mla (mla_attention.py, _canonicalize_sparse_mla_kv_cache_dtype)
@@ -129,6 +131,10 @@ def test_mla_block_size_elsewhere_as_vllm_0_33_picks_it():
         L = vllm_layout(v32, 8192, dtype, gpu="RTX-5090")
         assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * (656 + 132))
         assert any("656 B per token per layer" in n and f"not {plain} B" in n for n in L.notes)
+    # another cache dtype on CUDA: the latent's backend is not traced, said so; the block is
+    # still the indexer backend's 64
+    L = vllm_layout(v32, 8192, "fp16", gpu="B200")
+    assert L.block_size == 64 and any("not traced" in n for n in L.notes)
     # Ampere and Ada: no sparse backend supports compute capability 8.x, so vLLM cannot serve
     # it; refused, naming the GPU (and plan says vLLM's figure is not computed)
     for gpu, cap in (("A100-80GB", "8.0"), ("L40S", "8.9")):

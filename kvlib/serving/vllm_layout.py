@@ -15,9 +15,10 @@ need. This module follows vLLM **0.33.0** (paths below are in that release):
   SM120 TRITON_MLA (multiples of 16). Sparse MLA (an indexer) rules the dense backends
   out: on Hopper FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of 64), an fp8
   latent then being vLLM's 656-byte fp8_ds_mla row; on Blackwell FA4 or FLASHMLA_SPARSE
-  (64) with bf16, FLASHINFER_MLA_SPARSE (32, plain fp8 rows) with fp8; on SM120
-  FLASHINFER_MLA_SPARSE_SM120 (64, fp8_ds_mla rows whatever the dtype); none on Ampere
-  or Ada (refused). For a hybrid model
+  with bf16, FLASHINFER_MLA_SPARSE (plain fp8 rows) with fp8; on SM120
+  FLASHINFER_MLA_SPARSE_SM120 (fp8_ds_mla rows whatever the dtype); none on Ampere or
+  Ada (refused). The indexer's own backend takes 64-token blocks only, so a sparse
+  model's blocks are 64 tokens on every CUDA GPU. For a hybrid model
   the attention block grows until one attention page holds one state page, in
   multiples of K = 16, or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on
   Hopper (``_align_hybrid_block_size``, platforms/interface.py:940-1137); every state
@@ -170,22 +171,26 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
     major = _cuda_major(gpu)
     if _sparse(model):
         # Each backend's supported_kv_cache_dtypes and supports_compute_capability decide
-        # (v1/attention/backends/mla/); other cache dtypes are not traced
+        # (v1/attention/backends/mla/); other cache dtypes are not traced. The indexer has a
+        # backend of its own, DEEPSEEK_V32_INDEXER, which takes 64-token blocks only on CUDA
+        # (indexer.py), and vLLM gives a model with two backends the least common multiple
+        # of their sizes (platforms/interface.py, _preferred_block_size_for_backends): 64,
+        # whatever the latent's backend takes
         if major == 9 and kv_dtype in ("bf16", "fp16", "fp8"):
             notes.append("sparse MLA on Hopper: " + ("FLASHMLA_SPARSE" if kv_dtype == "fp8"
                          else "FLASH_ATTN_MLA_SPARSE") + " (multiples of 64), 64-token blocks")
             return 64
         if major == 10 and kv_dtype == "bf16":
             notes.append("sparse MLA on Blackwell (SM100), bf16 cache: FLASH_ATTN_MLA_SPARSE_FA4 "
-                         "at 8 or 16 heads per rank, FLASHMLA_SPARSE above (both multiples of "
-                         "64), 64-token blocks (32, FLASHINFER_MLA_SPARSE's, where FA4 is not "
-                         "installed)")
+                         "at 8 or 16 heads per rank, FLASHMLA_SPARSE above (multiples of 64); "
+                         "64-token blocks, which the indexer's backend needs in any case")
             return 64
         if major == 10 and kv_dtype == "fp8":
             notes.append("sparse MLA on Blackwell (SM100), fp8 cache: FLASHINFER_MLA_SPARSE "
-                         "(multiples of 32), 32-token blocks of plain fp8 rows; it needs "
-                         "qk_nope_head_dim 128 or 192 (DeepSeek's 128 assumed)")
-            return 32
+                         "(multiples of 32) with plain fp8 rows; it needs qk_nope_head_dim 128 "
+                         "or 192 (DeepSeek's 128 assumed); 64-token blocks, the indexer "
+                         "backend's only size")
+            return 64
         if major == 12 and kv_dtype in ("bf16", "fp8"):
             notes.append("sparse MLA on SM120: FLASHINFER_MLA_SPARSE_SM120 (multiples of 64), "
                          "64-token blocks; it needs index_topk 2048 (DeepSeek V3.2's)")
@@ -195,6 +200,11 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
                 f"vLLM {VLLM_RELEASE} has no sparse MLA backend for {gpu.name} (compute "
                 f"capability {gpu.cuda_capability[0]}.{gpu.cuda_capability[1]}): its sparse "
                 "backends run on Hopper, Blackwell and SM120 (supports_compute_capability)")
+        if major is not None:
+            notes.append(f"sparse MLA on {gpu.name} with a {kv_dtype} cache: the latent's backend "
+                         f"is not traced in vLLM {VLLM_RELEASE}; 64-token blocks, the indexer "
+                         "backend's only size on CUDA")
+            return 64
         notes.append(f"sparse MLA block size on {gpu.name}, {kv_dtype} cache, not traced in "
                      f"vLLM {VLLM_RELEASE}: 16 assumed")
         return 16
