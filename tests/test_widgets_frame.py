@@ -383,3 +383,42 @@ def test_a_title_that_outgrows_its_axes_moves_the_layout():
     fresh.canvas.draw()
     fresh.canvas.draw()
     assert np.array_equal(decoded(png), np.asarray(fresh.canvas.buffer_rgba()))
+
+
+def _count_layouts(monkeypatch, fig) -> list:
+    """[number of times the constrained layout runs on ``fig``] (fresh figures not counted)."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    calls, real = [0], ConstrainedLayoutEngine.execute
+
+    def counting(self, f):
+        calls[0] += f is fig
+        return real(self, f)
+
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", counting)
+    return calls
+
+
+def test_an_axis_end_as_wide_as_before_keeps_the_layout(monkeypatch):
+    """Notebook 05 at Gemma 3 27B, 128K: 8 sequences need 10 x 131,072 x 8 KiB x 8 = 80 GiB,
+    x 1.3 -> an axis to 200 (ticks every 25); 7 need 70 -> 91 -> 100 (every 20). The end
+    labels "0" and "200" / "100" are as wide, the middle ones sit inside the Axes: the
+    layout is not run again, and the picture is still a fresh figure's."""
+    e = model_explorer(model="gemma-3-27b", context=131072, batch=8, kv_dtype="bf16")
+    e.controls["batch"].value = 7  # the first move may settle the layout
+    calls = _count_layouts(monkeypatch, e.fig)
+    for batch, end in ((8, 200.0), (7, 100.0), (8, 200.0)):
+        e.controls["batch"].value = batch
+        assert e.fig.axes[0].get_xlim() == (0.0, end)
+        assert np.array_equal(decoded(e.plot.value), _picture_of_a_fresh_figure(e)), batch
+    assert calls[0] == 0
+
+
+def test_an_axis_end_wider_than_before_lays_the_figure_out_again(monkeypatch):
+    """Positive control: notebook 07 at Qwen3-Next, 128K -> 256K moves the axis end from 5
+    to 10 GiB, a wider end label; the layout runs, and the picture is a fresh figure's."""
+    e = hybrid_explorer(model="qwen3-next-80b-a3b", context=131072)
+    calls = _count_layouts(monkeypatch, e.fig)
+    e.controls["context"].value = 262144
+    assert [e.fig.axes[0].get_xlim()[1], calls[0] > 0] == [10.0, True]
+    assert np.array_equal(decoded(e.plot.value), _picture_of_a_fresh_figure(e))

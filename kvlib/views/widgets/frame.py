@@ -44,14 +44,15 @@ def _texts(artists, where: bool = False) -> tuple:
 
 
 def layout_inputs(fig: Figure) -> tuple:
-    """What the constrained layout measures, as a comparable key: the figure's size; every
-    text drawn around the axes (axis labels, tick labels, legends), digits folded to 0;
-    each title's extent (:func:`_title_extent`); how far texts drawn over the axes reach
-    beyond them (:func:`_overhangs`); and the suptitle's lines and formulas (the layout
-    reserves its height, whatever its width). Lines and patches are clipped to the axes and
-    do not move the layout; where a tick label sits along its axis is left out (it moves
-    the layout by at most half a label's height, when a tick lands on the axes' very end).
-    Reading the tick labels updates the ticks, as a draw does.
+    """What the constrained layout measures, as a comparable key: the figure's size; the
+    texts drawn around the axes (axis labels, legends, the tick labels it can see:
+    :func:`_seen_tick_labels`), digits folded to 0; each title's extent
+    (:func:`_title_extent`); how far texts drawn over the axes reach beyond them
+    (:func:`_overhangs`); and the suptitle's lines and formulas (the layout reserves its
+    height, whatever its width). Lines and patches are clipped to the axes and do not move
+    the layout; where a tick label sits along its axis is left out (it moves the layout by
+    at most half a label's height, when a tick lands on the axes' very end). Reading the
+    tick labels updates the ticks, as a draw does.
     """
     sup = fig.get_suptitle()  # the layout reads its height only: lines and math
     key = [tuple(fig.get_size_inches()), fig.dpi, sup.count("\n"), re.findall(r"\$[^$]*\$", sup),
@@ -61,10 +62,31 @@ def layout_inputs(fig: Figure) -> tuple:
     for ax in fig.axes:
         leg = ax.get_legend()
         key += [_title_extent(ax, renderer), _texts([ax.xaxis.label, ax.yaxis.label]),
-                _texts(ax.xaxis.get_ticklabels()), _texts(ax.yaxis.get_ticklabels()),
+                _texts(_seen_tick_labels(ax.xaxis)), _texts(_seen_tick_labels(ax.yaxis)),
                 _overhangs(ax, renderer),
                 _texts(leg.get_texts()) if leg is not None else None]
     return tuple(key)
+
+
+def _seen_tick_labels(axis) -> list:
+    """The tick labels whose text the layout can see: those of the ticks in view, and along a
+    horizontal axis with level labels only the two end ones on each side. The others sit
+    inside the Axes' width, and a line of digits has one height, so a new value there (an
+    axis now ending at 100 instead of 200) leaves the layout as it was. Along a vertical
+    axis every label counts: the widest sets the margin."""
+    axis.get_ticklabels()  # updates the ticks and their texts, as a draw does
+    lo, hi = sorted(axis.get_view_interval())
+    eps = 1e-9 * (hi - lo)
+    ticks = [tick for tick, loc in zip(axis.get_major_ticks(), axis.get_majorticklocs(),
+                                       strict=False) if lo - eps <= loc <= hi + eps]
+    seen = []
+    for side in ("label1", "label2"):
+        labels = [getattr(tick, side) for tick in ticks if getattr(tick, side).get_visible()]
+        if axis.axis_name == "x" and len(labels) > 2 and all(t.get_rotation() == 0
+                                                              for t in labels):
+            labels = [labels[0], labels[-1]]
+        seen += labels
+    return seen
 
 
 def _title_extent(ax, renderer) -> tuple:
