@@ -422,3 +422,21 @@ def test_an_axis_end_wider_than_before_lays_the_figure_out_again(monkeypatch):
     e.controls["context"].value = 262144
     assert [e.fig.axes[0].get_xlim()[1], calls[0] > 0] == [10.0, True]
     assert np.array_equal(decoded(e.plot.value), _picture_of_a_fresh_figure(e))
+
+
+def test_bar_chart_tick_labels_keep_their_ends_narrow(monkeypatch):
+    """Notebook 07 at Qwen3-Next: 64K tokens need 1.5 GiB of cache (12 of its 48 layers are
+    full attention: 12 x 2 (K, V) x 2 KV heads x 256 x 2 B x 65,536 = 1.5 GiB), x 1.3 -> an
+    axis to 2; 128K need 3 GiB -> 5. Labels as "0 ... 2" (not "0.00 ... 2.00") keep the ends one
+    digit wide, so the step from one to the other does not lay the figure out again."""
+    e = hybrid_explorer(model="qwen3-next-80b-a3b", context=65536)
+    ax = e.fig.axes[0]
+    e.controls["context"].value = 131072  # settles the layout
+    calls = _count_layouts(monkeypatch, e.fig)
+    e.controls["context"].value = 65536
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert (ax.get_xlim()[1], labels[0], labels[-1], "0.25" in labels) == (2.0, "0", "2", True)
+    e.controls["context"].value = 131072
+    assert ax.get_xlim()[1] == 5.0
+    assert calls[0] == 0
+    assert np.array_equal(decoded(e.plot.value), _picture_of_a_fresh_figure(e))

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets as widgets
+import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -244,6 +245,9 @@ def labelled_hbars(ax, values, labels, names, colors) -> bool:
         for artist in [*ax.containers, *ax.texts]:
             artist.remove()
         ax.set_axisbelow(True)  # grid and ticks under the bars: a move redraws the bars only
+        # "0, 0.5, 1, 1.5, 2" rather than "0.0 ... 2.0": an axis end keeps its width ("2",
+        # "5") between steps, so the layout need not run again (widgets.frame)
+        ax.xaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,g}"))
         ax.barh(y, values)
         for yi in y:
             ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
