@@ -440,3 +440,28 @@ def test_bar_chart_tick_labels_keep_their_ends_narrow(monkeypatch):
     assert ax.get_xlim()[1] == 5.0
     assert calls[0] == 0
     assert np.array_equal(decoded(e.plot.value), _picture_of_a_fresh_figure(e))
+
+
+def test_a_middle_tick_label_on_two_lines_moves_the_layout(monkeypatch):
+    """Positive control of the end-labels key: a label of two lines is taller, wherever it
+    sits, so a middle one going to two lines lays the figure out again."""
+    def make(middle):
+        fig = Figure(figsize=(4, 3), dpi=60, layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        ax.bar([0, 1, 2], [1, 2, 3])
+        ax.set_xticks([0, 1, 2], ["one", middle, "three"])
+        return fig
+
+    fig = make("two")
+    frame = frame_module.Frame(fig)
+    frame.png()
+    frame.png()  # settled
+    calls = _count_layouts(monkeypatch, fig)
+    fig.axes[0].set_xticks([0, 1, 2], ["one", "two\nlines", "three"])
+    png = frame.png()
+    assert calls[0] == 1
+    fresh = make("two\nlines")
+    fresh.canvas.draw()
+    fresh.canvas.draw()
+    assert np.array_equal(decoded(png), np.asarray(fresh.canvas.buffer_rgba()))

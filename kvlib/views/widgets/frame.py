@@ -70,10 +70,11 @@ def layout_inputs(fig: Figure) -> tuple:
 
 def _seen_tick_labels(axis) -> list:
     """The tick labels whose text the layout can see: those of the ticks in view, and along a
-    horizontal axis with level labels only the two end ones on each side. The others sit
-    inside the Axes' width, and a line of digits has one height, so a new value there (an
-    axis now ending at 100 instead of 200) leaves the layout as it was. Along a vertical
-    axis every label counts: the widest sets the margin."""
+    horizontal axis whose labels are level, plain, one-line texts only the two end ones on
+    each side. The others sit inside the Axes' width, and such a label's height is the
+    font's line height, so a new value there (an axis now ending at 100 instead of 200)
+    leaves the layout as it was. Along a vertical axis every label counts: the widest sets
+    the margin."""
     axis.get_ticklabels()  # updates the ticks and their texts, as a draw does
     lo, hi = sorted(axis.get_view_interval())
     eps = 1e-9 * (hi - lo)
@@ -82,11 +83,16 @@ def _seen_tick_labels(axis) -> list:
     seen = []
     for side in ("label1", "label2"):
         labels = [getattr(tick, side) for tick in ticks if getattr(tick, side).get_visible()]
-        if axis.axis_name == "x" and len(labels) > 2 and all(t.get_rotation() == 0
-                                                              for t in labels):
+        if axis.axis_name == "x" and len(labels) > 2 and all(_one_plain_line(t) for t in labels):
             labels = [labels[0], labels[-1]]
         seen += labels
     return seen
+
+
+def _one_plain_line(t) -> bool:
+    """A level label of one line without math: its height is the font's line height."""
+    text = t.get_text()
+    return t.get_rotation() == 0 and "\n" not in text and "$" not in text
 
 
 def _title_extent(ax, renderer) -> tuple:
