@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from PIL import Image
 
 from kvlib.core.units import UNITS
@@ -465,3 +466,17 @@ def test_a_middle_tick_label_on_two_lines_moves_the_layout(monkeypatch):
     fresh.canvas.draw()
     fresh.canvas.draw()
     assert np.array_equal(decoded(png), np.asarray(fresh.canvas.buffer_rgba()))
+
+
+@pytest.mark.parametrize("make", [model_explorer, planner_explorer, hybrid_explorer])
+def test_bar_explorers_redraw_their_bars_not_their_axes(make):
+    """The house style puts grids and ticks under the bars (``axes.axisbelow``), and the
+    planner's legend under them too: what a move redraws holds no Axis and no Legend. With
+    Matplotlib's default z-order the bars come first and every tick is redrawn."""
+    from matplotlib.axis import Axis
+    from matplotlib.legend import Legend
+
+    e = make()
+    redrawn = frame_module._split(e.fig, frame_module._draw_orders(e.fig))
+    assert any(isinstance(a, Rectangle) for a in redrawn)  # the bars are redrawn
+    assert not any(isinstance(a, Axis | Legend) for a in redrawn)

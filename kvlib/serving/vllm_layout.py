@@ -250,8 +250,10 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     bs = block_size or _base_block(model, kv_dtype, gpu, notes)
     ds_mla = _fp8_ds_mla(model, kv_dtype, gpu)
     if ds_mla:
-        notes.append(f"sparse MLA: vLLM's fp8_ds_mla row, 656 B per token per layer "
-                     f"(512 fp8 + 4 fp32 scales + 64 bf16 RoPE), not {int((512 + 64) * b)} B")
+        (d_L, d_R), row = _FP8_DS_MLA
+        notes.append(f"sparse MLA: vLLM's fp8_ds_mla row, {row} B per token per layer "
+                     f"({d_L} fp8 + {d_L // 128} fp32 scales + {d_R} bf16 RoPE), not "
+                     f"{int((d_L + d_R) * b)} B")
     mode = None
     if states:
         mode = "align" if prefix_caching else "none"

@@ -44,6 +44,10 @@ STYLE = {
     # is on every text it measures or draws. Unhinted, a figure draws in about 0.8x the time
     # (docs/benchmarks.md, "Run All, issue 14, third pass").
     "text.hinting": "no_hinting",
+    # Grid and ticks under every artist (Matplotlib's default "line" draws them over bars and
+    # patches): the usual look of a bar chart, and it lets a live figure keep them as pixels
+    # while its bars move (kvlib.views.widgets.frame keeps what is drawn before the data).
+    "axes.axisbelow": True,
 }
 
 # Colour-blind-safe (Okabe-Ito), one colour per attention kind across all figures.

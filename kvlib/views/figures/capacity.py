@@ -54,7 +54,6 @@ def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = ""
     """
     labels = list(plans)
     y = np.arange(len(labels))[::-1]
-    ax.set_axisbelow(True)  # the grid under the bars
     seen = set()
     for yi, label in zip(y, labels, strict=True):
         p, left = plans[label], 0.0

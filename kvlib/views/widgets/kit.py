@@ -15,8 +15,8 @@ Fast by construction (issue 14; ``make bench`` reports the timings, docs/benchma
   the axes, grid, ticks and labels as pixels while they are unchanged and draws the data
   over them: the same pixels as a full draw (tested). ``live_view(draw, ylim=...)`` holds
   the value axes steady so that most moves are such partial draws; a bar chart's value
-  axis ends on a round number (:func:`steady_limit`) and its grid sits under the bars
-  (``set_axisbelow``: bars come before the axes in Matplotlib's default z-order, which
+  axis ends on a round number (:func:`steady_limit`), and the house style draws grids and
+  ticks under the bars (``axes.axisbelow``; Matplotlib's default draws bars first, which
   would make every move redraw the ticks).
 - **One Agg canvas for the figure's life.** Matplotlib caches text metrics per renderer;
   ``savefig`` on a bare ``Figure`` makes a new canvas, so a new renderer and a cold cache,
@@ -244,7 +244,6 @@ def labelled_hbars(ax, values, labels, names, colors) -> bool:
     if rebuilt:
         for artist in [*ax.containers, *ax.texts]:
             artist.remove()
-        ax.set_axisbelow(True)  # grid and ticks under the bars: a move redraws the bars only
         # "0, 0.5, 1, 1.5, 2" rather than "0.0 ... 2.0": an axis end keeps its width ("2",
         # "5") between steps, so the layout need not run again (widgets.frame)
         ax.xaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,g}"))
