@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from PIL import Image
 
@@ -28,7 +29,7 @@ from kvlib.views.widgets import frame as frame_module
 from kvlib.views.widgets.capacity import planner_explorer
 from kvlib.views.widgets.gqa import gqa_explorer
 from kvlib.views.widgets.hybrid import hybrid_explorer
-from kvlib.views.widgets.kit import Explorer, whole_decades
+from kvlib.views.widgets.kit import Explorer, labelled_hbars, whole_decades
 from kvlib.views.widgets.mla import rope_explorer, value_limits
 from kvlib.views.widgets.models import model_explorer
 
@@ -316,9 +317,10 @@ def _picture_of_a_fresh_figure(e: Explorer) -> np.ndarray:
 
 
 @pytest.mark.parametrize("make", [model_explorer, hybrid_explorer])
-def test_bar_explorers_show_what_a_fresh_figure_shows(make):
-    """Notebooks 05 and 07: each move's picture is a new figure's, layout included (the
-    Frame skipped the layout where a title's new numbers did not move it). (Notebook 06's
+def test_steady_explorers_show_what_a_fresh_figure_shows(make):
+    """Notebooks 05 (bars) and 07 (lines): each move's picture is a new figure's, layout
+    included (the Frame skipped the layout where a title's new numbers did not move it).
+    (Notebook 06's
     planner is left out here: its verdict text can end near the axes' edge, where the
     constrained layout's fixed point depends on where it starts, by a pixel or so.)"""
     e = make()
@@ -415,32 +417,83 @@ def test_an_axis_end_as_wide_as_before_keeps_the_layout(monkeypatch):
     assert calls[0] == 0
 
 
+def _hbars(values) -> Figure:
+    """A live bar chart as notebook 05 draws its own (:func:`labelled_hbars`): two bars
+    of ``values`` GiB, labelled at their ends, a title above."""
+    fig = Figure(figsize=(10, 3.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    _set_hbars(fig.add_subplot(), values)
+    return fig
+
+
+def _set_hbars(ax, values) -> None:
+    labelled_hbars(ax, values, [f"{v:g} GiB" for v in values], ["cache", "state"],
+                   ["#0072B2", "#882255"])
+    ax.set_title(f"{sum(values):g} GiB in all")
+
+
+def _fresh_hbars(values) -> np.ndarray:
+    fresh = _hbars(values)
+    for _ in range(2):  # the first draw of a constrained layout moves it once more
+        fresh.canvas.draw()
+    return np.asarray(fresh.canvas.buffer_rgba())
+
+
 def test_an_axis_end_wider_than_before_lays_the_figure_out_again(monkeypatch):
-    """Positive control: notebook 07 at Qwen3-Next, 128K -> 256K moves the axis end from 5
-    to 10 GiB, a wider end label; the layout runs, and the picture is a fresh figure's."""
-    e = hybrid_explorer(model="qwen3-next-80b-a3b", context=131072)
-    calls = _count_layouts(monkeypatch, e.fig)
-    e.controls["context"].value = 262144
-    assert [e.fig.axes[0].get_xlim()[1], calls[0] > 0] == [10.0, True]
-    assert np.array_equal(decoded(e.plot.value), _picture_of_a_fresh_figure(e))
+    """Positive control: a longest bar of 3 GiB x 1.3 = 3.9 ends the axis at 5; of 6 GiB
+    (x 1.3 = 7.8) at 10, a wider end label: the layout runs, and the picture is a fresh
+    figure's."""
+    fig = _hbars([3.0, 0.04])
+    frame = frame_module.Frame(fig)
+    frame.png()
+    frame.png()  # settled
+    calls = _count_layouts(monkeypatch, fig)
+    _set_hbars(fig.axes[0], [6.0, 0.04])
+    png = frame.png()
+    assert [fig.axes[0].get_xlim()[1], calls[0] > 0] == [10.0, True]
+    assert np.array_equal(decoded(png), _fresh_hbars([6.0, 0.04]))
 
 
 def test_bar_chart_tick_labels_keep_their_ends_narrow(monkeypatch):
-    """Notebook 07 at Qwen3-Next: 64K tokens need 1.5 GiB of cache (12 of its 48 layers are
-    full attention: 12 x 2 (K, V) x 2 KV heads x 256 x 2 B x 65,536 = 1.5 GiB), x 1.3 -> an
-    axis to 2; 128K need 3 GiB -> 5. Labels as "0 ... 2" (not "0.00 ... 2.00") keep the ends one
-    digit wide, so the step from one to the other does not lay the figure out again."""
-    e = hybrid_explorer(model="qwen3-next-80b-a3b", context=65536)
-    ax = e.fig.axes[0]
-    e.controls["context"].value = 131072  # settles the layout
-    calls = _count_layouts(monkeypatch, e.fig)
-    e.controls["context"].value = 65536
+    """1.5 GiB x 1.3 = 1.95 ends the axis at 2; 3 GiB (x 1.3 = 3.9) at 5. Labels as "0 ... 2"
+    (not "0.00 ... 2.00") keep the ends one digit wide, so the step from one to the other
+    does not lay the figure out again."""
+    fig = _hbars([3.0, 0.04])
+    frame = frame_module.Frame(fig)
+    frame.png()
+    frame.png()  # settled
+    calls = _count_layouts(monkeypatch, fig)
+    ax = fig.axes[0]
+    _set_hbars(ax, [1.5, 0.04])
+    frame.png()
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert (ax.get_xlim()[1], labels[0], labels[-1], "0.25" in labels) == (2.0, "0", "2", True)
-    e.controls["context"].value = 131072
+    _set_hbars(ax, [3.0, 0.04])
+    png = frame.png()
     assert ax.get_xlim()[1] == 5.0
     assert calls[0] == 0
-    assert np.array_equal(decoded(e.plot.value), _picture_of_a_fresh_figure(e))
+    assert np.array_equal(decoded(png), _fresh_hbars([3.0, 0.04]))
+
+
+def test_a_label_that_reaches_beyond_the_axes_lays_the_figure_out_again(monkeypatch):
+    """Positive control of the overhang key: the longest bar's label (at 3 of 5 GiB) grown
+    past the Axes' right edge and about 100 px off the figure. The layout runs and
+    narrows the Axes by about the label's reach (a label placed in data coordinates moves
+    with the Axes, so the layout settles over a few more steps, as a fresh figure's does);
+    without the key the label would stay cut off. (Labels that stay inside may change,
+    appear or go without a layout: test_widgets_hybrid.py.)"""
+    fig = _hbars([3.0, 0.04])
+    frame = frame_module.Frame(fig)
+    frame.png()
+    frame.png()  # settled
+    ax, renderer = fig.axes[0], fig.canvas.get_renderer()
+    right = ax.get_position().x1
+    calls = _count_layouts(monkeypatch, fig)
+    ax.texts[0].set_text("3 GiB, and a note that runs on and on and on and on")
+    assert ax.texts[0].get_window_extent(renderer).x1 > fig.bbox.x1  # before the layout
+    frame.png()
+    assert calls[0] > 0
+    assert (right - ax.get_position().x1) * fig.bbox.width > 100  # px
 
 
 def test_a_middle_tick_label_on_two_lines_moves_the_layout(monkeypatch):
@@ -468,15 +521,17 @@ def test_a_middle_tick_label_on_two_lines_moves_the_layout(monkeypatch):
     assert np.array_equal(decoded(png), np.asarray(fresh.canvas.buffer_rgba()))
 
 
-@pytest.mark.parametrize("make", [model_explorer, planner_explorer, hybrid_explorer])
-def test_bar_explorers_redraw_their_bars_not_their_axes(make):
+@pytest.mark.parametrize("make, data", [(model_explorer, Rectangle), (planner_explorer, Rectangle),
+                                        (hybrid_explorer, Line2D)])
+def test_explorers_redraw_their_data_not_their_axes(make, data):
     """The house style puts grids and ticks under the bars (``axes.axisbelow``), and the
-    planner's legend under them too: what a move redraws holds no Axis and no Legend. With
-    Matplotlib's default z-order the bars come first and every tick is redrawn."""
+    planner's and notebook 07's legends under the data too: what a move redraws holds no
+    Axis and no Legend. With Matplotlib's default z-order the bars come first and every
+    tick is redrawn."""
     from matplotlib.axis import Axis
     from matplotlib.legend import Legend
 
     e = make()
     redrawn = frame_module._split(e.fig, frame_module._draw_orders(e.fig))
-    assert any(isinstance(a, Rectangle) for a in redrawn)  # the bars are redrawn
+    assert any(isinstance(a, data) for a in redrawn)  # the bars or lines are redrawn
     assert not any(isinstance(a, Axis | Legend) for a in redrawn)

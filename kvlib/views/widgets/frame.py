@@ -109,17 +109,19 @@ def _title_extent(ax, renderer) -> tuple:
 
 
 def _overhangs(ax, renderer) -> tuple:
-    """How far each text drawn over the Axes (a bar's label) reaches beyond them, in px to a
-    tenth, on each side: 0 while it stays inside, where the layout does not see it move."""
+    """How far the texts drawn over the Axes (a bar's label) reach beyond them, in px to a
+    tenth, on each side: the farthest one per side, which is what the layout's bounding box
+    of the Axes holds; 0 while every text stays inside, where the layout does not see them
+    move, appear or go."""
     box = ax.bbox
-    out = []
+    reach = [0.0] * 4
     for t in ax.texts:
         if not (t.get_visible() and t.get_in_layout() and t.get_text()):
             continue
         b = t.get_window_extent(renderer)
-        out.append(tuple(round(max(0.0, float(v)), 1) for v in (
-            box.x0 - b.x0, box.y0 - b.y0, b.x1 - box.x1, b.y1 - box.y1)))
-    return tuple(out)
+        for i, v in enumerate((box.x0 - b.x0, box.y0 - b.y0, b.x1 - box.x1, b.y1 - box.y1)):
+            reach[i] = max(reach[i], float(v))
+    return tuple(round(v, 1) for v in reach)
 
 
 def _draw_order(ax) -> list:

@@ -1,38 +1,71 @@
-"""Notebook 07's explorer: a model's growing cache, constant state and total at a context.
+"""Notebook 07's explorer: a model's growing cache and constant state against the context.
 
 :func:`split` is the computation (:func:`kvlib.models.estimate.estimate` of a bundled
-model, or of a pasted ``config.json``); :func:`render` and :func:`draw` show it, and
+model, or of a pasted ``config.json``, at the chosen context, and the same model's cache
+at every context of the slider); :func:`render` and :func:`draw` show it, and
 :func:`hybrid_explorer` wires it to controls (model, pasted config, context).
+
+The figure is the lesson of the notebook at a glance: the cache rises with the context,
+the state is a flat line, and a marker says where the chosen context sits. Its axes span
+every bundled model from 1K to 1M tokens (:data:`VALUE_LIMITS_GIB`, tested), so neither a
+context nor a model move rescales them, and every move redraws only the lines
+(:mod:`kvlib.views.widgets.frame`); a pasted model beyond them widens the value axis to
+whole decades.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import ipywidgets as widgets
 
 from kvlib.core.units import UNITS, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
-from kvlib.views.style import context_ticks, format_context
-from kvlib.views.widgets.kit import labelled_hbars
+from kvlib.views.style import context_axis, context_ticks, format_context, plain_log_axis
 from kvlib.views.widgets.models import pasted_config_box, read_pasted
 
-__all__ = ["CONTEXTS", "split", "render", "draw", "hybrid_explorer"]
+__all__ = ["CONTEXTS", "VALUE_LIMITS_GIB", "HybridView", "split", "render", "draw",
+           "hybrid_explorer"]
 
 CONTEXTS = context_ticks(1024, 1 << 20)  # 1K .. 1M tokens
-_BARS = (("growing cache", "#0072B2"), ("constant state", "#882255"))
+# Every bundled model's cache and state from 1K to 1M tokens, in bf16, lies inside, with a
+# marker's room at both ends (tests/test_widgets_hybrid.py): 6 MiB (Nemotron 3 Nano's cache
+# at 1K) to 320 GiB (Llama 3 70B's at 1M), whose label sits above it.
+VALUE_LIMITS_GIB = (1e-3, 1e4)
+CACHE_COLOR, STATE_COLOR = "#0072B2", "#882255"
 
 
-def split(model: str, config: str, context: int) -> Estimate:
-    """The bf16 cache and state of one sequence of ``context`` tokens.
+@dataclass(frozen=True)
+class HybridView:
+    """One model at one context, and its growing cache at every context of the slider.
+
+    at: the estimate at the chosen context (bf16 cache, vLLM's state dtypes);
+    contexts: :data:`CONTEXTS` (tokens); cache: bytes of growing cache of one sequence at
+    each, from the same model (``ModelSpec.kv_bytes_per_sequence``).
+    """
+
+    at: Estimate
+    contexts: tuple[int, ...]
+    cache: tuple[int, ...]
+
+
+def split(model: str, config: str, context: int) -> HybridView:
+    """The bf16 cache and state of one sequence of ``context`` tokens, and the cache of one
+    sequence at every context of :data:`CONTEXTS`.
 
     config: a pasted config.json (JSON text); when not blank it is read instead of ``model``.
     """
     pasted = read_pasted(config)  # notebook 05's reader of a pasted config
-    return estimate(model if pasted is None else pasted[0], context=context)
+    at = estimate(model if pasted is None else pasted[0], context=context)
+    cache = tuple(at.spec.kv_bytes_per_sequence(t, at.b) for t in CONTEXTS)
+    return HybridView(at, tuple(CONTEXTS), cache)
 
 
-def render(e: Estimate) -> str:
+def render(view: HybridView) -> str:
     """One line: cache, state and total, each in its own binary unit (``fmt_size``)."""
+    e = view.at
     kinds = ", ".join(f"{g.group.layers} {g.group.kind}" for g in e.groups)
     return (f"<p><b>{title(e.spec)}</b> ({attention_label(e.spec)}; {kinds}), bf16, "
             f"{e.context:,} tokens: growing cache {fmt_size(e.kv_bytes_per_sequence)} + "
@@ -40,19 +73,77 @@ def render(e: Estimate) -> str:
             f"<b>{fmt_size(e.total_bytes_per_sequence)}</b></p>")
 
 
-def draw(fig, e: Estimate) -> None:
-    """Two horizontal bars (cache, state) in GiB; built once, then updated in place."""
+def value_limits(gib) -> tuple[float, float]:
+    """:data:`VALUE_LIMITS_GIB`, widened to whole decades (and a factor 2 of room) where a
+    value (GiB, > 0) lies beyond them."""
+    lo, hi = VALUE_LIMITS_GIB
+    values = [v for v in gib if v > 0]
+    if values and min(values) < 2 * lo:
+        lo = 10.0 ** math.floor(math.log10(min(values) / 2))
+    if values and max(values) > hi / 2:
+        hi = 10.0 ** math.ceil(math.log10(max(values) * 2))
+    return lo, hi
+
+
+def _build(ax) -> None:
+    ax.plot([], [], color=CACHE_COLOR, marker="o", lw=2.5, label="growing cache (attention layers)")
+    ax.plot([], [], color=STATE_COLOR, ls="--", lw=2.5, label="constant state (recurrent layers)")
+    ax.axvline(CONTEXTS[0], ymax=0.76, color="0.35", ls=":", lw=1.8)  # stops under the legend
+    for color in (CACHE_COLOR, STATE_COLOR):  # the chosen context, on each line
+        ax.plot([], [], ls="none", marker="o", ms=13, color=color, markeredgecolor="white",
+                markeredgewidth=2)
+    for _ in range(2):
+        ax.annotate("", (CONTEXTS[0], 1.0), xytext=(12, 0), textcoords="offset points",
+                    fontsize=13, fontweight="bold")
+    context_axis(ax, CONTEXTS[0], CONTEXTS[-1])
+    plain_log_axis(ax.yaxis)
+    ax.set_ylabel("one sequence (GiB, log scale)")
+    # The lines rise to the right, so the upper left corner is free; under the lines, the
+    # legend is kept with the axes between moves (kvlib.views.widgets.frame).
+    ax.legend(loc="upper left", frameon=True, framealpha=0.95, edgecolor="none",
+              fontsize=12).set_zorder(0.9)
+
+
+def draw(fig, view: HybridView) -> None:
+    """Cache (solid, one marker per context) and state (dashed) of one sequence in GiB, on
+    log axes, the chosen context marked on both; built once, then updated in place."""
     if not fig.axes:
-        ax = fig.add_subplot()
-        ax.invert_yaxis()
-        ax.set_xlabel("memory of one sequence (GiB)")
-        ax.grid(axis="y", visible=False)
+        _build(fig.add_subplot())
     ax = fig.axes[0]
-    held = [e.kv_bytes_per_sequence, e.state_bytes_per_sequence]
-    labelled_hbars(ax, [float(v) / UNITS["GiB"] for v in held], [fmt_size(v) for v in held],
-                   [name for name, _ in _BARS], [c for _, c in _BARS])
+    e, gib = view.at, UNITS["GiB"]
+    cache_line, state_line, vline, cache_dot, state_dot = ax.lines
+    cache = [float(v) / gib for v in view.cache]
+    state = float(e.state_bytes_per_sequence) / gib
+    here = [float(e.kv_bytes_per_sequence) / gib, state]
+    cache_line.set_data(view.contexts, cache)
+    state_line.set_data([view.contexts[0] / 2, view.contexts[-1] * 2], [state, state])
+    state_line.set_visible(state > 0)  # a model without recurrent layers keeps no state
+    vline.set_xdata([e.context, e.context])
+    # Labels where the lines are not: the larger value's above and to the left of its
+    # marker (the cache rises to the right), the smaller's below and to the right; each
+    # turns inward near an end of the axis, so that no label reaches beyond the axes.
+    k = view.contexts.index(e.context) if e.context in view.contexts else len(view.contexts) // 2
+    larger = 0 if here[0] >= here[1] else 1
+    for i, (dot, text) in enumerate(zip((cache_dot, state_dot), ax.texts, strict=True)):
+        shown = here[i] > 0
+        dot.set_data([e.context], [here[i]] if shown else [math.nan])
+        text.set_visible(shown)
+        text.set_text(fmt_size(e.kv_bytes_per_sequence if i == 0 else e.state_bytes_per_sequence))
+        text.xy = (e.context, here[i] if shown else 1.0)
+        up = i == larger
+        left = k >= 2 if up else k > len(view.contexts) - 3
+        # turned inward, a label sits on the side the cache line comes from: higher above it
+        # (or lower below it) to clear the line's next step of a doubling
+        dy = 8 if left == up else 20
+        text.set_position((-12 if left else 12, dy if up else -dy))
+        text.set_horizontalalignment("right" if left else "left")
+        text.set_verticalalignment("bottom" if up else "top")
+        text.set_color(CACHE_COLOR if i == 0 else STATE_COLOR)
+    ax.set_ylim(value_limits([*cache, state]))
+    # short enough to stay inside the Axes for every bundled model: a wider title would be
+    # laid out again (the y label says "one sequence")
     ax.set_title(f"{title(e.spec)}, {format_context(e.context)} tokens: "
-                 f"{fmt_size(e.total_bytes_per_sequence)} per sequence")
+                 f"{fmt_size(e.total_bytes_per_sequence)} in all")
 
 
 def hybrid_explorer(model: str = "qwen3-next-80b-a3b", context: int = 131072):
@@ -69,4 +160,4 @@ def hybrid_explorer(model: str = "qwen3-next-80b-a3b", context: int = 131072):
                                         value=context, description="context", style=style,
                                         layout=wide),
     )
-    return Explorer(c, split, render, draw, figsize=(10, 3.2))
+    return Explorer(c, split, render, draw, figsize=(10, 4.2))
