@@ -333,6 +333,57 @@ def test_steady_explorers_show_what_a_fresh_figure_shows(make):
     assert e.frame.partial_draws > 0
 
 
+def test_notebook_02_keeps_its_legend_while_its_entries_stay():
+    """Notebook 02: the legend sits under the lines, so a move that keeps its entries (layers,
+    head dim, context) draws the lines over the kept axes and legend; a KV-head move writes
+    new entries (GQA: 8 -> 4 KV heads) and the picture is still a full draw's."""
+    e = gqa_explorer(N_L=80, N_h=64, N_g=8, head_dim=128, dtype="bf16", context=8192)
+    ax = e.fig.axes[0]
+    e.controls["context"].value = 16384  # settles the layout
+    legend, before = ax.get_legend(), e.frame.partial_draws
+    for name, value in [("context", 32768), ("N_L", 79), ("head_dim", 96)]:
+        e.controls[name].value = value
+    assert e.frame.partial_draws == before + 3
+    assert ax.get_legend() is legend
+    assert legend not in frame_module._split(e.fig, frame_module._draw_orders(e.fig))
+    e.controls["N_g"].value = 4
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "MHA: 64 KV heads", "GQA: 4 KV heads", "MQA: 1 KV head"]
+    assert np.array_equal(decoded(e.plot.value), full_draw(e.fig))
+
+
+def test_a_title_kept_under_the_data_is_drawn_again_when_it_changes():
+    """Notebook 04 puts its panels' fixed titles under the lines, so the Frame keeps them
+    with the axes; a title that then changes is a full draw, not the old title's pixels.
+    Both last checks fail if the kept key leaves the title out."""
+    fig = Figure(figsize=(4, 3), dpi=60, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.plot([1, 2, 3], [3, 1, 2])
+    ax.set_title("before")
+    ax.title.set_zorder(0.9)
+    frame = frame_module.Frame(fig)
+    frame.png()
+    frame.png()  # settled
+    assert ax.title not in frame_module._split(fig, frame_module._draw_orders(fig))
+    ax.lines[0].set_ydata([1, 2, 3])
+    frame.png()
+    full = frame.full_draws
+    ax.set_title("after")
+    png = frame.png()
+    assert frame.full_draws == full + 1
+    assert np.array_equal(decoded(png), full_draw(fig))
+
+
+def test_notebook_04_keeps_its_panel_titles():
+    e = rope_explorer()
+    order = frame_module._draw_orders(e.fig)
+    redrawn = frame_module._split(e.fig, order)
+    assert [ax.get_title() for ax in e.fig.axes] == ["Cache: what (b) adds",
+                                                     "Compute: what (b) saves"]
+    assert not any(ax.title in redrawn for ax in e.fig.axes)
+
+
 def test_planner_moves_that_keep_the_axis_redraw_the_bars_only():
     """Notebook 06: the legend and grid sit under the bars, so a move that keeps the GPU
     (sessions, context, dtypes, memory share) redraws bars, ticks and verdict only."""

@@ -10,12 +10,12 @@ its key is unchanged, restores the buffer and draws only the rest, in the order 
 would: the same pixels (``tests/test_widgets_frame.py`` compares them), in a fraction of
 the time (``make bench``, docs/benchmarks.md).
 
-What is kept: each Axes' patch, and its ``Axis``, ``Spine`` and ``Legend`` artists up to the
-first artist that may change (a legend is kept only where its z-order puts it under the
-data); everything else is drawn on every move. The key says when the kept part would draw
-differently: the figure's size and dpi, each Axes' place, limits, scales, tick locations and
-tick label texts, axis labels, legend entries, and :func:`layout_inputs` (what the
-constrained layout reads).
+What is kept: each Axes' patch, and its ``Axis``, ``Spine``, ``Legend`` and title artists up
+to the first artist that may change (a legend or title is kept only where its z-order puts
+it under the data); everything else is drawn on every move. The key says when the kept part
+would draw differently: the figure's size and dpi, each Axes' place, limits, scales, tick
+locations and tick label texts, axis labels, a kept legend's entries and a kept title's text,
+and :func:`layout_inputs` (what the constrained layout reads).
 """
 
 from __future__ import annotations
@@ -136,7 +136,12 @@ def _draw_order(ax) -> list:
 
 
 def _may_change(artist, ax) -> bool:
-    return not (artist is ax.patch or isinstance(artist, Axis | Spine | Legend))
+    """Whether ``artist`` may draw differently after a move: not the Axes' patch, axes,
+    spines, legend or title, which the kept key follows. (Each is kept only where its
+    z-order puts it under the data: a title drawn over the data, as by default, is drawn
+    again on every move.)"""
+    return not (artist is ax.patch or artist is ax.title
+                or isinstance(artist, Axis | Spine | Legend))
 
 
 def _first_redrawn(order: list, ax) -> int:
@@ -174,14 +179,17 @@ def _split(fig: Figure, orders: dict) -> list:
 
 def _kept_key(inputs: tuple, orders: dict) -> tuple:
     """What the kept part draws from: ``inputs`` (:func:`layout_inputs`), each Axes' place,
-    limits, scales, ticks and their labels, axis labels, and a legend kept under the data."""
+    limits, scales, ticks and their labels, axis labels, and a legend or title kept under
+    the data."""
     key = [inputs]
     for ax, order in orders.items():
         leg = ax.get_legend()
         kept_legend = leg is not None and any(a is leg for a in order[:_first_redrawn(order, ax)])
+        kept_title = any(a is ax.title for a in order[:_first_redrawn(order, ax)])
         key.append((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
                     ax.get_yscale(), ax.get_visible(), ax.axison,
-                    _legend_key(leg) if kept_legend else None))
+                    _legend_key(leg) if kept_legend else None,
+                    (ax.title.get_text(), ax.title.get_visible()) if kept_title else None))
         for axis in (ax.xaxis, ax.yaxis):
             key.append((tuple(axis.get_majorticklocs()), tuple(axis.get_minorticklocs()),
                         tuple(t.get_text() for t in axis.get_majorticklabels()),

@@ -156,6 +156,7 @@ def draw(fig, r: RopePrice) -> None:
             context_axis(ax)
             log_value_axis(ax)
             ax.set_title(title, y=1.0)  # nothing above the axes: no automatic placement
+            ax.title.set_zorder(0.9)  # it never changes: under the lines, it is kept too
             ax.set_ylabel(ylabel)
             # Every series rises to the right, so the upper left corner is free; under the
             # lines (z-order 1.9 < 2), a live view keeps the legend instead of redrawing it.
