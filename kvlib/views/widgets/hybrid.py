@@ -19,21 +19,25 @@ import math
 from dataclasses import dataclass
 
 import ipywidgets as widgets
+import matplotlib.ticker as mticker
 
 from kvlib.core.units import UNITS, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
-from kvlib.views.style import context_axis, context_ticks, format_context, plain_log_axis
+from kvlib.views.style import context_axis, context_ticks, format_context
 from kvlib.views.widgets.models import pasted_config_box, read_pasted
 
 __all__ = ["CONTEXTS", "VALUE_LIMITS_GIB", "HybridView", "split", "render", "draw",
            "hybrid_explorer"]
 
 CONTEXTS = context_ticks(1024, 1 << 20)  # 1K .. 1M tokens
-# Every bundled model's cache and state from 1K to 1M tokens, in bf16, lies inside, with a
-# marker's room at both ends (tests/test_widgets_hybrid.py): 6 MiB (Nemotron 3 Nano's cache
-# at 1K) to 320 GiB (Llama 3 70B's at 1M), whose label sits above it.
-VALUE_LIMITS_GIB = (1e-3, 1e4)
+# The value axis, in GiB: 1 MiB to 16 TiB (2^-10 .. 2^14), ticked in binary units as the value
+# labels are (4 MiB, 64 MiB, 1 GiB, ... 4 TiB: x16). Every bundled model's cache and state from
+# 1K to 1M tokens, in bf16, lies inside, with a factor 2 of room below and 10 above for the
+# label over its marker (tests/test_widgets_hybrid.py): 6 MiB (Nemotron 3 Nano's cache at 1K)
+# to 320 GiB (Llama 3 70B's at 1M).
+VALUE_LIMITS_GIB = (2.0**-10, 2.0**14)
+_TICK_STEP = 4  # binary orders between ticks (x16), and the step of a widened axis
 CACHE_COLOR, STATE_COLOR = "#0072B2", "#882255"
 
 
@@ -67,55 +71,92 @@ def render(view: HybridView) -> str:
     """One line: cache, state and total, each in its own binary unit (``fmt_size``)."""
     e = view.at
     kinds = ", ".join(f"{g.group.layers} {g.group.kind}" for g in e.groups)
+    longest = e.spec.max_position_embeddings
+    beyond = (f" <i>Beyond the model's longest context ({longest:,} tokens, its config's "
+              f"max_position_embeddings).</i>" if longest and e.context > longest else "")
     return (f"<p><b>{title(e.spec)}</b> ({attention_label(e.spec)}; {kinds}), bf16, "
             f"{e.context:,} tokens: growing cache {fmt_size(e.kv_bytes_per_sequence)} + "
             f"constant state {fmt_size(e.state_bytes_per_sequence)} = "
-            f"<b>{fmt_size(e.total_bytes_per_sequence)}</b></p>")
+            f"<b>{fmt_size(e.total_bytes_per_sequence)}</b>.{beyond}</p>")
 
 
 def value_limits(gib) -> tuple[float, float]:
-    """:data:`VALUE_LIMITS_GIB`, widened to whole decades (and a factor 2 of room) where a
-    value (GiB, > 0) lies beyond them."""
+    """:data:`VALUE_LIMITS_GIB`, widened by factors of 16 where a value (GiB, > 0) has less
+    than a factor 2 of room below it or 10 above it (a pasted model beyond the catalogue)."""
     lo, hi = VALUE_LIMITS_GIB
     values = [v for v in gib if v > 0]
-    if values and min(values) < 2 * lo:
-        lo = 10.0 ** math.floor(math.log10(min(values) / 2))
-    if values and max(values) > hi / 2:
-        hi = 10.0 ** math.ceil(math.log10(max(values) * 2))
-    return lo, hi
+    if not values:
+        return lo, hi
+    first = math.log2(lo)  # the limits stay at 2^(first + 4 k)
+
+    def step(v: float, rounding) -> float:
+        return 2.0 ** (first + _TICK_STEP * rounding((math.log2(v) - first) / _TICK_STEP))
+
+    return min(lo, step(min(values) / 2, math.floor)), max(hi, step(max(values) * 10, math.ceil))
+
+
+def _binary_value_axis(ax) -> None:
+    """Log-2 value axis (GiB) ticked every x16 and labelled in binary units (``fmt_size``)."""
+    ax.set_yscale("log", base=2)
+    ax.yaxis.set_major_locator(mticker.LogLocator(base=2.0**_TICK_STEP))
+    ax.yaxis.set_major_formatter(mticker.FuncFormatter(
+        lambda v, _: fmt_size(round(v * UNITS["GiB"]))))
+    ax.yaxis.set_minor_locator(mticker.NullLocator())
 
 
 def _build(ax) -> None:
-    ax.plot([], [], color=CACHE_COLOR, marker="o", lw=2.5, label="growing cache (attention layers)")
+    ax.plot([], [], color=CACHE_COLOR, marker="o", lw=2.5)
+    ax.plot([], [], color=CACHE_COLOR, marker="o", lw=2, ls=":", alpha=0.45,
+            label="beyond the model's longest context")
     ax.plot([], [], color=STATE_COLOR, ls="--", lw=2.5, label="constant state (recurrent layers)")
-    ax.axvline(CONTEXTS[0], ymax=0.76, color="0.35", ls=":", lw=1.8)  # stops under the legend
-    for color in (CACHE_COLOR, STATE_COLOR):  # the chosen context, on each line
-        ax.plot([], [], ls="none", marker="o", ms=13, color=color, markeredgecolor="white",
-                markeredgewidth=2)
+    ax.axvline(CONTEXTS[0], ymax=0.72, color="0.35", ls=":", lw=1.8)  # stops under the legend
+    # the chosen context on each line: the state's marker larger and under the cache's, so
+    # both show where the two values meet
+    ax.plot([], [], ls="none", marker="o", ms=17, color=STATE_COLOR, markeredgecolor="white",
+            markeredgewidth=2)
+    ax.plot([], [], ls="none", marker="o", ms=11, color=CACHE_COLOR, markeredgecolor="white",
+            markeredgewidth=1.5)
     for _ in range(2):
         ax.annotate("", (CONTEXTS[0], 1.0), xytext=(12, 0), textcoords="offset points",
                     fontsize=13, fontweight="bold")
     context_axis(ax, CONTEXTS[0], CONTEXTS[-1])
-    plain_log_axis(ax.yaxis)
-    ax.set_ylabel("one sequence (GiB, log scale)")
-    # The lines rise to the right, so the upper left corner is free; under the lines, the
-    # legend is kept with the axes between moves (kvlib.views.widgets.frame).
-    ax.legend(loc="upper left", frameon=True, framealpha=0.95, edgecolor="none",
-              fontsize=12).set_zorder(0.9)
+    _binary_value_axis(ax)
+    ax.set_ylabel("one sequence (log scale)")
+
+
+def _legend(ax, view: HybridView) -> None:
+    """The entries that apply to this model, rebuilt only when they change. The lines rise
+    to the right, so the upper left corner is free; under the lines, the legend is kept with
+    the axes between moves (kvlib.views.widgets.frame)."""
+    cache, beyond, state = ax.lines[:3]
+    windowed = any(g.group.window is not None for g in view.at.groups)
+    cache.set_label("growing cache (attention layers" +
+                    ("; windowed ones stop at their window)" if windowed else ")"))
+    handles = [h for h in (cache, beyond, state) if h.get_visible() and len(h.get_xdata())]
+    legend = ax.get_legend()
+    if legend is None or [t.get_text() for t in legend.get_texts()] != [
+            h.get_label() for h in handles]:
+        ax.legend(handles=handles, loc="upper left", frameon=True, framealpha=0.95,
+                  edgecolor="none", fontsize=12).set_zorder(0.9)
 
 
 def draw(fig, view: HybridView) -> None:
-    """Cache (solid, one marker per context) and state (dashed) of one sequence in GiB, on
-    log axes, the chosen context marked on both; built once, then updated in place."""
+    """Cache (solid, one marker per context; dotted beyond the model's longest context) and
+    state (dashed) of one sequence, on log axes, the chosen context marked on both; built
+    once, then updated in place."""
     if not fig.axes:
         _build(fig.add_subplot())
     ax = fig.axes[0]
     e, gib = view.at, UNITS["GiB"]
-    cache_line, state_line, vline, cache_dot, state_dot = ax.lines
+    cache_line, beyond_line, state_line, vline, state_dot, cache_dot = ax.lines
     cache = [float(v) / gib for v in view.cache]
     state = float(e.state_bytes_per_sequence) / gib
     here = [float(e.kv_bytes_per_sequence) / gib, state]
-    cache_line.set_data(view.contexts, cache)
+    longest = e.spec.max_position_embeddings or view.contexts[-1]
+    n = sum(1 for t in view.contexts if t <= longest)  # points the model can run
+    cache_line.set_data(view.contexts[:n], cache[:n])
+    beyond_line.set_data(view.contexts[max(n - 1, 0):], cache[max(n - 1, 0):])
+    beyond_line.set_visible(n < len(view.contexts))
     state_line.set_data([view.contexts[0] / 2, view.contexts[-1] * 2], [state, state])
     state_line.set_visible(state > 0)  # a model without recurrent layers keeps no state
     vline.set_xdata([e.context, e.context])
@@ -139,6 +180,7 @@ def draw(fig, view: HybridView) -> None:
         text.set_horizontalalignment("right" if left else "left")
         text.set_verticalalignment("bottom" if up else "top")
         text.set_color(CACHE_COLOR if i == 0 else STATE_COLOR)
+    _legend(ax, view)
     ax.set_ylim(value_limits([*cache, state]))
     # short enough to stay inside the Axes for every bundled model: a wider title would be
     # laid out again (the y label says "one sequence")
