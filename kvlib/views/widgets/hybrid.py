@@ -9,8 +9,9 @@ The figure is the lesson of the notebook at a glance: the cache rises with the c
 the state is a flat line, and a marker says where the chosen context sits. Its axes span
 every bundled model from 1K to 1M tokens (:data:`VALUE_LIMITS_GIB`, tested), so neither a
 context nor a model move rescales them, and every move redraws only the lines
-(:mod:`kvlib.views.widgets.frame`); a pasted model beyond them widens the value axis to
-whole decades.
+(:mod:`kvlib.views.widgets.frame`); a pasted model beyond them widens the value axis by
+factors of 16. The legend lists only what applies to the model shown; contexts beyond the
+model's ``max_position_embeddings`` are drawn dotted, and the readout says so.
 """
 
 from __future__ import annotations
