@@ -74,16 +74,32 @@ def _sparse(model: ModelSpec) -> bool:
     return any(g.kind is CacheKind.INDEXER for g in model.groups)
 
 
+# The sparse-MLA backend vLLM picks for the latent, by compute capability major and cache
+# dtype (each backend's supported_kv_cache_dtypes and supports_compute_capability,
+# v1/attention/backends/mla/; other pairs are not traced), and whether it stores the latent as
+# fp8_ds_mla rows: FLASHMLA_SPARSE with fp8 and FLASHINFER_MLA_SPARSE_SM120 with any dtype turn
+# the cache dtype into fp8_ds_mla (mla_attention.py, _canonicalize_sparse_mla_kv_cache_dtype);
+# FLASHINFER_MLA_SPARSE keeps plain fp8 rows ("Using standard fp8 KV cache format").
+_SM120_SPARSE = ("FLASHINFER_MLA_SPARSE_SM120 (multiples of 64); it needs index_topk 2048 "
+                 "(DeepSeek V3.2's)", True)
+_SPARSE_MLA: dict[tuple[int, str], tuple[str, bool]] = {
+    (9, "bf16"): ("FLASH_ATTN_MLA_SPARSE (multiples of 64)", False),
+    (9, "fp16"): ("FLASH_ATTN_MLA_SPARSE (multiples of 64)", False),
+    (9, "fp8"): ("FLASHMLA_SPARSE (multiples of 64)", True),
+    (10, "bf16"): ("FLASH_ATTN_MLA_SPARSE_FA4 at 8 or 16 heads per rank, FLASHMLA_SPARSE above "
+                   "(multiples of 64)", False),
+    (10, "fp8"): ("FLASHINFER_MLA_SPARSE (multiples of 32) with plain fp8 rows; it needs "
+                  "qk_nope_head_dim 128 or 192 (DeepSeek's 128 assumed)", False),
+    (12, "bf16"): _SM120_SPARSE,
+    (12, "fp8"): _SM120_SPARSE,
+}
+_ARCH = {9: "Hopper", 10: "Blackwell (SM100)", 12: "SM120"}
+
+
 def _fp8_ds_mla(model: ModelSpec, kv_dtype: str, gpu: GPU) -> bool:
-    """Whether vLLM stores a sparse-MLA latent as fp8_ds_mla rows: an fp8 cache on Hopper
-    (FLASHMLA_SPARSE), a bf16 or fp8 one on SM120 (FLASHINFER_MLA_SPARSE_SM120); both
-    backends turn the cache dtype into fp8_ds_mla (mla_attention.py,
-    _canonicalize_sparse_mla_kv_cache_dtype). On Blackwell (SM100) an fp8 cache goes to
-    FLASHINFER_MLA_SPARSE, which keeps plain fp8 rows ("Using standard fp8 KV cache format")."""
-    if not _sparse(model):
-        return False
-    major = _cuda_major(gpu)
-    return (major == 9 and kv_dtype == "fp8") or (major == 12 and kv_dtype in ("bf16", "fp8"))
+    """Whether vLLM stores a sparse-MLA latent as fp8_ds_mla rows (:data:`_SPARSE_MLA`)."""
+    backend = _SPARSE_MLA.get((_cuda_major(gpu), kv_dtype))
+    return _sparse(model) and backend is not None and backend[1]
 
 
 def max_num_batched_tokens(gpu: GPU) -> int:
@@ -170,30 +186,15 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
         return 16
     major = _cuda_major(gpu)
     if _sparse(model):
-        # Each backend's supported_kv_cache_dtypes and supports_compute_capability decide
-        # (v1/attention/backends/mla/); other cache dtypes are not traced. The indexer has a
-        # backend of its own, DEEPSEEK_V32_INDEXER, which takes 64-token blocks only on CUDA
-        # (indexer.py), and vLLM gives a model with two backends the least common multiple
-        # of their sizes (platforms/interface.py, _preferred_block_size_for_backends): 64,
-        # whatever the latent's backend takes
-        if major == 9 and kv_dtype in ("bf16", "fp16", "fp8"):
-            notes.append("sparse MLA on Hopper: " + ("FLASHMLA_SPARSE" if kv_dtype == "fp8"
-                         else "FLASH_ATTN_MLA_SPARSE") + " (multiples of 64), 64-token blocks")
-            return 64
-        if major == 10 and kv_dtype == "bf16":
-            notes.append("sparse MLA on Blackwell (SM100), bf16 cache: FLASH_ATTN_MLA_SPARSE_FA4 "
-                         "at 8 or 16 heads per rank, FLASHMLA_SPARSE above (multiples of 64); "
-                         "64-token blocks, which the indexer's backend needs in any case")
-            return 64
-        if major == 10 and kv_dtype == "fp8":
-            notes.append("sparse MLA on Blackwell (SM100), fp8 cache: FLASHINFER_MLA_SPARSE "
-                         "(multiples of 32) with plain fp8 rows; it needs qk_nope_head_dim 128 "
-                         "or 192 (DeepSeek's 128 assumed); 64-token blocks, the indexer "
-                         "backend's only size")
-            return 64
-        if major == 12 and kv_dtype in ("bf16", "fp8"):
-            notes.append("sparse MLA on SM120: FLASHINFER_MLA_SPARSE_SM120 (multiples of 64), "
-                         "64-token blocks; it needs index_topk 2048 (DeepSeek V3.2's)")
+        # The latent's backend: _SPARSE_MLA. The indexer has a backend of its own,
+        # DEEPSEEK_V32_INDEXER, which takes 64-token blocks only on CUDA (indexer.py), and
+        # vLLM gives a model with two backends the least common multiple of their sizes
+        # (platforms/interface.py, _preferred_block_size_for_backends): 64, whatever the
+        # latent's backend takes
+        backend = _SPARSE_MLA.get((major, kv_dtype))
+        if backend is not None:
+            notes.append(f"sparse MLA on {_ARCH[major]}, {kv_dtype} cache: {backend[0]}; "
+                         "64-token blocks, the indexer backend's only size")
             return 64
         if major == 8:
             raise ValueError(

@@ -6,7 +6,7 @@ every axis label, and a legend on every multi-series plot.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib as mpl
 import matplotlib.ticker as mticker
@@ -102,16 +102,17 @@ def context_axis(ax, lo: int = 1024, hi: int = 131072,
     ax.set_xlabel(label)
 
 
-def plain_log_axis(axis, subs: Sequence[float] = (1.0,)) -> None:
-    """A log-10 ``axis`` (``ax.xaxis`` or ``ax.yaxis``) marked at ``subs`` x 10^k, labelled in
-    plain numbers (1, 10, 100, not powers of ten), without minor ticks.
+def plain_log_axis(axis, subs: Sequence[float] = (1.0,), base: float = 10,
+                   label: Callable[[float], str] = lambda v: f"{v:,.10g}") -> None:
+    """A log ``axis`` (``ax.xaxis`` or ``ax.yaxis``) marked at ``subs`` x ``base``^k, labelled
+    by ``label`` (default: plain numbers, 1, 10, 100, not powers of ten), without minor ticks.
 
     No minor ticks: between labelled marks and their grid lines, unlabelled marks add no
     reading, and each is a Tick (two texts, two marks, a grid line) to build and measure on
     every draw: a third of a figure's draw time."""
     getattr(axis.axes, f"set_{axis.axis_name}scale")("log")
-    axis.set_major_locator(mticker.LogLocator(base=10, subs=tuple(subs)))
-    axis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
+    axis.set_major_locator(mticker.LogLocator(base=base, subs=tuple(subs)))
+    axis.set_major_formatter(mticker.FuncFormatter(lambda v, _: label(v)))
     axis.set_minor_locator(mticker.NullLocator())
 
 

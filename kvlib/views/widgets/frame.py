@@ -183,9 +183,9 @@ def _kept_key(inputs: tuple, orders: dict) -> tuple:
     the data."""
     key = [inputs]
     for ax, order in orders.items():
-        leg = ax.get_legend()
-        kept_legend = leg is not None and any(a is leg for a in order[:_first_redrawn(order, ax)])
-        kept_title = any(a is ax.title for a in order[:_first_redrawn(order, ax)])
+        leg, kept = ax.get_legend(), order[:_first_redrawn(order, ax)]
+        kept_legend = leg is not None and any(a is leg for a in kept)
+        kept_title = any(a is ax.title for a in kept)
         key.append((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
                     ax.get_yscale(), ax.get_visible(), ax.axison,
                     _legend_key(leg) if kept_legend else None,

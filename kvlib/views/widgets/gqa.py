@@ -20,6 +20,7 @@ from kvlib.views.widgets.kit import (
     Explorer,
     fmt_size,
     html_table,
+    legend_under_data,
     live_view,
     whole_decades,
 )
@@ -100,13 +101,8 @@ def draw(fig, r: HeadComparison) -> None:
         line.set_ydata(r.sweep[k] / UNITS["GiB"])
         line.set_label(f"{k}: {_plural(heads[k], 'KV head')}")
     ax.lines[3].set_xdata([r.context, r.context])
-    labels = [line.get_label() for line in ax.lines[:3]]
-    legend = ax.get_legend()
-    if legend is None or [t.get_text() for t in legend.get_texts()] != labels:
-        # Under the lines (the upper left corner they leave free), the legend is kept with
-        # the axes while its entries stay, as a context, dtype or layer move leaves them
-        # (kvlib.views.widgets.frame): drawing it is most of a move's drawing otherwise.
-        ax.legend(loc="upper left", frameon=False).set_zorder(0.9)
+    # kept with the axes while its entries stay, as a context, dtype or layer move leaves them
+    legend_under_data(ax, loc="upper left", frameon=False)
     ax.relim()
     ax.autoscale_view(scalex=False)
     # y fixed: nothing sits above the axes, and the automatic placement costs a layout pass

@@ -20,12 +20,12 @@ import math
 from dataclasses import dataclass
 
 import ipywidgets as widgets
-import matplotlib.ticker as mticker
 
 from kvlib.core.units import UNITS, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
-from kvlib.views.style import context_axis, context_ticks, format_context
+from kvlib.views.style import context_axis, context_ticks, format_context, plain_log_axis
+from kvlib.views.widgets.kit import Explorer, legend_under_data
 from kvlib.views.widgets.models import pasted_config_box, read_pasted
 
 __all__ = ["CONTEXTS", "VALUE_LIMITS_GIB", "HybridView", "split", "render", "draw",
@@ -40,6 +40,7 @@ CONTEXTS = context_ticks(1024, 1 << 20)  # 1K .. 1M tokens
 VALUE_LIMITS_GIB = (2.0**-10, 2.0**14)
 _TICK_STEP = 4  # binary orders between ticks (x16), and the step of a widened axis
 CACHE_COLOR, STATE_COLOR = "#0072B2", "#882255"
+GIB = UNITS["GiB"]
 
 
 @dataclass(frozen=True)
@@ -96,15 +97,6 @@ def value_limits(gib) -> tuple[float, float]:
     return min(lo, step(min(values) / 2, math.floor)), max(hi, step(max(values) * 10, math.ceil))
 
 
-def _binary_value_axis(ax) -> None:
-    """Log-2 value axis (GiB) ticked every x16 and labelled in binary units (``fmt_size``)."""
-    ax.set_yscale("log", base=2)
-    ax.yaxis.set_major_locator(mticker.LogLocator(base=2.0**_TICK_STEP))
-    ax.yaxis.set_major_formatter(mticker.FuncFormatter(
-        lambda v, _: fmt_size(round(v * UNITS["GiB"]))))
-    ax.yaxis.set_minor_locator(mticker.NullLocator())
-
-
 def _build(ax) -> None:
     ax.plot([], [], color=CACHE_COLOR, marker="o", lw=2.5)
     ax.plot([], [], color=CACHE_COLOR, marker="o", lw=2, ls=":", alpha=0.45,
@@ -121,24 +113,21 @@ def _build(ax) -> None:
         ax.annotate("", (CONTEXTS[0], 1.0), xytext=(12, 0), textcoords="offset points",
                     fontsize=13, fontweight="bold")
     context_axis(ax, CONTEXTS[0], CONTEXTS[-1])
-    _binary_value_axis(ax)
+    # binary units, as the value labels: 4 MiB, 64 MiB, 1 GiB ... (x16)
+    plain_log_axis(ax.yaxis, base=2.0**_TICK_STEP, label=lambda v: fmt_size(round(v * GIB)))
     ax.set_ylabel("one sequence (log scale)")
 
 
 def _legend(ax, view: HybridView) -> None:
-    """The entries that apply to this model, rebuilt only when they change. The lines rise
-    to the right, so the upper left corner is free; under the lines, the legend is kept with
-    the axes between moves (kvlib.views.widgets.frame)."""
+    """The entries that apply to this model (:func:`legend_under_data`: rebuilt only when
+    they change, kept with the axes; the lines rise to the right, so the upper left is free)."""
     cache, beyond, state = ax.lines[:3]
     windowed = any(g.group.window is not None for g in view.at.groups)
     cache.set_label("growing cache (attention layers" +
                     ("; windowed ones stop at their window)" if windowed else ")"))
-    handles = [h for h in (cache, beyond, state) if h.get_visible() and len(h.get_xdata())]
-    legend = ax.get_legend()
-    if legend is None or [t.get_text() for t in legend.get_texts()] != [
-            h.get_label() for h in handles]:
-        ax.legend(handles=handles, loc="upper left", frameon=True, framealpha=0.95,
-                  edgecolor="none", fontsize=12).set_zorder(0.9)
+    shown = [h for h in (cache, beyond, state) if h.get_visible() and len(h.get_xdata())]
+    legend_under_data(ax, shown, loc="upper left", frameon=True, framealpha=0.95, edgecolor="none",
+                      fontsize=12)
 
 
 def draw(fig, view: HybridView) -> None:
@@ -148,7 +137,7 @@ def draw(fig, view: HybridView) -> None:
     if not fig.axes:
         _build(fig.add_subplot())
     ax = fig.axes[0]
-    e, gib = view.at, UNITS["GiB"]
+    e, gib = view.at, GIB
     cache_line, beyond_line, state_line, vline, state_dot, cache_dot = ax.lines
     cache = [float(v) / gib for v in view.cache]
     state = float(e.state_bytes_per_sequence) / gib
@@ -191,8 +180,6 @@ def draw(fig, view: HybridView) -> None:
 
 def hybrid_explorer(model: str = "qwen3-next-80b-a3b", context: int = 131072):
     """Controls: bundled model, a text area for a pasted config.json, context (1K..1M)."""
-    from kvlib.views.widgets.kit import Explorer
-
     style = {"description_width": "90px"}
     wide = widgets.Layout(width="95%")
     c = dict(

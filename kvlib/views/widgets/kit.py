@@ -43,7 +43,8 @@ from kvlib.views.style import apply_style
 from kvlib.views.widgets.frame import Frame
 
 __all__ = ["Explorer", "LiveFigure", "CONTROL_LAYOUT", "DESCRIPTION_STYLE", "fmt_size",
-           "html_table", "labelled_hbars", "live_view", "steady_limit", "whole_decades"]
+           "html_table", "labelled_hbars", "legend_under_data", "live_view", "steady_limit",
+           "whole_decades"]
 
 # Wide controls: a slider's track is what the reader drags, so it gets the room
 # (a 1-128 slider on a 90 px track jumps several values per pixel; at 300 px it does not).
@@ -229,6 +230,21 @@ class Explorer:
         from IPython.display import display
 
         display(self.widget)
+
+
+def legend_under_data(ax, handles=None, **kwargs) -> None:
+    """``ax.legend(handles, **kwargs)``, built again only when its entries change, and drawn
+    under the data (z-order 0.9), where the :class:`~kvlib.views.widgets.frame.Frame` keeps it
+    with the axes as pixels: a legend drawn on every move is most of a move's drawing. For a
+    corner the data leave free (lines that rise to the right leave the upper left); a line
+    that crossed it would be drawn over it. handles: the artists to list (default: the
+    Axes' labelled artists)."""
+    labels = ([h.get_label() for h in handles] if handles is not None
+              else ax.get_legend_handles_labels()[1])
+    legend = ax.get_legend()
+    if legend is None or [t.get_text() for t in legend.get_texts()] != labels:
+        given = {} if handles is None else {"handles": handles}
+        ax.legend(**given, **kwargs).set_zorder(0.9)
 
 
 # --- live bar charts ---------------------------------------------------------------------
