@@ -91,6 +91,7 @@ def to_json(e: Estimate) -> dict:
             for g in e.groups
         ],
         "assumptions": list(e.assumptions),
+        "ignored_keys": list(spec.ignored_keys),
     }
 
 
@@ -153,7 +154,16 @@ def render(e: Estimate) -> str:
         lines.append(f"{label:<15}{describe(n, binary, decimal)}")
     if e.assumptions:
         lines += ["", "assumptions:"] + [f"  - {a}" for a in e.assumptions]
+    lines += ignored_lines(spec)
     return "\n".join(lines)
+
+
+def ignored_lines(spec) -> list[str]:
+    """The config keys kvlib did not know and judged harmless, said aloud."""
+    if not spec.ignored_keys:
+        return []
+    return ["", f"ignored keys (unknown to kvlib; nothing in their names or values says they "
+                f"shape the cache): {', '.join(spec.ignored_keys)}"]
 
 
 def run(args: argparse.Namespace) -> int:

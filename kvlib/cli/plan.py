@@ -162,6 +162,9 @@ def _text(d: dict) -> str:
         lines.append(f"  {'  every weight read':<{w}}"
                      f"{d['decode_step_seconds_all_weights'] * 1e3:>8.2f} ms")
     lines += [f"  note: {n}" for n in d["notes"]]
+    if d.get("ignored_keys"):
+        lines.append(f"  ignored keys (unknown to kvlib; nothing in their names or values says "
+                     f"they shape the cache): {', '.join(d['ignored_keys'])}")
     return "\n".join(lines)
 
 
@@ -213,6 +216,7 @@ def run(args) -> int:
                     f"still the {catalog.name}'s ({fmt_bytes(catalog.bandwidth, 'GB')}/s)")
     d = plan_json(deployment, context)
     d["notes"] = said + d["notes"]
+    d["ignored_keys"] = list(model.ignored_keys)
     print(json.dumps(d, indent=2) if args.json else _text(d))
     if not d["fits"]:
         print(f"kvlib plan: {d['reason']}", file=sys.stderr)

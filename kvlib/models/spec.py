@@ -141,7 +141,8 @@ class ModelSpec:
     """A model's cache, as layer groups, plus what capacity planning needs.
 
     params: parameter count (None if unknown). assumptions: every default or
-    inference the reader applied, in words, to be shown to the user.
+    inference the reader applied, in words, to be shown to the user. ignored_keys: the
+    config's unknown keys judged not to shape the cache, by path (shown to the user too).
     """
 
     name: str
@@ -150,6 +151,7 @@ class ModelSpec:
     max_position_embeddings: int | None = None
     source: str = ""
     assumptions: tuple[str, ...] = ()
+    ignored_keys: tuple[str, ...] = ()
 
     @property
     def num_layers(self) -> int:

@@ -29,6 +29,7 @@ from kvlib.core import validate
 # Each family module registers its reader on import.
 from kvlib.models.readers import (  # noqa: F401
     attention,
+    closed,
     deepseek,
     falcon,
     gemma2,
@@ -114,11 +115,12 @@ def parse_config(source) -> ConfigReading:
     n = c.int("num_hidden_layers", "n_layer")
     reader = _reader(c, family, notes)
     read = reader.read(c, family, n, notes)
+    ignored = closed.account(outer, c, n, reader.ignores)
     return ConfigReading(
         name=_name(cfg, source, c), family=family, reader=reader.module, num_layers=n,
         attention=read.kind, label=read.label, sizes=read.sizes, counts=read.layers.counts,
         layer=read.layers.layer, max_position_embeddings=_max_positions(c, family, reader, notes),
-        assumptions=tuple(notes),
+        assumptions=tuple(notes), ignored=ignored,
     )
 
 
@@ -137,5 +139,5 @@ def read_config(source, *, name: str | None = None, params: int | None = None,
     return ModelSpec(
         name=name or reading.name, groups=reading.groups(), params=params,
         max_position_embeddings=reading.max_position_embeddings, source=source_label,
-        assumptions=reading.assumptions,
+        assumptions=reading.assumptions, ignored_keys=reading.ignored,
     )

@@ -74,7 +74,8 @@ def plain_windows(c: Fields, n: int, family: str, notes: list[str]) -> Layers:
     if sliding is not None:
         notes.append(f"sliding_window={sliding} ignored: family {family or '(no model_type)'} "
                      "is not known to use it, so every layer counts as full attention "
-                     "(an upper bound)")
+                     "(per token the same; per sequence an upper bound, since a window only "
+                     "shortens what a layer keeps)")
     return every_layer(n)
 
 

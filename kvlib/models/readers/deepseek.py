@@ -13,13 +13,19 @@ from kvlib.models.readers.reading import Attention, Layers, every_layer, layer
 from kvlib.models.readers.registry import register
 from kvlib.models.spec import CacheKind
 
+# Query-side and value widths of MLA: weights and compute, not the cache (the latent and the
+# RoPE key are all each layer keeps; vLLM 0.33.0 MLAAttentionSpec, head_size = d_L + d_R).
+_MLA_IGNORES = ("q_lora_rank", "qk_nope_head_dim", "v_head_dim")
 
-@register("deepseek_v2", "deepseek_v3", "kimi_k2")
+
+@register("deepseek_v2", "deepseek_v3", "kimi_k2", ignores=_MLA_IGNORES)
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     return _mla(c, n, notes)
 
 
-@register("deepseek_v32", handles=("index_head_dim", "index_n_heads", "index_topk"))
+# index_n_heads: the indexer's query heads (computed per step, never cached)
+@register("deepseek_v32", handles=("index_head_dim", "index_n_heads", "index_topk"),
+          ignores=(*_MLA_IGNORES, "index_n_heads"))
 def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     """DeepSeek V3.2: MLA plus, in every layer, the lightning indexer's key cache."""
     mla = _mla(c, n, notes)

@@ -16,15 +16,48 @@ def describe(value) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
+class _Tracked(dict):
+    """A config object that remembers which keys a reader looked up (``seen``, full paths):
+    the closed world (:mod:`.closed`) accounts for every other key."""
+
+    def __init__(self, data: Mapping, prefix: str, seen: set[str]):
+        super().__init__(data)
+        self._prefix, self._seen = prefix, seen
+
+    def __getitem__(self, key):
+        self._seen.add(self._prefix + str(key))
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._seen.add(self._prefix + str(key))
+        return super().get(key, default)
+
+    def __contains__(self, key) -> bool:
+        self._seen.add(self._prefix + str(key))
+        return super().__contains__(key)
+
+
 class Fields:
     """One config object (the top level or ``text_config``); ``prefix`` names its path, and
-    ``outer`` is the wrapper around a ``text_config`` (None at the top level)."""
+    ``outer`` is the wrapper around a ``text_config`` (None at the top level).
+
+    ``data`` records every key a reader looks up in ``seen`` (shared with ``outer``);
+    ``raw`` is the same object unrecorded, for checks that must not count as reading.
+    """
 
     def __init__(self, data: Mapping, prefix: str = "", outer: Fields | None = None):
-        self.data, self.prefix, self.outer = data, prefix, outer
+        self.seen: set[str] = outer.seen if outer is not None else set()
+        self.raw = dict(data)
+        self.data = _Tracked(data, prefix, self.seen)
+        self.prefix, self.outer = prefix, outer
 
     def path(self, key: str) -> str:
         return f"{self.prefix}{key}"
+
+    def touch(self, *keys: str) -> None:
+        """Mark ``keys`` as accounted for: looked at, and found to play no part here."""
+        for key in keys:
+            self.data.get(key)
 
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None

@@ -17,6 +17,12 @@ GEMMA2_WINDOW = 4096  # Gemma2Config's default sliding_window
 
 def windows(c: Fields, n: int, family: str, notes: list[str]) -> Layers:
     w = window_or_default(c, "sliding_window", GEMMA2_WINDOW, family, notes)
+    # Google's files also write sliding_window_size, which transformers' Gemma2Config and vLLM
+    # do not read; kvlib accepts it only where it agrees.
+    alias = c.int("sliding_window_size", required=False)
+    if alias is not None and alias != w:
+        raise ValueError(f"{c.path('sliding_window_size')}={alias} disagrees with the window "
+                         f"transformers and vLLM read ({c.path('sliding_window')}={w})")
     slide = (CacheKind.SLIDING, w)
     notes.append(f"Gemma 2 alternates by architecture (not in config.json): even layers "
                  f"slide over {w} tokens, odd layers are global")

@@ -26,7 +26,10 @@ NEMOTRON_H_HEAD_DIM = 128  # NemotronHConfig's default head_dim
 _KINDS = {"M": "Mamba2", "*": "attention", "-": "MLP", "E": "mixture of experts"}
 
 
-@register("nemotron_h", handles=("hybrid_override_pattern", "mamba_num_heads"))
+# chunk_size: the Mamba2 scan's chunk length (compute only; the states do not depend on it);
+# expand: vLLM sizes the Mamba2 state by mamba_num_heads x mamba_head_dim, not expand x hidden
+@register("nemotron_h", handles=("hybrid_override_pattern", "mamba_num_heads"),
+          ignores=("chunk_size", "expand"))
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     pattern = c.data.get("hybrid_override_pattern")
     if not isinstance(pattern, str) or len(pattern) != n or set(pattern) - set(_KINDS):

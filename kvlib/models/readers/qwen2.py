@@ -19,6 +19,7 @@ QWEN2_MAX_WINDOW_LAYERS = 28  # Qwen2Config's default
 def windows(c: Fields, n: int, family: str, notes: list[str]) -> Layers:
     sliding = c.int("sliding_window", required=False)
     if not c.flag("use_sliding_window"):
+        c.touch("max_window_layers")  # inert without use_sliding_window
         if sliding is not None:
             notes.append(f"sliding_window={sliding} is inert: use_sliding_window is "
                          "false, every layer keeps the whole context")

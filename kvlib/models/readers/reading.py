@@ -67,6 +67,7 @@ class ConfigReading:
     layer: Callable[[int], Layer]
     max_position_embeddings: int | None
     assumptions: tuple[str, ...]
+    ignored: tuple[str, ...] = ()  # unknown keys judged harmless (:mod:`.closed`), by path
 
     def _group(self, key: Layer, n: int) -> LayerGroup:
         if len(key) == 2:
@@ -135,6 +136,10 @@ def from_layer_types(c: Fields, n: int, notes: list[str]) -> Layers:
     if "chunked_attention" in types:
         window[CacheKind.CHUNKED] = c.int("attention_chunk_size",
                                           why="layer_types has chunked layers")
+    for key, kind in (("sliding_window", "sliding_attention"),
+                      ("attention_chunk_size", "chunked_attention")):
+        if kind not in types and c.has(key):
+            notes.append(f"{key}={c.data[key]!r} is inert: layer_types has no {kind} layer")
     layers = [(LAYER_TYPES[t], window[LAYER_TYPES[t]]) for t in types]
     counted = ", ".join(f"{types.count(t)} {t}" for t in LAYER_TYPES if t in types)
     notes.append(f"layer_types decides each layer: {counted}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kvlib.models.readers.fields import Fields
 
-__all__ = ["MARKERS", "FAMILIES_REFUSED", "refuse_unknown_layers"]
+__all__ = ["MARKERS", "FAMILIES_REFUSED", "refuse_unknown_layers", "says_something"]
 
 # field -> what it says about the layers
 MARKERS = {
@@ -59,7 +59,7 @@ FAMILIES_REFUSED = {
 
 
 
-def _says_something(value) -> bool:
+def says_something(value) -> bool:
     """False for an absent or empty field (null, 0, false, "", [], {}): it changes no layer."""
     return not (value is None or value is False or value == 0 or value in ("", [], {}))
 
@@ -83,6 +83,6 @@ def refuse_unknown_layers(outer: Fields, c: Fields, family: str,
         for key, what in MARKERS.items():
             if key in handled:
                 continue
-            value = fields.data.get(key)
-            if _says_something(value):
+            value = fields.raw.get(key)
+            if says_something(value):
                 raise ValueError(f"{fields.path(key)}={_short(value)}: {what}{why}")

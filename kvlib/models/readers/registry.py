@@ -22,23 +22,27 @@ class Family:
     module: str
     max_positions: int | None = None  # the config class's max_position_embeddings default
     handles: frozenset[str] = frozenset()  # hybrid marker fields this reader reads itself
+    ignores: frozenset[str] = frozenset()  # keys this family has that leave its cache alone
 
 
 FAMILIES: dict[str, Family] = {}
 
 
 def register(*model_types: str, max_positions: int | None = None,
-             handles: tuple[str, ...] = ()) -> Callable[[Read], Read]:
+             handles: tuple[str, ...] = (),
+             ignores: tuple[str, ...] = ()) -> Callable[[Read], Read]:
     """Register ``read`` for each ``model_type`` (the ``_text`` suffix of wrappers removed).
 
     handles: the fields of :data:`kvlib.models.readers.refuse.MARKERS` this reader
     accounts for; any other marker in a config of this family is still refused.
+    ignores: keys of this family, checked against its modeling code, that do not change
+    what a layer caches though their names could (the closed world, :mod:`.closed`).
     """
     def add(read: Read) -> Read:
         for t in model_types:
             if t in FAMILIES:
                 raise RuntimeError(f"model_type {t!r} has two readers")
             FAMILIES[t] = Family(read, read.__module__.rsplit(".", 1)[-1], max_positions,
-                                 frozenset(handles))
+                                 frozenset(handles), frozenset(ignores))
         return read
     return add

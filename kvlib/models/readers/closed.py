@@ -1,0 +1,238 @@
+"""The closed world: every key of a config is accounted for, or the config is refused.
+
+A reader reads the keys it understands (``Fields.seen`` records each look-up). Every
+other key, at the top level, in ``text_config`` and in nested objects, is one of:
+
+* **known not to shape the cache** (:data:`HARMLESS`: vocabulary, token ids, norms,
+  dropout, RoPE scaling, MoE routing, MLP sizes, multimodal towers, ...): accounted;
+* **unknown, and its name or value says it may shape the cache** (:func:`shaping_reason`:
+  a layer pattern, layer or block types, windows, chunks, per-kind head counts or widths,
+  sparse / index / compression / sharing / linear / state / conv settings, one value per
+  layer, ...): refused with one line naming it, never read as full attention;
+* **unknown and harmless-looking**: accepted, and listed as ignored, so nothing is
+  dropped silently (``kvlib estimate`` and ``kvlib plan`` print the list).
+
+The rule judges a name by its words, not by a list of names, so it refuses keys no one
+has listed yet (``tests/test_closed_world.py`` runs it on published configs it was not
+written from). A false refusal costs a user one line; a false acceptance costs a wrong
+number, so the words are chosen wide.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from kvlib.models.readers.fields import Fields
+from kvlib.models.readers.refuse import MARKERS, says_something
+
+__all__ = ["HARMLESS", "account", "shaping_reason", "words"]
+
+# Keys known not to change what a layer caches, by theme, with why. Matched by full name,
+# or by the patterns below; a family reader may add its own (``Family.ignores``).
+_THEMES: dict[str, tuple[str, ...]] = {
+    "identity and bookkeeping": (
+        "_name_or_path", "architectures", "auto_map", "model_type", "transformers_version",
+        "torch_dtype", "dtype", "_attn_implementation", "_commit_hash", "is_encoder_decoder",
+        "return_dict", "use_cache", "torchscript", "tie_encoder_decoder", "problem_type",
+        "id2label", "label2id", "task_specific_params", "finetuning_task", "tokenizer_class",
+        "prefix", "chunk_size_feed_forward", "pruned_heads", "tf_legacy_loss",
+        "use_bfloat16", "add_cross_attention", "cross_attention_hidden_size", "is_decoder",
+        "cache_implementation", "generation_config", "num_logits_to_keep", "license",
+        "model_name", "name", "version", "library_name", "base_model", "organization",
+        "summary_activation", "summary_first_dropout", "summary_proj_to_labels",
+        "summary_type", "summary_use_proj", "pretraining_tp", "use_return_dict",
+        "use_flash_attn", "use_flash_attention", "_flash_attn_2_enabled", "fused_mlp",
+        "output_scores", "remove_invalid_values", "default_output_length",
+        "enable_memory_efficient", "for_llm_compressor", "ep_size", "tp_size",
+        "use_mamba_kernels", "is_causal", "use_sdpa",
+    ),
+    "vocabulary and embeddings (weights, not the cache)": (
+        "vocab_size", "tie_word_embeddings", "embedding_multiplier", "emb_dropout",
+        "scale_embedding", "padded_vocab_size", "embedding_size", "tie_embeddings",
+        "vocab_size_per_layer_input", "hidden_size_per_layer_input", "logits_scaling",
+        "output_multiplier", "lm_head_multiplier", "final_logit_softcapping",
+        "logit_scale", "logits_scale",
+    ),
+    "sizes of the MLP and the residual stream (weights, not the cache)": (
+        "hidden_size", "intermediate_size", "ffn_hidden_size", "n_inner", "hidden_act",
+        "hidden_activation", "activation_function", "mlp_bias", "mlp_hidden_act",
+        "intermediate_size_mlp", "use_double_wide_mlp", "swiglu_limit", "use_clipped_linears",
+        "residual_multiplier", "residual_in_fp32", "rescale_prenorm_residual",
+        "apply_residual_connection_post_layernorm", "parallel_attn", "parallel_block",
+        "use_bias", "bias", "use_parallel_residual", "use_post_norm", "post_norm",
+        "mlp_only_layers", "clip_qkv", "alibi", "bias_dropout_fusion",
+    ),
+    "attention details that leave the cached shapes alone": (
+        "attention_bias", "attn_logit_softcapping", "query_pre_attn_scalar", "attn_scale",
+        "attention_multiplier", "use_qk_norm", "qk_layernorm", "attn_temperature_tuning",
+        "floor_scale", "attention_out_bias", "no_rope_layers", "use_bidirectional_attention",
+        "partial_rotary_factor", "rotary_pct", "rotary_emb_base", "rotary_dim",
+        "position_embedding_type", "max_position_embeddings", "n_positions", "n_ctx",
+        "seq_length", "model_max_length", "initial_context_length", "max_sequence_length",
+        "qk_norm", "softmax_scale", "attention_softmax_in_fp32", "scale_attn_weights",
+        "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+        "attention_value_scale", "use_scaled_rope", "norm_topk_prob", "rotary_percent",
+    ),
+    "mixture-of-experts routing and sizes (weights, not the cache)": (
+        "topk_group", "topk_method", "n_group", "scoring_func", "seq_aux", "first_k_dense_replace",
+        "num_experts_per_tok", "experts_per_token", "top_k_experts", "decoder_sparse_step",
+        "interleave_moe_layer_step", "enable_moe_block", "aux_loss_alpha", "routed_scaling_factor",
+        "e_score_correction_bias", "moe_intermediate_size", "num_local_experts", "jitter_noise",
+        "capacity_factor", "load_balance_coeff", "dense_intermediate_size",
+    ),
+    "the checkpoint's weight format (read for weights, not for the cache)": (
+        "quantization_config", "compression_config", "quantization", "modules_to_not_convert",
+    ),
+    "multimodal towers and their tokens (encoders, outside the decoder's KV cache)": (
+        "vision_config", "audio_config", "vision_feature_layer", "vision_feature_select_strategy",
+        "mm_tokens_per_image", "multi_modal_projector_bias", "projector_hidden_act",
+        "vision_soft_tokens_per_image", "image_size", "patch_size", "num_channels",
+        "pixel_shuffle_ratio", "projector_dropout", "projector_input_dim", "projector_output_dim",
+        "vision_output_dim", "vision_use_head", "pooling_kernel_size", "position_embedding_size",
+        "spatial_merge_size", "temporal_patch_size", "vision_start_token_id",
+        "vision_end_token_id", "vision_token_id", "mm_projector_type", "image_grid_pinpoints",
+        "multimodal_projector_bias", "spatial_patch_size", "downsample_ratio", "fmt",
+    ),
+    "training only": (
+        "initializer_range", "initializer_factor", "router_aux_loss_coef", "router_jitter_noise",
+        "output_router_logits", "gradient_checkpointing", "z_loss_coef", "use_auxiliary_loss",
+        "init_std", "mup_scale", "aux_loss_coef", "router_z_loss_coef",
+    ),
+}
+
+# Names matched by pattern: token ids and indices, dropout, norm epsilons, outputs, RoPE and
+# its scaling, initialisation, MoE words. Checked before the shaping words.
+_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"(^|_)token_?(id|ids|index)$|^(bos|eos|pad|sep|cls|unk|mask|decoder_start)_token",
+     "token ids"),
+    (r"dropout$|pdrop$|_drop$|^dropout", "dropout (training only)"),
+    (r"(^|_)(eps|epsilon)$|norm_eps|layer_?norm_eps|rms_?norm", "norm epsilons"),
+    (r"^output_|^use_return", "what the forward pass returns"),
+    (r"(^|_)rope($|_)|rotary|_theta$|^rope", "rotary position encoding (values, not widths)"),
+    (r"^initializ|_init_|^init_", "initialisation (training only)"),
+    (r"(^|_)(moe|experts?|router|routed|routing|gate_topk)($|_)",
+     "mixture-of-experts routing and sizes (weights, not the cache)"),
+    (r"(^|_)(mlp|ffn|intermediate)($|_)", "the MLP (weights, not the cache)"),
+    (r"(^|_)(softcap|softcapping|multiplier|scale_emb|scale_depth|logit_scale)($|_)",
+     "scalar multipliers (values, not shapes)"),
+    (r"(^|_)(vision|image|video|audio|mm|visual|speech|patch)($|_)",
+     "multimodal towers and their tokens (encoders, outside the decoder's KV cache)"),
+    (r"_bias$|^bias_", "biases (weights, not the cache)"),
+    (r"(^|_)(act|activation|act_fn)$|^activation", "activation functions"),
+    (r"^time_step_|^dt_(min|max|floor|limit|init|rank)", "the SSM time step's range (values)"),
+)
+
+HARMLESS: dict[str, str] = {key: why for why, keys in _THEMES.items() for key in keys}
+
+# Words that say a key may change what a layer keeps. Stems match inside a word
+# ("slidingwindow", "kv_cache"); short words only as whole words.
+_STEMS = ("swa", "sliding", "window", "chunk", "sparse", "indexer", "index", "compress",
+          "share", "sharing", "reuse", "linear", "mamba", "ssm", "conv", "recurr", "rnn",
+          "lightning", "delta", "xlstm", "rwkv", "retention", "hybrid", "pattern", "latent",
+          "lora", "mla", "nope", "topk", "top_k", "global", "local", "state", "cache", "memory",
+          "interval", "period", "offset", "skip", "stride", "pool", "block", "layer", "attn",
+          "attention", "head")
+_WORDS = {"kv", "k", "v", "q", "qk", "dim", "dims", "rank", "type", "types", "kind", "kinds",
+          "group", "groups", "ratio", "ratios", "gdn", "kda", "idx", "idxs", "ids", "heads",
+          "width", "size_per_layer", "mixer", "mixers", "token_mixer", "seq", "n_heads"}
+# Values that name layer kinds, inside a list or a string
+_KIND_WORDS = re.compile(r"attention|attn|mamba|ssm|linear|conv|sliding|swa|full|global|local|"
+                         r"recurrent|rnn|delta|lightning|mla|chunk|sparse|hybrid", re.I)
+
+
+def words(key: str) -> list[str]:
+    """A key's words: ``numKVHeads`` -> ``['num', 'kv', 'heads']``; ``swa_head_dim`` ->
+    ``['swa', 'head', 'dim']``."""
+    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", key)  # KVHeads -> KV_Heads
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", spaced)
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+
+
+def _harmless(key: str) -> str | None:
+    if key in HARMLESS:
+        return HARMLESS[key]
+    name = key.lower()
+    return next((why for pattern, why in _PATTERNS if re.search(pattern, name)), None)
+
+
+def _per_layer(value, n: int) -> bool:
+    if isinstance(value, str):
+        return n > 1 and len(value) == n and len(set(value)) > 1
+    return isinstance(value, list) and n > 1 and len(value) == n
+
+
+def shaping_reason(key: str, value, n: int) -> str | None:
+    """Why an unknown ``key`` may shape the cache (a word of its name, or its value), else None.
+
+    n: the model's layer count (a list or string of n entries is one value per layer).
+    """
+    name = key.lower()
+    ws = words(key)
+    stem = next((s for s in _STEMS if s in name), None)
+    if stem is not None:
+        return f"its name says {stem!r}"
+    word = next((w for w in ws if w in _WORDS), None)
+    if word is not None:
+        return f"its name says {word!r}"
+    if _per_layer(value, n):
+        return f"it holds one value for each of the {n} layers"
+    if isinstance(value, list) and any(isinstance(v, str) and _KIND_WORDS.search(v)
+                                       for v in value):
+        return "its values name layer kinds"
+    if isinstance(value, str) and _KIND_WORDS.fullmatch(value.strip()):
+        return "its value names a layer kind"
+    return None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _refusal(path: str, value, reason: str) -> ValueError:
+    return ValueError(f"{path}={_short(value)}: kvlib does not know this key and {reason}, so "
+                      "it may shape the cache; kvlib refuses rather than read the model without "
+                      "it")
+
+
+def _walk(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str], n: int,
+          ignored: list[str], skip: frozenset[str] = frozenset()) -> None:
+    for key, value in obj.items():
+        path = prefix + str(key)
+        if path in seen or key in skip or key in ignores or _harmless(str(key)):
+            continue
+        if key in MARKERS and not says_something(value):
+            continue  # refuse.py: an empty marker describes no special layer
+        if value is None:
+            continue  # null holds nothing that could be dropped
+        if value == {} or value == []:
+            ignored.append(path)  # says nothing, whatever its name
+            continue
+        reason = shaping_reason(str(key), value, n)
+        if isinstance(value, Mapping) and reason is None:
+            inner: list[str] = []
+            _walk(value, path + ".", seen, ignores, n, inner)
+            ignored.append(path)
+            continue
+        if reason is not None:
+            raise _refusal(path, value, reason)
+        ignored.append(path)
+
+
+def account(outer: Fields, c: Fields, n: int, ignores: frozenset[str] = frozenset()) -> tuple[
+        str, ...]:
+    """The keys kvlib ignored (unknown, harmless-looking), in config order; ValueError naming
+    the first unknown key that may shape the cache.
+
+    outer: the whole config; c: the language model's fields (``text_config`` or ``outer``);
+    n: its layer count; ignores: keys the family's reader knows do not shape its cache.
+    """
+    ignored: list[str] = []
+    if c is not outer:
+        _walk(c.raw, c.prefix, c.seen, ignores, n, ignored)
+        _walk(outer.raw, outer.prefix, outer.seen, ignores, n, ignored,
+              skip=frozenset({c.prefix.rstrip(".")}))
+    else:
+        _walk(outer.raw, outer.prefix, outer.seen, ignores, n, ignored)
+    return tuple(ignored)

@@ -1,0 +1,172 @@
+"""The closed world (issue 23, section 1): every config key is read, known harmless, refused
+by name, or listed as ignored; never silently read as full attention.
+
+The probe configs are a plain GQA model of a family kvlib has never seen plus one key from a
+published 2025-2026 config (the family named beside it), the case the issue found read as
+uniform full attention in 8 of 10 cases.
+"""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvlib import parse_config, read_config
+from kvlib.cli import main
+from kvlib.models.catalog import BUNDLED, bundled_config
+from kvlib.models.readers.closed import shaping_reason, words
+
+# A plain GQA model: 4 layers, 8 query heads, 2 KV heads of 64 (512 / 8).
+PLAIN = {"model_type": "brand_new_lm", "num_hidden_layers": 4, "num_attention_heads": 8,
+         "num_key_value_heads": 2, "hidden_size": 512, "vocab_size": 32000,
+         "max_position_embeddings": 8192, "rms_norm_eps": 1e-6, "rope_theta": 1e6}
+
+# (key, value as a published config writes it, where such a key comes from)
+SHAPING = [
+    ("hybrid_layer_pattern", [0, 1, 0, 1], "MiMo-V2-Flash-style hybrid pattern"),
+    ("swa_num_key_value_heads", 8, "sliding layers with their own KV-head count"),
+    ("swa_head_dim", 128, "sliding layers with their own head dim"),
+    ("v_head_dim", 128, "a value width other than the key width"),
+    ("index_config", {"head_dim": 128, "n_heads": 64}, "a nested sparse-attention indexer"),
+    ("dsa_config", {"topk": 2048, "dim": 128}, "DeepSeek-sparse-attention-like settings"),
+    ("attention_chunk_size", 8192, "Llama 4 chunked attention"),
+    ("linear_attn_config", {"kda_layers": [1, 2], "full_attn_layers": [4]}, "Kimi Linear"),
+    ("compress_ratios", [1, 4, 4, 128], "per-layer KV compression ratios"),
+    ("kv_sharing_layers", [0, 0, 1, 1], "a KV-sharing list"),
+    ("layer_kinds", ["attention", "mamba", "attention", "mamba"], "per-layer kinds"),
+    ("mixer_types", ["A", "M", "A", "M"], "a per-layer mixer list under another name"),
+    ("blockwise", "AMAM", "a per-layer string pattern with no telling name"),
+    ("gdn_num_value_heads", 32, "Gated DeltaNet settings"),
+    ("ssm_state_size", 128, "a Mamba SSM state"),
+]
+
+
+def probe(**extra) -> dict:
+    return {**PLAIN, **extra}
+
+
+def test_the_plain_probe_is_read_exactly():
+    spec = read_config(probe())
+    # 4 layers x 2 (K, V) x 2 KV heads x 64 x 2 B (bf16) = 2,048 B per token
+    assert spec.kv_bytes_per_token(2) == 4 * 2 * 2 * 64 * 2
+    assert spec.ignored_keys == ()
+
+
+@pytest.mark.parametrize("key, value, where", SHAPING, ids=[s[0] for s in SHAPING])
+def test_a_cache_shaping_key_of_an_unknown_family_is_refused_by_name(key, value, where):
+    with pytest.raises(ValueError) as e:
+        parse_config(probe(**{key: value}))
+    msg = str(e.value)
+    assert msg.split("=", 1)[0].split(".")[0] == key and "\n" not in msg
+    assert "refuses" in msg
+
+
+@pytest.mark.parametrize("key, value, where", SHAPING[:10], ids=[s[0] for s in SHAPING[:10]])
+def test_the_same_key_in_a_known_family_is_refused_too(key, value, where):
+    cfg = {**bundled_config("llama-3.1-8b"), key: value}
+    with pytest.raises(ValueError, match=rf"^{key}[=.]"):
+        parse_config(cfg)
+
+
+def test_a_nested_key_is_named_by_its_path():
+    cfg = probe(engine_settings={"threads": 4, "sparse_topk": 2048})
+    with pytest.raises(ValueError, match=r"^engine_settings\.sparse_topk=2048: "):
+        parse_config(cfg)
+    cfg = {"model_type": "wrapper", "text_config": probe(swa_head_dim=64)}
+    with pytest.raises(ValueError, match=r"^text_config\.swa_head_dim=64: "):
+        parse_config(cfg)
+
+
+def test_harmless_unknown_keys_are_listed_not_dropped():
+    spec = read_config(probe(fancy_gate_temperature=0.7, training_recipe={"lr": 3e-4}))
+    assert spec.ignored_keys == ("fancy_gate_temperature", "training_recipe")
+    assert spec.kv_bytes_per_token(2) == 4 * 2 * 2 * 64 * 2  # unchanged
+
+
+def test_known_harmless_keys_are_not_listed():
+    """Token ids, dropout, norms, RoPE, MoE routing: known not to shape the cache."""
+    spec = read_config(probe(pad_token_id=0, attention_dropout=0.0, layer_norm_epsilon=1e-5,
+                             rope_scaling={"type": "yarn", "factor": 4.0},
+                             num_experts_per_tok=8, moe_layer_freq=1, mlp_only_layers=[],
+                             hidden_act="silu", quantization_config={"quant_method": "fp8"}))
+    assert spec.ignored_keys == ()
+
+
+@pytest.mark.parametrize("command", [["estimate"], ["plan", "--gpu", "H200", "--params", "1e9"]])
+def test_estimate_and_plan_list_ignored_keys_in_text_and_json(tmp_path, capsys, command):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(probe(fancy_gate_temperature=0.7)))
+    assert main([command[0], str(path), "--context", "4096", *command[1:]]) == 0
+    text = capsys.readouterr().out
+    assert "ignored keys" in text and "fancy_gate_temperature" in text
+    assert main([command[0], str(path), "--context", "4096", *command[1:], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ignored_keys"] == ["fancy_gate_temperature"]
+
+
+def test_a_refusal_from_the_cli_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(probe(swa_num_key_value_heads=8)))
+    assert main(["estimate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "swa_num_key_value_heads=8" in err
+
+
+def test_words_split_snake_and_camel_case():
+    assert words("numKVHeads") == ["num", "kv", "heads"]
+    assert words("swa_head_dim") == ["swa", "head", "dim"]
+
+
+@pytest.mark.parametrize("key", ["global_kv_heads", "local_window", "nope_dim", "qk_dim",
+                                 "mla_rank", "kv_lora", "latentDim", "sparseTopK", "n_groups",
+                                 "cache_dtype", "attn_sink_tokens", "memory_slots"])
+def test_unlisted_shaping_names_are_caught_by_their_words(key):
+    assert shaping_reason(key, 1, 4) is not None
+
+
+@pytest.mark.parametrize("key", ["fancy_gate_temperature", "training_recipe", "lr", "seed"])
+def test_plain_names_with_scalar_values_are_not(key):
+    assert shaping_reason(key, 0.5, 4) is None
+
+
+# Names that may shape the cache, drawn from the shaping words, and values of every JSON kind.
+_SHAPING_NAMES = st.builds(
+    lambda pre, word, post: "_".join(p for p in (pre, word, post) if p),
+    st.sampled_from(["", "num", "swa", "extra", "my", "n"]),
+    st.sampled_from(["window", "chunk", "sparse", "index", "linear", "state", "conv", "heads",
+                     "kv", "layer_types", "pattern", "compress_ratio", "shared_layers", "dim",
+                     "head_dim", "rank", "mamba", "ssm", "hybrid", "block", "types"]),
+    st.sampled_from(["", "size", "dim", "heads", "list", "config", "pattern", "count"]),
+)
+_VALUES = st.one_of(st.integers(1, 4096), st.booleans(), st.text(min_size=1, max_size=6),
+                    st.lists(st.integers(0, 3), min_size=1, max_size=6),
+                    st.dictionaries(st.sampled_from(["a", "dim", "n"]), st.integers(1, 8),
+                                    min_size=1, max_size=2))
+
+
+def _meaning(cfg):
+    r = parse_config(cfg)
+    return r.groups()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(BUNDLED)), _SHAPING_NAMES, _VALUES)
+def test_adding_a_cache_shaping_key_never_silently_changes_a_reading(name, key, value):
+    """Either refused naming the key, or the reading is unchanged, or the reader read the key
+    and said so in its notes (a key the family's own rules define): never a silent change."""
+    cfg = bundled_config(name)
+    before = _meaning(cfg)
+    target = cfg["text_config"] if "text_config" in cfg else cfg
+    if key in target:
+        return  # not an addition
+    changed = json.loads(json.dumps(cfg))
+    (changed["text_config"] if "text_config" in changed else changed)[key] = value
+    try:
+        reading = parse_config(changed)
+    except ValueError as e:
+        assert key in str(e) or "\n" not in str(e)
+        return
+    if reading.groups() != before:
+        assert any(key in note for note in reading.assumptions), (key, value)
+    else:
+        assert key not in reading.ignored or shaping_reason(key, value, reading.num_layers) is None
