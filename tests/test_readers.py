@@ -22,7 +22,7 @@ EXPECTED = {
     "deepseek-v3.2": "deepseek", "gemma-4-26b-a4b": "gemma4",
 }
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
-UNBUNDLED = {"jamba", "lfm2"}
+UNBUNDLED = {"jamba", "lfm2", "kimi_linear"}
 
 
 def test_each_bundled_model_is_read_by_its_family_module():

@@ -37,6 +37,7 @@ from kvlib.models.readers import (  # noqa: F401
     gemma4,
     gpt_oss,
     jamba,
+    kimi_linear,
     lfm2,
     llama,
     llama4,
@@ -75,9 +76,13 @@ def _family(outer: Fields, text: Fields) -> str:
 
 
 def _reader(c: Fields, family: str, notes: list[str]) -> Family:
-    if c.has("kv_lora_rank"):
-        return FAMILIES.get(family) if family.startswith("deepseek") else FAMILIES["deepseek_v2"]
     known = FAMILIES.get(family)
+    if c.has("kv_lora_rank") and (known is None or (known.module != "deepseek"
+                                                    and "kv_lora_rank" not in known.handles)):
+        if known is not None and known.module != "attention":
+            raise ValueError(f"{c.path('kv_lora_rank')} is set but kvlib's {family} reader "
+                             "does not read latent attention; kvlib refuses rather than guess")
+        return FAMILIES["deepseek_v2"]
     if "use_sliding_window" in c.data and (known is None or
                                            "use_sliding_window" not in known.handles):
         return FAMILIES["qwen2"]
@@ -112,8 +117,12 @@ def parse_config(source) -> ConfigReading:
     family = _family(outer, c)
     known = FAMILIES.get(family)
     refuse_unknown_layers(outer, c, family, known.handles if known else frozenset())
-    n = c.int("num_hidden_layers", "n_layer")
     reader = _reader(c, family, notes)
+    n = c.int("num_hidden_layers", "n_layer", required=reader.count_layers is None)
+    if n is None:
+        n = reader.count_layers(c)
+        if n is None:
+            c.int("num_hidden_layers", "n_layer")  # raises, naming both
     read = reader.read(c, family, n, notes)
     ignored = closed.account(outer, c, n, reader.ignores)
     return ConfigReading(

@@ -79,7 +79,8 @@ _THEMES: dict[str, tuple[str, ...]] = {
         "num_experts_per_tok", "experts_per_token", "top_k_experts", "decoder_sparse_step",
         "interleave_moe_layer_step", "enable_moe_block", "aux_loss_alpha", "routed_scaling_factor",
         "e_score_correction_bias", "moe_intermediate_size", "num_local_experts", "jitter_noise",
-        "capacity_factor", "load_balance_coeff", "dense_intermediate_size",
+        "capacity_factor", "load_balance_coeff", "dense_intermediate_size", "use_grouped_topk",
+        "num_expert_group",
     ),
     "the checkpoint's weight format (read for weights, not for the cache)": (
         "quantization_config", "compression_config", "quantization", "modules_to_not_convert",
@@ -94,10 +95,18 @@ _THEMES: dict[str, tuple[str, ...]] = {
         "vision_end_token_id", "vision_token_id", "mm_projector_type", "image_grid_pinpoints",
         "multimodal_projector_bias", "spatial_patch_size", "downsample_ratio", "fmt",
     ),
+    "generation defaults (sampling settings older transformers wrote into configs)": (
+        "max_length", "min_length", "do_sample", "early_stopping", "num_beams",
+        "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p", "typical_p",
+        "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
+        "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences",
+        "return_dict_in_generate", "exponential_decay_length_penalty", "suppress_tokens",
+        "begin_suppress_tokens", "forced_bos_token_id", "forced_eos_token_id",
+    ),
     "training only": (
         "initializer_range", "initializer_factor", "router_aux_loss_coef", "router_jitter_noise",
         "output_router_logits", "gradient_checkpointing", "z_loss_coef", "use_auxiliary_loss",
-        "init_std", "mup_scale", "aux_loss_coef", "router_z_loss_coef",
+        "init_std", "mup_scale", "aux_loss_coef", "router_z_loss_coef", "ignore_index",
     ),
 }
 
@@ -119,6 +128,8 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     (r"(^|_)(vision|image|video|audio|mm|visual|speech|patch)($|_)",
      "multimodal towers and their tokens (encoders, outside the decoder's KV cache)"),
     (r"_bias$|^bias_", "biases (weights, not the cache)"),
+    (r"(^|_)(mtp|nextn)($|_)", "multi-token-prediction layers (they cache only as a "
+     "speculative-decoding draft, which kvlib plans apart)"),
     (r"(^|_)(act|activation|act_fn)$|^activation", "activation functions"),
     (r"^time_step_|^dt_(min|max|floor|limit|init|rank)", "the SSM time step's range (values)"),
 )

@@ -1,4 +1,5 @@
-"""Multi-head latent attention (DeepSeek V2/V3, Kimi K2: any config with ``kv_lora_rank``).
+"""Multi-head latent attention (DeepSeek V2/V3, Kimi K2: any config with ``kv_lora_rank``;
+DeepSeek V3.2 and GLM-5 with a sparse-attention indexer).
 
 Each layer caches the latent (``kv_lora_rank`` = d_L) plus the decoupled RoPE
 key (``qk_rope_head_dim`` = d_R) per token; the key/value head count plays no
@@ -15,7 +16,8 @@ from kvlib.models.spec import CacheKind
 
 # Query-side and value widths of MLA: weights and compute, not the cache (the latent and the
 # RoPE key are all each layer keeps; vLLM 0.33.0 MLAAttentionSpec, head_size = d_L + d_R).
-_MLA_IGNORES = ("q_lora_rank", "qk_nope_head_dim", "v_head_dim")
+# GLM-5 also writes head_dim (= qk_rope_head_dim) and qk_head_dim (nope + rope).
+_MLA_IGNORES = ("q_lora_rank", "qk_nope_head_dim", "v_head_dim", "qk_head_dim", "head_dim")
 
 
 @register("deepseek_v2", "deepseek_v3", "kimi_k2", ignores=_MLA_IGNORES)
@@ -24,7 +26,10 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
 
 
 # index_n_heads: the indexer's query heads (computed per step, never cached)
-@register("deepseek_v32", handles=("index_head_dim", "index_n_heads", "index_topk"),
+# GLM-5 (glm_moe_dsa): vLLM 0.33.0 maps GlmMoeDsaForCausalLM to the DeepSeek V3.2 path
+# (model_executor/models/registry.py), same key names.
+@register("deepseek_v32", "glm_moe_dsa",
+          handles=("index_head_dim", "index_n_heads", "index_topk"),
           ignores=(*_MLA_IGNORES, "index_n_heads"))
 def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     """DeepSeek V3.2: MLA plus, in every layer, the lightning indexer's key cache."""

@@ -1,8 +1,13 @@
-"""Nemotron-H (and Nemotron 3 Nano): Mamba2, attention and MLP layers in a written pattern.
+"""Nemotron-H (and Nemotron 3 Nano, Super, Ultra): Mamba2, attention and MLP layers in a
+written pattern.
 
 ``hybrid_override_pattern`` has one character per layer: ``M`` a Mamba2 layer, ``*``
 an attention layer, ``-`` an MLP and ``E`` a mixture-of-experts layer (the last two
-keep nothing). Attention layers cache K and V (``num_key_value_heads`` x
+keep nothing). Newer files list the same in ``layers_block_type`` ("mamba", "attention",
+"mlp", "moe"; transformers' NemotronHConfig also takes "linear_attention" and
+"full_attention"), and may leave out ``num_hidden_layers``, which NemotronHConfig derives as
+``len(layers_block_type)``; vLLM 0.33.0 counts attention layers from that list
+(config/model.py:1752-1764). Attention layers cache K and V (``num_key_value_heads`` x
 ``head_dim``; older files write ``attention_head_dim``, which transformers 5.x ignores: the
 config class's default head_dim of 128 applies, and vLLM 0.33.0 reads that config).
 Each Mamba2 layer keeps (vLLM 0.33.0 models/nemotron_h.py ``get_mamba_state_shape_from_config``) a
@@ -24,14 +29,49 @@ from kvlib.models.spec import CacheKind
 
 NEMOTRON_H_HEAD_DIM = 128  # NemotronHConfig's default head_dim
 _KINDS = {"M": "Mamba2", "*": "attention", "-": "MLP", "E": "mixture of experts"}
+_BLOCKS = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*",
+           "mlp": "-", "moe": "E"}
+
+
+def _block_types(c: Fields) -> list | None:
+    types = c.data.get("layers_block_type")
+    if types is None:
+        return None
+    if not isinstance(types, list) or not types or any(t not in _BLOCKS for t in types):
+        bad = next((t for t in types if t not in _BLOCKS), types) if isinstance(types, list) \
+            else types
+        raise ValueError(f"{c.path('layers_block_type')} must list {', '.join(_BLOCKS)} for "
+                         f"each layer, got {describe(bad)}")
+    return types
+
+
+def _count(c: Fields) -> int | None:
+    types = _block_types(c)
+    return None if types is None else len(types)
+
+
+def _pattern(c: Fields, n: int) -> str:
+    types = _block_types(c)
+    if types is None:
+        return c.data.get("hybrid_override_pattern")
+    if len(types) != n:
+        raise ValueError(f"{c.path('layers_block_type')} has {len(types)} entries for {n} "
+                         "layers (num_hidden_layers)")
+    pattern = "".join(_BLOCKS[t] for t in types)
+    written = c.data.get("hybrid_override_pattern")
+    if written is not None and written != pattern:
+        raise ValueError(f"{c.path('layers_block_type')} and "
+                         f"{c.path('hybrid_override_pattern')} disagree")
+    return pattern
 
 
 # chunk_size: the Mamba2 scan's chunk length (compute only; the states do not depend on it);
 # expand: vLLM sizes the Mamba2 state by mamba_num_heads x mamba_head_dim, not expand x hidden
-@register("nemotron_h", handles=("hybrid_override_pattern", "mamba_num_heads"),
-          ignores=("chunk_size", "expand"))
+@register("nemotron_h", handles=("hybrid_override_pattern", "layers_block_type",
+                                 "mamba_num_heads"),
+          ignores=("chunk_size", "expand"), count_layers=_count)
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
-    pattern = c.data.get("hybrid_override_pattern")
+    pattern = _pattern(c, n)
     if not isinstance(pattern, str) or len(pattern) != n or set(pattern) - set(_KINDS):
         raise ValueError(f"{c.path('hybrid_override_pattern')} must have one of "
                          f"{', '.join(_KINDS)} for each of the {n} layers, got {describe(pattern)}")
@@ -59,7 +99,8 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     full = layer(CacheKind.FULL, "GQA", N_h=n_h, N_g=n_g, d_QK=d, d_V=d)
     empty = layer(CacheKind.NONE)
     counts = {k: pattern.count(k) for k in _KINDS if k in pattern}
-    notes.append("hybrid_override_pattern decides each layer: " + ", ".join(
+    said = "layers_block_type" if c.has("layers_block_type") else "hybrid_override_pattern"
+    notes.append(f"{said} decides each layer: " + ", ".join(
         f"{v} {_KINDS[k]}" for k, v in counts.items()) + " (MLP and MoE layers keep nothing)")
     notes.append(f"Mamba2 states: convolution in the model dtype ({b} B), SSM state in "
                  f"{b_s} B per element ({where})")

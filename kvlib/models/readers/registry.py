@@ -23,6 +23,7 @@ class Family:
     max_positions: int | None = None  # the config class's max_position_embeddings default
     handles: frozenset[str] = frozenset()  # hybrid marker fields this reader reads itself
     ignores: frozenset[str] = frozenset()  # keys this family has that leave its cache alone
+    count_layers: Callable[[Fields], int | None] | None = None  # when num_hidden_layers is absent
 
 
 FAMILIES: dict[str, Family] = {}
@@ -30,19 +31,23 @@ FAMILIES: dict[str, Family] = {}
 
 def register(*model_types: str, max_positions: int | None = None,
              handles: tuple[str, ...] = (),
-             ignores: tuple[str, ...] = ()) -> Callable[[Read], Read]:
+             ignores: tuple[str, ...] = (),
+             count_layers: Callable[[Fields], int | None] | None = None,
+             ) -> Callable[[Read], Read]:
     """Register ``read`` for each ``model_type`` (the ``_text`` suffix of wrappers removed).
 
     handles: the fields of :data:`kvlib.models.readers.refuse.MARKERS` this reader
     accounts for; any other marker in a config of this family is still refused.
     ignores: keys of this family, checked against its modeling code, that do not change
     what a layer caches though their names could (the closed world, :mod:`.closed`).
+    count_layers: the layer count from another field, for a family whose config class
+    derives ``num_hidden_layers`` (Nemotron-H: the length of ``layers_block_type``).
     """
     def add(read: Read) -> Read:
         for t in model_types:
             if t in FAMILIES:
                 raise RuntimeError(f"model_type {t!r} has two readers")
             FAMILIES[t] = Family(read, read.__module__.rsplit(".", 1)[-1], max_positions,
-                                 frozenset(handles), frozenset(ignores))
+                                 frozenset(handles), frozenset(ignores), count_layers)
         return read
     return add
