@@ -218,8 +218,9 @@ def test_unknown_scales_named():
 # vLLM multiplies the total CUDA reports: 139.81 GiB on an H200 (its start-up log), kept as
 # floor(13981 x 2^30 / 100) = floor(15,011,984,441,344 / 100) B, and rounds up.
 H200_CUDA_TOTAL = 13981 * 1024**3 // 100
-H200_USABLE = -(-H200_CUDA_TOTAL * 9 // 10)  # ceil(1,351,078,599,717 / 10)
-H200_DATASHEET_USABLE = 141_000_000_000 * 9 // 10  # 0.9 x 141 GB = 126.9 GB
+# vLLM 0.33.0's default gpu_memory_utilization, 0.92 (vllm/config/cache.py:215)
+H200_USABLE = -(-H200_CUDA_TOTAL * 92 // 100)  # ceil(13,811,025,685,996 / 100)
+H200_DATASHEET_USABLE = 141_000_000_000 * 92 // 100  # 0.92 x 141 GB = 129.72 GB
 WEIGHTS_TP4 = 70_600_000_000 * 2 // 4  # 35.3 GB
 BUDGET_TP4 = H200_USABLE - WEIGHTS_TP4 - 4 * GiB
 SEQ_128K_TP4 = 2 * 80 * 2 * 128 * 2 * 131072  # 10 GiB per GPU
@@ -230,41 +231,42 @@ def test_four_h200_tp4_budget_and_sequences():
     assert p.hbm_bytes_per_gpu == 141_000_000_000
     assert p.total_memory_bytes_per_gpu == H200_CUDA_TOTAL == 150_119_844_413
     assert p.memory_basis == "cuda"
-    assert p.usable_bytes_per_gpu == H200_USABLE == 135_107_859_972
+    assert p.usable_bytes_per_gpu == H200_USABLE == 138_110_256_860
     assert p.weights_bytes_per_gpu == WEIGHTS_TP4 == 35_300_000_000
     assert p.overhead_bytes_per_gpu == 4 * 1024**3
-    assert p.kv_budget_bytes_per_gpu == BUDGET_TP4 == 95_512_892_676
+    assert p.kv_budget_bytes_per_gpu == BUDGET_TP4 == 98_515_289_564
     assert p.kv_bytes_per_sequence_per_gpu == SEQ_128K_TP4 == 10 * GiB
-    assert p.max_sequences_per_replica == BUDGET_TP4 // SEQ_128K_TP4 == 8
-    assert p.replicas == 1 and p.max_sequences == 8
-    assert p.kv_free_bytes_per_gpu == BUDGET_TP4 - 8 * SEQ_128K_TP4
+    # 98,515,289,564 // 10,737,418,240 = 9 (9 x 10 GiB = 96,636,764,160)
+    assert p.max_sequences_per_replica == BUDGET_TP4 // SEQ_128K_TP4 == 9
+    assert p.replicas == 1 and p.max_sequences == 9
+    assert p.kv_free_bytes_per_gpu == BUDGET_TP4 - 9 * SEQ_128K_TP4
     assert p.fits and p.reason == ""
 
 
 def test_datasheet_memory_on_request():
     p = plan(LLAMA_70B, "H200", gpus=4, tp=4, context=131072, memory="datasheet")
     assert p.memory_basis == "datasheet" and p.total_memory_bytes_per_gpu == 141_000_000_000
-    assert p.usable_bytes_per_gpu == H200_DATASHEET_USABLE == 126_900_000_000
-    assert p.kv_budget_bytes_per_gpu == 126_900_000_000 - 35_300_000_000 - 4 * GiB
-    assert p.max_sequences == 87_305_032_704 // SEQ_128K_TP4 == 8
+    assert p.usable_bytes_per_gpu == H200_DATASHEET_USABLE == 129_720_000_000
+    assert p.kv_budget_bytes_per_gpu == 129_720_000_000 - 35_300_000_000 - 4 * GiB
+    assert p.max_sequences == 90_125_032_704 // SEQ_128K_TP4 == 8
 
 
 def test_gpu_without_a_cuda_total_keeps_the_datasheet():
-    p = plan(LLAMA_70B, "H100-80GB", gpus=8, tp=8, context=32768)
-    assert p.memory_basis == "datasheet" and p.total_memory_bytes_per_gpu == 80 * 10**9
-    assert p.usable_bytes_per_gpu == 72 * 10**9
+    p = plan(LLAMA_70B, "H100-NVL", gpus=8, tp=8, context=32768)
+    assert p.memory_basis == "datasheet" and p.total_memory_bytes_per_gpu == 94 * 10**9
+    assert p.usable_bytes_per_gpu == 94 * 10**9 * 92 // 100 == 86_480_000_000
 
 
 def test_exact_sessions_before_flooring():
     d = Deployment(LLAMA_70B, "H200", gpus=4, tp=4)
     assert d.sessions(131072) == Fraction(BUDGET_TP4, SEQ_128K_TP4)
-    assert d.max_sequences_per_replica(131072) == 8 < d.sessions(131072) < 9
+    assert d.max_sequences_per_replica(131072) == 9 < d.sessions(131072) < 10
 
 
 def test_replicas_multiply_sequences():
     p = plan(LLAMA_70B, "H200", gpus=8, tp=4, context=131072)
     assert p.replicas == 8 // 4 == 2
-    assert p.max_sequences == 2 * (BUDGET_TP4 // SEQ_128K_TP4) == 16
+    assert p.max_sequences == 2 * (BUDGET_TP4 // SEQ_128K_TP4) == 18
 
 
 def test_gpus_must_be_a_multiple_of_tp():
@@ -284,13 +286,15 @@ def test_utilization_is_exact_and_at_most_one():
 def test_overridden_memory_and_overhead():
     p = plan(LLAMA_70B, get_gpu("H200", hbm_bytes=140 * GiB), gpus=4, tp=4, context=131072,
              overhead_bytes=0)
-    assert p.usable_bytes_per_gpu == 140 * GiB * 9 // 10
-    assert p.kv_budget_bytes_per_gpu == 140 * GiB * 9 // 10 - WEIGHTS_TP4
+    usable = -(-140 * GiB * 92 // 100)  # ceil(138,297,946,931.2)
+    assert p.usable_bytes_per_gpu == usable == 138_297_946_932
+    assert p.kv_budget_bytes_per_gpu == usable - WEIGHTS_TP4
 
 
 def test_unknown_params_need_to_be_given():
     bare = ModelSpec("bare", LLAMA_70B.groups)
-    with pytest.raises(ValueError, match="parameter count of bare is unknown; give it"):
+    with pytest.raises(ValueError,
+                       match="parameter count of bare is unknown and kvlib cannot count it"):
         Deployment(bare, "H200")
     assert Deployment(bare, "H200", params=8_000_000_000).weights_bytes_per_gpu == 16 * 10**9
 
@@ -299,8 +303,8 @@ def test_max_context_at_a_given_concurrency():
     d = Deployment(LLAMA_70B, "H200", gpus=4, tp=4)
     per_token_tp4 = 2 * 80 * 2 * 128 * 2
     # 16 sequences: the largest whole-block context with 16 x slots x 81,920 <= budget
-    # 95,512,892,676 // 1,310,720 = 72,870 tokens, whole blocks: 4,554 x 16
-    assert d.max_context(16) == BUDGET_TP4 // (16 * per_token_tp4) // 16 * 16 == 72_864
+    # 98,515,289,564 // 1,310,720 = 75,161 tokens, whole blocks: 4,697 x 16
+    assert d.max_context(16) == BUDGET_TP4 // (16 * per_token_tp4) // 16 * 16 == 75_152
     assert d.max_context(8) == 131072  # capped at max_position_embeddings
     assert d.max_context(10**6) == 0
 
@@ -309,8 +313,8 @@ def test_fp8_kv_doubles_sequences_at_the_same_budget():
     bf16 = plan(LLAMA_70B, "H200", 4, 4, 32768)
     fp8 = plan(LLAMA_70B, "H200", 4, 4, 32768, kv_dtype="fp8")
     assert fp8.kv_bytes_per_sequence_per_gpu * 2 == bf16.kv_bytes_per_sequence_per_gpu
-    assert bf16.max_sequences == BUDGET_TP4 // (81_920 * 32768) == 35
-    assert fp8.max_sequences == BUDGET_TP4 // (40_960 * 32768) == 71
+    assert bf16.max_sequences == BUDGET_TP4 // (81_920 * 32768) == 36
+    assert fp8.max_sequences == BUDGET_TP4 // (40_960 * 32768) == 73
 
 
 # --- speculative decoding --------------------------------------------------------------------
@@ -324,8 +328,8 @@ def test_draft_model_adds_its_weights_and_its_cache():
     assert p.kv_bytes_per_sequence_per_gpu == target_seq + draft_seq
     budget = H200_USABLE - WEIGHTS_TP4 - draft_weights - 4 * GiB
     assert p.kv_budget_bytes_per_gpu == budget
-    # 91,497,892,676 // 1,879,048,192 = 48 (48 x 1,879,048,192 = 90,194,313,216)
-    assert p.max_sequences == budget // (target_seq + draft_seq) == 48
+    # 94,500,289,564 // 1,879,048,192 = 50 (50 x 1,879,048,192 = 93,952,409,600)
+    assert p.max_sequences == budget // (target_seq + draft_seq) == 50
 
 
 def test_llama_8b_draft_adds_40_percent_not_10_to_15():
@@ -343,8 +347,10 @@ def test_draft_on_fewer_ranks_holds_more_per_gpu():
 
 def test_weights_alone_exceed_the_budget():
     p = plan(LLAMA_70B, "A100-80GB", gpus=1, tp=1, context=8192)
-    assert p.usable_bytes_per_gpu == 80_000_000_000 * 9 // 10
-    assert p.kv_budget_bytes_per_gpu == 72_000_000_000 - 141_200_000_000 - 4 * GiB < 0
+    # 79.25 GiB as CUDA reports it: floor(7925 x 2^30 / 100) = 85,094,039,552 B; x 0.92, up
+    usable = -(-(7925 * GiB // 100) * 92 // 100)
+    assert p.usable_bytes_per_gpu == usable == 78_286_516_388
+    assert p.kv_budget_bytes_per_gpu == usable - 141_200_000_000 - 4 * GiB < 0
     assert not p.fits and p.max_sequences == 0
     assert p.reason.startswith("does not fit: weights 141.2 GB")
     assert p.decode_step_seconds_lower_bound is None
@@ -352,7 +358,7 @@ def test_weights_alone_exceed_the_budget():
 
 def test_budget_too_small_for_one_sequence():
     p = plan(LLAMA_70B, "H200", 1, 1, 200_000, weight_dtype="fp8")
-    budget = 135_107_859_972 - 70_600_000_000 - 4 * GiB
+    budget = 138_110_256_860 - 70_600_000_000 - 4 * GiB
     assert p.kv_budget_bytes_per_gpu == budget
     assert budget < 200_000 * 327_680  # 65.5 GB for one sequence
     assert not p.fits and "holds no sequence of 200,000 tokens" in p.reason
@@ -363,7 +369,7 @@ def test_budget_too_small_for_one_sequence():
 
 def test_decode_step_lower_bound_reads_weights_and_live_caches():
     p = plan(LLAMA_70B, "H200", 4, 4, 131072)
-    expected = (35_300_000_000 + 8 * 81_920 * 131072) / 4_800_000_000_000
+    expected = (35_300_000_000 + 9 * 81_920 * 131072) / 4_800_000_000_000
     assert p.decode_step_seconds_lower_bound == pytest.approx(expected, rel=1e-12)
 
 

@@ -33,30 +33,35 @@ def test_json_has_the_required_fields_with_hand_values(capsys):
                           "--context", "131072")
     assert rc == 0 and err == ""
     assert all(k in d for k in REQUIRED)
-    # vLLM: ceil(0.9 x the CUDA total); an H200 reports 139.81 GiB = floor(13981 x 2^30 / 100) B
+    # vLLM 0.33.0: ceil(0.92 x the CUDA total); an H200 reports 139.81 GiB = floor(13981 x
+    # 2^30 / 100) B
     cuda_total = 13981 * 1024**3 // 100
-    usable = -(-cuda_total * 9 // 10)
-    weights = LLAMA_70B_PARAMS * 2 // 4
+    usable = -(-cuda_total * 92 // 100)
+    # the bf16 checkpoint, counted from the config: 70,553,706,496 parameters (the safetensors
+    # total_size, 141,107,412,992 B, / 2); every rank holds the (2 x 80 + 1) RMSNorm weights of
+    # 8,192 whole, and a quarter of the rest (the 128,256-row vocabulary is a multiple of 64)
+    norms = (2 * 80 + 1) * 8192 * 2
+    weights = (141_107_412_992 - norms) // 4 + norms
     budget = usable - weights - 4 * GiB
     per_seq = 2 * 80 * (8 // 4) * 128 * 2 * 131072
     assert d["hbm_bytes_per_gpu"] == 141_000_000_000
     assert d["total_memory_bytes_per_gpu"] == cuda_total == 150_119_844_413
     assert d["memory_basis"] == "cuda"
-    assert d["usable_bytes_per_gpu"] == usable == 135_107_859_972
-    assert d["weights_bytes_per_gpu"] == weights
+    assert d["usable_bytes_per_gpu"] == usable == 138_110_256_860
+    assert d["weights_bytes_per_gpu"] == weights == 35_278_831_616
     assert d["overhead_bytes_per_gpu"] == 4 * GiB
     assert d["kv_budget_bytes_per_gpu"] == budget
     assert d["kv_bytes_per_sequence_per_gpu"] == per_seq
     assert d["replicas"] == 2
-    assert d["max_sequences_per_replica"] == budget // per_seq == 8
-    assert d["max_sequences"] == 16
+    assert d["max_sequences_per_replica"] == budget // per_seq == 9
+    assert d["max_sequences"] == 18
     # the bound reads the weights but the untied input embedding (128,256 x 8,192), /TP
-    read = (LLAMA_70B_PARAMS - 128_256 * 8192) * 2 // 4
-    assert d["decode_weights_read_bytes_per_gpu"] == read == 34_774_663_424
+    read = (70_553_706_496 - 128_256 * 8192) * 2 // 4
+    assert d["decode_weights_read_bytes_per_gpu"] == read == 34_751_516_672
     assert d["decode_step_seconds_lower_bound"] == pytest.approx(
-        (read + 8 * per_seq) / 4_800_000_000_000)
+        (read + 9 * per_seq) / 4_800_000_000_000)
     assert d["decode_step_seconds_all_weights"] == pytest.approx(
-        (weights + 8 * per_seq) / 4_800_000_000_000)
+        (weights + 9 * per_seq) / 4_800_000_000_000)
     assert d["decode_step_seconds_uniform_routing"] is None  # dense
     assert d["fits"] is True
     (g,) = d["groups"]
@@ -113,7 +118,7 @@ def test_plan_that_does_not_fit_exits_1_with_one_clear_line(capsys):
     rc, out, err = run(capsys, "llama-3.1-70b", "--gpu", "A100-80GB", "--context", "8192")
     assert rc == 1
     assert err.count("\n") == 1
-    assert err.startswith("kvlib plan: does not fit: weights 141.2 GB")
+    assert err.startswith("kvlib plan: does not fit: weights 141.11 GB")
     assert "sequences in all" in out  # the plan is still shown
 
 
@@ -121,7 +126,11 @@ def test_not_fitting_json_says_why(capsys):
     rc, d, err = run_json(capsys, "llama-3.1-70b", "--gpu", "L40S", "--gpus", "2", "--tp", "2",
                           "--context", "8192")
     assert rc == 1 and d["fits"] is False and d["max_sequences"] == 0
-    assert d["kv_budget_bytes_per_gpu"] == 48_000_000_000 * 9 // 10 - 70_600_000_000 - 4 * GiB
+    # an L40S reports 44.42 GiB; the bf16 checkpoint on two ranks: half of all but the norms
+    usable = -(-(4442 * GiB // 100) * 92 // 100)
+    norms = (2 * 80 + 1) * 8192 * 2
+    weights = (141_107_412_992 - norms) // 2 + norms
+    assert d["kv_budget_bytes_per_gpu"] == usable - weights - 4 * GiB
     assert d["reason"].startswith("does not fit")
 
 
@@ -130,7 +139,7 @@ def test_text_output_shows_the_budget(capsys):
                      "--context", "131072")
     assert rc == 0
     assert "150.12 GB = 139.81 GiB" in out and "141 GB = 131.32 GiB" in out
-    assert "135.11 GB = 125.83 GiB" in out  # ceil(0.9 x 150,119,844,413 B)
+    assert "138.11 GB = 128.63 GiB" in out  # ceil(0.92 x 150,119,844,413 B)
     assert "sequences in all" in out and "ms or more" in out
     assert "note: memory: 139.81 GiB, the total CUDA reports on an H200" in out
 
@@ -139,16 +148,16 @@ def test_memory_flag_takes_the_datasheet(capsys):
     rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
                         "--context", "131072", "--memory", "datasheet")
     assert rc == 0 and d["memory_basis"] == "datasheet"
-    assert d["usable_bytes_per_gpu"] == 141_000_000_000 * 9 // 10 == 126_900_000_000
+    assert d["usable_bytes_per_gpu"] == 141_000_000_000 * 92 // 100 == 129_720_000_000
     assert any(n == "memory: the datasheet's 141 GB (--memory datasheet)" for n in d["notes"])
 
 
 def test_gpu_without_cuda_total_says_so(capsys):
-    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H100-80GB", "--gpus", "8", "--tp",
+    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H100-NVL", "--gpus", "8", "--tp",
                         "8", "--context", "32768")
     assert rc == 0 and d["memory_basis"] == "datasheet"
-    assert d["usable_bytes_per_gpu"] == 72 * 10**9
-    assert any("no CUDA-reported total for the H100-80GB" in n for n in d["notes"])
+    assert d["usable_bytes_per_gpu"] == 94 * 10**9 * 92 // 100
+    assert any("no CUDA-reported total for the H100-NVL" in n for n in d["notes"])
 
 
 def test_moe_decode_lines(capsys):

@@ -23,11 +23,13 @@ def test_budget_bar_segments_are_the_plan_numbers():
     ax = Figure().add_subplot()
     plot_budget(ax, {"4 x H200": p}, unit="GB")
     widths = [round(r.get_width(), 6) for r in ax.patches]
-    assert widths[0] == 35.3  # 70.6e9 x 2 B / 4 GPUs, in GB
+    # the bf16 checkpoint, 141,107,412,992 B: a quarter per GPU, the 161 x 8,192 norms whole
+    norms = 161 * 8192 * 2
+    assert widths[0] == round(((141_107_412_992 - norms) // 4 + norms) / 1e9, 6) == 35.278832
     assert widths[1] == round(4 * GiB / 1e9, 6)  # overhead
-    assert widths[2] == round(8 * 10 * GiB / 1e9, 6)  # 8 sessions of 10 GiB
-    # all usable memory: ceil(0.9 x 139.81 GiB reported by CUDA) = 135,107,859,972 B
-    assert sum(r.get_width() for r in ax.patches) == pytest.approx(135.107859972)
+    assert widths[2] == round(9 * 10 * GiB / 1e9, 6)  # 9 sessions of 10 GiB
+    # all usable memory: ceil(0.92 x 139.81 GiB reported by CUDA) = 138,110,256,860 B
+    assert sum(r.get_width() for r in ax.patches) == pytest.approx(138.110256860)
     assert ax.lines[1].get_xdata()[0] == pytest.approx(150.119844413)  # the CUDA total
 
 

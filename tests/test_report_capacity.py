@@ -42,13 +42,14 @@ def test_refinement_table_post_a_example():
     # (564 - 140) GB / (320 KiB x 131,072 tokens) = 9.87 sessions
     assert round((564 - 140) * GB / (327_680 * 131_072), 2) == 9.87
     assert rows[2] == ["naive", "424 GB", "9.87", ""]
-    # per GPU: ceil(0.9 x 139.81 GiB CUDA total) = 135,107,859,972 B - 35.3 GB - 4 GiB,
-    # over 80 KiB x 131,072 tokens
-    budget = 135_107_859_972 - 35_300_000_000 - 4 * GiB
+    # per GPU: ceil(0.92 x 139.81 GiB CUDA total) = 138,110,256,860 B - the checkpoint's
+    # 35,278,831,616 B per GPU (a quarter of 141,107,412,992 B, the 161 x 8,192 norms whole)
+    # - 4 GiB, over 80 KiB x 131,072 tokens
+    budget = 138_110_256_860 - 35_278_831_616 - 4 * GiB
     sessions = budget / (81_920 * 131_072)
-    assert rows[3][2] == f"{sessions:.2f}" == "8.90"
+    assert rows[3][2] == f"{sessions:.2f}" == "9.18"
     assert rows[3][3] == f"{sessions - 424 * GB / (327_680 * 131_072):+.2f}"
-    assert rows[4][:3] == ["whole sessions: floor", "", "8"]
+    assert rows[4][:3] == ["whole sessions: floor", "", "9"]
 
 
 def test_tp_table_labels_every_column():

@@ -45,36 +45,52 @@ def test_h200_cuda_total_is_the_logged_figure_and_less_than_nvidia_smi():
 
 
 def test_gpus_without_a_cuda_total_keep_the_datasheet_figure():
-    for name in ("H100-80GB", "A100-80GB", "L40S", "B200", "MI300X"):
+    for name in ("H100-NVL", "A100-40GB", "B300", "GB200", "MI300X", "RTX-5090"):
         gpu = CATALOG[name]
         assert gpu.cuda_total_bytes is None and gpu.total_memory_bytes == gpu.hbm_bytes
 
 
+# The totals public messages print for each part, GiB to two decimals (sources in gpus.py)
+PRINTED_GIB = {"A100-80GB": "79.25", "H100-80GB": "79.22", "H200": "139.81", "B200": "178.35",
+               "L40S": "44.42", "L4": "22.03", "RTX-4090": "23.64"}
+
+
+@pytest.mark.parametrize("name, printed", PRINTED_GIB.items())
+def test_cuda_totals_are_the_printed_figures(name, printed):
+    gpu = CATALOG[name]
+    assert gpu.cuda_total_bytes == int(Fraction(printed) * 2**30)  # floor: exact for these
+    assert gpu.total_memory_bytes == gpu.cuda_total_bytes
+    assert round(Fraction(gpu.cuda_total_bytes, 2**30), 2) == Fraction(printed)
+
+
 def test_requested_memory_rounds_up():
     d = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
-    # 0.9 x 150,119,844,413 = 135,107,859,971.7 -> 135,107,859,972 (ceil, as vLLM)
-    assert 9 * 150_119_844_413 == 1_351_078_599_717
-    assert d.usable_bytes_per_gpu == 135_107_859_972
+    # 0.92 (vLLM 0.33.0's default) x 150,119,844,413 = 138,110,256,859.96 -> 138,110,256,860
+    assert 92 * 150_119_844_413 == 13_811_025_685_996
+    assert d.usable_bytes_per_gpu == 138_110_256_860
     assert d.memory_basis == "cuda"
 
 
 def test_blog_post_a_four_h200_breakdown_with_the_cuda_total():
     """Llama 3.1 70B, bf16, 4 x H200 at TP=4, 128K sessions (notebook 06, section 3)."""
     d = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
-    weights = 70_600_000_000 * 2 // 4  # 35.3 GB per GPU
+    # the bf16 checkpoint (safetensors total_size 141,107,412,992 B): a quarter per GPU, but the
+    # (2 x 80 + 1) x 8,192 RMSNorm weights whole on every rank
+    norms = (2 * 80 + 1) * 8192 * 2
+    weights = (141_107_412_992 - norms) // 4 + norms  # 35.28 GB per GPU
     overhead = 4 * GiB  # 4,294,967,296
-    budget = 135_107_859_972 - 35_300_000_000 - 4_294_967_296
-    assert budget == 95_512_892_676 == d.kv_budget_bytes_per_gpu
-    assert weights == d.weights_bytes_per_gpu and overhead == d.overhead_bytes
+    budget = 138_110_256_860 - 35_278_831_616 - 4_294_967_296
+    assert budget == 98_536_457_948 == d.kv_budget_bytes_per_gpu
+    assert weights == d.weights_bytes_per_gpu == 35_278_831_616 and overhead == d.overhead_bytes
     per_session = 80 * 2 * 2 * 128 * 2 * 131_072  # 2 KV heads per GPU: 10 GiB
     assert per_session == 10 * GiB == 10_737_418_240
-    assert d.sessions(131_072) == Fraction(95_512_892_676, 10_737_418_240)
-    assert f"{95_512_892_676 / 10_737_418_240:.2f}" == "8.90"
-    assert d.max_sequences_per_replica(131_072) == 8  # 8 x 10 GiB = 85.9 GB <= 95.5 GB < 9 x
-    # with the datasheet's literal 141 GB: 126.9 GB - 35.3 GB - 4 GiB = 87,305,032,704 B, 8.13
+    assert d.sessions(131_072) == Fraction(98_536_457_948, 10_737_418_240)
+    assert f"{98_536_457_948 / 10_737_418_240:.2f}" == "9.18"
+    assert d.max_sequences_per_replica(131_072) == 9  # 9 x 10 GiB = 96.6 GB <= 98.5 GB
+    # with the datasheet's literal 141 GB: 129.72 GB - 35.28 GB - 4 GiB = 90,146,201,088 B, 8.40
     sheet = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, memory="datasheet")
-    assert sheet.kv_budget_bytes_per_gpu == 126_900_000_000 - 35_300_000_000 - 4_294_967_296
-    assert f"{87_305_032_704 / 10_737_418_240:.2f}" == "8.13"
+    assert sheet.kv_budget_bytes_per_gpu == 129_720_000_000 - 35_278_831_616 - 4_294_967_296
+    assert f"{90_146_201_088 / 10_737_418_240:.2f}" == "8.40"
     assert sheet.max_sequences_per_replica(131_072) == 8
 
 
@@ -164,17 +180,18 @@ def test_expected_distinct_experts_grows_from_k_to_at_most_e(experts, data, batc
 
 def test_deepseek_v2_decode_bound_on_eight_h200():
     """TP=8, 32K sessions: the bound reads 21B active parameters, not 236B."""
-    p = Deployment(load_model("deepseek-v2"), "H200", 8, 8).plan(32_768)
+    # weights as the published 236B x bf16 / TP, the active count as published (21B)
+    p = Deployment(load_model("deepseek-v2"), "H200", 8, 8, weight_dtype="bf16").plan(32_768)
     latent = 60 * (512 + 64) * 2 * 32_768  # the whole latent on every GPU
     assert latent == 2_264_924_160 == p.live_kv_bytes_per_sequence_per_gpu
-    budget = 135_107_859_972 - 236 * 10**9 * 2 // 8 - 4 * GiB
-    assert budget == 71_812_892_676 and budget // latent == 31 == p.max_sequences_per_replica
+    budget = 138_110_256_860 - 236 * 10**9 * 2 // 8 - 4 * GiB
+    assert budget == 74_815_289_564 and budget // latent == 33 == p.max_sequences_per_replica
     read = (21 * 10**9 - 102_400 * 5120) * 2 // 8  # active - input embedding, bf16, / TP
     assert read == 5_118_928_000 == p.decode_weights_read_bytes_per_gpu
-    bound = Fraction(read + 31 * latent, H200_BW)  # 75,331,576,960 B / 4.8 TB/s
+    bound = Fraction(read + 33 * latent, H200_BW)  # 79,861,425,280 B / 4.8 TB/s
     assert p.decode_step_seconds_lower_bound == pytest.approx(float(bound), rel=1e-12)
-    assert f"{float(bound) * 1e3:.2f}" == "15.69"
-    every = Fraction(59 * 10**9 + 31 * latent, H200_BW)  # 129,212,648,960 B: 26.92 ms
+    assert f"{float(bound) * 1e3:.2f}" == "16.64"
+    every = Fraction(59 * 10**9 + 33 * latent, H200_BW)  # 133,742,497,280 B: 27.86 ms
     assert p.decode_step_seconds_all_weights == pytest.approx(float(every), rel=1e-12)
     assert p.routed_experts == 160 and p.experts_per_token == 6
     assert p.decode_step_seconds_lower_bound < p.decode_step_seconds_uniform_routing \
@@ -191,8 +208,8 @@ PLANNED = ("llama-3-70b", "llama-3.1-70b", "llama-3.1-8b", "gemma-3-27b", "deeps
 def test_the_bound_never_exceeds_reading_every_weight(name):
     model = load_model(name)
     d = Deployment(model, "B200")
-    assert d.active <= model.params
+    assert d.active <= d.params
     assert d.decode_read_bytes_per_gpu() <= d.weights_bytes_per_gpu
     layout = moe_layout(d.config)
-    if layout is not None:
-        assert d.active <= derived_active_params(model.params, layout)
+    if layout is not None:  # the count's active parameters: within 0.1% of the derived bound
+        assert d.active <= derived_active_params(d.params, layout) * 1.001

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from kvlib import load_model, read_config
+from kvlib import bundled_config, load_model, read_config
 from kvlib.cli import main
 from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
 from kvlib.serving.plan import plan
@@ -169,23 +169,24 @@ def test_plan_counts_each_sequences_state_and_shows_vllms_figure(capsys):
 
 
     assert main(["plan", "qwen3-next-80b-a3b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
-                 "--context", "256K", "--json"]) == 0
+                 "--context", "256K", "--weight-dtype", "bf16", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    usable = -(-150_119_844_413 * 9 // 10)  # ceil(0.9 x the H200's CUDA total)
-    budget = usable - 80_000_000_000 * 2 // 4 - 4 * GiB  # weights split 4 ways, 4 GiB overhead
-    assert d["kv_budget_bytes_per_gpu"] == budget == 90_812_892_676
+    usable = -(-150_119_844_413 * 92 // 100)  # ceil(0.92 x the H200's CUDA total)
+    # the published 80B in bf16, split 4 ways; 4 GiB overhead
+    budget = usable - 80_000_000_000 * 2 // 4 - 4 * GiB
+    assert d["kv_budget_bytes_per_gpu"] == budget == 93_815_289_564
     cache = 12 * 2 * 1 * 256 * 2 * 262144  # 2 KV heads over TP 4: one whole head per GPU
     state = 36 * (3 * (8192 // 4) * 2 + (32 // 4) * 128 * 128 * 2)  # heads and channels / 4
     assert (d["kv_bytes_per_sequence_per_gpu"], d["state_bytes_per_sequence_per_gpu"]) == \
         (cache, state) == (3_221_225_472, 9_879_552)
-    assert d["max_sequences"] == budget // (cache + state) == 28
+    assert d["max_sequences"] == budget // (cache + state) == 29
     # vLLM: page 274,432 B per GDN layer per GPU; K = lcm(16, 64) = 64; 64 x ceil(274,432 / 65,536)
     block = 64 * -(-274_432 // (64 * 1024))
     assert d["vllm_block_size"] == block == 320
     blocks = budget // (12 * block * 1024)
     per_request = -(-262144 // block) + 3 * 3
     assert d["vllm_blocks_per_request"] == per_request == 829
-    assert d["vllm_max_concurrency"] == round(blocks / per_request, 2) == 27.86
+    assert d["vllm_max_concurrency"] == round(blocks / per_request, 2) == 28.78
     assert d["vllm_kv_cache_groups"] == 4 and d["vllm_padding_layers"] == 0
 
 
@@ -195,3 +196,141 @@ def test_a_state_only_layout_is_refused_clearly():
                         "conv_dim": 64, "layer_types": ["conv", "conv"]})
     with pytest.raises(ValueError, match="has no attention layers"):
         vllm_layout(spec, 4096)
+
+
+# Gemma 4 26B-A4B (kvlib/models/configs/gemma-4-26b-a4b.json, text_config): 30 layers, 5
+# full_attention (every 6th) and 25 sliding_attention (sliding_window 1024); sliding layers
+# 8 KV heads of head_dim 256, full layers num_global_key_value_heads 2 of global_head_dim 512
+# (attention_k_eq_v: vLLM still caches K and V, models/gemma4.py:536-550);
+# num_kv_shared_layers 0. Paths and line numbers below are in vLLM 0.33.0's wheel.
+#
+# Backends: Gemma4Config (model_executor/models/config.py:301-369) sees two head sizes; FA4
+# is available on compute capability 9.x (vllm_flash_attn/flash_attn_interface.py:72-85), so
+# with a bf16 cache it sets flash_attn_version = 4 for every layer (config.py:334-350). Gemma 4
+# is a multimodal prefix LM (use_bidirectional_attention "vision",
+# transformers_utils/model_arch_config_convertor.py:782-788), so on Hopper TRITON_FLASH_ATTN
+# comes first (platforms/cuda.py:170-181); Triton and FlashAttention both take MultipleOf(16)
+# (triton_attn.py:340, flash_attn.py:367), so the default block is 16
+# (v1/attention/backend.py get_preferred_block_size), and a sliding layer's block is the
+# largest multiple of 16 within 16 tokens of its page: 16 (layers/attention/attention.py:
+# 656-665, 101-130). Neither backend declares a KV layout: LBNHC, block-compact, not
+# block-outermost (v1/attention/backends/utils.py:229-236, 337-379), so
+# _get_packed_kv_cache_groups returns None (v1/core/kv_cache_planning.py:931) and
+# get_kv_cache_groups unifies the pages (:1170), then groups them (:1176).
+G4_FULL, G4_SLIDING, G4_W = 5, 25, 1024
+
+
+def _g4_pages(tp):
+    """One layer's page at 16 tokens per rank: num_heads x block x (K + V) x 2 B
+    (v1/kv_cache_interface.py:590-594); KV heads max(1, total // tp) (models/gemma4.py:393)."""
+    full = max(1, 2 // tp) * 16 * (512 + 512) * 2
+    sliding = max(1, 8 // tp) * 16 * (256 + 256) * 2
+    return full, sliding
+
+
+def test_gemma4_on_h200_unifies_pages_with_a_block_size_per_group():
+    spec = load_model("gemma-4-26b-a4b")
+    full, sliding = _g4_pages(1)
+    assert (full, sliding) == (2 * 16 * 2048, 8 * 16 * 1024) == (65_536, 131_072)
+    # unify_kv_cache_spec_page_size (kv_cache_planning.py:375, 392-395): the largest page is
+    # the sliding one; the full layers' block grows 131,072 / 65,536 = 2 times
+    assert 16 * (131_072 // 65_536) == 32  # the sliding layers keep 16
+    # buckets of 5 and 25: 25 >= 1.5 x 5, so groups of 5 (:522-524); 25 / 5 = 5 sliding
+    # groups, 1 full group, no padding (:535-555)
+    bytes_per_block = 5 * 131_072  # max over groups of the summed pages (:580-583)
+    assert bytes_per_block == 655_360
+    in_flight = 8192 * 2  # vllm serve on an H200 (< 160 GiB), async scheduling
+    for N, full_need, conc in ((32_768, 1024, 25.33), (262_144, 8192, 12.01)):
+        L = vllm_layout(spec, N, gpu="H200")
+        assert [(g.kind, g.layers, g.slots, g.block_size) for g in L.groups] == \
+            [("full", 5, 5, 32)] + [("sliding", 5, 5, 16)] * 5
+        assert (L.group_size, L.padding_layers, L.page_bytes) == (5, 0, 131_072)
+        assert L.bytes_per_block == bytes_per_block
+        # vLLM's cache_config.block_size after planning: the smallest group's (engine/core.py:347)
+        assert L.block_size == 16
+        # full: cdiv(N, 32) (kv_cache_interface.py:648); sliding: cdiv(min(1023 + 16,384, N),
+        # 16) + 1 = cdiv(17,407, 16) + 1 = 1,089 (:935-944); summed over the 6 groups
+        # (kv_cache_utils.py:1078-1087)
+        assert N // 32 == full_need
+        sliding_need = -(-min(G4_W - 1 + in_flight, N) // 16) + 1
+        assert sliding_need == 1089
+        assert [g.blocks_per_request for g in L.groups] == [full_need] + [1089] * 5
+        assert L.blocks_per_request == full_need + 5 * 1089 == {32_768: 6469,
+                                                                 262_144: 13_637}[N]
+        # 100 GiB / 640 KiB = 163,840 blocks (kv_cache_planning.py:681)
+        assert L.num_blocks(BUDGET) == BUDGET // 655_360 == 163_840
+        assert L.max_concurrency(BUDGET) == Fraction(163_840, L.blocks_per_request)
+        assert round(163_840 / L.blocks_per_request, 2) == conc
+    assert any("TRITON_FLASH_ATTN" in n for n in L.notes)
+    assert any("scales their block to 32 tokens" in n for n in L.notes)
+
+
+def test_gemma4_tensor_parallel_pages():
+    spec = load_model("gemma-4-26b-a4b")
+    # TP 2: 1 full KV head (2 / 2), 4 sliding (8 / 2): pages 32,768 and 65,536, ratio 2 again
+    full, sliding = _g4_pages(2)
+    assert (full, sliding) == (32_768, 65_536)
+    L = vllm_layout(spec, 32_768, tp=2, gpu="H200")
+    assert [g.block_size for g in L.groups] == [32] + [16] * 5
+    assert L.bytes_per_block == 5 * 65_536 == 327_680
+    assert L.blocks_per_request == 32_768 // 32 + 5 * 1089 == 6469
+    assert L.num_blocks(BUDGET) == BUDGET // 327_680 == 327_680
+    assert round(float(L.max_concurrency(BUDGET)), 2) == round(327_680 / 6469, 2) == 50.65
+    # TP 4: 1 full head (2 < 4: replicated), 2 sliding: both 32,768 B, nothing to scale
+    assert _g4_pages(4) == (32_768, 32_768)
+    L = vllm_layout(spec, 32_768, tp=4, gpu="H200")
+    assert [g.block_size for g in L.groups] == [16] * 6
+    assert L.blocks_per_request == 32_768 // 16 + 5 * 1089 == 7493
+    # TP 8: 1 head each, the sliding page (16,384 B) is now the smaller: its block doubles,
+    # cdiv(17,407, 32) + 1 = 545 blocks a request
+    assert _g4_pages(8) == (32_768, 16_384)
+    L = vllm_layout(spec, 32_768, tp=8, gpu="H200")
+    assert [g.block_size for g in L.groups] == [16] + [32] * 5
+    assert L.blocks_per_request == 32_768 // 16 + 5 * (-(-17_407 // 32) + 1) == 4773
+    assert L.bytes_per_block == 5 * 32_768
+
+
+def test_gemma4_elsewhere_triton_or_refused_by_name():
+    spec = load_model("gemma-4-26b-a4b")
+    # no FA4 below 9.x or on SM120: Gemma4Config forces TRITON_ATTN (config.py:362-363),
+    # MultipleOf(16): 16-token blocks; 2,048 x 2 in flight on an A100: cdiv(5,119, 16) + 1
+    for gpu in ("A100-80GB", "L40S", "RTX-5090"):
+        L = vllm_layout(spec, 32_768, gpu=gpu)
+        assert [g.block_size for g in L.groups] == [32] + [16] * 5
+        assert any("TRITON_ATTN" in n for n in L.notes)
+    L = vllm_layout(spec, 32_768, gpu="A100-80GB")
+    assert L.blocks_per_request == 1024 + 5 * (-(-(1023 + 4096) // 16) + 1) == 1024 + 5 * 321
+    # not traced: each refused in one line, naming what
+    for gpu, dtype, what in (("B200", "bf16", "Blackwell"), ("H200", "fp8", "fp8 cache on Hopper"),
+                             ("MI300X", "bf16", "MI300X")):
+        with pytest.raises(ValueError, match=what) as e:
+            vllm_layout(spec, 32_768, dtype, gpu=gpu)
+        assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="multiples of 16"):
+        vllm_layout(spec, 32_768, gpu="H200", block_size=24)
+
+
+def test_plan_gives_gemma4_a_vllm_concurrency(capsys):
+    assert main(["plan", "gemma-4-26b-a4b", "--gpu", "H200", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    # the config's 262,144 tokens: 8,192 full blocks of 32 + 5 x 1,089 sliding blocks of 16
+    assert d["context"] == 262_144
+    assert (d["vllm_block_size"], d["vllm_kv_cache_groups"], d["vllm_padding_layers"],
+            d["vllm_blocks_per_request"]) == (16, 6, 0, 13_637)
+    blocks = d["kv_budget_bytes_per_gpu"] // 655_360
+    assert d["vllm_max_concurrency"] == round(blocks / 13_637, 2) > 0
+
+
+def test_gemma4_kv_shared_layers_hold_no_pages():
+    """num_kv_shared_layers: a layer with a kv_sharing_target_layer_name gets no spec
+    (v1/worker/gpu/attn_utils.py:143-145; models/gemma4.py:470-491)."""
+    cfg = json.loads(json.dumps(bundled_config("gemma-4-26b-a4b")))
+    cfg["text_config"]["num_kv_shared_layers"] = 10
+    # layers 20-29 share: two of them (23, 29) were full, so 3 full and 17 sliding remain
+    L = vllm_layout(read_config(cfg), 32_768, gpu="H200")
+    # groups of 3 (17 >= 1.5 x 3): ceil(17 / 3) = 6 sliding groups, 18 - 17 = 1 padding slot
+    assert [(g.kind, g.layers, g.block_size) for g in L.groups] == \
+        [("full", 3, 32)] + [("sliding", 3, 16)] * 5 + [("sliding", 2, 16)]
+    assert (L.group_size, L.padding_layers) == (3, 1)
+    assert L.bytes_per_block == 3 * 131_072
+    assert L.blocks_per_request == 32_768 // 32 + 6 * 1089 == 7558

@@ -104,25 +104,31 @@ def test_budget_bar_by_hand_then_not_fitting():
     e = planner_explorer()
     e.controls["kv_dtype"].value = "fp8"
     ax = e.fig.axes[0]
-    weights, overhead = 70.6e9 * 2 / 4 / 1e9, 4 * GiB / 1e9
+    # the bf16 checkpoint (141,107,412,992 B) a quarter per GPU, its 161 x 8,192 norms whole
+    norms = 161 * 8192 * 2
+    weights_b = (141_107_412_992 - norms) // 4 + norms
+    weights, overhead = weights_b / 1e9, 4 * GiB / 1e9
     per_session = 80 * 2 * 2 * 128 * 1 * 131072  # bytes per GPU, 2 KV heads per GPU at TP 4
-    budget = 135_107_859_972 - 70.6e9 * 2 / 4 - 4 * GiB  # ceil(0.9 x 139.81 GiB), H200's CUDA total
+    # ceil(0.92 x 139.81 GiB), the H200's CUDA total at vLLM 0.33.0's default utilization
+    budget = 138_110_256_860 - weights_b - 4 * GiB
     sessions = int(budget // per_session)
     assert visible_widths(ax) == pytest.approx(
         [weights, overhead, sessions * per_session / 1e9, (budget - sessions * per_session) / 1e9])
-    assert sessions == 17  # 95,512,892,676 // 5,368,709,120
+    assert sessions == 18  # 98,536,457,948 // 5,368,709,120
     assert ax.texts[0].get_text() == f"{sessions} x 128K"
     # 70B in bf16 on one A100 80GB: the weights alone exceed the usable memory
     e.controls["gpu"].value = "A100-80GB"
     e.controls["tp"].value = 1
     e.controls["gpus"].value = 1
     assert e.fig.axes == [ax]
-    assert visible_widths(ax) == pytest.approx([70.6 * 2, overhead])  # KV segments hidden
+    # KV segments hidden; the whole checkpoint on one GPU
+    assert visible_widths(ax) == pytest.approx([141.107412992, overhead])
     assert ax.texts[0].get_text() == "does not fit"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["1 x A100-80GB, TP=1"]
-    assert ax.lines[0].get_xdata()[0] == pytest.approx(80 * 0.9)  # usable, GB
-    assert ax.lines[1].get_xdata()[0] == pytest.approx(80)
-    assert ax.get_xlim()[1] > 70.6 * 2 + overhead  # rescaled to the longer bar
+    a100 = 7925 * GiB // 100  # 79.25 GiB, the total CUDA reports on an A100 80GB
+    assert ax.lines[0].get_xdata()[0] == pytest.approx(-(-a100 * 92 // 100) / 1e9)  # usable
+    assert ax.lines[1].get_xdata()[0] == pytest.approx(a100 / 1e9)
+    assert ax.get_xlim()[1] > 141.107412992 + overhead  # rescaled to the longer bar
 
 
 def test_an_invalid_setting_clears_the_previous_numbers_and_figure():

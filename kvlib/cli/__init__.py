@@ -14,7 +14,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ("kvlib.cli.estimate", "kvlib.cli.plan")
+SUBCOMMANDS = ("kvlib.cli.estimate", "kvlib.cli.plan", "kvlib.cli.explain_log")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -13,7 +13,9 @@ import argparse
 import re
 from fractions import Fraction
 
-__all__ = ["tokens", "count", "unit_fraction", "parse_tokens"]
+from kvlib.core.dtypes import kv_dtype_name
+
+__all__ = ["tokens", "count", "unit_fraction", "parse_tokens", "kv_dtype"]
 
 _TOKEN_SUFFIX = {"": 1, "K": 1024, "M": 1024**2}
 
@@ -74,3 +76,6 @@ def _unit_fraction(text: str) -> Fraction:
 
 
 unit_fraction = _argparse(_unit_fraction)
+
+
+kv_dtype = _argparse(kv_dtype_name)

@@ -23,8 +23,7 @@ import argparse
 import json
 from fractions import Fraction
 
-from kvlib.cli.args import count, tokens
-from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.cli.args import count, kv_dtype, tokens
 from kvlib.core.units import auto_unit, describe, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
@@ -45,7 +44,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "the config's max_position_embeddings")
     p.add_argument("--batch", type=count, default=1, metavar="B",
                    help="sequences held at once (default: 1)")
-    p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), default="bf16",
+    p.add_argument("--kv-dtype", type=kv_dtype, default="bf16", metavar="DTYPE",
                    help="element type of the cache (default: bf16)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)

@@ -14,13 +14,19 @@ import json
 import sys
 from fractions import Fraction
 
-from kvlib.cli.args import count, tokens, unit_fraction
+from kvlib.cli.args import count, kv_dtype, tokens, unit_fraction
 from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
-from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, MEMORY_BASES, Deployment
+from kvlib.serving.deployment import (
+    DEFAULT_GPU_MEM_UTIL,
+    DEFAULT_OVERHEAD_BYTES,
+    MEMORY_BASES,
+    Deployment,
+)
 from kvlib.serving.gpus import CATALOG, get_gpu
 from kvlib.serving.kv import DEFAULT_BLOCK_SIZE, KV_SCALES, sequence_shares
+from kvlib.serving.vllm_layout import VLLM_RELEASE
 
 __all__ = ["add_parser", "run", "plan_json", "parse_count"]
 
@@ -64,15 +70,17 @@ def add_parser(subparsers) -> None:
     p.add_argument("--dcp", type=count, default=1,
                    help="decode_context_parallel_size: split replicated KV heads by tokens "
                         "(default 1)")
-    p.add_argument("--kv-dtype", default="bf16", choices=list(DTYPE_BYTES),
+    p.add_argument("--kv-dtype", default="bf16", type=kv_dtype, metavar="DTYPE",
                    help="kv_cache_dtype (default bf16)")
     p.add_argument("--kv-scales", default="none",
                    choices=["none", *KV_SCALES],
                    help="quantization scales stored with the cache (default none)")
-    p.add_argument("--weight-dtype", default="bf16", choices=list(DTYPE_BYTES),
-                   help="bytes per weight (default bf16)")
-    p.add_argument("--gpu-mem-util", type=unit_fraction, default=Fraction(9, 10),
-                   help="gpu_memory_utilization, fraction of memory used (default 0.9)")
+    p.add_argument("--weight-dtype", default="checkpoint", choices=["checkpoint", *DTYPE_BYTES],
+                   help="bytes per weight; default: the checkpoint's own format, counted "
+                        "from the config (its quantization_config, else its dtype)")
+    p.add_argument("--gpu-mem-util", type=unit_fraction, default=DEFAULT_GPU_MEM_UTIL,
+                   help=f"gpu_memory_utilization, fraction of memory used (default "
+                        f"{float(DEFAULT_GPU_MEM_UTIL):g}, vLLM {VLLM_RELEASE}'s)")
     p.add_argument("--block-size", type=count, default=DEFAULT_BLOCK_SIZE,
                    help="tokens per KV block (default 16)")
     p.add_argument("--overhead-gib", default=str(DEFAULT_OVERHEAD_BYTES // GiB),
@@ -85,7 +93,8 @@ def add_parser(subparsers) -> None:
                         "total CUDA reports, as vLLM reads it, where the catalog has it; "
                         "else the datasheet's) or datasheet")
     p.add_argument("--params", default=None,
-                   help="parameter count, e.g. 70.6B (required where the config has none)")
+                   help="parameter count, e.g. 70.6B (default: counted from the config; "
+                        "then the weights are params x --weight-dtype, bf16 by default)")
     p.add_argument("--draft", default=None, help="speculative-decoding draft model")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=run)

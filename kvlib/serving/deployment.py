@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 from kvlib.core import validate
 from kvlib.core.dtypes import bytes_per_element
@@ -43,12 +44,22 @@ from kvlib.serving.kv import (
     sequence_shares,
     state_bytes_per_sequence_per_gpu,
 )
-from kvlib.serving.weights import weight_bytes_per_element, weights_bytes_per_gpu
+from kvlib.serving.weights import (
+    CheckpointWeights,
+    checkpoint_weights,
+    weight_bytes_per_element,
+    weights_bytes_per_gpu,
+)
 
-__all__ = ["DEFAULT_GPU_MEM_UTIL", "DEFAULT_OVERHEAD_BYTES", "MEMORY_BASES", "Deployment"]
+__all__ = ["CHECKPOINT", "DEFAULT_GPU_MEM_UTIL", "DEFAULT_OVERHEAD_BYTES", "MEMORY_BASES",
+           "Deployment"]
 
 GiB = 1024**3
-DEFAULT_GPU_MEM_UTIL = Fraction(9, 10)  # vLLM's gpu_memory_utilization default
+# vLLM 0.33.0's gpu_memory_utilization default: vllm/config/cache.py:215 (CacheConfig),
+# vllm/entrypoints/llm.py:196 (LLM), inherited by EngineArgs (engine/arg_utils.py:614);
+# 0.9 up to 0.11.
+DEFAULT_GPU_MEM_UTIL = Fraction(92, 100)
+CHECKPOINT = "checkpoint"  # weight_dtype: the checkpoint's own format, read from its config
 # Activation peak at the profiling batch + non-torch memory (NCCL, cuBLAS) + the
 # CUDA-graph estimate: vLLM measures these at start-up. vLLM PR #10511 logs 1.79 GiB
 # non-torch + 1.26 GiB activation peak for Llama-3-8B at TP=1 and 3.58 + 1.26 GiB at TP=2.
@@ -74,9 +85,13 @@ class Deployment:
     """A model on ``gpus`` GPUs of one kind; everything but the context.
 
     gpu: a :class:`~kvlib.serving.gpus.GPU` or a catalog name. params overrides the
-    model's parameter count. draft: a speculative-decoding draft model, with
-    ``draft_tp`` ranks (default: the target's TP). scales: a :data:`KV_SCALES`
-    name or :class:`KVScales` for the quantization scales of ``kv_dtype``.
+    model's parameter count (and then the weights are params x ``weight_dtype``, bf16 for
+    "checkpoint"). weight_dtype: "checkpoint" (default) counts the weights from the config
+    (:func:`kvlib.serving.weights.checkpoint_weights`: per layer, in the stored, possibly
+    quantized, format, split as vLLM splits them); a dtype name overrides it.
+    draft: a speculative-decoding draft model, with ``draft_tp`` ranks (default: the
+    target's TP). scales: a :data:`KV_SCALES` name or :class:`KVScales` for the
+    quantization scales of ``kv_dtype``.
     dcp: vLLM's decode_context_parallel_size for the target (see :func:`sequence_shares`).
     memory: "cuda" (default): the total CUDA reports where the catalog has it, else the
     datasheet's; "datasheet": always the datasheet's.
@@ -90,7 +105,7 @@ class Deployment:
     gpus: int = 1
     tp: int = 1
     kv_dtype: str = "bf16"
-    weight_dtype: str = "bf16"
+    weight_dtype: str = CHECKPOINT
     gpu_mem_util: Fraction | float | str = DEFAULT_GPU_MEM_UTIL
     block_size: int = DEFAULT_BLOCK_SIZE
     overhead_bytes: int = DEFAULT_OVERHEAD_BYTES
@@ -121,19 +136,24 @@ class Deployment:
         validate.positive_int("block_size", self.block_size)
         validate.positive_int("overhead bytes", self.overhead_bytes, allow_zero=True)
         bytes_per_element(self.kv_dtype)
-        weight_bytes_per_element(self.weight_dtype)
+        if self.weight_dtype != CHECKPOINT:
+            weight_bytes_per_element(self.weight_dtype)
         set_(self, "scales", kv_scales(self.scales))
-        params = self.params if self.params is not None else self.model.params
-        if params is None:
-            raise ValueError(
-                f"the parameter count of {self.model.name} is unknown; give it (--params)"
-            )
-        set_(self, "params", validate.positive_int("parameter count", params))
         if self.memory not in MEMORY_BASES:
             raise ValueError(f"memory must be one of {', '.join(MEMORY_BASES)}, "
                              f"got {self.memory!r}")
         if self.config is None:
             set_(self, "config", _bundled_config(self.model.name))
+        params = self.params
+        if params is None and self.checkpoint is not None:
+            params = self._counted.total
+        if params is None:
+            params = self.model.params
+        if params is None:
+            raise ValueError(
+                f"the parameter count of {self.model.name} is unknown and kvlib cannot count "
+                f"it from its config ({self._count_error}); give it (--params)")
+        set_(self, "params", validate.positive_int("parameter count", params))
         if self.active_params is not None:
             validate.positive_int("active parameter count", self.active_params)
         if self.draft is not None:
@@ -147,6 +167,39 @@ class Deployment:
         # fail early on a TP (or DCP) the heads do not allow
         sequence_shares(self.model, 1, self.kv_dtype, self.tp, self.block_size, self.scales,
                         self.dcp)
+
+    @cached_property
+    def _counted(self):
+        from kvlib.models.params import count_params
+
+        return count_params(self.config)
+
+    @cached_property
+    def checkpoint(self) -> CheckpointWeights | None:
+        """The checkpoint's weights per GPU (weight_dtype "checkpoint", no --params), or None
+        when the weights are params x a dtype; ValueError for a quantization kvlib cannot count."""
+        object.__setattr__(self, "_count_error", "no config")
+        if self.weight_dtype != CHECKPOINT or self.params is not None or self.config is None:
+            return None
+        try:
+            count = self._counted
+        except ValueError as e:
+            object.__setattr__(self, "_count_error", str(e))
+            q = self.config.get("quantization_config") or self.config.get("compression_config")
+            if q is not None:
+                raise ValueError(f"{self.model.name}: the checkpoint is quantized "
+                                 f"({q.get('quant_method', '?') if isinstance(q, dict) else q}) "
+                                 f"but kvlib cannot count its parameters ({e}); give "
+                                 "--params and --weight-dtype") from None
+            return None
+        return checkpoint_weights(self.config, self.tp) if count else None
+
+    @property
+    def weights_label(self) -> str:
+        """What the weights are: the checkpoint's format, or the dtype they are counted in."""
+        if self.checkpoint is not None:
+            return f"checkpoint ({self.checkpoint.method})"
+        return "bf16" if self.weight_dtype == CHECKPOINT else self.weight_dtype
 
     @property
     def replicas(self) -> int:
@@ -174,9 +227,11 @@ class Deployment:
     def active(self) -> int:
         """Parameters one token must read: the smaller of the published active count and
         total - the routed experts it does not use (dense: the total)."""
-        derived = derived_active_params(self.params, moe_layout(self.config))
         if self.active_params is not None:
             return self.active_params
+        if self.checkpoint is not None:
+            return self._counted.active  # counted per layer: top-k experts + everything dense
+        derived = derived_active_params(self.params, moe_layout(self.config))
         published = _bundled_active(self.model.name) if self.params == self.model.params \
             else None
         return min(derived, published) if published is not None else derived
@@ -188,7 +243,7 @@ class Deployment:
         batch B: the uniform-routing prediction for B tokens (a Fraction).
         """
         def part(active, config, tp):
-            bpw = weight_bytes_per_element(self.weight_dtype)
+            bpw = self.bytes_per_weight
             if batch is None:
                 return math.floor(Fraction(max(0, read_params(active, config))) * bpw / tp)
             return uniform_routing_read_params(active, config, batch) * bpw / tp
@@ -205,14 +260,26 @@ class Deployment:
         return moe_layout(self.config)
 
     @property
+    def bytes_per_weight(self) -> Fraction:
+        """Bytes per parameter: the checkpoint's average (scales included), else the dtype's."""
+        if self.checkpoint is not None:
+            return Fraction(self.checkpoint.total, self._counted.total)
+        return weight_bytes_per_element("bf16" if self.weight_dtype == CHECKPOINT
+                                        else self.weight_dtype)
+
+    @property
     def weights_bytes_per_gpu(self) -> int:
-        return weights_bytes_per_gpu(self.params, self.weight_dtype, self.tp)
+        if self.checkpoint is not None:
+            return self.checkpoint.per_gpu
+        dtype = "bf16" if self.weight_dtype == CHECKPOINT else self.weight_dtype
+        return weights_bytes_per_gpu(self.params, dtype, self.tp)
 
     @property
     def draft_weights_bytes_per_gpu(self) -> int:
         if self.draft is None:
             return 0
-        return weights_bytes_per_gpu(self.draft.params, self.weight_dtype, self.draft_tp)
+        dtype = "bf16" if self.weight_dtype == CHECKPOINT else self.weight_dtype
+        return weights_bytes_per_gpu(self.draft.params, dtype, self.draft_tp)
 
     @property
     def kv_budget_bytes_per_gpu(self) -> int:

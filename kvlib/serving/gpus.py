@@ -18,7 +18,9 @@ reports where a public log shows them:
   decimals, so the catalog keeps the printed figure, floor(13981 x 2^30 / 100) B.
 
 :attr:`GPU.total_memory_bytes` is what capacity planning multiplies: the CUDA
-total where the catalog has one (H200 only, for now), else the datasheet's
+total where a public log shows one (A100 80GB, H100 80GB, H200, B200, L40S, L4, RTX 4090;
+each cited), else the datasheet's (A100 40GB, H100 NVL, B300, GB200, the AMD parts and the
+RTX 5090, where no public message names the part beside its total)
 figure. A datasheet's "141 GB" is read literally as 141 x 10^9 bytes
 (``hbm_bytes``). Bandwidth is bytes per second, decimal, as the datasheets give
 it. Every value can be overridden with :func:`get_gpu`.
@@ -99,6 +101,10 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
     GPU("A100-80GB", 80 * GB, 2039 * GB_PER_S, "HBM2e",
         "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80GB HBM2e, 2,039 GB/s)",
         81920 * MiB, "nvidia-smi 81920MiB, quoted in modal-labs/modal-client PR #2797",
+        7925 * GiB // 100,
+        "PyTorch's out-of-memory message 'total capacity of 79.25 GiB' on an A100 80GB "
+        "(github.com/HiDream-ai/VAREdit/issues/6; the same figure in "
+        "github.com/levihsu/OOTDiffusion/issues/235); SXM or PCIe not stated",
         bf16_flops=312 * TFLOPS,
         bf16_flops_source=("NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS "
                            "(624 with sparsity)"),
@@ -106,6 +112,11 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
     GPU("H100-80GB", 80 * GB, 3350 * GB_PER_S, "HBM3",
         "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: 80GB, 3.35 TB/s)",
         81559 * MiB, "nvidia-smi 81559MiB, quoted in modal-labs/modal-client PR #2797",
+        7922 * GiB // 100,
+        "vLLM's log 'total_gpu_memory (79.22GiB)' on an H100-80G (github.com/vllm-project/vllm"
+        "/pull/12126 and /pull/10511); other public messages print 79.21 GiB (PyTorch, 8 x "
+        "H100 HBM3) and 79.11 GiB (vllm-project/vllm issue #27508): drivers differ by up to "
+        "0.1 GiB",
         bf16_flops=9894 * TFLOPS // 10,
         bf16_flops_source=("NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5: peak"
                            " BF16 Tensor TFLOPS 989.4 (1,978.9 with sparsity; the datasheet "
@@ -127,6 +138,10 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         cuda_capability=(9, 0)),
     GPU("B200", 180 * GB, 8000 * GB_PER_S, "HBM3e",
         "NVIDIA DGX B200 datasheet (1,440 GB HBM3e and 64 TB/s for 8 GPUs: 180 GB, 8 TB/s each)",
+        cuda_total_bytes=17835 * GiB // 100,
+        cuda_total_source="torch.cuda's total on an NVIDIA B200, 'Total VRAM: 178.35 GB' (GiB) "
+                          "in Unsloth's banner (github.com/unslothai/unsloth/issues/3411); "
+                          "PyTorch's out-of-memory messages print 178.35 or 178.36 GiB",
         bf16_flops=2250 * TFLOPS,
         bf16_flops_source=("NVIDIA HGX B200 datasheet: FP16/BF16 Tensor Core 4.5 PFLOPS per GPU "
                            "with sparsity (36 PFLOPS for 8 GPUs), 2.25 PFLOPS dense"),
@@ -164,12 +179,23 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
     GPU("L40S", 48 * GB, 864 * GB_PER_S, "GDDR6",
         "NVIDIA L40S datasheet (48GB GDDR6 with ECC, 864 GB/s)",
         46068 * MiB, "nvidia-smi 46068MiB, quoted in modal-labs/modal-client PR #2797",
+        4442 * GiB // 100,
+        "vLLM 0.10.2's log 'Free memory on device (43.93/44.42 GiB) on startup' on 8 x L40S "
+        "(github.com/tim-roethig/ai-platform, platform/docs/qwen3_235b_on_8xl40s.md); PyTorch "
+        "prints 44.42 GiB too (github.com/stepfun-ai/Step-Video-T2V/issues/8)",
         cuda_capability=(8, 9)),
     GPU("L4", 24 * GB, 300 * GB_PER_S, "GDDR6",
         "NVIDIA L4 Tensor Core GPU datasheet (24GB GDDR6, 300 GB/s)",
+        cuda_total_bytes=2203 * GiB // 100,
+        cuda_total_source="PyTorch's out-of-memory message 'total capacity of 22.03 GiB' on an "
+                          "L4 (github.com/ArcInstitute/evo2/issues/190)",
         cuda_capability=(8, 9)),
     GPU("RTX-4090", 24 * GB, 1008 * GB_PER_S, "GDDR6X",
         "NVIDIA GeForce RTX 4090 specifications (24 GB GDDR6X, 384-bit at 21 Gbps: 1,008 GB/s)",
+        cuda_total_bytes=2364 * GiB // 100,
+        cuda_total_source="PyTorch 2.1's out-of-memory message 'total capacty of 23.64 GiB' on an "
+                          "RTX 4090 (github.com/3DTopia/Phidias-Diffusion/issues/8; an older "
+                          "driver printed 23.68 GiB, github.com/zai-org/CogVideo/issues/36)",
         cuda_capability=(8, 9)),
     GPU("RTX-5090", 32 * GB, 1792 * GB_PER_S, "GDDR7",
         "NVIDIA GeForce RTX 5090 specifications (32 GB GDDR7, 512-bit at 28 Gbps: 1,792 GB/s)",

@@ -126,6 +126,7 @@ def make_plan(dep: Deployment, context: int) -> Plan:
             experts = round(float(expected_distinct_experts(
                 layout.experts, layout.per_token, per_replica)), 2)
     notes = list(dep.model.assumptions)
+    notes += _weights_notes(dep)
     limit = dep.model.max_position_embeddings
     if limit is not None and context > limit:
         notes.append(f"context {context:,} exceeds the model's max_position_embeddings "
@@ -136,7 +137,7 @@ def make_plan(dep: Deployment, context: int) -> Plan:
     return Plan(
         model=dep.model.name, gpu=gpu.name, gpus=dep.gpus, tp=dep.tp,
         replicas=dep.replicas, dcp=dep.dcp, context=context, kv_dtype=dep.kv_dtype,
-        weight_dtype=dep.weight_dtype, gpu_mem_util=dep.gpu_mem_util,
+        weight_dtype=dep.weights_label, gpu_mem_util=dep.gpu_mem_util,
         block_size=dep.block_size, params=dep.params,
         hbm_bytes_per_gpu=gpu.hbm_bytes,
         total_memory_bytes_per_gpu=dep.total_memory_bytes_per_gpu,
@@ -161,6 +162,20 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         fits=fits, reason=reason, notes=tuple(notes),
         state_bytes_per_sequence_per_gpu=state, **vllm,
     )
+
+
+def _weights_notes(dep: Deployment) -> list[str]:
+    ck = dep.checkpoint
+    if ck is None:
+        how = ("--params given" if dep.params != dep.model.params or dep.config is None
+               else "the published parameter count")
+        dtype = "bf16" if dep.weight_dtype == "checkpoint" else dep.weight_dtype
+        return [f"weights: {dep.params:,} parameters x {dtype} / TP {dep.tp} ({how}; "
+                "--weight-dtype overrides the dtype)"]
+    return [f"weights: counted from the config, {dep.params:,} parameters stored as "
+            f"{ck.method} ({_gb(ck.total)} in all, MTP layers not loaded); per GPU "
+            f"{_gb(ck.per_gpu)}, of which {_gb(ck.replicated)} is held whole by every rank "
+            "(routers, MLA down projections, indexer, norms); --weight-dtype overrides"]
 
 
 def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:

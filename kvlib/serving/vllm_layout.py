@@ -22,7 +22,16 @@ need. This module follows vLLM **0.33.0** (paths below are in that release):
   the attention block grows until one attention page holds one state page, in
   multiples of K = 16, or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on
   Hopper (``_align_hybrid_block_size``, platforms/interface.py:940-1137); every state
-  page is then padded to the attention page.
+  page is then padded to the attention page. Attention layers of different head sizes
+  (Gemma 4: 512-wide full layers, 256-wide sliding ones) get the backends of
+  ``Gemma4Config`` (model_executor/models/config.py): FA4 everywhere on Hopper (the
+  TRITON_FLASH_ATTN composite, images on), TRITON_ATTN on Ampere, Ada and SM120; all take
+  multiples of 16, so 16-token blocks (Blackwell, fp8 on Hopper and ROCm are refused).
+* **Unified pages.** When attention pages still differ, a smaller page that divides the
+  largest gets a block that many times longer, so every page is the largest
+  (``unify_kv_cache_spec_page_size``, v1/core/kv_cache_planning.py): Gemma 4's full
+  layers (2 KV heads x 1,024 B a token) take 32-token blocks beside 16-token sliding ones
+  (8 x 512 B). Each group keeps its own block size (``VllmGroup.block_size``).
 * **Groups.** Layers with equal specs form buckets; group size = the smallest bucket,
   unless the largest is under 1.5x the smallest (then the largest); a bucket of n
   layers makes ceil(n / group size) groups, and the missing slots are padding
@@ -30,11 +39,11 @@ need. This module follows vLLM **0.33.0** (paths below are in that release):
   One block = group size x page bytes. Layers of one type and one block size (all
   full attention, even with different head counts) form a single group whose page is
   the sum of theirs.
-* **Blocks per request** (``max_memory_usage_bytes`` / page): full ceil(N / block);
-  sliding ceil(min(W - 1 + in-flight, N) / block) + 1; chunked ceil(min(C + in-flight,
-  N) / block); a state group 2 + checkpoint blocks with prefix caching on (vLLM's
-  default for hybrid models, ``mamba_cache_mode="align"``: 1 checkpoint for Mamba2, 1
-  for Qwen GDN with FlashInfer), 1 with it off. In-flight tokens =
+* **Blocks per request** (``max_memory_usage_bytes`` / page, at each group's own block
+  size): full ceil(N / block); sliding ceil(min(W - 1 + in-flight, N) / block) + 1;
+  chunked ceil(min(C + in-flight, N) / block); a state group 2 + checkpoint blocks with
+  prefix caching on (vLLM's default for hybrid models, ``mamba_cache_mode="align"``: 1
+  checkpoint for Mamba2, 1 for Qwen GDN with FlashInfer), 1 with it off. In-flight tokens =
   ``max_num_batched_tokens`` x concurrent batches (2 with async scheduling, on by
   default): 8192 x 2 for ``vllm serve`` on H100/H200, 16384 x 2 on GPUs with 160 GiB
   or more, 2048 x 2 on A100 and smaller GPUs (engine/arg_utils.py, config/vllm.py).
@@ -114,21 +123,29 @@ def max_num_batched_tokens(gpu: GPU) -> int:
 
 @dataclass(frozen=True)
 class VllmGroup:
-    """One KV-cache group: its kind, the real layers in it, its slots (group size) and the
-    blocks one request may need."""
+    """One KV-cache group: its kind, the real layers in it, its slots (group size), the
+    blocks one request may need, and its block size in tokens (``kv_cache_spec.block_size``:
+    groups differ when vLLM scales a smaller page up, and a state group's is
+    ``mamba_block_size``)."""
 
     kind: str
     layers: int
     slots: int
     blocks_per_request: int
+    block_size: int
 
 
 @dataclass(frozen=True)
 class VllmLayout:
-    """Blocks, groups and the start-up concurrency vLLM would log; bytes per GPU."""
+    """Blocks, groups and the start-up concurrency vLLM would log; bytes per GPU.
+
+    block_size: the smallest attention group's block size, the ``cache_config.block_size``
+    vLLM sets after planning (v1/engine/core.py); each group's own is
+    ``VllmGroup.block_size``.
+    """
 
     block_size: int
-    page_bytes: int  # one layer's page (after padding states); 0 for a single summed group
+    page_bytes: int  # one layer's page (after padding or scaling); 0 for a single summed group
     bytes_per_block: int
     groups: tuple[VllmGroup, ...]
     group_size: int
@@ -226,6 +243,89 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
     return 16
 
 
+def _need(kind: CacheKind, window: int | None, block: int, N: int, in_flight: int) -> int:
+    """Blocks one request may need in an attention group of ``block``-token blocks:
+    ``max_memory_usage_bytes // page_size_bytes`` (v1/kv_cache_interface.py)."""
+    if kind is CacheKind.SLIDING:
+        return vllm_sliding_window_tokens(window, block, in_flight, N) // block
+    if kind is CacheKind.CHUNKED:
+        return -(-min(window + in_flight, N) // block)
+    return -(-N // block)
+
+
+def _gemma4_backends(model: ModelSpec, kv_dtype: str, gpu: GPU, bs: int,
+                     notes: list[str]) -> None:
+    """Say which backends vLLM 0.33.0 gives attention layers of different head sizes
+    (Gemma 4: 512-wide full layers beside 256-wide sliding ones), and refuse by name what
+    is not traced. models/config.py, Gemma4Config: with FA4 available (compute capability
+    9.x, 10.x or 11.x, vllm_flash_attn/flash_attn_interface.py) and a 16-bit cache it sets
+    flash_attn_version = 4 for every layer; without FA4, TRITON_ATTN. Gemma 4 is a
+    multimodal prefix LM (use_bidirectional_attention "vision"), so on Hopper the
+    TRITON_FLASH_ATTN composite comes first (platforms/cuda.py, _get_backend_priorities):
+    Triton and FlashAttention both take MultipleOf(16) there, and neither declares a KV
+    layout, so the layout is LBNHC (v1/attention/backends/utils.py), not block-outermost."""
+    major = _cuda_major(gpu)
+    if any(g.kind in (CacheKind.LATENT, CacheKind.INDEXER) for g in model.groups):
+        raise ValueError(f"{model.name}: MLA layers beside layers of other page or head sizes "
+                         f"are not traced in vLLM {VLLM_RELEASE}")
+    if major == 9 and kv_dtype in ("bf16", "fp16"):
+        notes.append("head sizes differ (Gemma 4), on Hopper: FA4 for every layer "
+                     "(Gemma4Config), through the TRITON_FLASH_ATTN composite with images on "
+                     "(FLASH_ATTN text-only); both take multiples of 16: 16-token blocks, and "
+                     "the default LBNHC layout (not block-outermost: no packed groups)")
+    elif major in (8, 12) and kv_dtype in ("bf16", "fp16", "fp8"):
+        notes.append(f"head sizes differ (Gemma 4), on {gpu.name}: no FA4, so vLLM forces "
+                     "TRITON_ATTN (Gemma4Config); multiples of 16: 16-token blocks, the "
+                     "default LBNHC layout")
+    elif major == 9:
+        raise ValueError(f"{model.name}: layers of different head sizes with a {kv_dtype} cache "
+                         f"on Hopper are not traced in vLLM {VLLM_RELEASE} (with fp8 the "
+                         "512-wide layers run FA4 on 64-token kernel blocks, flash_attn.py)")
+    elif major == 10:
+        raise ValueError(f"{model.name}: layers of different head sizes on Blackwell (SM100) are "
+                         f"not modelled: vLLM {VLLM_RELEASE} gives them TRITON_FLASHINFER "
+                         "(64-token blocks) with images on, FLASHINFER text-only")
+    else:
+        raise ValueError(f"{model.name}: layers of different head sizes on {gpu.name} with a "
+                         f"{kv_dtype} cache are not traced in vLLM {VLLM_RELEASE}")
+    if bs % 16:
+        raise ValueError(f"--block-size {bs}: vLLM's backends for these layers take multiples "
+                         "of 16")
+
+
+def _unify_page_size(model: ModelSpec, buckets: dict, per_token: dict, bs: int, blocks: dict,
+                     kv_dtype: str, gpu: GPU, notes: list[str]) -> int:
+    """vLLM's ``unify_kv_cache_spec_page_size`` (v1/core/kv_cache_planning.py): every
+    attention bucket starts at ``bs`` tokens a block; a smaller page that divides the
+    largest gets a block ``largest / page`` times longer, one that does not is padded to
+    the largest. Fills ``blocks`` (bucket -> tokens a block) and returns the page bytes."""
+    pages = {k: per_token[k] * bs for k in buckets}
+    largest = max(pages.values())
+    widths = {g.sizes.get("d_QK") for g in model.groups if g.grows}
+    if len(widths) > 1:
+        # Gemma4Config chooses the backends (pages are equal at TP 4, the backends are not)
+        _gemma4_backends(model, kv_dtype, gpu, bs, notes)
+    elif len(set(pages.values())) > 1:
+        raise ValueError(f"{model.name}: attention layers of one head size with different page "
+                         f"sizes; their backends in vLLM {VLLM_RELEASE} are not traced")
+    for k, p in pages.items():
+        label = f"{k[1]} layers' {int(p):,} B pages"
+        if p == largest:
+            blocks[k] = bs
+        elif largest % p == 0:
+            blocks[k] = bs * int(largest // p)
+            notes.append(f"{label} at {bs} tokens: vLLM scales their block to {blocks[k]} "
+                         f"tokens, {int(largest):,} B like the largest "
+                         "(unify_kv_cache_spec_page_size)")
+        else:
+            blocks[k] = bs
+            notes.append(f"{label} do not divide the largest, {int(largest):,} B: vLLM pads "
+                         "them to it (page_size_padded)")
+    if largest.denominator != 1:
+        raise ValueError(f"{model.name}: a page of {largest} B at {bs} tokens is not whole bytes")
+    return int(largest)
+
+
 def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp: int = 1,
                 gpu: GPU | str = "H200", *, batched_tokens: int | None = None,
                 async_scheduling: bool = True, prefix_caching: bool = True,
@@ -269,57 +369,56 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
         bs = max(bs, K * -(-page // int(K * one_token)))
         notes.append(f"hybrid: attention blocks of {bs:,} tokens so that one page "
                      f"({bs:,} x {one_token} B) holds one state page ({page:,} B, padded)")
-    # buckets of equal specs: (kind label, per-layer page, blocks per request) -> layers
+    # buckets of equal specs -> layers: attention by (kind, window, bytes per token of one
+    # layer), states by (kind, formula, blocks per request)
     buckets: dict[tuple, int] = {}
+    per_token: dict[tuple, Fraction | None] = {}
     for g in model.groups:
         if g.kind in EMPTY:
             continue
         if g.kind in STATEFUL:
             ckpt = _checkpoint(g, hopper)[0] if mode == "align" else 0
-            need = 2 + ckpt if mode == "align" else 1
-            key = ("state", str(g.kind), g.attention, need)
-            per_layer = None
+            key = ("state", g.kind, g.attention, 2 + ckpt if mode == "align" else 1)
+            per_token[key] = None
         else:
-            if g.kind is CacheKind.SLIDING:
-                need = vllm_sliding_window_tokens(g.window, bs, in_flight, N) // bs
-            elif g.kind is CacheKind.CHUNKED:
-                need = -(-min(g.window + in_flight, N) // bs)
-            else:
-                need = -(-N // bs)
-            per_layer = _per_token_bytes(g, tp, b, ds_mla) * bs
-            key = ("attention", str(g.kind), g.window, need)
+            one = _per_token_bytes(g, tp, b, ds_mla)
+            key = ("attention", g.kind, g.window, one)
+            per_token[key] = one
         buckets[key] = buckets.get(key, 0) + g.layers
-        buckets[key + ("page",)] = per_layer
-    layer_buckets = {k: n for k, n in buckets.items() if k[-1] != "page"}
-    kinds = {k[1] for k in layer_buckets}
+    kinds = {str(k[1]) for k in buckets}
     if not states and all(k in ("full", "latent", "indexer") for k in kinds):
         # one type: a single group whose page is the sum of every layer's
-        pages = sum(buckets[k + ("page",)] * n for k, n in layer_buckets.items())
+        pages = sum(per_token[k] * bs * n for k, n in buckets.items())
         need = -(-N // bs)
-        layers = sum(layer_buckets.values())
-        return VllmLayout(bs, 0, math.ceil(pages), (VllmGroup("full", layers, layers, need),),
+        layers = sum(buckets.values())
+        return VllmLayout(bs, 0, math.ceil(pages),
+                          (VllmGroup("full", layers, layers, need, bs),),
                           layers, 0, need, in_flight, mode, tuple(notes))
+    # each bucket's block size (tokens) and blocks one request may need
+    blocks: dict[tuple, int] = {}
     if states:
         page = int(bs * _per_token_bytes(attn[0], tp, b, ds_mla))
+        for k in buckets:
+            # a state layer's block: mamba_block_size, the attention block in align mode,
+            # max_model_len in none mode (model_executor/models/config.py)
+            blocks[k] = bs if k[0] == "attention" or mode == "align" else N
     else:
-        pages = {buckets[k + ("page",)] for k in layer_buckets}
-        if len(pages) > 1:
-            raise ValueError(f"{model.name}: attention layers with different page sizes; vLLM "
-                             f"{VLLM_RELEASE} rescales their block sizes, which kvlib does not "
-                             "model")
-        page = int(pages.pop())
-    sizes = list(layer_buckets.values())
+        page = _unify_page_size(model, buckets, per_token, bs, blocks, kv_dtype, gpu, notes)
+    sizes = list(buckets.values())
     lo, hi = min(sizes), max(sizes)
     group_size = hi if hi < 1.5 * lo else lo
     groups, padding, per_request = [], 0, 0
-    for (_, kind, _, need), n in layer_buckets.items():
+    for key, n in buckets.items():
+        kind, block = key[1], blocks[key]
+        need = key[3] if key[0] == "state" else _need(kind, key[2], block, N, in_flight)
         count = -(-n // group_size)
         padding += count * group_size - n
         for i in range(count):  # vLLM deals the bucket's layers out as layers[i::count]
-            groups.append(VllmGroup(kind, len(range(i, n, count)), group_size, need))
+            groups.append(VllmGroup(str(kind), len(range(i, n, count)), group_size, need, block))
         per_request += count * need
     if padding:
         notes.append(f"{padding} padding layer slots: groups of {group_size} layers "
                      f"(vLLM warns the layout may waste memory)")
-    return VllmLayout(bs, page, group_size * page, tuple(groups), group_size, padding,
+    smallest = min(blocks[k] for k in buckets if k[0] == "attention")
+    return VllmLayout(smallest, page, group_size * page, tuple(groups), group_size, padding,
                       per_request, in_flight, mode, tuple(notes))

@@ -1,14 +1,23 @@
-"""Weight bytes per GPU (notebook 06, "The budget"): parameters x bytes per weight / TP."""
+"""Weight bytes per GPU (notebook 06, "The budget").
+
+Two ways: :func:`checkpoint_weights` reads the checkpoint's config (parameters counted per
+layer, each linear in its stored, possibly quantized, format, split as vLLM splits it), and
+:func:`weights_bytes_per_gpu` is parameters x bytes per weight / TP, for an override
+(``--weight-dtype``) or a model whose parameters kvlib cannot count.
+"""
 
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 from fractions import Fraction
 
 from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 
-__all__ = ["weight_bytes_per_element", "weights_bytes_per_gpu"]
+__all__ = ["CheckpointWeights", "checkpoint_weights", "weight_bytes_per_element",
+           "weights_bytes_per_gpu"]
 
 
 def weight_bytes_per_element(dtype: str) -> Fraction:
@@ -31,3 +40,90 @@ def weights_bytes_per_gpu(params: int, dtype: str = "bf16", tp: int = 1) -> int:
     tp = validate.positive_int("tensor_parallel_size", tp)
     return math.ceil(Fraction(params * weight_bytes_per_element(dtype) / tp))
 
+
+
+# Linear layers vLLM 0.33.0 keeps whole on every TP rank: the MoE router (GateLinear is a
+# ReplicatedLinear, model_executor/layers/fused_moe/router/gate_linear.py:22), MLA's down
+# projections (q_a_proj and kv_a_proj_with_mqa, ReplicatedLinear or disable_tp=True,
+# models/deepseek_v2.py:494-525, 953-967) and the sparse indexer's projections (wq_b,
+# wk + weights_proj, models/deepseek_v2.py:703-719).
+_REPLICATED = re.compile(r"(\.mlp\.gate|\.router|q_a_proj|kv_a_proj_with_mqa|indexer\.(wq_b|wk|"
+                         r"weights_proj))$")
+VOCAB_PADDING = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64, then splits
+
+
+@dataclass(frozen=True)
+class CheckpointWeights:
+    """Weight bytes per GPU of a checkpoint as vLLM loads it under TP.
+
+    per_gpu: bytes on one rank (the fullest); total: the checkpoint's bytes (no MTP layers);
+    replicated: bytes every rank holds whole; method: the quantization method or the dtype.
+    """
+
+    per_gpu: int
+    total: int
+    replicated: int
+    method: str
+    notes: tuple[str, ...]
+
+
+def checkpoint_weights(config, tp: int = 1) -> CheckpointWeights:
+    """Weights per GPU from a config dict: parameters counted per layer
+    (:func:`kvlib.models.params.count_params`), each linear in its stored format
+    (:mod:`kvlib.models.quantization`), split as vLLM splits them: column/row-parallel layers
+    and routed experts by ``tp``; the vocabulary padded to 64 and split; K/V projections
+    split by at most the KV-head count (vLLM replicates KV heads when tp exceeds them);
+    routers, MLA down projections, indexer projections and norms whole on every rank.
+    Other small tensors (biases, convolution kernels, SSM parameters) are counted as split.
+    MTP / next-n layers are not counted: vLLM loads them only for speculative decoding.
+    """
+    from kvlib.models.params import count_params
+    from kvlib.models.quantization import read_quantization
+    from kvlib.models.readers.fields import Fields, load_config
+    from kvlib.models.readers.state import model_dtype_bytes
+
+    tp = validate.positive_int("tensor_parallel_size", tp)
+    cfg = load_config(config)
+    count = count_params(cfg)
+    q = read_quantization(cfg)
+    notes: list[str] = list(count.notes)
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    d = q.dense_bytes if q else model_dtype_bytes(Fields(text), notes)
+    if d == 4:
+        d = 2
+        notes.append("float32 checkpoint: vLLM's dtype 'auto' loads it in bf16 (2 B)")
+    n_kv = text.get("num_key_value_heads") or text.get("num_attention_heads") or 1
+    vocab = text.get("vocab_size") or 0
+    split = Fraction(0)
+    whole = 0
+    linear_elements = 0
+    for lin in count.linears:
+        linear_elements += lin.params
+        size = lin.count * (q.bytes(lin.in_features, lin.out_features, lin.name, lin.part)
+                            if q else lin.params // lin.count * d)
+        if _REPLICATED.search(lin.name):
+            whole += size
+        elif lin.name.endswith(("k_proj", "v_proj")) and isinstance(n_kv, int) and tp > n_kv:
+            split += Fraction(size, n_kv)  # one KV head per rank, copied
+        elif lin.part in ("embedding", "lm_head") and vocab:
+            padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
+            split += Fraction(size * padded, vocab * tp)
+        else:
+            split += Fraction(size, tp)
+    norms = count.parts["norms"] * d
+    other = (count.total - linear_elements - count.parts["norms"]) * d
+    embedding_rows = count.parts["embedding"] if not any(
+        lin.part == "embedding" for lin in count.linears) else 0
+    if embedding_rows and vocab:
+        padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
+        other -= embedding_rows * d
+        split += Fraction(embedding_rows * d * padded, vocab * tp)
+    split += Fraction(other, tp)
+    whole += norms
+    total = sum(lin.count * (q.bytes(lin.in_features, lin.out_features, lin.name, lin.part)
+                             if q else lin.params // lin.count * d) for lin in count.linears)
+    total += (count.total - linear_elements) * d
+    method = q.method if q else {2: "bf16", 1: "fp8"}.get(d, f"{d} B")
+    if q:
+        notes += list(q.notes)
+    return CheckpointWeights(math.ceil(split) + whole, total, whole, method, tuple(notes))

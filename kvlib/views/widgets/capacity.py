@@ -15,7 +15,7 @@ from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import UNITS, fmt_bytes
 from kvlib.models.catalog import BUNDLED, load_model
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.deployment import CHECKPOINT, DEFAULT_GPU_MEM_UTIL, Deployment
 from kvlib.serving.gpus import CATALOG
 from kvlib.serving.plan import Plan
 from kvlib.views.figures.capacity import budget_segments, plot_budget
@@ -55,8 +55,9 @@ def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtyp
     """The plan of ``model`` on ``gpus`` x ``gpu`` (TP ``tp``) at ``context`` tokens.
 
     config: a pasted config.json, planned instead of ``model`` when not blank; params: its
-    parameter count as text ("70.6B"), required when the config is pasted (a bundled model
-    has its own; a count given for one overrides it, as ``kvlib plan --params`` does).
+    parameter count as text ("70.6B"), needed for a pasted config only where kvlib cannot
+    count it from the config (a count given overrides the count, as ``kvlib plan --params``
+    does, and the weights are then params x ``weight_dtype``).
     """
     count = parse_params(params) if params.strip() else None
     pasted = read_pasted(config)
@@ -145,9 +146,9 @@ def draw(fig, r: PlannerResult) -> None:
     ax.autoscale_view()
 
 
-def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dtype="bf16",
-                     kv_dtype="bf16", context=131072, gpu_mem_util=0.9,
-                     sessions=8) -> Explorer:
+def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4,
+                     weight_dtype=CHECKPOINT, kv_dtype="bf16", context=131072,
+                     gpu_mem_util=float(DEFAULT_GPU_MEM_UTIL), sessions=8) -> Explorer:
     """Controls for every planner input, in two columns; a TP the heads do not allow, or a
     pasted config without a parameter count, shows its error."""
     style = {"description_width": "110px"}
@@ -162,7 +163,7 @@ def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dty
         gpu=dropdown(list(CATALOG), gpu, "GPU"),
         gpus=dropdown([1, 2, 4, 8, 16], gpus, "GPUs"),
         tp=dropdown([1, 2, 4, 8, 16], tp, "TP"),
-        weight_dtype=dropdown(["bf16", "fp8", "int4"], weight_dtype, "weight dtype"),
+        weight_dtype=dropdown([CHECKPOINT, "bf16", "fp8", "int4"], weight_dtype, "weights"),
         kv_dtype=dropdown(list(DTYPE_BYTES), kv_dtype, "KV dtype"),
         context=widgets.SelectionSlider(
             options=[(format_context(t), t) for t in CONTEXTS],

@@ -1,0 +1,161 @@
+"""``kvlib explain-log LOG``: every number of a vLLM start-up log, worked out again (issue 24).
+
+    kvlib explain-log vllm.log
+    kvlib explain-log vllm.log --model path/to/config.json --json
+
+The model comes from the log's engine-config line (``model='...'``) or ``--model``; what
+the log does not say (``--tp``, ``--kv-dtype``, ``--gpu``) may be given. The parsing and
+the checks are :mod:`kvlib.serving.vllm_log`; this module prints them.
+
+Exit status: 0 when every recognised number agrees with kvlib within the rounding of its
+printed digits; 1 when one disagrees (one line on stderr for each, naming the log line and
+both values); 2 when the log, a flag or the model cannot be read (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from kvlib.cli.args import count
+from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.serving.gpus import CATALOG, get_gpu
+from kvlib.serving.vllm_log import Explanation, VllmLog, explain, model_name, read_log
+
+__all__ = ["add_parser", "run", "to_json", "render"]
+
+_STATUS = {"ok": "ok", "mismatch": "DISAGREES", "info": "info", "unexplained": "not explained"}
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "explain-log", help="check every number of a vLLM start-up log against kvlib",
+        description="Read a vLLM start-up log (V1 engines 0.8 to 0.33, V0 'Memory profiling' "
+                    "and '# GPU blocks' lines) and work out each KV-cache number it prints "
+                    "with kvlib's formulas: memory budget, blocks, tokens, concurrency, "
+                    "padding layers, mamba block sizes. Exit status 1 when one disagrees.")
+    p.add_argument("log", help="the log file")
+    p.add_argument("--model", default=None, metavar="NAME_OR_CONFIG",
+                   help="a bundled model or a config.json (default: the model the log's "
+                        "engine-config line names)")
+    p.add_argument("--tp", type=count, default=None,
+                   help="tensor_parallel_size, when the log does not print it")
+    p.add_argument("--kv-dtype", default=None, choices=list(DTYPE_BYTES),
+                   help="kv cache dtype, when the log does not print it (default: the "
+                        "log's kv_cache_dtype, 'auto' read as the model dtype)")
+    p.add_argument("--gpu", default=None,
+                   help=f"the GPU, where vLLM's layout depends on it ({', '.join(CATALOG)})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def _message(text: str, width: int = 120) -> str:
+    """A log line without its prefix (process, level, time, source file), trimmed."""
+    m = re.search(r"\[[\w./-]+(?::\d+)?\]\s?(.*)$", text) or re.search(r"\.py:\d+\]\s?(.*)$",
+                                                                       text)
+    body = (m.group(1) if m else text).strip()
+    return body if len(body) <= width else body[:width - 3] + "..."
+
+
+def _verdict(e: Explanation) -> dict:
+    tally = {k: sum(c.status == k for c in e.checks) for k in _STATUS}
+    return {"explained": tally["ok"], "information": tally["info"],
+            "disagree": tally["mismatch"], "not_explained": tally["unexplained"],
+            "ok": e.ok}
+
+
+def to_json(path: str, log: VllmLog, e: Explanation, source: str) -> dict:
+    """The ``--json`` object: the settings used, one entry per check, the verdict."""
+    return {
+        "log": path,
+        "model": e.model,
+        "model_from": source,
+        "vllm_version": log.version,
+        "settings": e.settings,
+        "notes": list(e.notes),
+        "checks": [{"line": c.line.number, "rank": c.line.rank, "text": _message(c.line.text, 400),
+                    "quantity": c.quantity, "printed": c.printed, "kvlib": c.kvlib,
+                    "formula": c.formula, "status": c.status, "reason": c.reason}
+                   for c in e.checks],
+        "verdict": _verdict(e),
+    }
+
+
+def render(path: str, log: VllmLog, e: Explanation, source: str) -> str:
+    """The readable explanation: the settings, then each line with kvlib's figure and the
+    formula with its numbers, then a verdict line."""
+    st = e.settings
+    layout = ""
+    if "bytes_per_block" in st:
+        layout = f", {st['bytes_per_block']:,} B per block"
+    if "kv_cache_groups" in st:
+        layout += (f", {st['kv_cache_groups']} KV-cache group"
+                   f"{'s' if st['kv_cache_groups'] != 1 else ''}, {st['padding_layers']} padding "
+                   f"layers, {st['blocks_per_request']:,} blocks per request")
+    lines = [
+        f"vLLM start-up log {path}",
+        f"  model: {e.model or 'none'} ({source})",
+        f"  vLLM {log.version or 'version not printed'}, rules {e.rules}; "
+        f"TP={st['tensor_parallel_size']}, kv {st['kv_dtype'] or '-'}, block "
+        f"{st['block_size']:,}{layout}",
+    ]
+    lines += [f"  note: {n}" for n in e.notes]
+    last = None
+    for c in e.checks:
+        if c.line.number != last:
+            lines += ["", f"line {c.line.number:>5}  {_message(c.line.text)}"]
+            last = c.line.number
+        head = f"  {_STATUS[c.status]:<14} {c.quantity}: log {c.printed}"
+        if c.kvlib and c.kvlib != "-":
+            head += f", kvlib {c.kvlib}"
+        lines.append(head)
+        if c.formula:
+            lines.append(f"  {'':<14} = {c.formula}")
+        if c.reason:
+            lines.append(f"  {'':<14} ({c.reason})")
+    v = _verdict(e)
+    lines += ["", f"verdict: {'explained' if e.ok else 'DISAGREES'}: {v['explained']} "
+                  f"number(s) agree, {v['disagree']} disagree, {v['information']} shown as "
+                  f"information, {v['not_explained']} recognised but not explained"]
+    return "\n".join(lines)
+
+
+def _load(args, log: VllmLog):
+    """(model or None, where it came from, kvlib's checkpoint bytes or None)."""
+    from kvlib.models.catalog import bundled_config, bundled_name, load_model
+
+    name, source = args.model, "--model"
+    if name is None:
+        name, source = model_name(log), "the log's engine-config line"
+        if name is None:
+            return None, "the log names no model; only the memory arithmetic is checked", None
+        try:
+            model = load_model(name)
+        except (ValueError, FileNotFoundError) as e:
+            raise ValueError(f"the log's model {name!r} is not one kvlib can read ({e}); "
+                             "pass --model NAME_OR_CONFIG") from None
+    else:
+        model = load_model(name)
+    config = bundled_config(bundled_name(name)) if bundled_name(name) else name
+    try:
+        from kvlib.models.quantization import checkpoint_bytes
+        weights = checkpoint_bytes(config)
+    except (ImportError, ValueError, KeyError, TypeError, FileNotFoundError):
+        weights = None  # information only: a checkpoint kvlib cannot count is left out
+    return model, source, weights
+
+
+def run(args) -> int:
+    if args.gpu is not None:
+        get_gpu(args.gpu)  # a bad name: one line, exit 2
+    log = read_log(args.log)
+    model, source, weights = _load(args, log)
+    e = explain(log, model, tp=args.tp, kv_dtype=args.kv_dtype, gpu=args.gpu,
+                weights_bytes=weights)
+    print(json.dumps(to_json(args.log, log, e, source), indent=2) if args.json
+          else render(args.log, log, e, source))
+    for c in e.mismatches:
+        print(f"kvlib explain-log: line {c.line.number} ({c.quantity}): the log prints "
+              f"{c.printed}, kvlib {c.kvlib}", file=sys.stderr)
+    return 1 if e.mismatches else 0

@@ -1,0 +1,604 @@
+"""Parameters counted from a config.json, part by part (issue 24, "Weights from the checkpoint").
+
+One counter per family, keyed by ``model_type`` like the readers; each follows its family's
+modeling code (vLLM 0.33.0 ``vllm/model_executor/models/<family>.py``, transformers
+``models/<family>/modeling_<family>.py``). Every count is an exact integer of elements:
+
+    >>> count_params({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+    ...               "intermediate_size": 14336, "num_hidden_layers": 32,
+    ...               "num_attention_heads": 32, "num_key_value_heads": 8}).total
+    8030261248
+
+``parts`` splits the model vLLM loads by default; ``mtp`` (next-n prediction layers, as the
+checkpoint stores them) is apart and not in ``total``. ``active`` is what one text token
+reads: everything but the routed experts, plus ``top_k`` of them per MoE layer (embedding
+and head included, vision tower not). A family without a counter raises ValueError naming
+its model_type: nothing is guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kvlib.models.readers.fields import Fields, describe, load_config
+
+__all__ = ["PARTS", "Linear", "ParamCount", "count_params", "COUNTERS"]
+
+PARTS = ("embedding", "lm_head", "attention", "mlp", "experts", "shared_experts", "router",
+         "mixers", "norms", "vision")
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One linear layer's weight: ``count`` copies (routed experts) of (out_features,
+    in_features), under its checkpoint module name (``model.layers.3.self_attn.q_proj``;
+    experts as ``...mlp.experts.gate_proj``). Its bias is in ``ParamCount.parts``, not here."""
+
+    name: str
+    part: str
+    in_features: int
+    out_features: int
+    count: int = 1
+
+    @property
+    def params(self) -> int:
+        return self.count * self.in_features * self.out_features
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """Parameter counts (elements) of one checkpoint.
+
+    parts: elements per part (:data:`PARTS`); ``vision`` holds a multimodal wrapper's vision
+    tower and projector when ``towers == "counted"``. towers: "none" (text model),
+    "counted" (every tower counted exactly) or "text only" (a tower exists, not counted).
+    linears: every linear weight of the text model (vision excluded), in ``parts`` too.
+    mtp, mtp_linears: next-n / MTP layers as stored, excluded from ``total``.
+    active: elements read per text token. notes: what was assumed.
+    """
+
+    model_type: str
+    parts: Mapping[str, int]
+    active: int
+    linears: tuple[Linear, ...] = ()
+    mtp: int = 0
+    mtp_linears: tuple[Linear, ...] = ()
+    towers: str = "none"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """Every element vLLM loads by default (vision included when counted, MTP not)."""
+        return sum(self.parts.values())
+
+    @property
+    def text(self) -> int:
+        """The language model alone: ``total`` less the vision tower."""
+        return self.total - self.parts["vision"]
+
+
+class _Tally:
+    """Running count for one config: parts, linears, routed experts not read per token."""
+
+    def __init__(self, c: Fields, family: str, notes: list[str] | None = None):
+        self.c, self.family = c, family
+        self.parts = dict.fromkeys(PARTS, 0)
+        self.linears: list[Linear] = []
+        self.idle, self.notes = 0, [] if notes is None else notes
+        self.mtp: _Tally | None = None
+
+    def add(self, **parts: int) -> None:
+        for k, v in parts.items():
+            self.parts[k] += v
+
+    def lin(self, part: str, name: str, i: int, o: int, bias: bool = False, count: int = 1):
+        """A Linear(i -> o) (weight (o, i), bias (o,)) x count under ``name``."""
+        self.linears.append(Linear(name, part, i, o, count))
+        self.parts[part] += count * (i * o + (o if bias else 0))
+
+    def glu(self, part: str, p: str, d: int, i: int, bias: bool = False, count: int = 1):
+        """Gated MLP ``p``: gate_proj and up_proj (d -> i), down_proj (i -> d)."""
+        for name, a, b in (("gate_proj", d, i), ("up_proj", d, i), ("down_proj", i, d)):
+            self.lin(part, f"{p}.{name}", a, b, bias, count)
+
+    def experts(self, p: str, n: int, top_k: int, shapes, bias: bool = False) -> None:
+        """n routed experts under ``p``, each of the linears ``shapes`` ((name, in, out), ...);
+        top_k read per token."""
+        if top_k > n:
+            raise ValueError(f"{top_k} experts per token exceeds the {n} experts")
+        before = self.parts["experts"]
+        for name, a, b in shapes:
+            self.lin("experts", f"{p}.experts.{name}", a, b, bias, n)
+        self.idle += (self.parts["experts"] - before) * (n - top_k) // n
+
+    def opt(self, key: str, default: int) -> int:
+        """An optional int field, the family default (said in the notes) when absent."""
+        v = self.c.int(key, required=False, allow_zero=True)
+        if v is None:
+            self.notes.append(f"no {self.c.path(key)}: {self.family}'s default {default}")
+            return default
+        return v
+
+    def fork(self) -> _Tally:
+        """A tally for the MTP layers (kept apart from the model's)."""
+        self.mtp = self.mtp or _Tally(self.c, self.family, self.notes)
+        return self.mtp
+
+
+def _lin(i: int, o: int, bias: bool = False) -> int:
+    """Elements of a Linear(i -> o): weight (o, i) plus bias (o,)."""
+    return i * o + (o if bias else 0)
+
+
+def _head_dim(t: _Tally, d: int, h: int, default: int | None = None) -> int:
+    if t.c.has("head_dim"):
+        return t.c.int("head_dim")
+    if default is not None:
+        return t.opt("head_dim", default)
+    if d % h:
+        raise ValueError(f"{t.c.path('hidden_size')}={d} is not divisible by "
+                         f"{t.c.path('num_attention_heads')}={h}; the config needs a head_dim")
+    return d // h
+
+
+def _embed(t: _Tally, d: int, tied: bool, vocab: int | None = None, p: str = "model.") -> int:
+    """Input embedding (V, d) and an output head (V, d) unless tied; returns V."""
+    v = t.c.int("vocab_size") if vocab is None else t.opt("vocab_size", vocab)
+    tie = t.c.flag("tie_word_embeddings")
+    if tie is None and t.c.outer is not None:
+        tie = t.c.outer.flag("tie_word_embeddings")
+    t.add(embedding=v * d)
+    if not (tied if tie is None else tie):
+        t.lin("lm_head", "lm_head", d, v)
+    return v
+
+
+def _gqa(t: _Tally, p: str, d: int, h: int, kv: int, hd: int, qkv_bias=False, o_bias=False,
+         qk_norm=False, q_mult: int = 1, v_proj: bool = True) -> None:
+    """Attention ``p``: q (d -> q_mult h hd; 2 with an output gate), k and v (d -> kv hd),
+    o (h hd -> d), per-head q/k RMSNorm weights (hd each) when ``qk_norm``."""
+    t.lin("attention", f"{p}.q_proj", d, q_mult * h * hd, qkv_bias)
+    for name in ("k_proj", "v_proj") if v_proj else ("k_proj",):
+        t.lin("attention", f"{p}.{name}", d, kv * hd, qkv_bias)
+    t.lin("attention", f"{p}.o_proj", h * hd, d, o_bias)
+    t.add(attention=2 * hd if qk_norm else 0)
+
+
+def _sizes(c: Fields) -> tuple[int, int, int, int]:
+    return (c.int("hidden_size", "n_embd"), c.int("num_hidden_layers", "n_layer"),
+            c.int("num_attention_heads", "n_head"), c.int("num_key_value_heads", required=False))
+
+
+# Standard decoders: (q/k/v bias, o bias, q/k norm, norms per layer, tied head, default
+# head_dim, default vocab). None for a bias: the config's attention_bias decides.
+_STANDARD = {
+    "llama": (None, None, False, 2, False, None, None),      # modeling_llama.py
+    "mistral": (None, None, False, 2, False, None, None),    # modeling_mistral.py
+    "qwen2": (True, False, False, 2, False, None, None),     # modeling_qwen2.py (qkv bias)
+    "qwen3": (None, None, True, 2, False, 128, None),        # modeling_qwen3.py
+    "gemma": (None, None, False, 2, True, 256, None),        # modeling_gemma.py
+    "gemma2": (None, None, False, 4, True, 256, None),       # modeling_gemma2.py
+    "gemma3": (None, None, True, 4, True, 256, 262208),      # modeling_gemma3.py
+}
+
+
+def _standard(t: _Tally) -> None:
+    qkv_b, o_b, qk_norm, norms, tied, hd_default, vocab = _STANDARD[t.family]
+    d, n, h, kv = _sizes(t.c)
+    hd, bias = _head_dim(t, d, h, hd_default), bool(t.c.flag("attention_bias"))
+    _embed(t, d, tied, vocab)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        _gqa(t, f"{p}.self_attn", d, h, kv or h, hd, bias if qkv_b is None else qkv_b,
+             bias if o_b is None else o_b, qk_norm)
+        t.glu("mlp", f"{p}.mlp", d, t.c.int("intermediate_size"), bool(t.c.flag("mlp_bias")))
+    t.add(norms=n * norms * d + d)
+
+
+def _llama4(t: _Tally) -> None:
+    """modeling_llama4.py / vLLM llama4.py: MoE layers every ``interleave_moe_layer_step``
+    (routed experts, one shared expert, router d -> E), dense layers of
+    ``intermediate_size_mlp``; the q/k L2 norm has no weight."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd, bias = _head_dim(t, d, h), bool(c.flag("attention_bias"))
+    _embed(t, d, False, p="language_model.model.")
+    e, i_moe = c.int("num_local_experts"), c.int("intermediate_size")
+    step = c.int("interleave_moe_layer_step", required=False) or 1
+    moe = c.data.get("moe_layers") or list(range(step - 1, n, step))
+    for i in range(n):
+        p = f"model.layers.{i}"
+        _gqa(t, f"{p}.self_attn", d, h, kv or h, hd, bias, bias)
+        if i in moe:
+            t.experts(f"{p}.feed_forward", e, c.int("num_experts_per_tok"),
+                      (("gate_proj", d, i_moe), ("up_proj", d, i_moe), ("down_proj", i_moe, d)))
+            t.glu("shared_experts", f"{p}.feed_forward.shared_expert", d, i_moe)
+            t.lin("router", f"{p}.feed_forward.router", d, e)
+        else:
+            t.glu("mlp", f"{p}.feed_forward", d, c.int("intermediate_size_mlp"))
+    t.add(norms=2 * n * d + d)
+
+
+def _gpt_oss(t: _Tally) -> None:
+    """modeling_gpt_oss.py: attention with biases and one sink per head; router d -> E with
+    bias; experts gate_up (d -> 2I) and down (I -> d), both with biases."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd, bias, e, i = _head_dim(t, d, h), bool(c.flag("attention_bias")), \
+        c.int("num_local_experts"), c.int("intermediate_size")
+    _embed(t, d, False)
+    for j in range(n):
+        p = f"model.layers.{j}"
+        _gqa(t, f"{p}.self_attn", d, h, kv, hd, bias, bias)
+        t.experts(f"{p}.mlp", e, c.int("num_experts_per_tok", "experts_per_token"),
+                  (("gate_up_proj", d, 2 * i), ("down_proj", i, d)), bias=True)
+        t.lin("router", f"{p}.mlp.router", d, e, True)
+    t.add(attention=n * h, norms=2 * n * d + d)
+
+
+def _deepseek_layer(t: _Tally, i: int, d: int) -> None:
+    """One DeepSeek V2/V3/V3.2 decoder layer (vLLM deepseek_v2.py): MLA (q_a_proj, its norm,
+    q_b_proj or one q_proj; kv_a_proj_with_mqa, its norm, kv_b_proj; o_proj), the V3.2
+    indexer (wq_b, wk, k_norm LayerNorm, weights_proj), then a dense MLP or the MoE (routed,
+    shared, router d -> E and, for noaux_tc routing, an e_score_correction_bias of E)."""
+    c, p = t.c, f"model.layers.{i}"
+    h, nope, rope = c.int("num_attention_heads"), c.int("qk_nope_head_dim"), \
+        c.int("qk_rope_head_dim")
+    v, kvr, qr = c.int("v_head_dim"), c.int("kv_lora_rank"), c.int("q_lora_rank", required=False)
+    if c.flag("attention_bias"):
+        raise ValueError(f"{c.path('attention_bias')}=True: MLA biases are not counted")
+    a = f"{p}.self_attn"
+    if qr:
+        t.lin("attention", f"{a}.q_a_proj", d, qr)
+        t.lin("attention", f"{a}.q_b_proj", qr, h * (nope + rope))
+    else:
+        t.lin("attention", f"{a}.q_proj", d, h * (nope + rope))
+    t.lin("attention", f"{a}.kv_a_proj_with_mqa", d, kvr + rope)
+    t.lin("attention", f"{a}.kv_b_proj", kvr, h * (nope + v))
+    t.lin("attention", f"{a}.o_proj", h * v, d)
+    t.add(attention=(qr or 0) + kvr, norms=2 * d)
+    if c.has("index_n_heads"):
+        ih, ihd = c.int("index_n_heads"), c.int("index_head_dim")
+        t.lin("attention", f"{a}.indexer.wq_b", qr, ih * ihd)
+        t.lin("attention", f"{a}.indexer.wk", d, ihd)
+        t.lin("attention", f"{a}.indexer.weights_proj", d, ih)
+        t.add(attention=2 * ihd)
+    e = c.int("n_routed_experts", required=False)
+    freq = c.int("moe_layer_freq", required=False) or 1
+    if e and i >= (c.int("first_k_dense_replace", required=False, allow_zero=True) or 0) \
+            and i % freq == 0:
+        im = c.int("moe_intermediate_size")
+        t.experts(f"{p}.mlp", e, c.int("num_experts_per_tok"),
+                  (("gate_proj", d, im), ("up_proj", d, im), ("down_proj", im, d)))
+        shared = c.int("n_shared_experts", required=False, allow_zero=True) or 0
+        if shared:
+            t.glu("shared_experts", f"{p}.mlp.shared_experts", d, shared * im)
+        t.lin("router", f"{p}.mlp.gate", d, e)
+        t.add(router=e if c.text("topk_method") == "noaux_tc" else 0)
+    else:
+        t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
+
+
+def _deepseek(t: _Tally) -> None:
+    """DeepSeek V2, V3, V3.2. The checkpoint's next-n layers (vLLM deepseek_mtp.py) each hold
+    a decoder layer, enorm, hnorm, eh_proj (2d -> d), a shared_head norm and head, and their
+    own copy of the embedding: counted in ``mtp``."""
+    d, n, _, _ = _sizes(t.c)
+    v = _embed(t, d, False)
+    for i in range(n):
+        _deepseek_layer(t, i, d)
+    t.add(norms=d)
+    for i in range(n, n + (t.c.int("num_nextn_predict_layers", required=False,
+                                   allow_zero=True) or 0)):
+        m = t.fork()
+        _deepseek_layer(m, i, d)
+        m.lin("mlp", f"model.layers.{i}.eh_proj", 2 * d, d)
+        m.lin("lm_head", f"model.layers.{i}.shared_head.head", d, v)
+        m.add(norms=3 * d, embedding=v * d)
+
+
+def _gpt2(t: _Tally) -> None:
+    """modeling_gpt2.py: token and position embeddings, tied head; per layer two LayerNorms,
+    c_attn (d -> 3d) and c_proj with biases, an MLP of n_inner (default 4d) with biases."""
+    c = t.c
+    d, n, _, _ = _sizes(c)
+    inner = c.int("n_inner", required=False) or 4 * d
+    _embed(t, d, True)
+    for i in range(n):
+        p = f"h.{i}"
+        t.lin("attention", f"{p}.attn.c_attn", d, 3 * d, True)
+        t.lin("attention", f"{p}.attn.c_proj", d, d, True)
+        t.lin("mlp", f"{p}.mlp.c_fc", d, inner, True)
+        t.lin("mlp", f"{p}.mlp.c_proj", inner, d, True)
+    t.add(embedding=c.int("n_positions") * d, norms=4 * n * d + 2 * d)
+
+
+def _falcon(t: _Tally) -> None:
+    """modeling_falcon.py: fused query_key_value (MQA: d + 2 hd; new architecture:
+    (h + 2 kv) hd), dense, a 2-matrix MLP of ffn_hidden_size (4d), biases if ``bias``;
+    LayerNorms: ln_attn and ln_mlp (new architecture), else input (+ post if not parallel)."""
+    c = t.c
+    d, n, h, _ = _sizes(c)
+    hd, bias, new = d // h, bool(c.flag("bias")), bool(c.flag("new_decoder_architecture"))
+    if new:
+        qkv = (h + 2 * c.int("num_kv_heads")) * hd
+    else:
+        qkv = d + 2 * hd if c.flag("multi_query") is not False else 3 * d
+    ffn = c.int("ffn_hidden_size", required=False) or 4 * d
+    lns = 2 if (new and (c.int("num_ln_in_parallel_attn", required=False) or 2) == 2) \
+        or c.flag("parallel_attn") is False else 1
+    _embed(t, d, True)
+    for i in range(n):
+        p = f"transformer.h.{i}"
+        t.lin("attention", f"{p}.self_attention.query_key_value", d, qkv, bias)
+        t.lin("attention", f"{p}.self_attention.dense", d, d, bias)
+        t.lin("mlp", f"{p}.mlp.dense_h_to_4h", d, ffn, bias)
+        t.lin("mlp", f"{p}.mlp.dense_4h_to_h", ffn, d, bias)
+    t.add(norms=n * lns * 2 * d + 2 * d)
+
+
+def _nemotron_h(t: _Tally) -> None:
+    """vLLM nemotron_h.py + layers/mamba/mamba_mixer2.py. ``hybrid_override_pattern``: M Mamba2
+    (in_proj d -> 2 d_in + 2 G N + heads, conv1d over d_in + 2 G N channels, A, D, dt_bias,
+    gated norm d_in, out_proj), * attention, - MLP (up, down: relu2), E MoE (routed up/down
+    experts, shared MLP, router d -> E plus e_score_correction_bias); one norm per block."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    pattern = c.text("hybrid_override_pattern")
+    if len(pattern) != n or set(pattern) - set("M*-E"):
+        raise ValueError(f"{c.path('hybrid_override_pattern')} must give one of M * - E for each "
+                         f"of the {n} layers, got {pattern!r}")
+    _embed(t, d, False, p="backbone.")
+    mb, ub = bool(c.flag("mlp_bias")), bool(c.flag("use_bias"))
+    hd = c.int("head_dim", "attention_head_dim", required=False) or _head_dim(t, d, h)
+    for j, kind in enumerate(pattern):
+        p = f"backbone.layers.{j}.mixer"
+        if kind == "M":
+            heads, g, s = c.int("mamba_num_heads"), c.int("n_groups"), c.int("ssm_state_size")
+            inner = heads * c.int("mamba_head_dim")
+            conv = inner + 2 * g * s
+            t.lin("mixers", f"{p}.in_proj", d, inner + conv + heads, ub)
+            t.lin("mixers", f"{p}.out_proj", inner, d, ub)
+            t.add(mixers=conv * c.int("conv_kernel") + 3 * heads + inner
+                  + (conv if c.flag("use_conv_bias") is not False else 0))
+        elif kind == "*":
+            bias = bool(c.flag("attention_bias"))
+            _gqa(t, p, d, h, kv or h, hd, bias, bias)
+        elif kind == "-":
+            i = c.int("intermediate_size")
+            t.lin("mlp", f"{p}.up_proj", d, i, mb)
+            t.lin("mlp", f"{p}.down_proj", i, d, mb)
+        else:
+            e, i, hid = c.int("n_routed_experts"), c.int("moe_intermediate_size"), d
+            if c.has("moe_latent_size"):  # fc1/fc2 latent projections around the experts
+                hid = c.int("moe_latent_size")
+                t.lin("mlp", f"{p}.fc1_latent_proj", d, hid, mb)
+                t.lin("mlp", f"{p}.fc2_latent_proj", hid, d, mb)
+            t.experts(p, e, c.int("num_experts_per_tok"), (("up_proj", hid, i),
+                                                            ("down_proj", i, hid)))
+            si = c.int("moe_shared_expert_intermediate_size") \
+                * (c.int("n_shared_experts", required=False, allow_zero=True) or 0)
+            if si:
+                t.lin("shared_experts", f"{p}.shared_experts.up_proj", d, si, mb)
+                t.lin("shared_experts", f"{p}.shared_experts.down_proj", si, d, mb)
+            t.lin("router", f"{p}.gate", d, e)
+            t.add(router=e)
+    t.add(norms=n * d + d)
+
+
+def _qwen3_next(t: _Tally) -> None:
+    """vLLM qwen3_next.py + layers/mamba/gdn/qwen_gdn_linear_attn.py. Full attention every
+    ``full_attention_interval`` layers (q doubled by the output gate, q/k norms); Gated
+    DeltaNet elsewhere (in_proj_qkvz d -> 2 k_dim + 2 v_dim, in_proj_ba d -> 2 n_v, conv1d
+    over 2 k_dim + v_dim channels, dt_bias, A_log, norm of d_v, out_proj); MoE with a
+    shared expert and its sigmoid gate (d -> 1). The MTP block (qwen3_next_mtp.py: fc 2d -> d,
+    two pre-fc norms, one full-attention MoE layer, a norm; embedding and head shared) is
+    counted in ``mtp``; ``num_nextn_predict_layers`` defaults to 1 as vLLM reads it."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd = _head_dim(t, d, h)
+    _embed(t, d, False)
+    every = c.int("full_attention_interval", required=False) or 4
+    types = c.data.get("layer_types") or ["full_attention" if (i + 1) % every == 0
+                                          else "linear_attention" for i in range(n)]
+    nk, nv, dv = c.int("linear_num_key_heads"), c.int("linear_num_value_heads"), \
+        c.int("linear_value_head_dim")
+    kd, vd = nk * c.int("linear_key_head_dim"), nv * dv
+    only = c.data.get("mlp_only_layers") or []
+    step = c.int("decoder_sparse_step", required=False) or 1
+
+    def layer(into: _Tally, i: int, kind: str, p: str) -> None:
+        if kind == "full_attention":
+            _gqa(into, f"{p}.self_attn", d, h, kv, hd, bool(c.flag("attention_bias")), False,
+                 True, 2)
+        else:
+            into.lin("mixers", f"{p}.linear_attn.in_proj_qkvz", d, 2 * kd + 2 * vd)
+            into.lin("mixers", f"{p}.linear_attn.in_proj_ba", d, 2 * nv)
+            into.lin("mixers", f"{p}.linear_attn.out_proj", vd, d)
+            into.add(mixers=(2 * kd + vd) * c.int("linear_conv_kernel_dim") + 2 * nv + dv)
+        e = c.int("num_experts", required=False, allow_zero=True) or 0
+        if e and i not in only and (i + 1) % step == 0:
+            im = c.int("moe_intermediate_size")
+            into.experts(f"{p}.mlp", e, c.int("num_experts_per_tok"),
+                         (("gate_proj", d, im), ("up_proj", d, im), ("down_proj", im, d)))
+            into.glu("shared_experts", f"{p}.mlp.shared_expert", d,
+                     c.int("shared_expert_intermediate_size"))
+            into.lin("shared_experts", f"{p}.mlp.shared_expert_gate", d, 1)
+            into.lin("router", f"{p}.mlp.gate", d, e)
+        else:
+            into.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
+        into.add(norms=2 * d)
+
+    for i, kind in enumerate(types):
+        layer(t, i, kind, f"model.layers.{i}")
+    t.add(norms=d)
+    for i in range(t.opt("num_nextn_predict_layers", 1)):
+        m = t.fork()
+        layer(m, n + i, "full_attention", f"mtp.layers.{i}")
+        m.lin("mlp", "mtp.fc", 2 * d, d)
+        m.add(norms=3 * d)
+
+
+def _nemotron_nas(t: _Tally) -> None:
+    """vLLM nemotron_nas.py (DeciLM): per block, attention with h / n_heads_in_group KV heads
+    and input_layernorm unless ``no_op``; a gated MLP of int(2 ffn_mult d / 3) rounded up to
+    a multiple of 256, and post_attention_layernorm, unless ``no_op``."""
+    c = t.c
+    d, n, h, _ = _sizes(c)
+    hd, bias = _head_dim(t, d, h), bool(c.flag("attention_bias"))
+    blocks = c.data.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) != n:
+        raise ValueError(f"{c.path('block_configs')} must list {n} blocks, got {describe(blocks)}")
+    _embed(t, d, False)
+    for i, b in enumerate(blocks):
+        where = c.path(f"block_configs[{i}]")
+        if not (isinstance(b, Mapping) and isinstance(b.get("attention"), Mapping)
+                and isinstance(b.get("ffn"), Mapping)):
+            raise ValueError(f"{where} must hold attention and ffn objects, got {describe(b)}")
+        a, f = Fields(b["attention"], f"{where}.attention."), Fields(b["ffn"], f"{where}.ffn.")
+        for part in (a, f):
+            if part.flag("replace_with_linear"):
+                raise ValueError(f"{part.path('replace_with_linear')}=True: not counted")
+        p = f"model.layers.{i}"
+        if not a.flag("no_op"):
+            _gqa(t, f"{p}.self_attn", d, h, h // a.int("n_heads_in_group"), hd, bias, bias)
+            t.add(norms=d)
+        if not f.flag("no_op"):
+            mult = f.data.get("ffn_mult")
+            if not isinstance(mult, int | float) or isinstance(mult, bool) or mult <= 0:
+                raise ValueError(f"{f.path('ffn_mult')} must be a positive number, got "
+                                 f"{describe(mult)}")
+            inter = int(2 * mult * d / 3)
+            t.glu("mlp", f"{p}.mlp", d, -(-inter // 256) * 256, bool(c.flag("mlp_bias")))
+            t.add(norms=d)
+    t.add(norms=d)
+
+
+def _gemma4(t: _Tally) -> None:
+    """modeling_gemma4.py Gemma4TextModel: per layer, attention (full layers: global_head_dim,
+    and with attention_k_eq_v no v_proj and num_global_key_value_heads), q/k norms, a dense
+    gated MLP beside the MoE (router: proj d -> E, scale d, per_expert_scale E; experts;
+    three more norms), four norms and the stored ``layer_scalar``; per-layer inputs (PLE)."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    types, bias = c.data.get("layer_types"), bool(c.flag("attention_bias"))
+    if not isinstance(types, list) or len(types) != n:
+        raise ValueError(f"{c.path('layer_types')} must list {n} layer types, got "
+                         f"{describe(types)}")
+    _embed(t, d, True)
+    shared_from = n - (c.int("num_kv_shared_layers", required=False, allow_zero=True) or 0)
+    k_eq_v = c.flag("attention_k_eq_v") is not False
+    ple = c.int("hidden_size_per_layer_input", required=False, allow_zero=True) or 0
+    for i, kind in enumerate(types):
+        p, full = f"model.language_model.layers.{i}", kind != "sliding_attention"
+        hd = t.opt("global_head_dim", 512) if full else c.int("head_dim")
+        alt = k_eq_v and full
+        g = c.int("num_global_key_value_heads") if alt else kv
+        if i < shared_from:
+            _gqa(t, f"{p}.self_attn", d, h, g, hd, bias, bias, True, v_proj=not alt)
+        else:  # KV-shared layers: q_proj, q_norm and o_proj only
+            t.lin("attention", f"{p}.self_attn.q_proj", d, h * hd, bias)
+            t.lin("attention", f"{p}.self_attn.o_proj", h * hd, d, bias)
+            t.add(attention=hd)
+        wide = 2 if c.flag("use_double_wide_mlp") and i >= shared_from > 0 else 1
+        t.glu("mlp", f"{p}.mlp", d, wide * c.int("intermediate_size"))
+        t.add(norms=4 * d + 1)
+        if ple:
+            t.lin("mlp", f"{p}.per_layer_input_gate", d, ple)
+            t.lin("mlp", f"{p}.per_layer_projection", ple, d)
+            t.add(norms=d)
+        if c.flag("enable_moe_block"):
+            e, im = c.int("num_experts"), c.int("moe_intermediate_size")
+            t.experts(p, e, c.int("top_k_experts"), (("gate_up_proj", d, 2 * im),
+                                                      ("down_proj", im, d)))
+            t.lin("router", f"{p}.router.proj", d, e)
+            t.add(router=d + e, norms=3 * d)
+    if ple:
+        t.add(embedding=c.int("vocab_size_per_layer_input") * n * ple, norms=ple)
+        t.lin("mlp", "model.language_model.per_layer_model_projection", d, n * ple)
+    t.add(norms=d)
+
+
+COUNTERS: dict[str, Callable[[_Tally], None]] = {
+    **{k: _standard for k in _STANDARD}, "llama4": _llama4, "gpt_oss": _gpt_oss,
+    "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
+    "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "qwen3_next": _qwen3_next,
+    "nemotron-nas": _nemotron_nas, "gemma4": _gemma4,
+}
+
+
+def _siglip(v: Fields, d_text: int) -> int:
+    """Gemma 3's SigLIP tower (modeling_siglip.py: conv patch embedding with bias, learned
+    positions, LayerNorm/attention/MLP with biases, post_layernorm, optional pooling head)
+    plus Gemma3MultiModalProjector (mm_input_projection (d_v, d_text), mm_soft_emb_norm)."""
+    d, i, p = v.int("hidden_size"), v.int("intermediate_size"), v.int("patch_size")
+    layer = 4 * _lin(d, d, True) + _lin(d, i, True) + _lin(i, d, True) + 4 * d
+    head = d + 4 * _lin(d, d, True) + 2 * d + _lin(d, i, True) + _lin(i, d, True) \
+        if v.flag("vision_use_head") is not False else 0
+    return ((v.int("num_channels", required=False) or 3) * p * p * d + d
+            + (v.int("image_size") // p) ** 2 * d + v.int("num_hidden_layers") * layer + 2 * d
+            + head + d * d_text + d)
+
+
+def _llama4_vision(v: Fields, d_text: int) -> int:
+    """vLLM mllama4.py: unfold-conv patch linear, class embedding, positions ((s/p)^2 + 1),
+    pre/post LayerNorms, layers (q/k/v/o and fc1/fc2 with biases, two LayerNorms), the
+    pixel-shuffle adapter MLP, and the projector (vision_output_dim -> d_text)."""
+    d, i, p = v.int("hidden_size"), v.int("intermediate_size"), v.int("patch_size")
+    pi, po = v.int("projector_input_dim"), v.int("projector_output_dim")
+    bias = bool(v.flag("multi_modal_projector_bias"))
+    layer = 4 * _lin(d, d, True) + _lin(d, i, True) + _lin(i, d, True) + 4 * d
+    return ((v.int("num_channels", required=False) or 3) * p * p * d + d
+            + ((v.int("image_size") // p) ** 2 + 1) * d + 4 * d
+            + v.int("num_hidden_layers") * layer + _lin(i, pi, bias) + _lin(pi, po, bias)
+            + v.int("vision_output_dim") * d_text)
+
+
+def _gemma4_vision(v: Fields, d_text: int) -> int:
+    """modeling_gemma4.py Gemma4VisionModel (patch input_proj, 2-axis position table, layers
+    with q/k norms, four norms and a gated MLP, std_bias/std_scale) plus embed_vision."""
+    d, i, p, h = v.int("hidden_size"), v.int("intermediate_size"), v.int("patch_size"), \
+        v.int("num_attention_heads")
+    hd, kv = v.int("head_dim"), v.int("num_key_value_heads")
+    clips = 7 * 4 if v.flag("use_clipped_linears") else 0  # four scalar buffers per linear
+    layer = 2 * d * h * hd + 2 * d * kv * hd + 2 * hd + 4 * d + 3 * d * i + clips
+    return (3 * p * p * d + 2 * v.int("position_embedding_size") * d
+            + v.int("num_hidden_layers") * layer + (2 * d if v.flag("standardize") else 0)
+            + d * d_text)
+
+
+_TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision}
+
+
+def count_params(config) -> ParamCount:
+    """Count the parameters of a config (path or dict) by its family's modeling code.
+
+    Returns a :class:`ParamCount` (elements, exact ints). ValueError for a bad field (named
+    with its value) or a ``model_type`` with no counter.
+    """
+    cfg = load_config(config)
+    outer, c = Fields(cfg), Fields(cfg)
+    if isinstance(cfg.get("text_config"), Mapping):
+        c = Fields(cfg["text_config"], "text_config.", outer)
+    family = (c.text("model_type") or outer.text("model_type")).removesuffix("_text")
+    if family not in COUNTERS:
+        raise ValueError(f"model_type {family or '(none)'!r}: kvlib has no parameter counter "
+                         f"for it (counted: {', '.join(sorted(COUNTERS))})")
+    t = _Tally(c, family)
+    COUNTERS[family](t)
+    towers = "none"
+    extra = [k for k in ("vision_config", "audio_config") if isinstance(cfg.get(k), Mapping)]
+    if extra:
+        tower = _TOWERS.get(outer.text("model_type"))
+        if extra == ["vision_config"] and tower is not None:
+            t.add(vision=tower(Fields(cfg["vision_config"], "vision_config.", outer),
+                               c.int("hidden_size")))
+            towers = "counted"
+        else:
+            towers = "text only"
+            t.notes.append(f"{' and '.join(extra)} not counted: the text model only")
+    active = sum(t.parts.values()) - t.parts["vision"] - t.idle
+    m = t.mtp or _Tally(c, family)
+    return ParamCount(family, dict(t.parts), active, tuple(t.linears), sum(m.parts.values()),
+                      tuple(m.linears), towers, tuple(t.notes))

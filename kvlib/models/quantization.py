@@ -1,0 +1,318 @@
+"""How a checkpoint's weights are stored: ``quantization_config`` read into exact bytes (issue 24).
+
+:func:`read_quantization` reads ``quantization_config`` (or the older ``compression_config``)
+into a :class:`Quantization`: the :class:`Scheme` of its quantized linear weights, the
+modules left in the model dtype, and the KV-cache scheme if it names one. The scale layouts
+follow vLLM 0.33.0 ``vllm/model_executor/layers/quantization/``:
+
+* ``fp8``: e4m3 weights; per-tensor fp32 ``weight_scale`` (plus ``input_scale`` when
+  activations are static), or with ``weight_block_size`` [b_out, b_in] one fp32
+  ``weight_scale_inv`` per block (fp8.py; utils/fp8_utils.py ``create_fp8_scale_parameter``).
+* ``mxfp4``: MoE experts only, 4-bit values and one uint8 (e8m0) scale per 32 inputs;
+  linear layers stay unquantized (mxfp4.py ``get_quant_method``).
+* ``modelopt`` / ``modelopt_fp4``: ``quant_algo`` NVFP4 (4-bit values, one fp8 scale per 16
+  inputs, fp32 ``weight_scale_2`` and ``input_scale``) or FP8 (per-tensor; modelopt.py).
+* ``awq`` (auto_awq.py): qweight int32 (in, out/8), qzeros int32 (in/g, out/8), fp16 scales
+  (in/g, out). ``gptq`` (auto_gptq.py): qweight (in/8, out), qzeros (in/g, out/8), fp16
+  scales (in/g, out), and the checkpoint's int32 ``g_idx`` (in,) that vLLM no longer loads.
+* ``compressed-tensors``: one config group of ``weights`` (num_bits, type, strategy,
+  group_size / block_structure, symmetric); scales in the model dtype except NVFP4's fp8
+  (plus its fp32 global scales); packed formats add ``weight_shape`` (2 x int64) and
+  asymmetric schemes zero points packed along the output dimension.
+* ``bitsandbytes`` (the bitsandbytes library's ``QuantState``): 4-bit with one fp32 absmax
+  per 64 values (with double quant: uint8 absmax, an fp32 absmax per 256 blocks, a 256-entry
+  code and an offset) and a 16-entry fp32 code; 8-bit with one fp32 ``SCB`` per output row.
+  The small JSON quant-state blob is not counted.
+
+Embeddings, norms and every non-linear element stay in the model dtype; lm_head, routers
+(MoE gates), the MTP ``eh_proj`` (vLLM deepseek_mtp.py builds it as a plain nn.Linear) and
+the V3.2 indexer's ``weights_proj`` (deepseek_v2.py builds it unquantized) are never
+quantized by default. An unknown ``quant_method`` raises ValueError naming it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from kvlib.models.params import ParamCount, count_params
+from kvlib.models.readers.fields import Fields, describe, load_config
+from kvlib.models.readers.state import model_dtype_bytes
+
+__all__ = ["Scheme", "Quantization", "read_quantization", "checkpoint_bytes", "METHODS"]
+
+# Never quantized unless a config says so: lm_head, embeddings, routers, MTP and indexer
+# projections (module name's last segments).
+_DENSE = re.compile(r"(^|\.)(lm_head|embed_tokens|shared_head\.head|eh_proj|mtp\.fc|gate|router"
+                    r"|router\.proj|shared_expert_gate|weights_proj)$")
+
+
+def _packed(n: int, bits: int) -> int:
+    """Bytes of n values of ``bits`` packed into int32 words."""
+    return math.ceil(n * bits / 32) * 4
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """How one quantized linear weight (out_features, in_features) is stored.
+
+    bits: per value; strategy: "tensor", "channel" (one scale per output row), "group"
+    (``group`` inputs per scale) or "block" (``block`` = (b_out, b_in)); scale_bytes: per
+    scale; zero_bits: per zero point (0: symmetric, none stored), packed into int32 along
+    the output dimension; pack: values packed into int32 words ("in" or "out"), or "" for
+    plain bytes; g_idx: an int32 group index per input; extra: fixed bytes per module
+    (per-tensor fp32 scales, ``weight_shape``, code books).
+    """
+
+    name: str
+    bits: int
+    strategy: str
+    group: int = 0
+    block: tuple[int, int] = (0, 0)
+    scale_bytes: int = 4
+    zero_bits: int = 0
+    pack: str = ""
+    g_idx: bool = False
+    extra: int = 0
+
+    def scales(self, in_features: int, out_features: int) -> int:
+        """Number of scales: 1, out, out x ceil(in / group) or the blocks covering the matrix."""
+        if self.strategy == "tensor":
+            return 1
+        if self.strategy == "channel":
+            return out_features
+        if self.strategy == "group":
+            return out_features * math.ceil(in_features / self.group)
+        return math.ceil(out_features / self.block[0]) * math.ceil(in_features / self.block[1])
+
+    def bytes(self, in_features: int, out_features: int) -> int:
+        """Exact bytes of the stored weight, its scales, zero points and indices."""
+        if self.pack == "in":
+            values = _packed(in_features, self.bits) * out_features
+        elif self.pack == "out":
+            values = in_features * _packed(out_features, self.bits)
+        else:
+            values = math.ceil(Fraction(in_features * out_features * self.bits, 8))
+        n_scales = self.scales(in_features, out_features)
+        zeros = (_packed(out_features, self.zero_bits) * (n_scales // out_features)
+                 if self.zero_bits else 0)
+        return (values + n_scales * self.scale_bytes + zeros
+                + (4 * in_features if self.g_idx else 0) + self.extra)
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """A checkpoint's storage: ``scheme`` for its quantized linears, ``skip`` patterns (as the
+    config lists them) for those left in the model dtype (``dense_bytes`` per element).
+    experts_only: only routed experts are quantized (mxfp4). kv_cache: the KV-cache scheme
+    the config names ("fp8", ...) or None."""
+
+    method: str
+    scheme: Scheme
+    skip: tuple[str, ...] = ()
+    dense_bytes: int = 2
+    experts_only: bool = False
+    quantize_lm_head: bool = False
+    kv_cache: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def quantized(self, module_name: str, part: str = "") -> bool:
+        """Whether the linear ``module_name`` (part from :mod:`kvlib.models.params`) is stored
+        by ``scheme``."""
+        if module_name == "lm_head" or part == "lm_head":
+            return self.quantize_lm_head
+        if part == "router" or _DENSE.search(module_name):
+            return False
+        if self.experts_only and ".experts." not in module_name:
+            return False
+        return not any(_matches(p, module_name) for p in self.skip)
+
+    def bytes(self, in_features: int, out_features: int, module_name: str, part: str = "") -> int:
+        """Exact stored bytes of the linear weight (out_features, in_features) ``module_name``."""
+        if self.quantized(module_name, part):
+            return self.scheme.bytes(in_features, out_features)
+        return in_features * out_features * self.dense_bytes
+
+
+def _matches(pattern: str, name: str) -> bool:
+    """A skip entry as the methods write them: ``re:`` regex (compressed-tensors), a
+    wildcard (modelopt, gpt-oss), else a module name or any part of one (AWQ, fp8)."""
+    if pattern.startswith("re:"):
+        return re.match(pattern[3:], name) is not None
+    if "*" in pattern or "?" in pattern:
+        parts = name.split(".")
+        return any(fnmatch.fnmatchcase(".".join(parts[:k]), pattern)
+                   for k in range(1, len(parts) + 1))
+    return pattern in name
+
+
+def _skip(q: Fields, *keys: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for key in keys:
+        value = q.data.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{q.path(key)} must be a list of module names, got "
+                             f"{describe(value)}")
+        out += value
+    return tuple(out)
+
+
+def _fp8(q: Fields, d: int) -> tuple[Scheme, dict]:
+    static = q.text("activation_scheme") == "static"
+    block = q.data.get("weight_block_size")
+    skip = {"skip": _skip(q, "ignored_layers", "modules_to_not_convert")}
+    if block is None:
+        return Scheme("fp8 per-tensor", 8, "tensor", extra=4 if static else 0), skip
+    if not (isinstance(block, list) and len(block) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
+        raise ValueError(f"{q.path('weight_block_size')} must be two positive ints, got "
+                         f"{describe(block)}")
+    return Scheme(f"fp8 block {block[0]}x{block[1]}", 8, "block", block=tuple(block)), skip
+
+
+def _mxfp4(q: Fields, d: int) -> tuple[Scheme, dict]:
+    return (Scheme("mxfp4", 4, "group", group=32, scale_bytes=1),
+            {"skip": _skip(q, "modules_to_not_convert", "ignored_layers"), "experts_only": True})
+
+
+def _modelopt(q: Fields, d: int) -> tuple[Scheme, dict]:
+    inner = Fields(q.data["quantization"], q.path("quantization.")) \
+        if isinstance(q.data.get("quantization"), Mapping) else q
+    algo = inner.text("quant_algo").upper()
+    kv = inner.text("kv_cache_quant_algo") or None
+    skip = {"skip": _skip(inner, "exclude_modules", "ignore"), "kv_cache": kv and kv.lower()}
+    if algo == "NVFP4":
+        g = inner.int("group_size", required=False) or 16
+        return Scheme("nvfp4", 4, "group", group=g, scale_bytes=1, extra=8), skip
+    if algo == "FP8":
+        return Scheme("fp8 per-tensor (modelopt)", 8, "tensor", extra=4), skip
+    raise ValueError(f"{inner.path('quant_algo')}={algo or None!r}: kvlib reads NVFP4 and FP8")
+
+
+def _awq_gptq(q: Fields, d: int, gptq: bool) -> tuple[Scheme, dict]:
+    bits = q.int("bits", "w_bit")
+    g = 0 if q.data.get("group_size") == -1 else q.int("group_size", "q_group_size",
+                                                        required=False)  # -1: per channel
+    if bits not in (2, 3, 4, 8):
+        raise ValueError(f"{q.path('bits')}={bits}: AWQ and GPTQ store 2, 3, 4 or 8 bits")
+    zeros = bits if gptq or q.flag("zero_point") is not False else 0
+    strategy = "group" if g else "channel"
+    if gptq:
+        scheme = Scheme(f"gptq {bits}-bit g{g or 'channel'}", bits, strategy, g, scale_bytes=2,
+                        zero_bits=zeros, pack="in", g_idx=True)
+        return scheme, {"quantize_lm_head": bool(q.flag("lm_head"))}
+    scheme = Scheme(f"awq {bits}-bit g{g or 'channel'}", bits, strategy, g, scale_bytes=2,
+                    zero_bits=zeros, pack="out")
+    return scheme, {"skip": _skip(q, "modules_to_not_convert")}
+
+
+def _compressed(q: Fields, d: int) -> tuple[Scheme, dict]:
+    sparsity = q.data.get("sparsity_config")
+    if isinstance(sparsity, Mapping) and sparsity.get("format") not in (None, "dense"):
+        raise ValueError(f"{q.path('sparsity_config.format')}={sparsity.get('format')!r}: "
+                         "sparse checkpoints are not counted")
+    groups = q.data.get("config_groups")
+    if not isinstance(groups, Mapping) or len(groups) != 1:
+        raise ValueError(f"{q.path('config_groups')} must hold exactly one group, got "
+                         f"{describe(groups)}")
+    (gname, group), = groups.items()
+    w = Fields(group.get("weights") or {}, q.path(f"config_groups.{gname}.weights."))
+    bits, kind, strategy = w.int("num_bits"), w.text("type") or "int", w.text("strategy")
+    fmt = q.text("format") or Fields(group, "").text("format")
+    nvfp4 = kind == "float" and bits == 4
+    extra = (8 if nvfp4 else 0) + (16 if fmt == "pack-quantized" else 0)
+    zero = 0 if w.flag("symmetric") is not False or kind == "float" else bits
+    if strategy in ("group", "tensor_group"):
+        s = Scheme(f"compressed-tensors {kind}{bits} g{w.int('group_size')}", bits, "group",
+                   w.int("group_size"), scale_bytes=1 if nvfp4 else d, zero_bits=zero,
+                   pack="in" if fmt == "pack-quantized" else "", extra=extra)
+    elif strategy == "block":
+        b = w.data.get("block_structure")
+        if not (isinstance(b, list) and len(b) == 2):
+            raise ValueError(f"{w.path('block_structure')} must be two ints, got {describe(b)}")
+        s = Scheme(f"compressed-tensors {kind}{bits} block", bits, "block", block=tuple(b),
+                   scale_bytes=d, extra=extra)
+    elif strategy in ("channel", "tensor"):
+        s = Scheme(f"compressed-tensors {kind}{bits} {strategy}", bits, strategy,
+                   scale_bytes=d, zero_bits=zero, pack="in" if fmt == "pack-quantized" else "",
+                   extra=extra)
+    else:
+        raise ValueError(f"{w.path('strategy')}={strategy!r}: not counted")
+    kv = q.data.get("kv_cache_scheme")
+    kv_name = None
+    if isinstance(kv, Mapping):
+        k = Fields(kv, q.path("kv_cache_scheme."))
+        kv_name = f"{'fp' if k.text('type') == 'float' else 'int'}{k.int('num_bits')}"
+    return s, {"skip": _skip(q, "ignore"), "kv_cache": kv_name}
+
+
+def _bnb(q: Fields, d: int) -> tuple[Scheme, dict]:
+    skip = {"skip": _skip(q, "llm_int8_skip_modules", "modules_to_not_convert")}
+    if q.flag("load_in_4bit"):
+        kind = q.text("bnb_4bit_quant_type") or "fp4"
+        if kind not in ("nf4", "fp4"):
+            raise ValueError(f"{q.path('bnb_4bit_quant_type')}={kind!r}: nf4 or fp4")
+        if q.flag("bnb_4bit_use_double_quant"):  # uint8 absmax per 64; fp32 per 256 blocks
+            return Scheme(f"bnb {kind} double-quant", 4, "group", 64, scale_bytes=1,
+                          extra=64 + 1024 + 4), skip
+        return Scheme(f"bnb {kind}", 4, "group", 64, scale_bytes=4, extra=64), skip
+    if q.flag("load_in_8bit"):
+        return Scheme("bnb int8", 8, "channel", scale_bytes=4), skip
+    raise ValueError(f"{q.path('quant_method')}='bitsandbytes' needs load_in_4bit or "
+                     "load_in_8bit")
+
+
+METHODS = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _modelopt, "modelopt_fp4": _modelopt,
+           "awq": lambda q, d: _awq_gptq(q, d, False), "gptq": lambda q, d: _awq_gptq(q, d, True),
+           "compressed-tensors": _compressed, "bitsandbytes": _bnb}
+
+
+def read_quantization(config) -> Quantization | None:
+    """The storage of a config's (path or dict) weights, or None for an unquantized checkpoint.
+
+    ValueError names an unknown ``quant_method`` or a bad field and its value.
+    """
+    cfg = load_config(config)
+    outer = Fields(cfg)
+    c = Fields(cfg["text_config"], "text_config.", outer) \
+        if isinstance(cfg.get("text_config"), Mapping) else outer
+    key = "quantization_config" if cfg.get("quantization_config") is not None \
+        else "compression_config"
+    raw = cfg.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{key} must be a JSON object, got {describe(raw)}")
+    q = Fields(raw, f"{key}.")
+    method = q.text("quant_method") or ("compressed-tensors" if "config_groups" in raw else "")
+    if method not in METHODS:
+        raise ValueError(f"{q.path('quant_method')}={method or None!r} is not a method kvlib "
+                         f"counts ({', '.join(METHODS)}); refusing rather than assume bf16")
+    notes: list[str] = []
+    d = model_dtype_bytes(c, notes)
+    scheme, extra = METHODS[method](q, d)
+    return Quantization(method, scheme, dense_bytes=d, notes=tuple(notes), **extra)
+
+
+def checkpoint_bytes(config, count: ParamCount | None = None, include_mtp: bool = False) -> int:
+    """Total weight bytes of a config's checkpoint (tensor bytes, no file headers).
+
+    Each linear of ``count`` (:func:`kvlib.models.params.count_params` of the config when
+    not given) in its stored format, every other element in the model dtype; with
+    ``include_mtp`` the next-n layers the checkpoint ships too.
+    """
+    q = read_quantization(config)
+    count = count or count_params(config)
+    d = q.dense_bytes if q else model_dtype_bytes(Fields(load_config(config)), [])
+    linears = count.linears + (count.mtp_linears if include_mtp else ())
+    elements = count.total + (count.mtp if include_mtp else 0)
+    total = 0
+    for lin in linears:
+        elements -= lin.params
+        total += lin.count * (q.bytes(lin.in_features, lin.out_features, lin.name, lin.part)
+                              if q else lin.in_features * lin.out_features * d)
+    return total + elements * d

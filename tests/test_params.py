@@ -1,0 +1,145 @@
+"""Parameter counts from config.json (kvlib.models.params) against published totals.
+
+Independent values: the published totals below, each with its source (collected in
+/work/notes/params/PARAMS.md from Hugging Face safetensors metadata, model cards and papers),
+and two counts written out by hand (GPT-2 124M, Llama 3.1 8B).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvlib.models.catalog import BUNDLED, bundled_config
+from kvlib.models.params import PARTS, count_params
+
+# name -> (published total, what it counts, source). What it counts: "total" (the model vLLM
+# loads, vision tower included where the checkpoint ships one), "text" (the language model
+# alone), "total+mtp" (the checkpoint with its next-n layer), "total+head" (a tied head the
+# checkpoint stores twice).
+PUBLISHED = {
+    "llama-3-70b": (70_553_706_496, "total", "HF safetensors, meta-llama/Meta-Llama-3-70B"),
+    "llama-3.1-70b": (70_553_706_496, "total", "HF safetensors, meta-llama/Llama-3.1-70B"),
+    "llama-3.1-8b": (8_030_261_248, "total", "HF safetensors, meta-llama/Llama-3.1-8B"),
+    "gemma-3-27b": (27_432_406_640, "total", "HF safetensors, google/gemma-3-27b-it "
+                    "(SigLIP tower and projector included)"),
+    "deepseek-v2": (235_741_434_880, "total", "HF safetensors, deepseek-ai/DeepSeek-V2"),
+    "deepseek-v3": (671e9, "total", "DeepSeek-V3 report arXiv:2412.19437 abstract: 671B, "
+                    "the main model without the 14B MTP module"),
+    "gemma-2-9b": (9_241_705_984, "total", "HF safetensors, google/gemma-2-9b"),
+    "qwen3-32b": (32_762_123_264, "total", "HF safetensors, Qwen/Qwen3-32B"),
+    "qwen2.5-7b": (7_615_616_512, "total", "HF safetensors, Qwen/Qwen2.5-7B-Instruct"),
+    "mistral-7b-v0.1": (7_241_732_096, "total", "HF safetensors, mistralai/Mistral-7B-v0.1"),
+    "falcon-7b": (7_217_189_760, "total+head", "HF safetensors, tiiuae/falcon-7b: the "
+                  "checkpoint stores lm_head.weight, a copy of the tied word embeddings"),
+    "gpt2": (124_439_808, "total", "openai-community/gpt2 card, 124M (the page's 137M adds "
+             "the 12 saved causal-mask buffers)"),
+    "llama-4-scout": (108_641_793_536, "total", "HF safetensors, meta-llama/Llama-4-Scout-"
+                      "17B-16E-Instruct (vision encoder included)"),
+    "gpt-oss-20b": (20_914_757_184, "total", "HF safetensors, openai/gpt-oss-20b (MXFP4 "
+                    "experts counted by logical element)"),
+    "qwen3-next-80b-a3b": (81_324_862_720, "total+mtp", "HF safetensors, Qwen/Qwen3-Next-80B-"
+                           "A3B-Instruct (main model 80B on the card, plus the MTP layer)"),
+    "nemotron-h-56b": (56e9, "total", "nvidia/Nemotron-H-56B-Base-8K card, 56B"),
+    "nemotron-3-nano-30b-a3b": (31_577_940_288, "total", "llama.cpp GGUF n_params of "
+                                "Nemotron-3-Nano-30B-A3B (the card rounds to 31.6B)"),
+    "llama-3.3-nemotron-super-49b": (49e9, "total", "Megatron-Bridge docs llama-nemotron.md "
+                                     "'49B', a whole-billion figure: see the test below"),
+    "deepseek-v3.2": (671e9, "total", "DeepSeek's 671B for the V3 architecture (V3.2 card), "
+                      "main model, the indexer adding 0.85B"),
+    "gemma-4-26b-a4b": (25.2e9, "text", "google/gemma-4-26B-A4B card: 25.2B total, the ~550M "
+                        "vision encoder listed apart"),
+}
+ROUNDED = {"llama-3.3-nemotron-super-49b"}  # only a truncated whole-billion figure exists
+
+
+def compared(name: str) -> int:
+    """Our count of what the published figure counts."""
+    r = count_params(bundled_config(name))
+    what = PUBLISHED[name][1]
+    if what == "text":
+        return r.text
+    if what == "total+mtp":
+        return r.total + r.mtp
+    if what == "total+head":
+        return r.total + r.parts["embedding"]
+    return r.total
+
+
+def test_every_bundled_model_has_a_published_figure():
+    assert set(PUBLISHED) == set(BUNDLED)
+
+
+@pytest.mark.parametrize("name", sorted(set(PUBLISHED) - ROUNDED))
+def test_count_within_one_percent_of_the_published_total(name):
+    published = PUBLISHED[name][0]
+    assert abs(compared(name) / published - 1) < 0.01, (name, compared(name), published)
+
+
+def test_nemotron_super_lies_in_its_whole_billion():
+    # "49B" truncates; the count (49.87B) is 1.8% above 49e9 but within the figure's billion.
+    assert 49e9 <= compared("llama-3.3-nemotron-super-49b") < 50e9
+
+
+def test_checkpoint_figures_with_mtp_and_vision():
+    v3 = count_params(bundled_config("deepseek-v3"))
+    # HF safetensors 684,531,386,000 = main + MTP + 41,540,496 FP8 block scales (PARAMS.md)
+    assert v3.total + v3.mtp + 41_540_496 == 684_531_386_000
+    scout = count_params(bundled_config("llama-4-scout"))
+    assert scout.towers == "counted" and scout.text == 107_769_861_120
+    gemma3 = count_params(bundled_config("gemma-3-27b"))
+    assert gemma3.parts["vision"] == 27_432_406_640 - 27_009_346_304
+
+
+def test_gpt2_by_hand():
+    d, v, ctx, layers = 768, 50257, 1024, 12
+    per_layer = (2 * d + (d * 3 * d + 3 * d) + (d * d + d)          # ln_1, c_attn, c_proj
+                 + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d))   # ln_2, c_fc, c_proj
+    by_hand = v * d + ctx * d + layers * per_layer + 2 * d         # tied head, ln_f
+    assert by_hand == 124_439_808 == count_params(bundled_config("gpt2")).total
+
+
+def test_llama_31_8b_by_hand():
+    d, v, n, i, hd = 4096, 128256, 32, 14336, 128
+    attn = d * 32 * hd + 2 * d * 8 * hd + 32 * hd * d               # q, k, v, o
+    per_layer = attn + 3 * d * i + 2 * d                            # gated MLP, 2 RMSNorms
+    by_hand = 2 * v * d + n * per_layer + d                         # untied head, final norm
+    r = count_params(bundled_config("llama-3.1-8b"))
+    assert by_hand == 8_030_261_248 == r.total == r.active
+    assert r.parts["lm_head"] == r.parts["embedding"] == v * d
+
+
+def test_parts_add_up_and_linears_are_inside_them():
+    for name in BUNDLED:
+        r = count_params(bundled_config(name))
+        assert set(r.parts) == set(PARTS) and r.total == sum(r.parts.values())
+        for part in PARTS:
+            assert sum(x.params for x in r.linears if x.part == part) <= r.parts[part]
+
+
+def test_active_parameters():
+    oss = count_params(bundled_config("gpt-oss-20b"))
+    # card (arXiv:2508.10925 Table 1): 3.61B active, the input embedding not counted
+    assert abs((oss.active - oss.parts["embedding"]) / 3.61e9 - 1) < 0.01
+    nano = count_params(bundled_config("nemotron-3-nano-30b-a3b"))
+    assert abs(nano.active / 3.6e9 - 1) < 0.01  # tech report: 3.6B including embeddings
+    scout = count_params(bundled_config("llama-4-scout"))
+    assert abs(scout.active / 17e9 - 1) < 0.02  # Meta card: 17B active
+    dense = count_params(bundled_config("qwen3-32b"))
+    assert dense.active == dense.total
+
+
+def test_unknown_family_and_bad_fields_raise_one_line():
+    with pytest.raises(ValueError, match="'mamba'") as e:
+        count_params({"model_type": "mamba", "hidden_size": 8})
+    assert "\n" not in str(e.value)
+    cfg = dict(bundled_config("llama-3.1-8b"), hidden_size="4096")
+    with pytest.raises(ValueError, match=r"hidden_size must be a positive integer, got '4096'"):
+        count_params(cfg)
+    cfg = dict(bundled_config("nemotron-h-56b"), hybrid_override_pattern="MX")
+    with pytest.raises(ValueError, match="hybrid_override_pattern"):
+        count_params(cfg)
+
+
+def test_assumed_defaults_are_said():
+    r = count_params(bundled_config("gemma-3-27b"))
+    assert any("vocab_size" in n and "262208" in n for n in r.notes)
