@@ -48,7 +48,14 @@ PUBLISHED = {
                       "main model, the indexer adding 0.85B"),
     "gemma-4-26b-a4b": (25.2e9, "text", "google/gemma-4-26B-A4B card: 25.2B total, the ~550M "
                         "vision encoder listed apart"),
+    "glm-5": (744e9, "total", "GLM-5 technical report, arXiv:2602.15763: 744B (MTP apart)"),
+    "nemotron-3-ultra-550b-a55b": (550e9, "total", "the model's name: 550B"),
+    "gpt-oss-120b": (116.8e9, "total", "gpt-oss model card, arXiv:2508.10925: 116.8B"),
 }
+# Bundled families kvlib reads the cache of but has no parameter counter for yet: refused by
+# model_type (plans take their published count x --weight-dtype).
+UNCOUNTED = {"qwen3.5-27b": "qwen3_5", "qwen3.6-35b-a3b": "qwen3_5_moe",
+             "minimax-m2.5": "minimax_m2"}
 ROUNDED = {"llama-3.3-nemotron-super-49b"}  # only a truncated whole-billion figure exists
 
 
@@ -66,7 +73,13 @@ def compared(name: str) -> int:
 
 
 def test_every_bundled_model_has_a_published_figure():
-    assert set(PUBLISHED) == set(BUNDLED)
+    assert set(PUBLISHED) | set(UNCOUNTED) == set(BUNDLED)
+
+
+@pytest.mark.parametrize("name", sorted(UNCOUNTED))
+def test_an_uncounted_family_is_refused_by_model_type(name):
+    with pytest.raises(ValueError, match=f"model_type '{UNCOUNTED[name]}': kvlib has no"):
+        count_params(bundled_config(name))
 
 
 @pytest.mark.parametrize("name", sorted(set(PUBLISHED) - ROUNDED))
@@ -109,7 +122,7 @@ def test_llama_31_8b_by_hand():
 
 
 def test_parts_add_up_and_linears_are_inside_them():
-    for name in BUNDLED:
+    for name in sorted(set(BUNDLED) - set(UNCOUNTED)):
         r = count_params(bundled_config(name))
         assert set(r.parts) == set(PARTS) and r.total == sum(r.parts.values())
         for part in PARTS:

@@ -20,6 +20,9 @@ EXPECTED = {
     "qwen3-next-80b-a3b": "qwen3_next", "nemotron-h-56b": "nemotron_h",
     "nemotron-3-nano-30b-a3b": "nemotron_h", "llama-3.3-nemotron-super-49b": "nemotron_nas",
     "deepseek-v3.2": "deepseek", "gemma-4-26b-a4b": "gemma4",
+    "qwen3.5-27b": "qwen3_next", "qwen3.6-35b-a3b": "qwen3_next", "glm-5": "deepseek",
+    "nemotron-3-ultra-550b-a55b": "nemotron_h", "gpt-oss-120b": "gpt_oss",
+    "minimax-m2.5": "llama",
 }
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
 UNBUNDLED = {"jamba", "lfm2", "kimi_linear"}

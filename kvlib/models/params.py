@@ -344,8 +344,16 @@ def _nemotron_h(t: _Tally) -> None:
     gated norm d_in, out_proj), * attention, - MLP (up, down: relu2), E MoE (routed up/down
     experts, shared MLP, router d -> E plus e_score_correction_bias); one norm per block."""
     c = t.c
+    blocks = c.data.get("layers_block_type")
+    if isinstance(blocks, list):  # newer files: the same layout as a list of block names
+        names = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*",
+                 "mlp": "-", "moe": "E"}
+        pattern = "".join(names.get(b, "?") for b in blocks)
+        if not c.has("num_hidden_layers"):
+            c = t.c = Fields({**c.data, "num_hidden_layers": len(blocks)}, c.prefix, c.outer)
+    else:
+        pattern = c.text("hybrid_override_pattern")
     d, n, h, kv = _sizes(c)
-    pattern = c.text("hybrid_override_pattern")
     if len(pattern) != n or set(pattern) - set("M*-E"):
         raise ValueError(f"{c.path('hybrid_override_pattern')} must give one of M * - E for each "
                          f"of the {n} layers, got {pattern!r}")
@@ -523,6 +531,8 @@ def _gemma4(t: _Tally) -> None:
 COUNTERS: dict[str, Callable[[_Tally], None]] = {
     **{k: _standard for k in _STANDARD}, "llama4": _llama4, "gpt_oss": _gpt_oss,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
+    # GLM-5: vLLM serves GlmMoeDsaForCausalLM with the DeepSeek V3.2 code (registry.py:126)
+    "glm_moe_dsa": _deepseek,
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "qwen3_next": _qwen3_next,
     "nemotron-nas": _nemotron_nas, "gemma4": _gemma4,
 }

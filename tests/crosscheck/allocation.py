@@ -23,13 +23,17 @@ Checked against transformers 5.24.0 (pinned in the ``crosscheck`` extra), readin
 * DeepSeek V2/V3/V3.2 (``DeepseekV3Attention.forward``: "Cache read / write is performed
   while latent KV is still compressed") call ``cache.update(kv_nope, k_rot)``: keys are the
   latent [batch, 1, T, kv_lora_rank], values the RoPE key [batch, 1, T, qk_rope_head_dim].
+  GLM-5 (``GlmMoeDsaAttention.forward``) and Kimi Linear's MLA layers
+  (``KimiLinearAttention.forward``) do the same in 5.24.0; both expand K and V per head only
+  after the cache, for the attention call.
   ``DynamicIndexedLayer.update_indexer`` also concatenates the indexer keys,
   [batch, T, index_head_dim], in the model dtype.
 * ``LinearAttentionLayer.lazy_initialization`` allocates the convolution state as
   [batch, channels, conv_kernel_size]: **d_conv** past inputs (the models pass their kernel
   size), and copies into it in place; the recurrent state is ``zeros_like`` the state the
   layer returned: in the reference PyTorch kernels that run on the CPU, float32 whatever
-  the model dtype (below).
+  the model dtype (below); Kimi Linear's KDA layers cast theirs to float32 explicitly
+  (``cache.update_recurrent_state(last_recurrent_state.to(torch.float32), ...)``).
 
 kvlib's figure is the serving engine's (vLLM 0.33.0). Where the two differ, the rule that
 turns transformers' tensors into vLLM's count is written here from transformers' and
@@ -65,13 +69,17 @@ INDEXED_CLASS = "DynamicIndexedLayer"  # a latent layer that also holds indexer 
 
 # Families whose layers keep a constant-size state. They run in bfloat16, their configs'
 # dtype, so that the state element sizes can be compared with vLLM's (which follow it).
-STATE_FAMILIES = frozenset({"qwen3_next", "nemotron_h", "jamba", "lfm2"})
+STATE_FAMILIES = frozenset({"qwen3_next", "nemotron_h", "jamba", "lfm2", "qwen3_5_text",
+                            "qwen3_5_moe_text", "kimi_linear"})
 
 # transformers 5.24's reference kernels return the recurrent / SSM state in float32 whatever
 # the model dtype (models/qwen3_next/modeling_qwen3_next.py torch_chunk_gated_delta_rule:
 # ".to(torch.float32)" on q, k, v, beta, g; models/jamba/modeling_jamba.py
 # mamba_selective_scan: "deltaB_u = ... .float()"; models/nemotron_h/modeling_nemotron_h.py
-# mamba2_chunk_scan: "hidden_states = hidden_states.float()"), and the cache keeps it as is.
+# mamba2_chunk_scan: "hidden_states = hidden_states.float()"; the same in
+# models/qwen3_5/modeling_qwen3_5.py and models/qwen3_5_moe/, and models/kimi_linear/
+# modeling_kimi_linear.py KimiLinearDeltaAttention.forward, ".to(torch.float32)" on the state
+# it hands the cache), and the cache keeps it as is.
 TRANSFORMERS_RECURRENT_BYTES = 4
 
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -331,12 +339,22 @@ def vllm_state_dtypes(config: dict, dtype) -> tuple[int, int]:
     SSM state in ``mamba_ssm_cache_dtype``, "auto" following the conv state; NemotronH alone
     sets it from the config's ``mamba_ssm_cache_dtype``, else "float32"
     (models/config.py ``NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE``).
+    Qwen3.5 (``qwen3_5_text``, ``qwen3_5_moe_text``): the config's ``mamba_ssm_dtype`` when it
+    has one (models/config.py ``Qwen3_5ForConditionalGenerationConfig``, mapped for
+    Qwen3_5[Moe]ForCausalLM / ForConditionalGeneration), else "auto".
+    Kimi Linear's KDA (``kimi_linear``): ``kda_state_dtype`` (mamba_utils.py), whose "auto"
+    SSM state is float32 (models/kimi_k3/nvidia/model.py ``get_mamba_state_dtype_from_config``).
     The model dtype is the config's, else ``dtype`` (the one the model runs in).
     """
     name = config.get("torch_dtype") or config.get("dtype")
     b_c = _DTYPE_BYTES[name] if name else torch.empty((), dtype=dtype).element_size()
-    if config["model_type"] == "nemotron_h":
+    model_type = config["model_type"]
+    if model_type == "nemotron_h":
         return b_c, _DTYPE_BYTES[config.get("mamba_ssm_cache_dtype") or "float32"]
+    if model_type in ("qwen3_5_text", "qwen3_5_moe_text") and config.get("mamba_ssm_dtype"):
+        return b_c, _DTYPE_BYTES[config["mamba_ssm_dtype"]]
+    if model_type == "kimi_linear":
+        return b_c, 4
     return b_c, b_c
 
 

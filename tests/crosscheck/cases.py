@@ -1,7 +1,13 @@
 """Every config the cross-check builds: the bundled models, three families kvlib reads but
-does not bundle, and one variant; and the bundled models transformers cannot build.
+does not bundle, published configs of the families issue 23 added, and one variant; and the
+models transformers cannot build.
 
 * Bundled: ``shrink(bundled_config(name))`` (shrink.py).
+* Published (issue 23: Qwen3.5, GLM-5, Nemotron hybrids in ``layers_block_type``, Kimi
+  Linear, MiniMax-M2): ``shrink(<the published config.json>)``, the same way. The files are
+  kvlib's test corpus (tests/fixtures/configs, SOURCES.md there); Qwen3.5 27B, Nemotron 3
+  Ultra and MiniMax-M2.5 are bundled, so they run as bundled models. Kimi-K3's file wraps a ``kimi_linear`` text model (``text_config``), which
+  transformers builds; the wrapper's own model_type, ``kimi_k3``, it has no class for.
 * Not bundled (Jamba, LFM2, Gemma 3n): the "real" config is transformers' own config class
   with its defaults (``AutoConfig.for_model(model_type, **OVERRIDES).to_dict()``), shrunk by
   the same rule; the tiny dict kvlib reads is ``AutoConfig.for_model(model_type, **tiny)
@@ -17,6 +23,8 @@ does not bundle, and one variant; and the bundled models transformers cannot bui
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 
 import transformers
 from shrink import loadable, shrink
@@ -25,8 +33,10 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
 from kvlib.models.catalog import BUNDLED, bundled_config
 
-__all__ = ["NAMES", "BUNDLED_NAMES", "UNBUNDLED", "real", "tiny", "unsupported",
+__all__ = ["NAMES", "BUNDLED_NAMES", "UNBUNDLED", "PUBLISHED", "real", "tiny", "unsupported",
            "VARIANT"]
+
+_TESTS = Path(__file__).resolve().parents[1]
 
 # model_type and the fields that differ from the config class's defaults.
 UNBUNDLED = {
@@ -40,9 +50,31 @@ UNBUNDLED = {
     # Gemma3nTextConfig defaults: 35 layers, full iff (i + 1) % 5 == 0, last 15 share KV.
     "gemma3n": ("gemma3n_text", {}),
 }
+# Published configs of the families issue 23 added (name -> file under tests/).
+PUBLISHED = {
+    # qwen3_5 (text: qwen3_5_text; bundled: qwen3.5-27b): Gated DeltaNet + full attention,
+    # mamba_ssm_dtype float32
+    # qwen3_5_moe (text: qwen3_5_moe_text)
+    "qwen3.5-35b-a3b": "fixtures/configs/qwen3.5-35b-a3b.json",
+    # glm_moe_dsa: MLA + the DSA indexer in every layer
+    "glm-5.1": "fixtures/configs/glm-5.1.json",
+    # nemotron_h with layers_block_type and no hybrid_override_pattern; the bundled Ultra
+    # (nemotron-3-ultra-550b-a55b) has no num_hidden_layers either, Lightning writes it (52)
+    "nemotron-3.5-lightning-30b-a3b": "fixtures/configs/nemotron-3.5-lightning-30b-a3b-nvfp4.json",
+    # kimi_k3 wrapping a kimi_linear text model: KDA + MLA, 1-based layer lists
+    "kimi-k3": "fixtures/configs/kimi-k3.json",
+    # minimax_m2 (bundled: minimax-m2.5): full attention on every layer, partial RoPE
+}
 VARIANT = "gemma-4-26b-a4b+kv-sharing"
 BUNDLED_NAMES = list(BUNDLED)
-NAMES = BUNDLED_NAMES + list(UNBUNDLED) + [VARIANT]
+NAMES = BUNDLED_NAMES + list(UNBUNDLED) + list(PUBLISHED) + [VARIANT]
+
+
+def _source(name: str) -> dict:
+    """The config file of a bundled or published model (a fresh dict)."""
+    if name in PUBLISHED:
+        return json.loads((_TESTS / PUBLISHED[name]).read_text(encoding="utf-8"))
+    return bundled_config(name)
 
 
 def _variant() -> dict:
@@ -60,9 +92,9 @@ def unsupported(name: str) -> str | None:
     ``trust_remote_code`` and the model's own Python from the Hub, which this offline check
     never runs).
     """
-    if name not in BUNDLED:
+    if name not in BUNDLED and name not in PUBLISHED:
         return None
-    config = bundled_config(name)
+    config = _source(name)
     model_type = (config.get("text_config") or config)["model_type"]
     if model_type in CONFIG_MAPPING_NAMES:
         return None
@@ -78,7 +110,7 @@ def _real(name: str) -> dict:
     if name in UNBUNDLED:
         model_type, overrides = UNBUNDLED[name]
         return AutoConfig.for_model(model_type, **overrides).to_dict()
-    return _variant() if name == VARIANT else bundled_config(name)
+    return _variant() if name == VARIANT else _source(name)
 
 
 def real(name: str) -> dict:

@@ -16,10 +16,14 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
   * layers: P = the period of the layer pattern, read from the config
     (:func:`pattern_period`); the tiny model keeps n = 2P layers when 2P <= 8, else
     P (Gemma 3: 6), at least 2, at most the real count. A pattern with no period of 8 or
-    less (Nemotron-H's ``hybrid_override_pattern``, an LFM2 layer list) keeps its shortest
-    prefix that holds every kind of layer (:func:`tiny_layer_count`). Per-layer lists
-    (``layer_types``, ``no_rope_layers``, ``activation_sparsity_pattern``) and
-    ``hybrid_override_pattern`` are cut to their first n entries;
+    less (Nemotron-H's ``hybrid_override_pattern`` / ``layers_block_type``, an LFM2 layer
+    list, Kimi Linear's ``linear_attn_config``) keeps its shortest prefix that holds every
+    kind of layer (:func:`tiny_layer_count`). Per-layer lists (``layer_types``,
+    ``no_rope_layers``, ``activation_sparsity_pattern``, ``layers_block_type``) and
+    ``hybrid_override_pattern`` are cut to their first n entries; Kimi Linear's 1-based
+    ``kda_layers`` / ``full_attn_layers`` keep the numbers up to n. A config with no
+    ``num_hidden_layers`` (Nemotron 3 Ultra: transformers and kvlib count
+    ``layers_block_type``) gets none;
     ``max_window_layers`` (Qwen2) keeps every layer full if it did, else keeps a split;
     ``first_k_dense_replace`` (DeepSeek) becomes 1, so one dense and one MoE layer.
   * KV sharing (``num_kv_shared_layers`` s > 0, Gemma 3n / Gemma 4): the unshared layers
@@ -36,23 +40,33 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
     derives head_dim where the config states it fails as it would on the real file.
     ``attention_head_dim`` (an older Nemotron-H name) is shrunk like ``head_dim`` and
     written as ``head_dim``, the name transformers' NemotronHConfig and vLLM read;
-    ``global_head_dim`` keeps its ratio to head_dim (Gemma 4: 512 / 256 -> 32).
+    a hidden_size that is no whole multiple of N_h (Qwen3.5-27B: 5120 / 24) stays so in the
+    tiny config (+2, or +1 with 2 heads), so kvlib says the same about head_dim for both;
+    ``global_head_dim`` keeps its ratio to head_dim (Gemma 4: 512 / 256 -> 32), and so does
+    MiniMax-M2's partial-RoPE ``rotary_dim`` (64 / 128 -> 8).
   * MLA: kv_lora_rank 64, qk_rope_head_dim 8 (the real 512 : 64 = 8 : 1),
-    qk_nope_head_dim and v_head_dim 16, q_lora_rank 48 (None stays None).
+    qk_nope_head_dim and v_head_dim 16, q_lora_rank 48 (None stays None); where the file
+    writes them (GLM-5), ``qk_head_dim`` = nope + rope (24) and ``head_dim`` = the RoPE
+    width (8), as transformers' GlmMoeDsaConfig sets them.
     DeepSeek V3.2's indexer: ``index_head_dim`` stays 128 (vLLM stores one fp32 scale per
     128 fp8 values, so a smaller one would change the layout), 4 indexer heads, top-4.
   * linear attention (Gated DeltaNet): N_lk key heads -> 2, value heads keep their ratio
     N_lv / N_lk; key head dim 16 and value head dim 8 (unequal on purpose: a reader that
-    swaps them changes the convolution's channel count).
+    swaps them changes the convolution's channel count). Kimi Delta Attention
+    (``linear_attn_config``): ``num_heads`` 2, ``head_dim`` 16 (one width for q, k and v),
+    ``short_conv_kernel_size`` kept.
   * Mamba2: n_groups N_sg -> 2 (1 stays 1), heads keep their ratio N_sh / N_sg,
     mamba_head_dim 8, ssm_state_size 16. Mamba (Jamba): mamba_d_state 16; its inner size
     is mamba_expand x hidden_size. Short convolution (LFM2): conv_dim follows hidden_size
     when it equals it (transformers convolves hidden_size channels).
   * windows: every ``sliding_window`` becomes WINDOW = 8 tokens (an inert one, Qwen2.5's,
-    stays inert: ``use_sliding_window`` is kept), ``attention_chunk_size`` becomes
+    stays inert: ``use_sliding_window`` is kept), and so does Gemma 2's
+    ``sliding_window_size`` alias where the file writes it (kvlib requires the two to
+    agree, as they do in the real file); ``attention_chunk_size`` becomes
     CHUNK = 12, so contexts can lie below, at and above both.
   * sizes: intermediate 32, MoE and shared-expert intermediate 16, 4 experts with at most
-    2 per token (DeepSeek: 2 groups, top-1 group; a single group stays single), vocabulary
+    2 per token (DeepSeek: 2 groups, top-1 group; a single group stays single), MoE latent
+    width (Nemotron 3 Ultra's ``moe_latent_size``) 16, vocabulary
     128 (Gemma's per-layer-input vocabulary too), per-layer input width 8 (0 stays 0),
     LAuReL rank 4. Positions stay as they are (RoPE tables are computed per position;
     GPT-2's 1024 learned positions are small).
@@ -60,7 +74,9 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
 Dropped: quantization_config (random weights are not quantized), architectures, auto_map,
 version strings. Token ids become None (they index the real vocabulary).
 Llama 4's ``attn_temperature_tuning`` 4 becomes True (transformers 5 validates it as a bool;
-it scales NoPE-layer queries and plays no part in the cache).
+it scales NoPE-layer queries and plays no part in the cache). Kimi-K3's ``hidden_act``
+"situ" becomes "silu": transformers 5.24's kimi_linear (written for Kimi-Linear-48B) has no
+SiTU activation (``ACT2FN``), and an MLP activation plays no part in the cache.
 A wrapped config (Gemma 3, Gemma 4, Llama 4) is replaced by its ``text_config``: the
 language model is what holds the cache, and transformers builds it from that.
 """
@@ -85,14 +101,17 @@ LLAMA4_INTERVAL = 4  # Llama4TextConfig.no_rope_layer_interval default
 _DROP = {"quantization_config", "architectures", "auto_map", "transformers_version",
          "_name_or_path", "task_specific_params"}
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
-_PER_LAYER = ("layer_types", "no_rope_layers", "activation_sparsity_pattern")
+_PER_LAYER = ("layer_types", "no_rope_layers", "activation_sparsity_pattern",
+              "layers_block_type")
 _MLA = {"kv_lora_rank": 64, "qk_rope_head_dim": 8, "qk_nope_head_dim": HEAD_DIM,
         "v_head_dim": HEAD_DIM}
 _SIZES = {"intermediate_size": 32, "intermediate_size_mlp": 32, "moe_intermediate_size": 16,
           "shared_expert_intermediate_size": 16, "moe_shared_expert_intermediate_size": 16,
           "vocab_size": 128, "vocab_size_per_layer_input": 128, "laurel_rank": 4,
           "index_n_heads": 4, "index_topk": 4, "mamba_head_dim": 8, "ssm_state_size": 16,
-          "mamba_d_state": 16, "linear_key_head_dim": HEAD_DIM, "linear_value_head_dim": 8}
+          "mamba_d_state": 16, "linear_key_head_dim": HEAD_DIM, "linear_value_head_dim": 8,
+          "moe_latent_size": 16}
+KDA_HEADS = 2  # Kimi Linear's linear_attn_config num_heads (q, k and v heads alike)
 
 
 def smallest_period(seq) -> int:
@@ -106,17 +125,28 @@ def shared_layers(c: dict) -> int:
     return c.get("num_kv_shared_layers") or 0
 
 
+def _kda_pattern(c: dict) -> list | None:
+    """Kimi Linear's layers from ``linear_attn_config``'s 1-based lists ("K" KDA, "F" MLA)."""
+    la = c.get("linear_attn_config")
+    if not isinstance(la, dict) or "kda_layers" not in la:
+        return None
+    n = len(la["kda_layers"]) + len(la.get("full_attn_layers", []))
+    return ["K" if i + 1 in la["kda_layers"] else "F" for i in range(n)]
+
+
 def pattern(c: dict) -> list | None:
     """The per-layer pattern a config writes out, if it writes one (shared layers excluded).
 
     ``layer_types``, else ``no_rope_layers``, else Nemotron-H's ``hybrid_override_pattern``
-    (one character per layer); None when the pattern follows from a rule instead.
+    (one character per layer) or ``layers_block_type``, else Kimi Linear's
+    ``linear_attn_config``; None when the pattern follows from a rule instead.
     """
-    for key in ("layer_types", "no_rope_layers", "hybrid_override_pattern"):
+    for key in ("layer_types", "no_rope_layers", "hybrid_override_pattern",
+                "layers_block_type"):
         if c.get(key):
             seq = list(c[key])
             return seq[:len(seq) - shared_layers(c)] if key == "layer_types" else seq
-    return None
+    return _kda_pattern(c)
 
 
 def pattern_period(c: dict) -> int:
@@ -192,12 +222,13 @@ def loadable(config: dict) -> dict:
 
 def _layers(c: dict) -> None:
     layers_key = "n_layer" if "n_layer" in c else "num_hidden_layers"
-    real_n = c[layers_key]
+    real_n = c[layers_key] if layers_key in c else len(c["layers_block_type"])
     s = shared_layers(c)
     unshared = tiny_layer_count(c, real_n)
     s_tiny = min(s, pattern_period(c)) if s else 0
     n = unshared + s_tiny
-    c[layers_key] = n
+    if layers_key in c:  # a file without it (layers_block_type alone) stays without it
+        c[layers_key] = n
     if s:
         c["num_kv_shared_layers"] = s_tiny
     for key in _PER_LAYER:
@@ -207,6 +238,10 @@ def _layers(c: dict) -> None:
         c["hybrid_override_pattern"] = c["hybrid_override_pattern"][:n]
     if isinstance(c.get("full_attn_idxs"), list):  # LFM2's older spelling of its layer list
         c["full_attn_idxs"] = [i for i in c["full_attn_idxs"] if i < n]
+    if _kda_pattern(c):  # Kimi Linear: 1-based layer numbers
+        la = c["linear_attn_config"] = dict(c["linear_attn_config"])
+        for key in ("kda_layers", "full_attn_layers"):
+            la[key] = [i for i in la[key] if i <= n]
     if c.get("max_window_layers") is not None:
         m = c["max_window_layers"]
         c["max_window_layers"] = n if m >= real_n else max(1, min(m, n - 1))
@@ -238,14 +273,22 @@ def _attention_heads(c: dict) -> int:
             c["q_lora_rank"] = 48
         if c.get("index_head_dim"):
             c["index_head_dim"] = INDEX_HEAD_DIM
+        if c.get("qk_head_dim") is not None:  # GLM-5: nope + rope
+            c["qk_head_dim"] = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+        if c.get("head_dim") is not None:  # GLM-5: the RoPE width
+            c["head_dim"] = c["qk_rope_head_dim"]
         c[hidden_key] = t_h * HEAD_DIM
     elif dim_key:
-        real_ratio = c[hidden_key] / n_h
+        c_hidden_real = c[hidden_key]
+        real_ratio = c_hidden_real / n_h
         step = 8 if real_ratio > c[dim_key] else -8 if real_ratio < c[dim_key] else 0
-        if c.get("global_head_dim"):
-            c["global_head_dim"] = HEAD_DIM * c["global_head_dim"] // c[dim_key]
+        for key in ("global_head_dim", "rotary_dim"):
+            if c.get(key):
+                c[key] = HEAD_DIM * c[key] // c[dim_key]
         c[dim_key] = HEAD_DIM
         c[hidden_key] = t_h * (HEAD_DIM + step)
+        if c_hidden_real % n_h:  # not a whole number of heads in the file: nor in the tiny one
+            c[hidden_key] += 2 if t_h > 2 else 1
     else:
         c[hidden_key] = t_h * HEAD_DIM
     return t_h
@@ -265,6 +308,9 @@ def _states(c: dict, real_hidden: int | None) -> None:
         c["n_groups"] = t_groups
     if c.get("conv_dim") is not None and c["conv_dim"] == real_hidden:
         c["conv_dim"] = c["hidden_size"]
+    if _kda_pattern(c):
+        c["linear_attn_config"] = {**c["linear_attn_config"], "num_heads": KDA_HEADS,
+                                   "head_dim": HEAD_DIM}
 
 
 def shrink(config: dict) -> dict:
@@ -276,6 +322,8 @@ def shrink(config: dict) -> dict:
     _states(c, real_hidden)
     if c.get("sliding_window") is not None:
         c["sliding_window"] = WINDOW
+        if c.get("sliding_window_size") is not None:  # Gemma 2's alias, equal in the file
+            c["sliding_window_size"] = WINDOW
     if c.get("attention_chunk_size") is not None:
         c["attention_chunk_size"] = CHUNK
     for key, value in _SIZES.items():
@@ -286,13 +334,16 @@ def shrink(config: dict) -> dict:
     for key in ("n_routed_experts", "num_local_experts", "num_experts"):
         if c.get(key):
             c[key] = 4
-    for key in ("num_experts_per_tok", "experts_per_token", "top_k_experts"):
+    for key in ("num_experts_per_tok", "experts_per_token", "top_k_experts",
+                "num_experts_per_token"):
         if c.get(key):
             c[key] = min(c[key], 2)
     if c.get("n_shared_experts"):
         c["n_shared_experts"] = 1
     if (c.get("n_group") or 0) > 1:
         c["n_group"], c["topk_group"] = 2, 1
+    if c.get("hidden_act") == "situ":  # Kimi-K3; transformers 5.24 has no SiTU (docstring)
+        c["hidden_act"] = "silu"
     if c.get("model_type") == "nemotron_h" and "attention_head_dim" in c \
             and c.get("head_dim") is None:
         # the name NemotronHConfig (and so vLLM) reads; the real file's attention_head_dim is

@@ -1,7 +1,8 @@
 """kvlib against the cache transformers really allocates, layer by layer (docs/crosscheck.md).
 
-Each bundled model, shrunk (shrink.py), and three families kvlib reads without bundling
-them (cases.py) is built with random weights; a prompt of T tokens is prefilled, then 3
+Each bundled model, shrunk (shrink.py), three families kvlib reads without bundling
+them, and published configs of the families issue 23 added (cases.py) is built with
+random weights; a prompt of T tokens is prefilled, then 3
 tokens are decoded greedily, and after every forward step the returned ``DynamicCache`` is
 compared with kvlib's reading of the same tiny config (allocation.compare). Prompts of 6,
 11 and 20 tokens, each followed by 3 decode steps, put T below, at and above the 8-token
@@ -113,14 +114,26 @@ BY_HAND = {
     # Gemma 4's full layer: num_global_key_value_heads 1 x global_head_dim 32, K and V.
     "gemma3n": [(4, "DynamicLayer", 21 * 64, 21 * 64, 21 * 64 * 4, 21 * 64 * 4),
                 (5, "DummyLayer", 0, 0, 0, 0)],  # layers 5-9 share: nothing of their own
+    # MiniMax-M2.5: 48 : 8 -> 12 : 2, head_dim 16, every layer full (rotary_dim 64 -> 8 is
+    # partial RoPE: it rotates part of each key and changes no width).
+    "minimax-m2.5": [(1, "DynamicLayer", 21 * 64, 21 * 64, 21 * 64 * 4, 21 * 64 * 4)],
+    # Kimi-K3 (kimi_linear), "KKKF": layer 3 is MLA, d_L + d_R = 64 + 8 (mla_use_nope does not
+    # narrow transformers' cache either); KDA layers hold no K/V.
+    "kimi-k3": [(3, "DynamicLayer", 21 * 72, 21 * 72, 21 * 72 * 2, 21 * 72 * 2),
+                (0, "LinearAttentionLayer", 0, 0, 0, 0)],
+    # Nemotron 3 Ultra ("MEMEMEM*" from layers_block_type): 64 : 2 heads of 16; MoE keeps nothing.
+    "nemotron-3-ultra-550b-a55b": [(7, "DynamicLayer", 21 * 64, 21 * 64, 21 * 64 * 2,
+                                    21 * 64 * 2), (1, "DummyLayer", 0, 0, 0, 0)],
 }
+# The state families run in bfloat16 (allocation.run_dtype): their K/V bytes are 2 per element.
+BY_HAND_BYTES = {"kimi-k3": 2, "nemotron-3-ultra-550b-a55b": 2}
 
 
 @pytest.mark.parametrize("name", list(BY_HAND))
 def test_by_hand_at_21_tokens(name):
     T, q, cache = after(name, 20, 1)
     assert (T, q) == (21, 1)
-    got, want = held(cache), expected(tiny(name), T, 4)
+    got, want = held(cache), expected(tiny(name), T, BY_HAND_BYTES.get(name, 4))
     for layer, cls, tf_elements, kv_elements, storage, kv_bytes in BY_HAND[name]:
         assert got[layer].cls == cls
         assert got[layer].elements == tf_elements
@@ -146,6 +159,20 @@ BY_HAND_STATES = {
     "jamba": [(0, (1, 256, 4), (1, 256, 16), 2048 + 16384, 768, 4096, 2, 1536 + 8192)],
     # Short convolution (LFM2): hidden 128 channels, conv_L_cache 3; no recurrent state.
     "lfm2": [(0, (1, 128, 3), None, 768, 256, 0, 2, 512)],
+    # Qwen3.5-27B: 2 key heads x 16 twice + 6 value heads x 8 = 112 channels, kernel 4; one
+    # 16 x 8 matrix per value head = 768. mamba_ssm_dtype float32: vLLM keeps the recurrent
+    # state in 4 B too, so only the convolution row differs. 112*4*2 + 768*4; 112*3*2 + 768*4.
+    "qwen3.5-27b": [(0, (1, 112, 4), (1, 6, 16, 8), 896 + 3072, 336, 768, 4, 672 + 3072)],
+    # Qwen3.5-35B-A3B: 2 x 16 x 2 + 4 x 8 = 96 channels; 4 x 16 x 8 = 512.
+    "qwen3.5-35b-a3b": [(2, (1, 96, 4), (1, 4, 16, 8), 768 + 2048, 288, 512, 4, 576 + 2048)],
+    # Kimi-K3's KDA: q, k and v of 2 heads x 16 = 96 channels, short_conv_kernel_size 4; one
+    # 16 x 16 matrix per head = 512, float32 in both (vLLM's kda_state_dtype "auto").
+    "kimi-k3": [(1, (1, 96, 4), (1, 2, 16, 16), 768 + 2048, 288, 512, 4, 576 + 2048)],
+    # Nemotron 3 Ultra (layers_block_type, no num_hidden_layers): Mamba2 256 heads / 8 groups
+    # -> 64 / 2, head 8, state 16: 512 + 2 x 2 x 16 = 576 channels; float32 SSM (the file's
+    # mamba_ssm_cache_dtype).
+    "nemotron-3-ultra-550b-a55b": [(6, (1, 576, 4), (1, 64, 8, 16), 4608 + 32768, 1728, 8192,
+                                    4, 3456 + 32768)],
 }
 
 
@@ -168,16 +195,33 @@ def test_states_by_hand_at_21_tokens(name):
         assert tf_bytes - kv_bytes == conv[1] * 2 + kv_ssm * (4 - b_s)
 
 
-def test_indexer_keys_by_hand():
-    """DeepSeek V3.2 at T = 21: transformers holds 21 x 128 float32 indexer keys per layer
-    (10,752 B); vLLM (kvlib) 21 x (128 fp8 + one 4-byte scale) = 2,772 B."""
-    T, q, cache = after("deepseek-v3.2", 20, 1)
-    for h, e in zip(held(cache), expected(tiny("deepseek-v3.2"), T, 4), strict=True):
+@pytest.mark.parametrize("name", ["deepseek-v3.2", "glm-5.1"])
+def test_indexer_keys_by_hand(name):
+    """DeepSeek V3.2 and GLM-5.1 at T = 21: transformers holds 21 x 128 float32 indexer keys
+    per layer (10,752 B); vLLM (kvlib) 21 x (128 fp8 + one 4-byte scale) = 2,772 B. The MLA
+    cache is the latent (64) and the RoPE key (8): GLM-5 too, in transformers 5.24.0."""
+    T, q, cache = after(name, 20, 1)
+    for h, e in zip(held(cache), expected(tiny(name), T, 4), strict=True):
         assert h.cls == "DynamicIndexedLayer"
         assert h.shapes == ((1, 1, 21, 64), (1, 1, 21, 8))
         assert h.indexer.shape == (1, 21, 128) and h.indexer.storage_bytes == 21 * 128 * 4
         assert e.indexer_bytes == vllm_indexer_bytes(h.indexer.shape) == 21 * 132 == 2772
     assert vllm_indexer_bytes((1, 5, 64)) == 5 * 64  # under 128 values: no scale
+
+
+def test_glm5_caches_no_expanded_keys_or_values():
+    """transformers 5.24.0's GlmMoeDsaAttention caches the latent, not K and V per head.
+
+    Expanded (what the project's notes describe for an earlier transformers GLM-5 file):
+    4 heads x (qk_head_dim 24 + v_head_dim 16) = 160 elements per token per layer; cached:
+    kv_lora_rank + qk_rope_head_dim = 72, what vLLM keeps (MLA, one latent "head").
+    """
+    t = tiny("glm-5.1")
+    assert (t["num_attention_heads"], t["qk_head_dim"], t["v_head_dim"], t["head_dim"]) \
+        == (4, 24, 16, 8)
+    T, q, cache = after("glm-5.1", 11, 1)
+    for h in held(cache):
+        assert h.elements == 12 * (64 + 8) != 12 * 4 * (24 + 16)
 
 
 def test_vllm_state_dtypes_by_hand():
@@ -188,6 +232,14 @@ def test_vllm_state_dtypes_by_hand():
     assert vllm_state_dtypes({"model_type": "nemotron_h", "dtype": "bfloat16",
                               "mamba_ssm_cache_dtype": "bfloat16"}, torch.bfloat16) == (2, 2)
     assert vllm_state_dtypes({"model_type": "jamba", "dtype": None}, torch.bfloat16) == (2, 2)
+    # Qwen3.5: the config's mamba_ssm_dtype (Qwen3_5ForConditionalGenerationConfig), else auto
+    assert vllm_state_dtypes({"model_type": "qwen3_5_moe_text", "dtype": "bfloat16",
+                              "mamba_ssm_dtype": "float32"}, torch.bfloat16) == (2, 4)
+    assert vllm_state_dtypes({"model_type": "qwen3_5_text", "dtype": "bfloat16"},
+                             torch.bfloat16) == (2, 2)
+    # Kimi Linear's KDA: kda_state_dtype, "auto" = float32 for the recurrent state
+    assert vllm_state_dtypes({"model_type": "kimi_linear", "dtype": "bfloat16"},
+                             torch.bfloat16) == (2, 4)
 
 
 def test_nemotron_h_attention_head_dim_is_not_read_by_transformers():
@@ -293,7 +345,11 @@ def test_control_mla_without_the_rope_key_is_caught(monkeypatch):
 def test_control_gated_deltanet_counted_as_full_attention_is_caught(monkeypatch):
     import kvlib.models.readers.qwen3_next as qwen3_next
 
-    monkeypatch.setattr(qwen3_next, "_types", lambda c, n, notes: ["full_attention"] * n)
+    def every_layer_full(c, n, notes):
+        c.touch("full_attention_interval")  # read, as the real _types does (the closed world)
+        return ["full_attention"] * n
+
+    monkeypatch.setattr(qwen3_next, "_types", every_layer_full)
     T, q, cache = after("qwen3-next-80b-a3b", 11, 1)
     problems = compare(tiny("qwen3-next-80b-a3b"), cache, T, q)
     # The six Gated DeltaNet layers (0-2, 4-6), on the layer class; layers 3 and 7 agree.
@@ -327,6 +383,33 @@ def test_control_state_dtype_not_vllms_is_caught(monkeypatch):
     problems = compare(tiny("qwen3-next-80b-a3b"), cache, T, q)
     assert len(problems) == 6 and all("(b_c, b_s) = (4, 4) B, vLLM at (2, 2)" in p
                                       for p in problems)
+
+
+def test_control_qwen3_5_recurrent_state_in_the_model_dtype_is_caught(monkeypatch):
+    """Qwen3.5's mamba_ssm_dtype (float32) ignored: the recurrent state counted in bf16."""
+    import kvlib.models.readers.qwen3_next as qwen3_next
+
+    monkeypatch.setattr(qwen3_next, "dtype_bytes", lambda c, key, value: 2)
+    T, q, cache = after("qwen3.5-35b-a3b", 5, 1)
+    problems = compare(tiny("qwen3.5-35b-a3b"), cache, T, q)
+    assert [p.split(":")[0] for p in problems] == [f"layer {i} at T=6" for i in
+                                                   (0, 1, 2, 4, 5, 6)]
+    assert all("(b_c, b_s) = (2, 2) B, vLLM at (2, 4)" in p for p in problems)
+
+
+def test_control_kimi_linear_layer_lists_read_0_based_are_caught(monkeypatch):
+    """linear_attn_config's lists are 1-based: read 0-based, "KKKF" becomes "FKKK"."""
+    import kvlib.models.readers.kimi_linear as kimi_linear
+
+    one_based = kimi_linear._layers
+    # the reader asks "is i + 1 listed?"; shifting every number up asks "is i listed?"
+    monkeypatch.setattr(kimi_linear, "_layers",
+                        lambda c, la, key, n: {i + 1 for i in one_based(c, la, key, n)})
+    T, q, cache = after("kimi-k3", 5, 1)
+    problems = compare(tiny("kimi-k3"), cache, T, q)
+    assert [p.split(":")[0] for p in problems] == ["layer 0 at T=6", "layer 3 at T=6"]
+    assert "kvlib reads latent" in problems[0] and "LinearAttentionLayer" in problems[0]
+    assert "kvlib reads linear" in problems[1] and "DynamicLayer" in problems[1]
 
 
 def test_control_all_full_is_invisible_while_t_is_below_the_window(monkeypatch):

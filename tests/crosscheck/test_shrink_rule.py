@@ -9,7 +9,7 @@ builds its layers from). Shared layers (KV sharing) come last in both.
 from __future__ import annotations
 
 import pytest
-from cases import BUNDLED_NAMES, NAMES, real, tiny, unsupported
+from cases import BUNDLED_NAMES, NAMES, PUBLISHED, real, tiny, unsupported
 from shrink import (
     CHUNK,
     HEAD_DIM,
@@ -38,9 +38,14 @@ def _runnable(name: str) -> None:
 
 
 def test_every_bundled_model_is_crosschecked_or_named_as_skipped():
-    assert BUNDLED_NAMES == list(BUNDLED) and len(BUNDLED_NAMES) == 20
+    assert BUNDLED_NAMES == list(BUNDLED) and len(BUNDLED_NAMES) == 26
     assert set(NAMES) - set(BUNDLED) == {"jamba", "lfm2", "gemma3n",
-                                         "gemma-4-26b-a4b+kv-sharing"}
+                                         "gemma-4-26b-a4b+kv-sharing"} | set(PUBLISHED)
+    # issue 23's families, each from a published config
+    new = [*PUBLISHED, "qwen3.5-27b", "nemotron-3-ultra-550b-a55b", "minimax-m2.5"]
+    assert {real(name)["model_type"] for name in new} == {
+        "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa", "nemotron_h", "kimi_linear",
+        "minimax_m2"}
 
 
 def test_smallest_period_by_hand():
@@ -66,14 +71,23 @@ def test_pattern_period_of_each_family():
         "mistral-7b-v0.1": 1, "falcon-7b": 1, "gpt2": 1, "llama-4-scout": 4, "gpt-oss-20b": 2,
         "qwen3-next-80b-a3b": 4, "nemotron-h-56b": 112, "nemotron-3-nano-30b-a3b": 48,
         "deepseek-v3.2": 1, "gemma-4-26b-a4b": 6, "jamba": 8, "lfm2": 15, "gemma3n": 5,
-        "gemma-4-26b-a4b+kv-sharing": 6,
+        "gemma-4-26b-a4b+kv-sharing": 6, "qwen3.5-27b": 4, "qwen3.5-35b-a3b": 4,
+        "glm-5.1": 1, "nemotron-3-ultra-550b-a55b": 102, "nemotron-3.5-lightning-30b-a3b": 48,
+        "kimi-k3": 93, "minimax-m2.5": 1, "glm-5": 1, "gpt-oss-120b": 2,
+        "qwen3.6-35b-a3b": 4,
     }
     counts = {name: tiny_layer_count(real(name), real(name).get("num_hidden_layers"))
               for name in periods if "num_hidden_layers" in real(name)}
     assert {k: counts[k] for k in ("nemotron-h-56b", "nemotron-3-nano-30b-a3b", "lfm2",
-                                   "gemma3n", "gemma-4-26b-a4b+kv-sharing")} \
+                                   "gemma3n", "gemma-4-26b-a4b+kv-sharing",
+                                   "nemotron-3.5-lightning-30b-a3b", "kimi-k3")} \
         == {"nemotron-h-56b": 8, "nemotron-3-nano-30b-a3b": 6, "lfm2": 3, "gemma3n": 5,
-            "gemma-4-26b-a4b+kv-sharing": 6}  # the last two: unshared layers
+            "gemma-4-26b-a4b+kv-sharing": 6,  # these two: unshared layers
+            "nemotron-3.5-lightning-30b-a3b": 6, "kimi-k3": 4}
+    # Ultra writes no num_hidden_layers: its layers_block_type (108) counts them
+    ultra = real("nemotron-3-ultra-550b-a55b")
+    assert "num_hidden_layers" not in ultra \
+        and tiny_layer_count(ultra, len(ultra["layers_block_type"])) == 8
 
 
 def test_tiny_gemma3_by_hand():
@@ -139,6 +153,41 @@ def test_tiny_hybrids_by_hand():
     lf = tiny("lfm2")
     assert (lf["layer_types"], lf["conv_L_cache"], lf["conv_dim"], lf["hidden_size"]) \
         == (["conv", "conv", "full_attention"], 3, 128, 128)
+
+
+def test_tiny_issue_23_families_by_hand():
+    q = tiny("qwen3.5-27b")  # 64 layers, every 4th full -> 8; 24 : 4 heads -> 12 : 2
+    assert (q["model_type"], q["num_hidden_layers"], q["layer_types"][:4],
+            q["full_attention_interval"], q["num_attention_heads"], q["num_key_value_heads"],
+            q["head_dim"], q["hidden_size"], q["linear_num_key_heads"],
+            q["linear_num_value_heads"], q["mamba_ssm_dtype"], q["dtype"]) \
+        == ("qwen3_5_text", 8, ["linear_attention"] * 3 + ["full_attention"], 4, 12, 2, 16,
+            98, 2, 6, "float32", "bfloat16")  # 5120 / 24 is no whole number: 12 x 8 + 2
+    m = tiny("qwen3.5-35b-a3b")  # 2048 / 16 = 128 < 256: 16 x 8, a whole number as in the file
+    assert (m["model_type"], m["hidden_size"], m["num_experts"], m["num_experts_per_tok"],
+            m["linear_num_value_heads"]) == ("qwen3_5_moe_text", 128, 4, 2, 4)
+    g = tiny("glm-5.1")  # MLA 512 + 64 -> 64 + 8; head_dim = RoPE width, qk_head_dim = 16 + 8
+    assert (g["num_hidden_layers"], g["kv_lora_rank"], g["qk_rope_head_dim"], g["head_dim"],
+            g["qk_head_dim"], g["index_head_dim"], g["index_n_heads"], g["index_topk"],
+            g["first_k_dense_replace"]) == (2, 64, 8, 8, 24, 128, 4, 4, 1)
+    u = tiny("nemotron-3-ultra-550b-a55b")
+    assert "num_hidden_layers" not in u and "hybrid_override_pattern" not in u
+    assert (u["layers_block_type"], u["mamba_num_heads"], u["n_groups"], u["moe_latent_size"],
+            u["head_dim"], u["num_attention_heads"]) \
+        == (["mamba", "moe"] * 3 + ["mamba", "attention"], 64, 2, 16, 16, 64)
+    li = tiny("nemotron-3.5-lightning-30b-a3b")
+    assert (li["num_hidden_layers"], li["layers_block_type"]) \
+        == (6, ["mamba", "moe"] * 2 + ["mamba", "attention"])
+    k = tiny("kimi-k3")  # full_attn_layers 4, 8, ..., 92, 93 (1-based): no period of 8 or less
+    la = k["linear_attn_config"]
+    assert (k["model_type"], k["num_hidden_layers"], la["kda_layers"], la["full_attn_layers"],
+            la["num_heads"], la["head_dim"], la["short_conv_kernel_size"], k["kv_lora_rank"],
+            k["qk_rope_head_dim"], k["mla_use_nope"], k["hidden_act"], k["num_experts"],
+            k["num_experts_per_token"]) \
+        == ("kimi_linear", 4, [1, 2, 3], [4], 2, 16, 4, 64, 8, True, "silu", 4, 2)
+    x = tiny("minimax-m2.5")  # 3072 / 48 = 64 < 128: 12 x 8; rotary_dim 64 / 128 -> 8 / 16
+    assert (x["num_hidden_layers"], x["num_attention_heads"], x["num_key_value_heads"],
+            x["head_dim"], x["hidden_size"], x["rotary_dim"]) == (2, 12, 2, 16, 96, 8)
 
 
 def _structure(key, reading) -> tuple:

@@ -75,6 +75,11 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     return _read(c, family, n, notes, global_shape=True)
 
 
-@register("gemma3n", handles=("num_kv_shared_layers",))
+# AltUp and LAuReL (Gemma 3n): extra residual streams and a low-rank residual branch computed
+# within a step (modeling_gemma3n.py), weights and activations, nothing kept between tokens
+@register("gemma3n", handles=("num_kv_shared_layers",),
+          ignores=("altup_active_idx", "altup_num_inputs", "altup_coef_clip",
+                   "altup_correct_scale", "altup_lr_multiplier", "laurel_rank",
+                   "activation_sparsity_pattern"))
 def read_gemma3n(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     return _read(c, family, n, notes, global_shape=False)

@@ -17,8 +17,10 @@ from kvlib.models.readers.state import model_dtype_bytes
 from kvlib.models.spec import CacheKind
 
 
+# mamba_dt_rank: the time-step projection's rank (weights); use_mambapy: which kernel runs
 @register("jamba", handles=("attn_layer_period", "attn_layer_offset", "mamba_d_state",
-                            "mamba_d_conv", "mamba_expand"))
+                            "mamba_d_conv", "mamba_expand"),
+          ignores=("mamba_dt_rank", "use_mambapy"))
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     n_h, n_g, d, label = attention.heads(c, notes, family=family)
     period = c.int("attn_layer_period")

@@ -23,7 +23,12 @@ def _attention_layers(c: Fields, n: int) -> set[int]:
                 and set(types) <= {"full_attention", "conv"}):
             raise ValueError(f"{c.path('layer_types')} must list full_attention or conv for each "
                              f"of the {n} layers, got {describe(types)}")
-        return {i for i, t in enumerate(types) if t == "full_attention"}
+        listed = {i for i, t in enumerate(types) if t == "full_attention"}
+        older = c.data.get("full_attn_idxs")  # the older spelling: it must agree
+        if older is not None and (not isinstance(older, list) or set(older) != listed):
+            raise ValueError(f"{c.path('full_attn_idxs')}={older!r} disagrees with "
+                             f"{c.path('layer_types')} (attention at {sorted(listed)})")
+        return listed
     idxs = c.data.get("full_attn_idxs")
     if not (isinstance(idxs, list) and all(isinstance(i, int) and 0 <= i < n for i in idxs)):
         raise ValueError(f"config has no valid {c.path('layer_types')} or "
@@ -31,7 +36,11 @@ def _attention_layers(c: Fields, n: int) -> set[int]:
     return set(idxs)
 
 
-@register("lfm2", handles=("conv_L_cache", "full_attn_idxs"))
+# block_multiple_of, block_auto_adjust_ff_dim: how the feed-forward width is rounded (weights)
+@register("lfm2", handles=("conv_L_cache", "full_attn_idxs"),
+          ignores=("block_multiple_of", "block_auto_adjust_ff_dim", "block_ff_dim",
+                   "block_ffn_dim_multiplier", "block_mlp_init_scale", "block_out_init_scale",
+                   "block_use_swiglu", "block_dim", "block_norm_eps", "conv_bias"))
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     n_h, n_g, d, label = attention.heads(c, notes, family=family)
     b = model_dtype_bytes(c, notes)
