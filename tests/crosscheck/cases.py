@@ -6,8 +6,9 @@ models transformers cannot build.
 * Published (issue 23: Qwen3.5, GLM-5, Nemotron hybrids in ``layers_block_type``, Kimi
   Linear, MiniMax-M2): ``shrink(<the published config.json>)``, the same way. The files are
   kvlib's test corpus (tests/fixtures/configs, SOURCES.md there); Qwen3.5 27B, Nemotron 3
-  Ultra and MiniMax-M2.5 are bundled, so they run as bundled models. Kimi-K3's file wraps a ``kimi_linear`` text model (``text_config``), which
-  transformers builds; the wrapper's own model_type, ``kimi_k3``, it has no class for.
+  Ultra and MiniMax-M2.5 are bundled, so they run as bundled models. Kimi-K3's file wraps a
+  ``kimi_linear`` text model (``text_config``), which transformers builds; the wrapper's own
+  model_type, ``kimi_k3``, it has no class for.
 * Not bundled (Jamba, LFM2, Gemma 3n): the "real" config is transformers' own config class
   with its defaults (``AutoConfig.for_model(model_type, **OVERRIDES).to_dict()``), shrunk by
   the same rule; the tiny dict kvlib reads is ``AutoConfig.for_model(model_type, **tiny)
