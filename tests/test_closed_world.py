@@ -170,3 +170,33 @@ def test_adding_a_cache_shaping_key_never_silently_changes_a_reading(name, key, 
         assert any(key in note for note in reading.assumptions), (key, value)
     else:
         assert key not in reading.ignored or shaping_reason(key, value, reading.num_layers) is None
+
+
+# --- "an upper bound", said only where it is one ----------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(layers=st.integers(1, 12), kv=st.sampled_from([1, 2, 4]), window=st.integers(1, 4096),
+       context=st.integers(1, 65536), slides=st.lists(st.booleans(), min_size=12, max_size=12))
+def test_an_ignored_window_is_an_upper_bound_per_sequence_and_exact_per_token(
+        layers, kv, window, context, slides):
+    """An unknown family's sliding_window is ignored (every layer full): whichever layers the
+    window really applies to, per token the reading is the same, per sequence at least as much."""
+    cfg = {**PLAIN, "num_hidden_layers": layers, "num_key_value_heads": kv,
+           "sliding_window": window}
+    spec = read_config(cfg)
+    assert any("upper bound" in a for a in spec.assumptions)
+    real = {**cfg, "layer_types": ["sliding_attention" if s else "full_attention"
+                                   for s in slides[:layers]]}
+    truth = read_config(real)
+    per_layer = 2 * kv * 64 * 2  # K and V, 64-wide heads, bf16
+    assert spec.kv_bytes_per_token(2) == truth.kv_bytes_per_token(2) == layers * per_layer
+    assert spec.kv_bytes_per_sequence(context, 2) >= truth.kv_bytes_per_sequence(context, 2)
+    assert spec.kv_bytes_per_sequence(context, 2) == layers * per_layer * context
+
+
+def test_upper_bound_is_said_nowhere_else():
+    """Only the ignored-window note says 'upper bound': no other reading claims one."""
+    from kvlib.models.catalog import BUNDLED, load_model
+
+    for name in BUNDLED:
+        assert not any("upper bound" in a for a in load_model(name).assumptions), name
