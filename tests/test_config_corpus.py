@@ -125,6 +125,29 @@ def test_qwen3_moe_inert_window():
     assert s.kv_bytes_per_token(BF16) == 48 * 2 * 4 * 128 * 2
 
 
+# Falcon-H1-7B's sizing fields as a public test module quotes its published config.json
+# (ml-explore-style Swift tests, "the parts sizing reads"; no whole copy of the file was found)
+FALCON_H1_7B = {"model_type": "falcon_h1", "max_position_embeddings": 262_144,
+                "num_hidden_layers": 44, "num_attention_heads": 12, "num_key_value_heads": 2,
+                "head_dim": 128, "hidden_size": 3072, "attn_layer_indices": None,
+                "mamba_d_conv": 4, "mamba_d_head": 128, "mamba_d_ssm": 3072,
+                "mamba_d_state": 256, "mamba_expand": 2, "mamba_n_groups": 1,
+                "mamba_n_heads": 24, "torch_dtype": "bfloat16"}
+
+
+def test_falcon_h1_keeps_both_cache_and_state_in_every_layer():
+    """vLLM 0.33.0 models/falcon_h1.py:313-405 (attention and Mamba2 in every layer), :538-570
+    (mamba2_state_shape with d_ssm = mamba_d_ssm); both states in the model dtype."""
+    s = read_config(FALCON_H1_7B)
+    assert kinds(s) == {("full", None): 44, ("mamba", None): 44} and s.num_layers == 44
+    assert s.kv_bytes_per_token(BF16) == 44 * 2 * 2 * 128 * 2
+    # per layer: conv (4 - 1) x (3072 + 2 x 1 x 256) x 2 B, SSM 24 x 128 x 256 x 2 B
+    assert s.state_bytes_per_sequence() == 44 * (3 * (3072 + 2 * 256) * 2 + 24 * 128 * 256 * 2)
+    layered = {**FALCON_H1_7B, "attn_layer_indices": [3, 7]}  # vLLM does not read it
+    with pytest.raises(ValueError, match=r"^attn_layer_indices="):
+        parse_config(layered)
+
+
 def test_mimo_v2_flash_is_refused_naming_a_key():
     """MiMo-V2-Flash: hybrid_layer_pattern, swa_* head counts and widths, v_head_dim != head_dim
     (vLLM models/mimo_v2.py:403-438): kvlib has no reader, and the closed world refuses."""

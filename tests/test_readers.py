@@ -25,7 +25,7 @@ EXPECTED = {
     "minimax-m2.5": "llama",
 }
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
-UNBUNDLED = {"jamba", "lfm2", "kimi_linear"}
+UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1"}
 
 
 def test_each_bundled_model_is_read_by_its_family_module():

@@ -152,10 +152,15 @@ class ModelSpec:
     source: str = ""
     assumptions: tuple[str, ...] = ()
     ignored_keys: tuple[str, ...] = ()
+    decoder_layers: int | None = None  # the config's layer count, where groups share layers
 
     @property
     def num_layers(self) -> int:
-        """Decoder layers (an indexer group shares its layers with the MLA group)."""
+        """Decoder layers: the config's count where given (Falcon-H1's attention and Mamba2
+        groups share every layer), else the groups' sum (an indexer group shares its layers
+        with the MLA group)."""
+        if self.decoder_layers is not None:
+            return self.decoder_layers
         return sum(g.layers for g in self.groups if g.kind is not CacheKind.INDEXER)
 
     def kv_bytes_per_token(self, b) -> int:

@@ -66,11 +66,13 @@ LAYER_CLASS = {CacheKind.FULL: "DynamicLayer", CacheKind.LATENT: "DynamicLayer",
                CacheKind.CONV: "LinearAttentionLayer",
                CacheKind.NONE: "DummyLayer", CacheKind.SHARED: "DummyLayer"}
 INDEXED_CLASS = "DynamicIndexedLayer"  # a latent layer that also holds indexer keys
+# an attention layer that also holds a Mamba2 state (Falcon-H1: both in every layer)
+PARALLEL_CLASS = "LinearAttentionAndFullAttentionLayer"
 
 # Families whose layers keep a constant-size state. They run in bfloat16, their configs'
 # dtype, so that the state element sizes can be compared with vLLM's (which follow it).
 STATE_FAMILIES = frozenset({"qwen3_next", "nemotron_h", "jamba", "lfm2", "qwen3_5_text",
-                            "qwen3_5_moe_text", "kimi_linear"})
+                            "qwen3_5_moe_text", "kimi_linear", "falcon_h1"})
 
 # transformers 5.24's reference kernels return the recurrent / SSM state in float32 whatever
 # the model dtype (models/qwen3_next/modeling_qwen3_next.py torch_chunk_gated_delta_rule:
@@ -151,6 +153,7 @@ class Expected:
     ssm_elements: int = 0
     b_c: int = 0
     b_s: int = 0
+    parallel_state: bool = False  # a state group that shares this attention layer (Falcon-H1)
     state_bytes: int = 0
 
 
@@ -251,12 +254,18 @@ def expected(tiny: dict, T: int, b: int) -> list[Expected]:
     groups = {_key(g.kind, g.window, g.attention, g.sizes): g for g in reading.groups()}
     indexers = [g for g in reading.groups() if g.kind is CacheKind.INDEXER]
     assert all(g.layers == reading.num_layers for g in indexers)
-    out = []
-    for i in range(reading.num_layers):
-        key = reading.layer(i)
+    def full_key(key):
         if len(key) == 2:
             key = (*key, reading.attention, tuple(sorted(reading.sizes.items())))
-        g = groups[_key(key[0], key[1], key[2], dict(key[3]))]
+        return _key(key[0], key[1], key[2], dict(key[3]))
+
+    # a state group no layer(i) names spans every layer beside the attention (Falcon-H1)
+    named = {full_key(reading.layer(i)) for i in range(reading.num_layers)}
+    parallel = [g for key, g in groups.items() if g.kind in STATEFUL and key not in named]
+    assert all(g.layers == reading.num_layers for g in parallel)
+    out = []
+    for i in range(reading.num_layers):
+        g = groups[full_key(reading.layer(i))]
         n = g.layers
         fields = dict(layer=i, kind=g.kind, window=g.window, tokens=0, per_token=0, elements=0,
                       bytes=0, sizes=dict(g.sizes), formula=g.attention)
@@ -275,6 +284,13 @@ def expected(tiny: dict, T: int, b: int) -> list[Expected]:
         if indexers:
             fields["indexer_bytes"] = sum(x.bytes_per_sequence(T, b) // x.layers for x in indexers)
             fields["d_I"] = indexers[0].sizes["d_I"]
+        for p in parallel:
+            f = p.formulas
+            fields.update(conv_elements=_call(f.conv_elements_per_layer, p.sizes),
+                          ssm_elements=_call(f.ssm_elements_per_layer, p.sizes),
+                          b_c=p.sizes["b_c"], b_s=p.sizes["b_s"],
+                          state_bytes=p.state_bytes_per_sequence() // p.layers,
+                          parallel_state=True)
         out.append(Expected(**fields))
     return out
 
@@ -459,7 +475,8 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
     delta_elements = 0
     for h, e in zip(got, want, strict=False):
         where = f"layer {e.layer} at T={T}"
-        cls = INDEXED_CLASS if e.indexer_bytes else LAYER_CLASS[e.kind]
+        cls = INDEXED_CLASS if e.indexer_bytes else PARALLEL_CLASS if e.parallel_state \
+            else LAYER_CLASS[e.kind]
         if h.cls != cls or (e.kind in WINDOWED) != (h.window is not None) \
                 or (e.kind in WINDOWED and h.window != e.window):
             problems.append(f"{where}: kvlib reads {e.kind} (window {e.window}), transformers "
@@ -479,6 +496,8 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
         found, fewer = _growing(h, e, T, q, b, where)
         problems += found
         delta_elements += fewer
+        if e.parallel_state:
+            problems += _state(h, e, tiny, b, where)
         if e.indexer_bytes:
             problems += _indexer(h, e, T, where)
     spec = read_config(tiny)

@@ -50,6 +50,8 @@ UNBUNDLED = {
                       "conv_dim": 2560}),
     # Gemma3nTextConfig defaults: 35 layers, full iff (i + 1) % 5 == 0, last 15 share KV.
     "gemma3n": ("gemma3n_text", {}),
+    # FalconH1Config defaults: 32 layers, each attention (8 KV heads) and Mamba2 side by side.
+    "falcon_h1": ("falcon_h1", {}),
 }
 # Published configs of the families issue 23 added (name -> file under tests/).
 PUBLISHED = {

@@ -32,6 +32,7 @@ from kvlib.models.readers import (  # noqa: F401
     closed,
     deepseek,
     falcon,
+    falcon_h1,
     gemma2,
     gemma3,
     gemma4,
@@ -149,4 +150,5 @@ def read_config(source, *, name: str | None = None, params: int | None = None,
         name=name or reading.name, groups=reading.groups(), params=params,
         max_position_embeddings=reading.max_position_embeddings, source=source_label,
         assumptions=reading.assumptions, ignored_keys=reading.ignored,
+        decoder_layers=reading.num_layers,
     )

@@ -49,7 +49,7 @@ MARKERS = {
 FAMILIES_REFUSED = {
     "mamba": "Mamba", "mamba2": "Mamba2", "falcon_mamba": "Mamba",
     "zamba": "Mamba + shared attention", "zamba2": "Mamba2 + shared attention",
-    "bamba": "Mamba2 + attention", "falcon_h1": "Mamba2 + attention in parallel",
+    "bamba": "Mamba2 + attention",
     "granitemoehybrid": "Mamba2 + attention",
     "recurrent_gemma": "recurrent + local attention", "rwkv": "RWKV recurrence",
     "xlstm": "xLSTM recurrence",
