@@ -43,7 +43,7 @@ def test_sources_read_in_a_markdown_table():
         assert "|" not in gpu.source + gpu.bf16_flops_source + gpu.reported_source, gpu.name
     rows = [r for r in gpu_table().splitlines() if r.startswith("| ")]
     assert len({r.count("|") for r in rows}) == 1  # every row has the header's columns
-    assert "| GB200 | 186 GB | 8 TB/s | - | NVIDIA GB200 NVL72 product page |" in rows
+    assert "| GB200 | 186 GB | 8 TB/s | - | - | NVIDIA GB200 NVL72 product page |" in rows
 
 
 def test_catalog_is_the_datasheets():

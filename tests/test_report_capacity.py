@@ -29,7 +29,10 @@ def test_gpu_table_h200_row():
     # 143,771 MiB reported by nvidia-smi = 150,754,820,096 B
     assert 143_771 * 1024**2 == 150_754_820_096
     assert h200[:4] == ["H200", "141 GB", "4.8 TB/s", "150.75 GB"]
-    assert rows[0] == ["GPU", "memory", "bandwidth", "nvidia-smi total", "datasheet"]
+    # the CUDA total vLLM multiplies: floor(13981 x 2^30 / 100) B, printed as 139.81 GiB
+    assert h200[4] == "139.81 GiB"
+    assert rows[0] == ["GPU", "memory", "bandwidth", "nvidia-smi total", "CUDA total",
+                       "datasheet"]
 
 
 def test_refinement_table_post_a_example():

@@ -16,7 +16,7 @@ serving layer (:mod:`kvlib.serving`), formatted with :func:`kvlib.core.units.fmt
   ``key_states``); what its RoPE part gives up is the cheap absorbed form, not
   equivalence to MHA.
 
-* :func:`gpu_table`: memory and bandwidth of each GPU.
+* :func:`gpu_table`: memory, bandwidth and the reported totals of each GPU.
 * :func:`refinement_table`: sessions as each refinement of the 4 x H200 estimate is applied.
 * :func:`tp_table`: cache per token per GPU of a GQA and an MLA model as TP grows.
 * :func:`levers_table`: cache per GPU after each lever, and who can pull it
@@ -63,13 +63,15 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]],
 
 
 def gpu_table(gpus: Iterable[GPU] | None = None) -> str:
-    """Memory, bandwidth, the total ``nvidia-smi`` reports (where known) and the datasheet."""
+    """Memory, bandwidth, the totals ``nvidia-smi`` and CUDA report (where known; CUDA's is
+    the one vLLM multiplies by ``gpu_memory_utilization``) and the datasheet."""
     rows = [(g.name, fmt_bytes(g.hbm_bytes, "GB"), f"{g.bandwidth / 1e12:.3g} TB/s",
              fmt_bytes(g.reported_bytes, "GB") if g.reported_bytes else "-",
+             fmt_bytes(g.cuda_total_bytes, "GiB") if g.cuda_total_bytes else "-",
              g.source.split(" (")[0])
             for g in (gpus if gpus is not None else CATALOG.values())]
-    return markdown_table(["GPU", "memory", "bandwidth", "nvidia-smi total", "datasheet"],
-                          rows, align="lrrrl")
+    return markdown_table(["GPU", "memory", "bandwidth", "nvidia-smi total", "CUDA total",
+                           "datasheet"], rows, align="lrrrrl")
 
 
 def refinement_table(steps: Sequence[tuple[str, Deployment]], context: int) -> str:

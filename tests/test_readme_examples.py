@@ -1,0 +1,104 @@
+"""The command-line examples of README.md and docs/cli.md are what the commands print now,
+and the numbers the prose around them quotes are kvlib's (issues 24 and 25).
+
+An example is a fenced block whose first line is ``$ kvlib ...``; the rest is the output, line
+for line. A block may leave out lines: a line that is only ``...`` stands for any number of
+printed lines, and a line that ends in ``...`` is the start of a longer printed line.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from kvlib import Deployment, load_model
+from kvlib.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ("README.md", "docs/cli.md")
+FENCE = re.compile(r"^```[a-z]*\n(\$ kvlib [^\n]*)\n(.*?)^```", re.M | re.S)
+
+
+def examples(page: str) -> list[tuple[str, list[str]]]:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    return [(cmd[2:], body.rstrip("\n").split("\n")) for cmd, body in FENCE.findall(text)]
+
+
+def shows(shown: list[str], printed: list[str]) -> bool:
+    """Whether the example's lines are the printed lines, "..." standing for what is left out."""
+    if not shown:
+        return not printed
+    head, rest = shown[0], shown[1:]
+    if head == "...":
+        return any(shows(rest, printed[i:]) for i in range(len(printed) + 1))
+    if not printed:
+        return False
+    line = printed[0]
+    same = line.startswith(head[:-3]) if head.endswith("...") else line == head
+    return same and shows(rest, printed[1:])
+
+
+def run(command: str, capsys, monkeypatch) -> tuple[int, list[str]]:
+    monkeypatch.chdir(ROOT)  # the examples name files relative to the repository
+    argv = shlex.split(command)
+    assert argv[0] == "kvlib"
+    code = main(argv[1:])
+    out, err = capsys.readouterr()
+    return code, out.rstrip("\n").split("\n")
+
+
+CASES = [(page, command, body) for page in PAGES for command, body in examples(page)]
+
+
+def test_the_pages_have_examples():
+    commands = [c.split()[1] for _, c, _ in CASES]
+    assert {"estimate", "plan", "explain-log"} <= set(commands)
+    readme = [c for p, c, _ in CASES if p == "README.md"]
+    assert "kvlib plan llama-3.1-70b --gpu H200 --gpus 4 --tp 4 --context 128K" in readme
+
+
+@pytest.mark.parametrize(("page", "command", "body"), CASES,
+                         ids=[f"{p}: {c.split()[1]}" for p, c, _ in CASES])
+def test_example_is_what_the_command_prints(page, command, body, capsys, monkeypatch):
+    code, printed = run(command, capsys, monkeypatch)
+    assert code == 0
+    assert shows(body, printed), (
+        f"{page}: `{command}` now prints:\n" + "\n".join(printed))
+
+
+def test_the_matcher():
+    assert shows(["a", "b"], ["a", "b"]) and not shows(["a"], ["a", "b"])
+    assert shows(["a", "..."], ["a", "b", "c"]) and shows(["...", "c"], ["a", "b", "c"])
+    assert shows(["a long li...", "b"], ["a long line", "b"])
+    assert not shows(["a", "c"], ["a", "b", "c"]) and not shows(["x..."], ["a"])
+
+
+def test_prose_quotes_the_plan():
+    """README's and docs/capacity.md's sentences about blog post A's 4 x H200 example."""
+    d = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
+    sheet = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, memory="datasheet")
+    n, exact = d.max_sequences_per_replica(131072), d.sessions(131072)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"(post A) becomes {n} once\n  `gpu_memory_utilization` (0.92)" in readme
+    assert f"vLLM 0.33.0's default, {float(d.gpu_mem_util):g}" in readme
+    capacity = (ROOT / "docs/capacity.md").read_text(encoding="utf-8")
+    finds = " ".join(capacity.split("**What notebook 06 finds:**")[1].split())
+    for said in (f"becomes **{n}** once `gpu_memory_utilization` {float(d.gpu_mem_util):g}",
+                 f"({float(exact):.2f} before flooring",
+                 f"{d.usable_bytes_per_gpu:,} B usable - {d.weights_bytes_per_gpu:,} B of weights",
+                 f"the checkpoint's {d.params:,} parameters",
+                 f"= {d.kv_budget_bytes_per_gpu:,} B of KV budget per GPU",
+                 f"{float(sheet.sessions(131072)):.2f} with the datasheet's 141 GB"):
+        assert said in finds, said
+    dense = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4).plan(8192)
+    assert f"{dense.decode_step_seconds_lower_bound * 1e3:.1f} ms on H200 at 8K" in finds
+    moe = Deployment(load_model("deepseek-v2"), "H200", 8, 8).plan(32768)
+    assert (f"at 32K and {moe.max_sequences} sessions takes at least "
+            f"{moe.decode_step_seconds_lower_bound * 1e3:.2f} ms, not the "
+            f"{moe.decode_step_seconds_all_weights * 1e3:.2f} ms of reading every weight (uniform "
+            f"routing: {moe.decode_step_seconds_uniform_routing * 1e3:.2f} ms)") in finds
+    cli = (ROOT / "docs/cli.md").read_text(encoding="utf-8")
+    assert f"default {float(d.gpu_mem_util):g}, vLLM 0.33.0's" in cli
