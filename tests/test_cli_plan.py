@@ -108,7 +108,10 @@ def test_draft_model(capsys):
     rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
                         "--context", "32768", "--draft", "llama-3.1-8b")
     assert rc == 0 and d["draft"] == "llama-3.1-8b"
-    assert d["draft_weights_bytes_per_gpu"] == 8_030_000_000 * 2 // 4
+    # the draft's bf16 checkpoint too (16,060,522,496 B): a quarter, its (2 x 32 + 1) x 4,096
+    # norm weights whole on every rank
+    norms = (2 * 32 + 1) * 4096 * 2
+    assert d["draft_weights_bytes_per_gpu"] == (16_060_522_496 - norms) // 4 + norms
     draft_seq = 2 * 32 * 2 * 128 * 2 * 32768
     assert d["draft_kv_bytes_per_sequence_per_gpu"] == draft_seq
     assert d["kv_bytes_per_sequence_per_gpu"] == 2 * 80 * 2 * 128 * 2 * 32768 + draft_seq

@@ -274,10 +274,23 @@ class Deployment:
         dtype = "bf16" if self.weight_dtype == CHECKPOINT else self.weight_dtype
         return weights_bytes_per_gpu(self.params, dtype, self.tp)
 
+    @cached_property
+    def draft_checkpoint(self) -> CheckpointWeights | None:
+        """The draft's checkpoint weights per GPU (counted as the target's are), or None."""
+        config = _bundled_config(self.draft.name) if self.draft is not None else None
+        if self.weight_dtype != CHECKPOINT or config is None:
+            return None
+        try:
+            return checkpoint_weights(config, self.draft_tp)
+        except ValueError:
+            return None  # a family kvlib cannot count: its published count x bf16
+
     @property
     def draft_weights_bytes_per_gpu(self) -> int:
         if self.draft is None:
             return 0
+        if self.draft_checkpoint is not None:
+            return self.draft_checkpoint.per_gpu
         dtype = "bf16" if self.weight_dtype == CHECKPOINT else self.weight_dtype
         return weights_bytes_per_gpu(self.draft.params, dtype, self.draft_tp)
 
