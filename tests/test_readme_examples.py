@@ -102,3 +102,11 @@ def test_prose_quotes_the_plan():
             f"routing: {moe.decode_step_seconds_uniform_routing * 1e3:.2f} ms)") in finds
     cli = (ROOT / "docs/cli.md").read_text(encoding="utf-8")
     assert f"default {float(d.gpu_mem_util):g}, vLLM 0.33.0's" in cli
+
+
+def test_docs_models_lists_every_bundled_model():
+    from kvlib.models.catalog import BUNDLED
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text()
+    missing = [name for name in BUNDLED if f"`{name}`" not in text]
+    assert not missing, f"docs/models.md does not list {missing}"
