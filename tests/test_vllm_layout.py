@@ -334,3 +334,14 @@ def test_gemma4_kv_shared_layers_hold_no_pages():
     assert (L.group_size, L.padding_layers) == (3, 1)
     assert L.bytes_per_block == 3 * 131_072
     assert L.blocks_per_request == 32_768 // 32 + 6 * 1089 == 7558
+
+
+def test_plan_names_each_groups_block_size_where_they_differ(capsys):
+    """Gemma 4 on an H200: vLLM doubles the full layers' block (page unification), so the plan
+    says 32 (full) and 16 (sliding), in the text and in --json."""
+    assert main(["plan", "gemma-4-26b-a4b", "--gpu", "H200", "--context", "32K", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["vllm_block_sizes"] == {"full": 32, "sliding": 16}
+    assert main(["plan", "gemma-4-26b-a4b", "--gpu", "H200", "--context", "32K"]) == 0
+    assert "blocks of 32 (full) / 16 (sliding)" in capsys.readouterr().out
+    assert main(["plan", "llama-3.1-8b", "--gpu", "H200", "--context", "32K", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["vllm_block_sizes"] is None  # one size: block 16

@@ -151,12 +151,14 @@ def _text(d: dict) -> str:
         f"  {'sequences in all':<{w}}{d['max_sequences']:>11,}",
     ]
     if d["vllm_max_concurrency"] is not None:
+        sizes = d.get("vllm_block_sizes")
+        block = (f"blocks of {' / '.join(f'{n:,} ({k})' for k, n in sizes.items())}"
+                 if sizes else f"block {d['vllm_block_size']:,}")
         lines.append(f"  {'vLLM would log (per replica)':<{w}}{d['vllm_max_concurrency']:>11,.2f} "
                      f"x max concurrency ({d['vllm_kv_cache_groups']} KV-cache group"
                      f"{'s' if d['vllm_kv_cache_groups'] != 1 else ''}, "
-                     f"{d['vllm_padding_layers']} padding layers, block "
-                     f"{d['vllm_block_size']:,}, {d['vllm_blocks_per_request']:,} blocks per "
-                     "request)")
+                     f"{d['vllm_padding_layers']} padding layers, {block}, "
+                     f"{d['vllm_blocks_per_request']:,} blocks per request)")
     if d["decode_step_seconds_lower_bound"] is not None:
         b = d["max_sequences_per_replica"]
         lines.append(f"  {f'decode step, batch {b:,}':<{w}}"

@@ -72,6 +72,7 @@ class Plan:
     vllm_kv_cache_groups: int | None = None
     vllm_padding_layers: int | None = None
     vllm_blocks_per_request: int | None = None
+    vllm_block_sizes: dict | None = None  # kind -> tokens per block, where groups differ
 
     def to_dict(self) -> dict:
         """JSON-ready: ints stay exact, the utilization is a float, seconds a float."""
@@ -181,7 +182,7 @@ def _weights_notes(dep: Deployment) -> list[str]:
 def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:
     """What vLLM 0.33.0 would log for the same KV budget, model and max_model_len."""
     keys = ("vllm_max_concurrency", "vllm_block_size", "vllm_kv_cache_groups",
-            "vllm_padding_layers", "vllm_blocks_per_request")
+            "vllm_padding_layers", "vllm_blocks_per_request", "vllm_block_sizes")
     if dep.draft is not None or dep.dcp > 1:
         notes.append("vllm_max_concurrency: not computed with a draft model or DCP")
         return dict.fromkeys(keys)
@@ -192,9 +193,11 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:
         notes.append(f"vllm_max_concurrency: not computed ({e})")
         return dict.fromkeys(keys)
     notes += [f"vLLM {VLLM_RELEASE}: {n}" for n in layout.notes]
+    sizes = {g.kind: g.block_size for g in layout.groups}  # Gemma 4: full 32, sliding 16
     return dict(zip(keys, (round(float(layout.max_concurrency(budget)), 2), layout.block_size,
                            len(layout.groups), layout.padding_layers,
-                           layout.blocks_per_request), strict=True))
+                           layout.blocks_per_request,
+                           sizes if len(set(sizes.values())) > 1 else None), strict=True))
 
 
 
