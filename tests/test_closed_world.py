@@ -127,6 +127,12 @@ def test_unlisted_shaping_names_are_caught_by_their_words(key):
 @pytest.mark.parametrize("key", ["fancy_gate_temperature", "training_recipe", "lr", "seed"])
 def test_plain_names_with_scalar_values_are_not(key):
     assert shaping_reason(key, 0.5, 4) is None
+    assert shaping_reason(key, "gelu", 4) is None  # a word as long as the model is deep
+
+
+@pytest.mark.parametrize("value", ["AMAM", "M*M*", "-*-*", [0, 1, 0, 1]])
+def test_one_value_per_layer_is_a_pattern(value):
+    assert shaping_reason("fancy", value, 4) == "it holds one value for each of the 4 layers"
 
 
 # Names that may shape the cache, drawn from the shaping words, and values of every JSON kind.

@@ -168,8 +168,9 @@ def _harmless(key: str) -> str | None:
 
 
 def _per_layer(value, n: int) -> bool:
-    if isinstance(value, str):
-        return n > 1 and len(value) == n and len(set(value)) > 1
+    if isinstance(value, str):  # a pattern string ("M-M*", "AMAM"), not a word ("gelu")
+        symbolic = value.isupper() or not any(ch.isalpha() for ch in value)
+        return n > 1 and len(value) == n and 1 < len(set(value)) <= 6 and symbolic
     return isinstance(value, list) and n > 1 and len(value) == n
 
 
