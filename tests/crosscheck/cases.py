@@ -52,6 +52,10 @@ UNBUNDLED = {
     "gemma3n": ("gemma3n_text", {}),
     # FalconH1Config defaults: 32 layers, each attention (8 KV heads) and Mamba2 side by side.
     "falcon_h1": ("falcon_h1", {}),
+    # No reader of their own: the generic one reads transformers' layer_types (issue 23).
+    # Olmo3Config: 3 sliding (4,096) to 1 full; Cohere2Config (Command A / R7B): the same.
+    "olmo3": ("olmo3", {}),
+    "cohere2": ("cohere2", {}),
 }
 # Published configs of the families issue 23 added (name -> file under tests/).
 PUBLISHED = {

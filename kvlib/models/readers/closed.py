@@ -70,6 +70,7 @@ _THEMES: dict[str, tuple[str, ...]] = {
         "partial_rotary_factor", "rotary_pct", "rotary_emb_base", "rotary_dim",
         "position_embedding_type", "max_position_embeddings", "n_positions", "n_ctx",
         "seq_length", "model_max_length", "initial_context_length", "max_sequence_length",
+        "original_max_position_embeddings",
         "qk_norm", "softmax_scale", "attention_softmax_in_fp32", "scale_attn_weights",
         "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
         "attention_value_scale", "use_scaled_rope", "norm_topk_prob", "rotary_percent",
