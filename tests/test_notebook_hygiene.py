@@ -88,7 +88,9 @@ _TOLERANCE = re.compile(r"(\bto|\bwithin|\bbelow|\btolerance|\batol|\brtol|<=?|=
 _UNSTABLE = [
     (re.compile(r"(?<![\w.])\d+\.\d{9,}"), "a float printed with 9+ decimals (round-off shows)"),
     (re.compile(r"0x[0-9a-fA-F]{6,16}"), "a memory address"),
-    (re.compile(r"Wall time|CPU times|\btook \d|\belapsed\b", re.I), "a timing"),
+    # "took 2.1 s" is a timing; a quoted log's "took 14.9888 GB" is a size
+    (re.compile(r"Wall time|CPU times|\btook \d[\d.,]* ?(?:s|ms|µs|us|ns|sec|seconds?|min)\b|"
+                r"\belapsed\b", re.I), "a timing"),
     (re.compile(r"(?<![\w.])0(?:\.0+)?[eE][-+]?0+\b"), "a zero printed in scientific notation "
      "(a difference that happens to be 0 here need not be elsewhere)"),
 ]
@@ -134,7 +136,10 @@ def test_the_scan_catches_machine_dependent_outputs(tmp_path):
         cell("equals naive, to 1e-12 relative: True\nerror < 1e-13: True\n"),  # stable
         cell("8.4375 GiB exactly; 1.5e+03 tokens; 2.5e-3\n"),  # stable
         cell("took 3 ms: 9e-16\n", tags=["nbval-ignore-output"]),  # not compared
+        cell("Model loading took 2.5 s\n"),  # 9: timing
+        cell("Loading model weights took 14.9888 GB\n"),  # stable: a quoted log's size
     ]}
     found = unstable_outputs(nb)
-    assert [f.split(":")[0] for f in found] == ["cell 0", "cell 1", "cell 2", "cell 3", "cell 4"]
+    assert [f.split(":")[0] for f in found] == ["cell 0", "cell 1", "cell 2", "cell 3", "cell 4",
+                                                "cell 9"]
     assert "6e-16" in found[0] and "1.362939532694" in found[2]

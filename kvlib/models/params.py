@@ -395,6 +395,33 @@ def _nemotron_h(t: _Tally) -> None:
     t.add(norms=n * d + d)
 
 
+def _minimax_m2(t: _Tally) -> None:
+    """vLLM minimax_m2.py: attention without biases, its q/k RMSNorm over all heads
+    (``qk_norm_type`` "per_layer": h hd and kv hd weights); every layer a MoE block of
+    ``num_local_experts`` experts (w1, w3: d -> i; w2: i -> d; i = ``intermediate_size``), a
+    router d -> E and its score-correction bias (``use_routing_bias``); no shared expert
+    (``shared_intermediate_size`` 0); two norms per layer. The MTP modules (``use_mtp``) load
+    only for speculative decoding and are not counted."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd = _head_dim(t, d, h)
+    if c.int("shared_intermediate_size", required=False, allow_zero=True):
+        raise ValueError(f"{c.path('shared_intermediate_size')}: a shared expert is not counted "
+                         "for minimax_m2")
+    _embed(t, d, bool(c.flag("tie_word_embeddings")))
+    e, i = c.int("num_local_experts"), c.int("intermediate_size")
+    for j in range(n):
+        p = f"model.layers.{j}"
+        _gqa(t, f"{p}.self_attn", d, h, kv, hd)
+        if c.flag("use_qk_norm"):
+            t.add(attention=h * hd + kv * hd)
+        t.experts(f"{p}.block_sparse_moe", e, c.int("num_experts_per_tok"),
+                  (("w1", d, i), ("w3", d, i), ("w2", i, d)))
+        t.lin("router", f"{p}.block_sparse_moe.gate", d, e)
+        t.add(router=e if c.flag("use_routing_bias") else 0, norms=2 * d)
+    t.add(norms=d)
+
+
 def _qwen3_next(t: _Tally) -> None:
     """vLLM qwen3_next.py + layers/mamba/gdn/qwen_gdn_linear_attn.py. Full attention every
     ``full_attention_interval`` layers (q doubled by the output gate, q/k norms); Gated
@@ -533,6 +560,10 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
     # GLM-5: vLLM serves GlmMoeDsaForCausalLM with the DeepSeek V3.2 code (registry.py:126)
     "glm_moe_dsa": _deepseek,
+    # Qwen3.5 / 3.6 (vLLM qwen3_5.py): Qwen3-Next's layers, the Gated DeltaNet projections split
+    # (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) with the same sizes; dense or MoE
+    "qwen3_5": _qwen3_next, "qwen3_5_moe": _qwen3_next,
+    "minimax_m2": _minimax_m2,
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "qwen3_next": _qwen3_next,
     "nemotron-nas": _nemotron_nas, "gemma4": _gemma4,
 }

@@ -176,7 +176,8 @@ def _weights_notes(dep: Deployment) -> list[str]:
     return [f"weights: counted from the config, {dep.params:,} parameters stored as "
             f"{ck.method} ({_gb(ck.total)} in all, MTP layers not loaded); per GPU "
             f"{_gb(ck.per_gpu)}, of which {_gb(ck.replicated)} is held whole by every rank "
-            "(routers, MLA down projections, indexer, norms); --weight-dtype overrides"]
+            "(routers, MLA down projections, indexer, norms); --weight-dtype overrides"] + [
+        f"weights: {n}" for n in ck.notes]
 
 
 def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:
