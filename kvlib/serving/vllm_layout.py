@@ -112,8 +112,10 @@ def _fp8_ds_mla(model: ModelSpec, kv_dtype: str, gpu: GPU) -> bool:
 
 
 def max_num_batched_tokens(gpu: GPU) -> int:
-    """``vllm serve``'s default for this GPU (engine/arg_utils.py, OPENAI_API_SERVER)."""
-    memory = gpu.reported_bytes or gpu.hbm_bytes
+    """``vllm serve``'s default for this GPU (``EngineArgs.get_batch_defaults``,
+    engine/arg_utils.py:2938-2996, OPENAI_API_SERVER): by the device's total memory as CUDA
+    reports it (``get_device_total_memory``; the catalog's CUDA total, else its datasheet)."""
+    memory = gpu.total_memory_bytes
     if memory >= 160 * GiB:
         return 16384
     if memory >= 70 * GiB and not gpu.name.startswith("A100"):
