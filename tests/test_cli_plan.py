@@ -104,6 +104,26 @@ def test_params_override(capsys):
     assert d["params"] == 70 * 10**9 and d["weights_bytes_per_gpu"] == 140 * 10**9
 
 
+def test_params_for_a_quantized_checkpoint_needs_a_weight_dtype(capsys):
+    """DeepSeek V3.2 is published in fp8: --params alone would weigh it as bf16, silently."""
+    rc, out, err = run(capsys, "deepseek-v3.2", "--gpu", "H200", "--gpus", "8", "--tp", "8",
+                       "--params", "671B")
+    assert rc == 2 and "quantized checkpoint (fp8)" in err and err.count("\n") == 1
+    rc, d, _ = run_json(capsys, "deepseek-v3.2", "--gpu", "H200", "--gpus", "8", "--tp", "8",
+                        "--params", "671B", "--weight-dtype", "fp8", "--context", "32768")
+    assert rc == 0 and d["weights_bytes_per_gpu"] == 671 * 10**9 // 8
+
+
+def test_deepseek_v3_2_fits_eight_h200_in_fp8(capsys):
+    """Issue 24: weights from the checkpoint's fp8 (128 x 128 blocks), not 671B x 2 B."""
+    rc, d, _ = run_json(capsys, "deepseek-v3.2", "--gpu", "H200", "--gpus", "8", "--tp", "8",
+                        "--context", "32768")
+    assert rc == 0 and d["fits"] and d["weight_dtype"] == "checkpoint (fp8)"
+    # about half of 671.9B x 2 B / 8 = 167.97 GB: fp8 values, fp32 block scales, bf16 norms,
+    # routers and the MLA down projections whole on every rank
+    assert 80e9 < d["weights_bytes_per_gpu"] < 90e9
+
+
 def test_draft_model(capsys):
     rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
                         "--context", "32768", "--draft", "llama-3.1-8b")

@@ -179,6 +179,14 @@ class Deployment:
         """The checkpoint's weights per GPU (weight_dtype "checkpoint", no --params), or None
         when the weights are params x a dtype; ValueError for a quantization kvlib cannot count."""
         object.__setattr__(self, "_count_error", "no config")
+        quantized = (self.config or {}).get("quantization_config") or (
+            self.config or {}).get("compression_config")
+        if self.weight_dtype == CHECKPOINT and self.params is not None and quantized:
+            method = quantized.get("quant_method", "?") if isinstance(quantized, dict) \
+                else quantized
+            raise ValueError(f"{self.model.name}: --params given for a quantized checkpoint "
+                             f"({method}); give --weight-dtype too, or leave --params out to "
+                             "count it")
         if self.weight_dtype != CHECKPOINT or self.params is not None or self.config is None:
             return None
         try:
