@@ -81,3 +81,40 @@ def test_bare_kvlib_prints_the_usage_and_the_commands():
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("usage: kvlib")
     assert "estimate" in r.stderr and "plan" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- repository ids of variants (issue 26, section 4) ------------------------------------------
+
+@pytest.mark.parametrize("typed, bundled, quantized", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b", False),
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b", False),
+    ("google/gemma-3-27b-pt", "gemma-3-27b", False),
+    ("RedHatAI/Llama-3.1-8B-Instruct-FP8", "llama-3.1-8b", True),
+    ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "llama-3.1-70b", True),
+    ("Qwen/Qwen3-32B-AWQ", "qwen3-32b", True),
+])
+def test_a_variants_repo_id_reads_the_bundled_config_and_says_so(typed, bundled, quantized):
+    from kvlib.models.catalog import load_model, variant_of
+
+    assert variant_of(typed) == (bundled, quantized)
+    spec = load_model(typed)
+    assert spec.name == bundled and spec.assumptions[0].startswith(f"{typed} read as the bundled")
+    assert ("quantized re-packaging" in spec.assumptions[0]) == quantized
+
+
+@pytest.mark.parametrize("typed", ["deepseek-ai/DeepSeek-V3.2-Exp", "meta-llama/Llama-3.3-70B",
+                                   "meta-llama/Llama-5-8B"])
+def test_another_model_is_not_taken_for_a_variant(typed, capsys):
+    """Only tuning and packaging words are dropped: -Exp, 3.3 or 5 name other models."""
+    assert main(["estimate", typed]) == 2
+    err = capsys.readouterr().err
+    assert "kvlib does not download" in err and "config.json" in err and err.count("\n") == 1
+
+
+def test_plan_of_a_quantized_variant_needs_its_weight_dtype(capsys):
+    assert main(["plan", "RedHatAI/Llama-3.1-8B-Instruct-FP8", "--gpu", "H200"]) == 2
+    assert "quantized re-packaging" in capsys.readouterr().err
+    assert main(["plan", "RedHatAI/Llama-3.1-8B-Instruct-FP8", "--gpu", "H200", "--context",
+                 "8192", "--weight-dtype", "fp8", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["weights_bytes_per_gpu"] == 8_030_000_000  # the published 8.03B x 1 B (fp8)

@@ -194,10 +194,15 @@ def _memory_note(deployment: Deployment) -> str:
 
 
 def run(args) -> int:
-    from kvlib.models.catalog import bundled_name, load_model
+    from kvlib.models.catalog import BUNDLED, bundled_name, load_model, variant_of
     from kvlib.models.readers.fields import load_config
 
     model = load_model(args.model)
+    typed = variant_of(args.model.strip())
+    if typed is not None and typed[1] and args.weight_dtype == "checkpoint":
+        raise ValueError(f"{args.model.strip()} is a quantized re-packaging of the bundled "
+                         f"{BUNDLED[typed[0]].repo}: same cache, other weights; give "
+                         "--weight-dtype (fp8, int4, ...) or pass its own config.json")
     draft = load_model(args.draft) if args.draft else None
     hbm = _gib_to_bytes("--hbm-gib", args.hbm_gib) if args.hbm_gib is not None else None
     deployment = Deployment(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -174,6 +174,38 @@ def _unknown(name: str) -> ValueError:
                       "(or give the path of a config.json)")
 
 
+# Words at the end of a repository name that keep a model's layers: tuning and packaging, and
+# quantized re-packagings (same layers and cache, other weights). Matched word by word.
+_SAME_WORDS = {"instruct", "base", "chat", "it", "hf", "bf16", "fp16", "thinking", "pt"}
+_QUANT_WORDS = {"fp8", "dynamic", "static", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
+                "w4a8", "nvfp4", "fp4", "mxfp4", "4bit", "8bit", "gguf", "mlx", "quantized"}
+
+
+def _core(repo_tail: str) -> tuple[str, bool]:
+    """A repository name without its variant words, and whether one said it is quantized:
+    'Meta-Llama-3.1-8B-Instruct-AWQ-INT4' -> ('llama3.18b', True)."""
+    words = repo_tail.lower().split("-")
+    quantized = False
+    while len(words) > 1 and (words[-1] in _SAME_WORDS | _QUANT_WORDS):
+        quantized |= words.pop() in _QUANT_WORDS
+    if words[0] == "meta" and len(words) > 1:
+        words.pop(0)
+    return _key("-".join(words)), quantized
+
+
+def variant_of(name: str) -> tuple[str, bool] | None:
+    """(bundled name, quantized) when ``name`` is a repository id of a bundled model's
+    instruct, base or quantized variant ('RedHatAI/Llama-3.1-8B-Instruct-FP8'), else None."""
+    if not isinstance(name, str) or name.count("/") != 1 or name.endswith(".json") \
+            or Path(name).exists():
+        return None
+    core, quantized = _core(name.split("/")[1])
+    for m in BUNDLED.values():
+        if _core(m.repo.split("/")[1])[0] == core:
+            return m.name, quantized
+    return None
+
+
 def bundled_name(name: str) -> str | None:
     """The bundled short name ``name`` means, matched as people type it, or None.
 
@@ -186,6 +218,9 @@ def bundled_name(name: str) -> str | None:
     by_repo = {m.repo.lower(): m.name for m in BUNDLED.values()}
     if name.strip().lower() in by_repo and not Path(name).exists():
         return by_repo[name.strip().lower()]
+    found = variant_of(name.strip())
+    if found is not None:
+        return found[0]
     if _looks_like_path(name):
         return None
     return _BY_KEY.get(_key(name))
@@ -228,10 +263,29 @@ def load_model(name_or_path) -> ModelSpec:
     found = bundled_name(name_or_path) if isinstance(name_or_path, str) else None
     if found is not None:
         m = BUNDLED[found]
-        return read_config(bundled_config(m.name), name=m.name, params=m.params,
+        spec = read_config(bundled_config(m.name), name=m.name, params=m.params,
                            source_label=m.repo)
+        typed = variant_of(name_or_path.strip())
+        if typed is not None and name_or_path.strip().lower() != m.repo.lower():
+            what = ("a quantized re-packaging: the same layers and cache, other weights (kvlib "
+                    "plan needs its --weight-dtype, or its own config.json)" if typed[1]
+                    else "a variant with the same layers")
+            spec = replace(spec, assumptions=(
+                f"{name_or_path.strip()} read as the bundled {m.repo} ({what})",
+                *spec.assumptions))
+        return spec
     if isinstance(name_or_path, str) and not _looks_like_path(name_or_path):
         raise _unknown(name_or_path)
+    if isinstance(name_or_path, str) and name_or_path.count("/") == 1 \
+            and not name_or_path.endswith(".json") and not Path(name_or_path).exists():
+        close = difflib.get_close_matches(_core(name_or_path.split("/")[1])[0],
+                                          [_core(m.repo.split("/")[1])[0] for m in
+                                           BUNDLED.values()], n=3, cutoff=0.6)
+        names = [m.name for m in BUNDLED.values() if _core(m.repo.split("/")[1])[0] in close]
+        hint = f"the closest bundled: {', '.join(names)}; " if names else ""
+        raise ValueError(f"unknown model {name_or_path!r}: not a bundled model or a variant of "
+                         f"one, and kvlib does not download ({hint}save the model's config.json "
+                         "and pass its path)")
     return read_config(name_or_path)
 
 
