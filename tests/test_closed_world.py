@@ -206,3 +206,35 @@ def test_upper_bound_is_said_nowhere_else():
 
     for name in BUNDLED:
         assert not any("upper bound" in a for a in load_model(name).assumptions), name
+
+
+# --- found by a fresh-eyes review: shaping words behind harmless-looking words -------------------
+
+@pytest.mark.parametrize("key, value", [
+    ("expert_kv_heads", 2), ("vision_kv_heads", 2), ("rope_kv_dim", 64), ("mtp_window", 64),
+    ("rope_scaling", {"rope_type": "default", "sliding_window": 512}),
+    ("ffn_config", {"kv_window": 512}), ("moe_config", {"window": 512}),
+    ("is_encoder_decoder", True), ("add_cross_attention", True), ("pruned_heads", {"0": [1]}),
+    ("mem_len", 512), ("n_mem", 64), ("num_sink_tokens", 4), ("sink_size", 4),
+    ("segment_len", 2048), ("landmark_every", 64), ("full_every", 4), ("dense_every", 4),
+    ("num_persistent_tokens", 8), ("gist_tokens", 4),
+])
+def test_a_strong_cache_word_beats_a_harmless_pattern(key, value):
+    with pytest.raises(ValueError) as e:
+        parse_config(probe(**{key: value}))
+    assert str(e.value).startswith(key) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("_attn_implementation_autoset", True), ("do_layer_norm_before", True),
+    ("word_embed_proj_dim", 512), ("layernorm_embedding", True), ("norm_head", True),
+    ("dim_model_base", 256), ("norm_type", "rms"), ("layer_norm_type", "rms"), ("layerdrop", 0.1),
+    ("max_seq_len", 4096), ("is_encoder_decoder", False), ("add_cross_attention", False),
+    ("pruned_heads", {}), ("mamba_hidden_act", "silu"), ("boi_token_index", 7),
+    ("rope_scaling", {"rope_type": "longrope", "long_factor": [1.0] * 4,
+                      "short_factor": [1.0] * 4, "original_max_position_embeddings": 4096}),
+    ("rope_parameters", {"sliding_attention": {"rope_theta": 1e4}}),
+])
+def test_real_harmless_keys_are_read_past(key, value):
+    spec = read_config(probe(**{key: value}))
+    assert spec.kv_bytes_per_token(2) == 4 * 2 * 2 * 64 * 2

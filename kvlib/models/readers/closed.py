@@ -33,11 +33,12 @@ __all__ = ["HARMLESS", "account", "shaping_reason", "words"]
 _THEMES: dict[str, tuple[str, ...]] = {
     "identity and bookkeeping": (
         "_name_or_path", "architectures", "auto_map", "model_type", "transformers_version",
-        "torch_dtype", "dtype", "_attn_implementation", "_commit_hash", "is_encoder_decoder",
+        "torch_dtype", "dtype", "_attn_implementation", "_attn_implementation_autoset",
+        "_commit_hash", "attribute_map",
         "return_dict", "use_cache", "torchscript", "tie_encoder_decoder", "problem_type",
         "id2label", "label2id", "task_specific_params", "finetuning_task", "tokenizer_class",
-        "prefix", "chunk_size_feed_forward", "pruned_heads", "tf_legacy_loss",
-        "use_bfloat16", "add_cross_attention", "cross_attention_hidden_size", "is_decoder",
+        "prefix", "chunk_size_feed_forward", "tf_legacy_loss",
+        "use_bfloat16", "cross_attention_hidden_size", "is_decoder",
         "cache_implementation", "generation_config", "num_logits_to_keep", "license",
         "model_name", "name", "version", "library_name", "base_model", "organization",
         "summary_activation", "summary_first_dropout", "summary_proj_to_labels",
@@ -47,7 +48,12 @@ _THEMES: dict[str, tuple[str, ...]] = {
         "enable_memory_efficient", "for_llm_compressor", "ep_size", "tp_size",
         "use_mamba_kernels", "is_causal", "use_sdpa",
     ),
+    "norms and their placement (weights, not the cache)": (
+        "do_layer_norm_before", "layernorm_embedding", "norm_head", "norm_type",
+        "layer_norm_type", "layer_scale_init", "head_scale",
+    ),
     "vocabulary and embeddings (weights, not the cache)": (
+        "word_embed_proj_dim", "dim_model_base", "embed_dim", "hidden_dim",
         "vocab_size", "tie_word_embeddings", "embedding_multiplier", "emb_dropout",
         "scale_embedding", "padded_vocab_size", "embedding_size", "tie_embeddings",
         "vocab_size_per_layer_input", "hidden_size_per_layer_input", "logits_scaling",
@@ -70,7 +76,7 @@ _THEMES: dict[str, tuple[str, ...]] = {
         "partial_rotary_factor", "rotary_pct", "rotary_emb_base", "rotary_dim",
         "position_embedding_type", "max_position_embeddings", "n_positions", "n_ctx",
         "seq_length", "model_max_length", "initial_context_length", "max_sequence_length",
-        "original_max_position_embeddings",
+        "original_max_position_embeddings", "max_seq_len",
         "qk_norm", "softmax_scale", "attention_softmax_in_fp32", "scale_attn_weights",
         "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
         "attention_value_scale", "use_scaled_rope", "norm_topk_prob", "rotary_percent",
@@ -108,19 +114,24 @@ _THEMES: dict[str, tuple[str, ...]] = {
         "initializer_range", "initializer_factor", "router_aux_loss_coef", "router_jitter_noise",
         "output_router_logits", "gradient_checkpointing", "z_loss_coef", "use_auxiliary_loss",
         "init_std", "mup_scale", "aux_loss_coef", "router_z_loss_coef", "ignore_index",
+        "layerdrop",
     ),
 }
 
-# Names matched by pattern: token ids and indices, dropout, norm epsilons, outputs, RoPE and
-# its scaling, initialisation, MoE words. Checked before the shaping words.
+# Names matched by pattern, checked before the shaping words. The first ones (token ids,
+# dropout, epsilons, outputs, initialisation, activations, biases) hold whatever else the name
+# says; the others (RoPE, MoE, MLP, multipliers, towers, MTP) yield to a strong cache word.
+_ABSOLUTE = 7  # how many of the patterns below are absolute
 _PATTERNS: tuple[tuple[str, str], ...] = (
     (r"(^|_)token_?(id|ids|index)$|^(bos|eos|pad|sep|cls|unk|mask|decoder_start)_token",
      "token ids"),
     (r"dropout$|pdrop$|_drop$|^dropout", "dropout (training only)"),
     (r"(^|_)(eps|epsilon)$|norm_eps|layer_?norm_eps|rms_?norm", "norm epsilons"),
     (r"^output_|^use_return", "what the forward pass returns"),
-    (r"(^|_)rope($|_)|rotary|_theta$|^rope", "rotary position encoding (values, not widths)"),
     (r"^initializ|_init_|^init_", "initialisation (training only)"),
+    (r"(^|_)(act|activation|act_fn)$|^activation", "activation functions"),
+    (r"_bias$|^bias_", "biases (weights, not the cache)"),
+    (r"(^|_)rope($|_)|rotary|_theta$|^rope", "rotary position encoding (values, not widths)"),
     (r"(^|_)(moe|experts?|router|routed|routing|gate_topk)($|_)",
      "mixture-of-experts routing and sizes (weights, not the cache)"),
     (r"(^|_)(mlp|ffn|intermediate)($|_)", "the MLP (weights, not the cache)"),
@@ -128,10 +139,8 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
      "scalar multipliers (values, not shapes)"),
     (r"(^|_)(vision|image|video|audio|mm|visual|speech|patch)($|_)",
      "multimodal towers and their tokens (encoders, outside the decoder's KV cache)"),
-    (r"_bias$|^bias_", "biases (weights, not the cache)"),
     (r"(^|_)(mtp|nextn)($|_)", "multi-token-prediction layers (they cache only as a "
      "speculative-decoding draft, which kvlib plans apart)"),
-    (r"(^|_)(act|activation|act_fn)$|^activation", "activation functions"),
     (r"^time_step_|^dt_(min|max|floor|limit|init|rank)", "the SSM time step's range (values)"),
 )
 
@@ -143,11 +152,30 @@ _STEMS = ("swa", "sliding", "window", "chunk", "sparse", "indexer", "index", "co
           "share", "sharing", "reuse", "linear", "mamba", "ssm", "conv", "recurr", "rnn",
           "lightning", "delta", "xlstm", "rwkv", "retention", "hybrid", "pattern", "latent",
           "lora", "mla", "nope", "topk", "top_k", "global", "local", "state", "cache", "memory",
-          "interval", "period", "offset", "skip", "stride", "pool", "block", "layer", "attn",
-          "attention", "head")
+          "interval", "period", "offset", "skip", "stride", "pool", "sink", "landmark",
+          "segment", "gist", "persistent", "block", "layer", "attn", "attention", "head")
 _WORDS = {"kv", "k", "v", "q", "qk", "dim", "dims", "rank", "type", "types", "kind", "kinds",
           "group", "groups", "ratio", "ratios", "gdn", "kda", "idx", "idxs", "ids", "heads",
-          "width", "size_per_layer", "mixer", "mixers", "token_mixer", "seq", "n_heads"}
+          "width", "size_per_layer", "mixer", "mixers", "token_mixer", "seq", "n_heads", "mem",
+          "every"}
+# Words strong enough to override a harmless-looking pattern ("expert_kv_heads", "rope_kv_dim",
+# "mtp_window", "vision_kv_heads" are read as cache shapes, not as MoE, RoPE, MTP or vision)
+_STRONG = ("kv", "window", "sliding", "swa", "chunk", "sparse", "index", "cache", "latent",
+           "lora", "conv", "state", "ssm", "mamba", "linear", "recurr", "hybrid", "pattern",
+           "sink", "landmark", "compress")
+# True only on a model whose decoder keeps a second cache (cross-attention) or fewer heads
+_REFUSE_IF_SET = {
+    "is_encoder_decoder": "an encoder-decoder model: its decoder also keeps a cross-attention "
+                          "cache of the encoder's output, which kvlib does not count",
+    "add_cross_attention": "cross-attention layers keep a cache of the encoder's output, which "
+                           "kvlib does not count",
+    "pruned_heads": "pruned heads leave some layers with fewer key/value heads",
+}
+_LAYER_KINDS = {"full_attention", "sliding_attention", "chunked_attention", "linear_attention"}
+# Harmless keys whose objects are not walked: other towers and bookkeeping
+_OPAQUE = {"vision_config", "audio_config", "auto_map", "id2label", "label2id",
+           "task_specific_params", "generation_config", "attribute_map", "quantization_config",
+           "compression_config"}
 # Values that name layer kinds, inside a list or a string
 _KIND_WORDS = re.compile(r"attention|attn|mamba|ssm|linear|conv|sliding|swa|full|global|local|"
                          r"recurrent|rnn|delta|lightning|mla|chunk|sparse|hybrid", re.I)
@@ -165,7 +193,9 @@ def _harmless(key: str) -> str | None:
     if key in HARMLESS:
         return HARMLESS[key]
     name = key.lower()
-    return next((why for pattern, why in _PATTERNS if re.search(pattern, name)), None)
+    strong = any(w.startswith(_STRONG) for w in words(key))
+    return next((why for i, (pattern, why) in enumerate(_PATTERNS)
+                 if re.search(pattern, name) and (i < _ABSOLUTE or not strong)), None)
 
 
 def _per_layer(value, n: int) -> bool:
@@ -213,7 +243,16 @@ def _walk(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str], n:
           ignored: list[str], skip: frozenset[str] = frozenset()) -> None:
     for key, value in obj.items():
         path = prefix + str(key)
-        if path in seen or key in skip or key in ignores or _harmless(str(key)):
+        if key in _REFUSE_IF_SET:
+            if says_something(value):
+                raise ValueError(f"{path}={_short(value)}: {_REFUSE_IF_SET[key]}; kvlib "
+                                 "refuses rather than read the model without it")
+            continue  # false, null or empty: a decoder-only model with all its heads
+        if key in skip:
+            continue
+        if path in seen or key in ignores or _harmless(str(key)):
+            if isinstance(value, Mapping) and key not in _OPAQUE and path not in seen:
+                _walk_names(value, path + ".")  # rope_scaling, ffn_config, ...: names only
             continue
         if key in MARKERS and not says_something(value):
             continue  # refuse.py: an empty marker describes no special layer
@@ -231,6 +270,20 @@ def _walk(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str], n:
         if reason is not None:
             raise _refusal(path, value, reason)
         ignored.append(path)
+
+
+def _walk_names(obj: Mapping, prefix: str) -> None:
+    """Inside a harmless object (``rope_scaling``, ``ffn_config``): refuse a key whose name holds
+    a strong cache word (``rope_scaling.sliding_window``). Values are not judged: RoPE's
+    per-frequency factors are lists as long as a model may be deep."""
+    for key, value in obj.items():
+        if key in _LAYER_KINDS:
+            continue  # RoPE settings per layer kind (rope_parameters.sliding_attention)
+        if any(w.startswith(_STRONG) for w in words(str(key))):
+            raise _refusal(prefix + str(key), value, f"its name says {str(key)!r} inside "
+                           f"{prefix.rstrip('.')}")
+        if isinstance(value, Mapping):
+            _walk_names(value, f"{prefix}{key}.")
 
 
 def account(outer: Fields, c: Fields, n: int, ignores: frozenset[str] = frozenset()) -> tuple[

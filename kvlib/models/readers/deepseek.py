@@ -30,7 +30,7 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
 # (model_executor/models/registry.py), same key names.
 @register("deepseek_v32", "glm_moe_dsa",
           handles=("index_head_dim", "index_n_heads", "index_topk"),
-          ignores=(*_MLA_IGNORES, "index_n_heads"))
+          ignores=(*_MLA_IGNORES, "index_n_heads", "indexer_rope_interleave"))
 def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     """DeepSeek V3.2: MLA plus, in every layer, the lightning indexer's key cache."""
     mla = _mla(c, n, notes)

@@ -56,10 +56,11 @@ def _int(c: Fields, la: Mapping, key: str) -> int:
 # mla_use_output_gate: a gate on the attention output (weights); attn_res_block_size: attention
 # residuals over depth, activations of one forward pass (vLLM 0.33.0 models/kimi_k3/nvidia/
 # model.py:796-803), nothing kept between steps; q_lora_rank, qk_nope_head_dim, v_head_dim:
-# MLA's query and value widths (weights, not the latent cache).
+# MLA's query and value widths (weights, not the latent cache); latent_moe_use_norm: a norm in
+# the MoE's latent projection (weights).
 @register("kimi_linear", handles=("linear_attn_config", "kv_lora_rank"),
           ignores=("mla_use_output_gate", "attn_res_block_size", "q_lora_rank",
-                   "qk_nope_head_dim", "v_head_dim"))
+                   "qk_nope_head_dim", "v_head_dim", "latent_moe_use_norm"))
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     la = c.data.get("linear_attn_config")
     if not isinstance(la, Mapping):

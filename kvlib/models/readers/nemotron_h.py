@@ -66,10 +66,13 @@ def _pattern(c: Fields, n: int) -> str:
 
 
 # chunk_size: the Mamba2 scan's chunk length (compute only; the states do not depend on it);
-# expand: vLLM sizes the Mamba2 state by mamba_num_heads x mamba_head_dim, not expand x hidden
+# expand: vLLM sizes the Mamba2 state by mamba_num_heads x mamba_head_dim, not expand x hidden;
+# moe_latent_size: the MoE's down/up projections around the experts (weights); mtp_*: the
+# multi-token-prediction block's own layout (it caches only as a speculative-decoding draft)
 @register("nemotron_h", handles=("hybrid_override_pattern", "layers_block_type",
                                  "mamba_num_heads"),
-          ignores=("chunk_size", "expand"), count_layers=_count)
+          ignores=("chunk_size", "expand", "moe_latent_size", "mtp_hybrid_override_pattern",
+                   "mtp_layers_block_type"), count_layers=_count)
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     pattern = _pattern(c, n)
     if not isinstance(pattern, str) or len(pattern) != n or set(pattern) - set(_KINDS):
