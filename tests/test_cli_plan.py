@@ -164,7 +164,7 @@ def test_text_output_shows_the_budget(capsys):
     assert "150.12 GB = 139.81 GiB" in out and "141 GB = 131.32 GiB" in out
     assert "138.11 GB = 128.63 GiB" in out  # ceil(0.92 x 150,119,844,413 B)
     assert "sequences in all" in out and "ms or more" in out
-    assert "note: memory: 139.81 GiB, the total CUDA reports on an H200" in out
+    assert "note: memory: 139.81 GiB, the total CUDA reports on the H200" in out
 
 
 def test_memory_flag_takes_the_datasheet(capsys):
@@ -242,3 +242,21 @@ def test_config_without_params_needs_the_flag(tmp_path, capsys):
 ])
 def test_parse_count(text, value):
     assert parse_count(text) == value
+
+
+def test_review_mends_one_line_each(capsys, tmp_path):
+    """A bad --draft names the flag; nothing fitting says vLLM would not start; int4 says vLLM
+    has no plain int4 cache; explain-log takes vLLM's dtype spellings and names a folder."""
+    rc, _, err = run(capsys, "llama-3.1-70b", "--gpu", "H200", "--draft", "nope")
+    assert rc == 2 and err.startswith("kvlib plan: error: --draft: unknown model 'nope'")
+    rc, out, _ = run(capsys, "glm-5", "--gpu", "H200", "--gpus", "8", "--tp", "8", "--context",
+                     "8192")
+    assert rc == 1 and "vLLM would refuse to start" in out and "0.00 x" not in out
+    rc, out, _ = run(capsys, "llama-3.1-8b", "--gpu", "H200", "--context", "8192", "--kv-dtype",
+                     "int4")
+    assert rc == 0 and "has no plain int4 kv_cache_dtype" in out
+    log = "tests/fixtures/vllm_logs/llama-3.1-8b-instruct_RTX3090_V0_issue10517.log"
+    assert main(["explain-log", log, "--model", "llama-3.1-8b", "--kv-dtype", "bfloat16"]) == 0
+    capsys.readouterr()
+    assert main(["explain-log", str(tmp_path)]) == 2
+    assert "is a folder, not a log file" in capsys.readouterr().err

@@ -238,3 +238,14 @@ def test_a_strong_cache_word_beats_a_harmless_pattern(key, value):
 def test_real_harmless_keys_are_read_past(key, value):
     spec = read_config(probe(**{key: value}))
     assert spec.kv_bytes_per_token(2) == 4 * 2 * 2 * 64 * 2
+
+
+def test_a_checkpoint_asking_for_a_quantized_kv_cache_is_said():
+    """vLLM's kv_cache_dtype 'auto' takes the checkpoint's kv_cache_scheme (compressed-tensors,
+    ModelOpt exports): kvlib says so instead of planning the model dtype silently."""
+    q = {"quant_method": "compressed-tensors",
+         "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": False}}
+    spec = read_config(probe(quantization_config=q))
+    assert any(a.startswith("quantization_config.kv_cache_scheme=") and "--kv-dtype fp8" in a
+               for a in spec.assumptions)
+    assert not any("quantized KV" in a for a in read_config(probe()).assumptions)

@@ -18,8 +18,7 @@ import json
 import re
 import sys
 
-from kvlib.cli.args import count
-from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.cli.args import count, kv_dtype
 from kvlib.serving.gpus import CATALOG, get_gpu
 from kvlib.serving.vllm_log import Explanation, VllmLog, explain, model_name, read_log
 
@@ -41,7 +40,7 @@ def add_parser(subparsers) -> None:
                         "engine-config line names)")
     p.add_argument("--tp", type=count, default=None,
                    help="tensor_parallel_size, when the log does not print it")
-    p.add_argument("--kv-dtype", default=None, choices=list(DTYPE_BYTES),
+    p.add_argument("--kv-dtype", default=None, type=kv_dtype, metavar="DTYPE",
                    help="kv cache dtype, when the log does not print it (default: the "
                         "log's kv_cache_dtype, 'auto' read as the model dtype)")
     p.add_argument("--gpu", default=None,

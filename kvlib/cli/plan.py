@@ -150,7 +150,10 @@ def _text(d: dict) -> str:
         f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}",
         f"  {'sequences in all':<{w}}{d['max_sequences']:>11,}",
     ]
-    if d["vllm_max_concurrency"] is not None:
+    if d["vllm_max_concurrency"] == 0:
+        lines.append(f"  {'vLLM would log (per replica)':<{w}}{'0':>11} blocks: vLLM would refuse "
+                     "to start (no KV-cache memory, or less than one request needs)")
+    elif d["vllm_max_concurrency"] is not None:
         sizes = d.get("vllm_block_sizes")
         block = (f"blocks of {' / '.join(f'{n:,} ({k})' for k, n in sizes.items())}"
                  if sizes else f"block {d['vllm_block_size']:,}")
@@ -184,7 +187,7 @@ def _memory_note(deployment: Deployment) -> str:
     sheet = fmt_bytes(gpu.hbm_bytes, "GB")
     if deployment.memory_basis == "cuda":
         return (f"memory: {fmt_bytes(gpu.cuda_total_bytes, 'GiB')}, the total CUDA reports "
-                f"on an {gpu.name} (vLLM's start-up log), which vLLM multiplies by "
+                f"on the {gpu.name} (vLLM's start-up log), which vLLM multiplies by "
                 f"gpu_memory_utilization; the datasheet says {sheet} (--memory datasheet)")
     if deployment.memory == "datasheet":
         return f"memory: the datasheet's {sheet} (--memory datasheet)"
@@ -203,7 +206,10 @@ def run(args) -> int:
         raise ValueError(f"{args.model.strip()} is a quantized re-packaging of the bundled "
                          f"{BUNDLED[typed[0]].repo}: same cache, other weights; give "
                          "--weight-dtype (fp8, int4, ...) or pass its own config.json")
-    draft = load_model(args.draft) if args.draft else None
+    try:
+        draft = load_model(args.draft) if args.draft else None
+    except (ValueError, FileNotFoundError) as e:
+        raise ValueError(f"--draft: {e}") from None
     hbm = _gib_to_bytes("--hbm-gib", args.hbm_gib) if args.hbm_gib is not None else None
     deployment = Deployment(
         model, get_gpu(args.gpu, hbm_bytes=hbm), gpus=args.gpus, tp=args.tp,

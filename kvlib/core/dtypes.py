@@ -36,7 +36,7 @@ VLLM_KV_CACHE_DTYPES: dict[str, str] = {
     "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_inc": "fp8",
 }
 VLLM_KV_UNPLANNED: dict[str, str] = {
-    "auto": "the model's dtype (give it: bf16 or fp16)",
+    "auto": "'the model's dtype' (give that dtype: bf16 or fp16)",
     "nvfp4": "4-bit values plus one fp8 scale per 16, h/2 + h/16 bytes per head and token "
              "(FlashInfer only, vllm/v1/attention/backends/flashinfer.py:558-570)",
     "nvfp4_4over6": "the nvfp4 layout (vllm/config/cache.py:245-246)",
@@ -59,7 +59,7 @@ def kv_dtype_name(text: str) -> str:
     if key in VLLM_KV_CACHE_DTYPES:
         return VLLM_KV_CACHE_DTYPES[key]
     if key in VLLM_KV_UNPLANNED:
-        raise ValueError(f"kv dtype {text!r} is vLLM's {VLLM_KV_UNPLANNED[key]}; kvlib plans "
+        raise ValueError(f"kv dtype {text!r} in vLLM: {VLLM_KV_UNPLANNED[key]}; kvlib plans "
                          f"{', '.join(DTYPE_BYTES)}")
     if key.startswith(("turboquant", "octave", "ultraquant")):
         raise ValueError(f"kv dtype {text!r}: vLLM's packed format of its own slot size; kvlib "

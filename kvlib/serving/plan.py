@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kvlib.core import validate
+from kvlib.core.dtypes import bytes_per_element
 from kvlib.core.units import fmt_bytes
 from kvlib.models.spec import ModelSpec
 from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
@@ -19,6 +20,11 @@ __all__ = ["Plan", "make_plan", "plan"]
 
 def _gb(n: int) -> str:
     return fmt_bytes(n, "GB")
+
+
+def _readable(n: int) -> str:
+    """GB, or MB / KB below a GB (never "0 GB")."""
+    return fmt_bytes(n, next((u for u, s in (("GB", 10**9), ("MB", 10**6)) if n >= s), "KB"))
 
 
 @dataclass(frozen=True)
@@ -173,9 +179,10 @@ def _weights_notes(dep: Deployment) -> list[str]:
         dtype = "bf16" if dep.weight_dtype == "checkpoint" else dep.weight_dtype
         return [f"weights: {dep.params:,} parameters x {dtype} / TP {dep.tp} ({how}; "
                 "--weight-dtype overrides the dtype)"]
+    mtp = ", MTP layers not loaded" if dep._counted.mtp else ""
     return [f"weights: counted from the config, {dep.params:,} parameters stored as "
-            f"{ck.method} ({_gb(ck.total)} in all, MTP layers not loaded); per GPU "
-            f"{_gb(ck.per_gpu)}, of which {_gb(ck.replicated)} is held whole by every rank "
+            f"{ck.method} ({_gb(ck.total)} in all{mtp}); per GPU "
+            f"{_gb(ck.per_gpu)}, of which {_readable(ck.replicated)} is held whole by every rank "
             "(routers, MLA down projections, indexer, norms); --weight-dtype overrides"] + [
         f"weights: {n}" for n in ck.notes]
 
@@ -194,6 +201,11 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:
         notes.append(f"vllm_max_concurrency: not computed ({e})")
         return dict.fromkeys(keys)
     notes += [f"vLLM {VLLM_RELEASE}: {n}" for n in layout.notes]
+    if dep.kv_dtype in ("int8", "int4"):
+        notes.append(f"vLLM {VLLM_RELEASE} has no plain {dep.kv_dtype} kv_cache_dtype (its "
+                     f"{dep.kv_dtype}_per_token_head adds two fp32 scales per token and head, "
+                     "vllm/config/cache.py:44-67): the figure is the cache at "
+                     f"{bytes_per_element(dep.kv_dtype)} B per element alone")
     sizes = {g.kind: g.block_size for g in layout.groups}  # Gemma 4: full 32, sliding 16
     return dict(zip(keys, (round(float(layout.max_concurrency(budget)), 2), layout.block_size,
                            len(layout.groups), layout.padding_layers,

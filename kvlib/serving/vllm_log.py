@@ -258,6 +258,8 @@ def read_log(path) -> VllmLog:
     """:func:`read_log_text` of a file (FileNotFoundError if there is none; ValueError if
     it is not text)."""
     p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{path} is a folder, not a log file")
     if not p.is_file():
         raise FileNotFoundError(f"no such log file: {path}")
     try:

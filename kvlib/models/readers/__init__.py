@@ -94,6 +94,21 @@ def _reader(c: Fields, family: str, notes: list[str]) -> Family:
     return _GENERIC
 
 
+def _kv_scheme(outer: Fields) -> list[str]:
+    """A note when the checkpoint asks for a quantized KV cache: vLLM 0.33.0's kv_cache_dtype
+    "auto" then takes it (``resolve_kv_cache_dtype_string``, vllm/utils/torch_utils.py:443-515,
+    called from engine/arg_utils.py:2296-2299), so a plan in the model dtype would be off."""
+    for key in ("quantization_config", "compression_config"):
+        q = outer.raw.get(key)
+        if isinstance(q, Mapping):
+            for name in ("kv_cache_scheme", "kv_cache_quant_algo"):
+                if q.get(name):
+                    return [f"{key}.{name}={q[name]!r}: the checkpoint asks for a quantized KV "
+                            "cache, which vLLM's kv_cache_dtype 'auto' takes; give --kv-dtype "
+                            "fp8 (or what it names) to count what vLLM allocates"]
+    return []
+
+
 def _max_positions(c: Fields, family: str, reader: Family, notes: list[str]) -> int | None:
     m = c.int("max_position_embeddings", "n_positions", required=False)
     if m is None and reader.max_positions is not None:
@@ -126,6 +141,7 @@ def parse_config(source) -> ConfigReading:
             c.int("num_hidden_layers", "n_layer")  # raises, naming both
     read = reader.read(c, family, n, notes)
     ignored = closed.account(outer, c, n, reader.ignores)
+    notes += _kv_scheme(outer)
     return ConfigReading(
         name=_name(cfg, source, c), family=family, reader=reader.module, num_layers=n,
         attention=read.kind, label=read.label, sizes=read.sizes, counts=read.layers.counts,
