@@ -191,3 +191,27 @@ def test_binary_file_exit_2(capsys, tmp_path):
     p.write_bytes(b"\xff\xfe\x00\x81" * 10)
     code, _, err = _run(capsys, p)
     assert code == 2 and "not a text file" in err
+
+
+def test_an_excerpt_missing_one_ranks_budget_line_is_still_explained(tmp_path, capsys):
+    """A pasted excerpt often loses a line: with one worker's budget line gone, each capacity
+    line is matched to a budget line that explains it, not failed against the lowest."""
+    from kvlib.cli import main
+
+    src = LOGS / "qwen3-235b-a22b-fp8_8xL40S_tp8_v0.10.2.log"
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    budget = next(i for i, t in enumerate(lines)
+                  if "Worker_TP3" in t and "Available KV cache memory" in t)
+    cut = tmp_path / "cut.log"
+    cut.write_text("".join(lines[:budget] + lines[budget + 1:]), encoding="utf-8")
+    config = str(LOGS / "configs" / "qwen3-235b-a22b-fp8.json")
+    assert main(["explain-log", str(cut), "--model", config]) == 0
+    assert "matched to the budget line that explains it" in capsys.readouterr().out
+
+
+def test_a_tp_the_heads_do_not_allow_is_refused(capsys):
+    from kvlib.cli import main
+
+    log = str(LOGS / "qwen3-next-80b-a3b_w4a16_2xL40S_tp2_kvfp8_v0.13.0.log")
+    assert main(["explain-log", log, "--model", "qwen3-next-80b-a3b", "--tp", "3"]) == 2
+    assert capsys.readouterr().err.startswith("kvlib explain-log: error: --tp 3: ")

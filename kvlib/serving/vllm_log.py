@@ -382,6 +382,13 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     if model is None:
         return _Setup(rules, tp_, None, None, None, "no model: the log names none (pass --model)",
                       block or 16)
+    if tp is not None:  # a TP the model's heads do not allow is the user's slip: say so
+        for g in model.groups:
+            if g.grows:
+                try:
+                    shard(g, tp_)
+                except ValueError as e:
+                    raise ValueError(f"--tp {tp}: {e}") from None
     if dtype is None:
         return _Setup(rules, tp_, None, None, None, "the kv cache dtype is not one kvlib "
                       "models", block or 16)
@@ -620,11 +627,23 @@ def _pair_v1(log: VllmLog, c: _Checks, s: _Setup) -> None:
                 _v1_capacity(c, s, a, exact.get(key) if _exact_agrees(exact.get(key), a)
                              else None, tok, conc, cap, how)
             continue
+        # Counts differ (a pasted excerpt lost a line): match each capacity line to a budget
+        # line that explains it; one that none explains is a mismatch against the lowest.
+        how = f"{len(caps)} capacity line(s) for {len(avail)} budget line(s)"
         for cap, tok, conc in caps:
+            matched = None
+            for a in sorted(avail, key=lambda a: _frac(a.values[0])):
+                trial = _Checks()
+                _v1_capacity(trial, s, a, None, tok, conc, cap, "")
+                if trial.out and all(x.status != "mismatch" for x in trial.out):
+                    matched = a
+                    break
             low = min(avail, key=lambda a: _frac(a.values[0])) if avail else None
-            _v1_capacity(c, s, low, None, tok, conc, cap,
-                         f"{len(caps)} capacity line(s) for {len(avail)} budget line(s): "
-                         "compared with the lowest budget" if avail else "")
+            _v1_capacity(c, s, matched or low, None, tok, conc, cap,
+                         (f"{how}: matched to the budget line that explains it (line "
+                          f"{matched.line.number})" if matched else
+                          f"{how}: none explains it; compared with the lowest budget")
+                         if avail else "")
 
 
 def _exact_agrees(n: int | None, avail: Found) -> bool:
