@@ -43,7 +43,8 @@ from kvlib.models.params import ParamCount, count_params
 from kvlib.models.readers.fields import Fields, describe, load_config
 from kvlib.models.readers.state import model_dtype_bytes
 
-__all__ = ["Scheme", "Quantization", "read_quantization", "checkpoint_bytes", "METHODS"]
+__all__ = ["Scheme", "Quantization", "read_quantization", "checkpoint_bytes", "linear_bytes",
+           "METHODS"]
 
 # Never quantized unless a config says so: lm_head, embeddings, routers, MTP and indexer
 # projections (module name's last segments).
@@ -298,6 +299,14 @@ def read_quantization(config) -> Quantization | None:
     return Quantization(method, scheme, dense_bytes=d, notes=tuple(notes), **extra)
 
 
+def linear_bytes(q: Quantization | None, lin, dense_bytes: int) -> int:
+    """Stored bytes of every copy of one linear (a :class:`kvlib.models.params.Linear`): in
+    ``q``'s format (scales and zeros included), or ``dense_bytes`` per element unquantized."""
+    if q is None:
+        return lin.params * dense_bytes
+    return lin.count * q.bytes(lin.in_features, lin.out_features, lin.name, lin.part)
+
+
 def checkpoint_bytes(config, count: ParamCount | None = None, include_mtp: bool = False) -> int:
     """Total weight bytes of a config's checkpoint (tensor bytes, no file headers).
 
@@ -313,6 +322,5 @@ def checkpoint_bytes(config, count: ParamCount | None = None, include_mtp: bool 
     total = 0
     for lin in linears:
         elements -= lin.params
-        total += lin.count * (q.bytes(lin.in_features, lin.out_features, lin.name, lin.part)
-                              if q else lin.in_features * lin.out_features * d)
+        total += linear_bytes(q, lin, d)
     return total + elements * d

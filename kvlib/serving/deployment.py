@@ -20,6 +20,8 @@ by default the target's). The answer for one context is a
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -65,6 +67,28 @@ CHECKPOINT = "checkpoint"  # weight_dtype: the checkpoint's own format, read fro
 # non-torch + 1.26 GiB activation peak for Llama-3-8B at TP=1 and 3.58 + 1.26 GiB at TP=2.
 DEFAULT_OVERHEAD_BYTES = 4 * GiB
 MEMORY_BASES = ("cuda", "datasheet")
+
+
+def _config_key(config: dict) -> str:
+    """A config as a hashable key for the caches below (the widgets plan one model many times)."""
+    return json.dumps(config, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _count_of(key: str) -> tuple:
+    """(ParamCount or None, why not) of the config ``key`` (:func:`_config_key`)."""
+    from kvlib.models.params import count_params
+
+    try:
+        return count_params(json.loads(key)), ""
+    except ValueError as e:
+        return None, str(e)
+
+
+@functools.lru_cache(maxsize=256)
+def _weights_of(key: str, tp: int) -> CheckpointWeights:
+    """:func:`checkpoint_weights` of a countable config ``key`` on ``tp`` ranks."""
+    return checkpoint_weights(json.loads(key), tp, _count_of(key)[0])
 
 
 def _bundled_config(name: str) -> dict | None:
@@ -146,13 +170,13 @@ class Deployment:
             set_(self, "config", _bundled_config(self.model.name))
         params = self.params
         if params is None and self.checkpoint is not None:
-            params = self._counted.total
+            params = self.param_count.total
         if params is None:
             params = self.model.params
         if params is None:
             raise ValueError(
                 f"the parameter count of {self.model.name} is unknown and kvlib cannot count "
-                f"it from its config ({self._count_error}); give it (--params)")
+                f"it from its config ({self._count[1]}); give it (--params)")
         set_(self, "params", validate.positive_int("parameter count", params))
         if self.active_params is not None:
             validate.positive_int("active parameter count", self.active_params)
@@ -169,38 +193,37 @@ class Deployment:
                         self.dcp)
 
     @cached_property
-    def _counted(self):
-        from kvlib.models.params import count_params
+    def _count(self) -> tuple:
+        """(the config's :class:`~kvlib.models.params.ParamCount`, or None, and why not)."""
+        return _count_of(_config_key(self.config)) if self.config is not None else (
+            None, "no config")
 
-        return count_params(self.config)
+    @property
+    def param_count(self):
+        """The parameters counted from the config, or None where kvlib cannot count them."""
+        return self._count[0]
 
     @cached_property
     def checkpoint(self) -> CheckpointWeights | None:
         """The checkpoint's weights per GPU (weight_dtype "checkpoint", no --params), or None
         when the weights are params x a dtype; ValueError for a quantization kvlib cannot count."""
-        object.__setattr__(self, "_count_error", "no config")
         quantized = (self.config or {}).get("quantization_config") or (
             self.config or {}).get("compression_config")
+        method = quantized.get("quant_method", "?") if isinstance(quantized, dict) else quantized
         if self.weight_dtype == CHECKPOINT and self.params is not None and quantized:
-            method = quantized.get("quant_method", "?") if isinstance(quantized, dict) \
-                else quantized
             raise ValueError(f"{self.model.name}: --params given for a quantized checkpoint "
                              f"({method}); give --weight-dtype too, or leave --params out to "
                              "count it")
         if self.weight_dtype != CHECKPOINT or self.params is not None or self.config is None:
             return None
-        try:
-            count = self._counted
-        except ValueError as e:
-            object.__setattr__(self, "_count_error", str(e))
-            q = self.config.get("quantization_config") or self.config.get("compression_config")
-            if q is not None:
-                raise ValueError(f"{self.model.name}: the checkpoint is quantized "
-                                 f"({q.get('quant_method', '?') if isinstance(q, dict) else q}) "
-                                 f"but kvlib cannot count its parameters ({e}); give "
-                                 "--params and --weight-dtype") from None
+        count, why = self._count
+        if count is None:
+            if quantized:
+                raise ValueError(f"{self.model.name}: the checkpoint is quantized ({method}) "
+                                 f"but kvlib cannot count its parameters ({why}); give "
+                                 "--params and --weight-dtype")
             return None
-        return checkpoint_weights(self.config, self.tp) if count else None
+        return _weights_of(_config_key(self.config), self.tp)
 
     @property
     def weights_label(self) -> str:
@@ -238,7 +261,7 @@ class Deployment:
         if self.active_params is not None:
             return self.active_params
         if self.checkpoint is not None:
-            return self._counted.active  # counted per layer: top-k experts + everything dense
+            return self.param_count.active  # counted per layer: top-k experts + everything dense
         derived = derived_active_params(self.params, moe_layout(self.config))
         published = _bundled_active(self.model.name) if self.params == self.model.params \
             else None
@@ -271,7 +294,7 @@ class Deployment:
     def bytes_per_weight(self) -> Fraction:
         """Bytes per parameter: the checkpoint's average (scales included), else the dtype's."""
         if self.checkpoint is not None:
-            return Fraction(self.checkpoint.total, self._counted.total)
+            return Fraction(self.checkpoint.total, self.param_count.total)
         return weight_bytes_per_element("bf16" if self.weight_dtype == CHECKPOINT
                                         else self.weight_dtype)
 
@@ -288,10 +311,10 @@ class Deployment:
         config = _bundled_config(self.draft.name) if self.draft is not None else None
         if self.weight_dtype != CHECKPOINT or config is None:
             return None
-        try:
-            return checkpoint_weights(config, self.draft_tp)
-        except ValueError:
+        key = _config_key(config)
+        if _count_of(key)[0] is None:
             return None  # a family kvlib cannot count: its published count x bf16
+        return _weights_of(key, self.draft_tp)
 
     @property
     def draft_weights_bytes_per_gpu(self) -> int:

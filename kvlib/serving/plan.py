@@ -179,7 +179,7 @@ def _weights_notes(dep: Deployment) -> list[str]:
         dtype = "bf16" if dep.weight_dtype == "checkpoint" else dep.weight_dtype
         return [f"weights: {dep.params:,} parameters x {dtype} / TP {dep.tp} ({how}; "
                 "--weight-dtype overrides the dtype)"]
-    mtp = ", MTP layers not loaded" if dep._counted.mtp else ""
+    mtp = ", MTP layers not loaded" if dep.param_count.mtp else ""
     return [f"weights: counted from the config, {dep.params:,} parameters stored as "
             f"{ck.method} ({_gb(ck.total)} in all{mtp}); per GPU "
             f"{_gb(ck.per_gpu)}, of which {_readable(ck.replicated)} is held whole by every rank "

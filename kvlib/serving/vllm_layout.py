@@ -66,7 +66,8 @@ from kvlib.serving.gpus import GPU, get_gpu
 from kvlib.serving.kv import vllm_sliding_window_tokens
 from kvlib.serving.sharding import shard, shard_state
 
-__all__ = ["VLLM_RELEASE", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_batched_tokens"]
+__all__ = ["VLLM_RELEASE", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_batched_tokens",
+           "state_page_bytes"]
 
 VLLM_RELEASE = "0.33.0"
 GiB = 1024**3
@@ -184,8 +185,11 @@ def _per_token_bytes(g: LayerGroup, tp: int, b, ds_mla: bool = False) -> Fractio
     return Fraction(rank.bytes_per_token(b), g.layers)
 
 
-def _state_page(g: LayerGroup, tp: int) -> int:
-    return shard_state(g, tp).state_bytes_per_sequence() // g.layers
+def state_page_bytes(model: ModelSpec, tp: int) -> int:
+    """The largest state page of ``model``'s state layers on one of ``tp`` ranks, before vLLM
+    pads it to the attention page (0 for a model without states)."""
+    return max((shard_state(g, tp).state_bytes_per_sequence() // g.layers
+                for g in model.groups if g.kind in STATEFUL), default=0)
 
 
 def _checkpoint(g: LayerGroup, hopper: bool) -> tuple[int, int | None]:
@@ -362,7 +366,7 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
         mode = "align" if prefix_caching else "none"
         first = attn[0]
         one_token = _per_token_bytes(first, tp, b, ds_mla)
-        page = max(_state_page(g, tp) for g in states)
+        page = state_page_bytes(model, tp)
         K = bs
         if mode == "align":
             aligns = [_checkpoint(g, hopper)[1] for g in states]

@@ -46,8 +46,8 @@ from pathlib import Path
 
 from kvlib.models.spec import STATEFUL, ModelSpec
 from kvlib.serving.gpus import get_gpu
-from kvlib.serving.sharding import shard, shard_state
-from kvlib.serving.vllm_layout import VllmLayout, vllm_layout
+from kvlib.serving.sharding import shard
+from kvlib.serving.vllm_layout import VllmLayout, state_page_bytes, vllm_layout
 
 __all__ = ["LogLine", "Found", "VllmLog", "Check", "Explanation", "RULES", "read_log",
            "read_log_text", "model_name", "explain"]
@@ -711,6 +711,15 @@ def _explain_free(c: _Checks, f: Found, avail: dict, kind: str) -> None:
           f"(= {_g(gap)} GiB)", abs(gap - (_frac(free) - r)) <= 2 * HALF)
 
 
+def _check_requested(c: _Checks, f: Found, total: str, util: str, printed: str) -> None:
+    """V0's "memory vLLM may use" = total_gpu_memory x gpu_memory_utilization, each printed."""
+    lo, hi = _gib_range(total)
+    u = _frac(util)
+    c.add(f, "memory vLLM may use", printed + " GiB", f"{_g(lo * u)} to {_g(hi * u)} GiB",
+          f"total_gpu_memory {total} GiB x gpu_memory_utilization {util}",
+          _near(printed, lo * u, hi * u))
+
+
 def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
     kv: Found | None = None  # the last budget line giving the KV memory, and its value
     kv_value: str | None = None
@@ -719,11 +728,7 @@ def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
     for f in log.found:
         v = f.values
         if f.kind == "v0_requested":
-            lo, hi = _gib_range(v[0])
-            u = _frac(v[1])
-            c.add(f, "memory vLLM may use", v[2] + " GiB", f"{_g(lo * u)} to {_g(hi * u)} GiB",
-                  f"total_gpu_memory {v[0]} GiB x gpu_memory_utilization {v[1]}",
-                  _near(v[2], lo * u, hi * u))
+            _check_requested(c, f, v[0], v[1], v[2])
             table["requested"] = f
         elif f.kind == "v0_budget":
             req = table.get("requested")
@@ -749,12 +754,8 @@ def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
             table[v[0]] = f
             if v[0] == "the current vLLM instance can use" and "total_gpu_memory" in table and \
                     "gpu_memory_utilization" in table:
-                lo, hi = _gib_range(table["total_gpu_memory"].values[1])
-                u = _frac(table["gpu_memory_utilization"].values[1])
-                c.add(f, "memory vLLM may use", v[1] + " GiB", f"{_g(lo * u)} to {_g(hi * u)} GiB",
-                      f"total_gpu_memory {table['total_gpu_memory'].values[1]} x "
-                      f"gpu_memory_utilization {table['gpu_memory_utilization'].values[1]}",
-                      _near(v[1], lo * u, hi * u))
+                _check_requested(c, f, table["total_gpu_memory"].values[1],
+                                 table["gpu_memory_utilization"].values[1], v[1])
             if v[0] == "available_kv_cache_memory":
                 keys = ("the current vLLM instance can use", "model weights take",
                         "non_torch_memory", "PyTorch activation peak memory")
@@ -799,34 +800,28 @@ def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
 def _explain_mamba(log: VllmLog, c: _Checks, s: _Setup, model: ModelSpec | None) -> None:
     blocks = [f for f in log.found if f.kind == "mamba_block"]
     pads = [f for f in log.found if f.kind == "mamba_pad"]
-    for f in blocks + pads:
-        if s.layout is None or model is None or not any(g.kind in STATEFUL for g in model.groups):
-            why = s.why_not or "kvlib reads no state layers in this model"
+    if not blocks and not pads:
+        return
+    if s.layout is None or model is None or not any(g.kind in STATEFUL for g in model.groups):
+        why = s.why_not or "kvlib reads no state layers in this model"
+        for f in blocks + pads:
             c.add(f, "mamba alignment", f.line.text.strip(), "-", "", None, why)
-            continue
-        states = [g for g in model.groups if g.kind in STATEFUL]
-        state_page = max(shard_state(g, s.tp).state_bytes_per_sequence() // g.layers
-                         for g in states)
-        attn_page = s.layout.page_bytes
-        if f.kind == "mamba_block":
-            c.add(f, "attention block size (hybrid)", f.values[0] + " tokens",
-                  f"{s.layout.block_size:,} tokens",
-                  f"the smallest multiple of 16 tokens whose attention page holds one state page "
-                  f"({state_page:,} B per layer, TP={s.tp}, kv {s.kv_dtype})",
-                  int(f.values[0]) == s.layout.block_size)
-        else:
-            pct = Fraction(100 * (attn_page - state_page), state_page)
-            c.add(f, "mamba page padding", f.values[0] + "%", f"{float(pct):.2f}%",
-                  f"100 x (attention page {attn_page:,} B - state page {state_page:,} B) / "
-                  f"state page", _round2_matches(f.values[0], pct))
-    if blocks and not pads and s.layout is not None and model is not None and \
-            any(g.kind in STATEFUL for g in model.groups):
-        states = [g for g in model.groups if g.kind in STATEFUL]
-        state_page = max(shard_state(g, s.tp).state_bytes_per_sequence() // g.layers
-                         for g in states)
-        pct = Fraction(100 * (s.layout.page_bytes - state_page), state_page)
+        return
+    state_page, attn_page = state_page_bytes(model, s.tp), s.layout.page_bytes
+    pct = Fraction(100 * (attn_page - state_page), state_page)
+    for f in blocks:
+        c.add(f, "attention block size (hybrid)", f.values[0] + " tokens",
+              f"{s.layout.block_size:,} tokens",
+              f"the smallest multiple of 16 tokens whose attention page holds one state page "
+              f"({state_page:,} B per layer, TP={s.tp}, kv {s.kv_dtype})",
+              int(f.values[0]) == s.layout.block_size)
+    for f in pads:
+        c.add(f, "mamba page padding", f.values[0] + "%", f"{float(pct):.2f}%",
+              f"100 x (attention page {attn_page:,} B - state page {state_page:,} B) / "
+              f"state page", _round2_matches(f.values[0], pct))
+    if blocks and not pads:
         c.add(blocks[-1], "mamba page padding", "no \"Padding mamba page size\" line",
-              f"{float(pct):.2f}%", f"attention page {s.layout.page_bytes:,} B vs state page "
+              f"{float(pct):.2f}%", f"attention page {attn_page:,} B vs state page "
               f"{state_page:,} B: vLLM prints the padding line only when they differ",
               pct == 0)
 

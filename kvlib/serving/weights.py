@@ -67,24 +67,24 @@ class CheckpointWeights:
     notes: tuple[str, ...]
 
 
-def checkpoint_weights(config, tp: int = 1) -> CheckpointWeights:
-    """Weights per GPU from a config dict: parameters counted per layer
-    (:func:`kvlib.models.params.count_params`), each linear in its stored format
-    (:mod:`kvlib.models.quantization`), split as vLLM splits them: column/row-parallel layers
-    and routed experts by ``tp``; the vocabulary padded to 64 and split; K/V projections
-    split by at most the KV-head count (vLLM replicates KV heads when tp exceeds them);
-    routers, MLA down projections, indexer projections and norms whole on every rank.
+def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
+    """Weights per GPU from a config dict: parameters counted per layer (``count``, else
+    :func:`kvlib.models.params.count_params` of the config), each linear in its stored format
+    (:func:`kvlib.models.quantization.linear_bytes`), split as vLLM splits them: column/row-
+    parallel layers and routed experts by ``tp``; the vocabulary padded to 64 and split; K/V
+    projections split by at most the KV-head count (vLLM replicates KV heads when tp exceeds
+    them); routers, MLA down projections, indexer projections and norms whole on every rank.
     Other small tensors (biases, convolution kernels, SSM parameters) are counted as split.
     MTP / next-n layers are not counted: vLLM loads them only for speculative decoding.
     """
     from kvlib.models.params import count_params
-    from kvlib.models.quantization import read_quantization
+    from kvlib.models.quantization import linear_bytes, read_quantization
     from kvlib.models.readers.fields import Fields, load_config
     from kvlib.models.readers.state import model_dtype_bytes
 
     tp = validate.positive_int("tensor_parallel_size", tp)
     cfg = load_config(config)
-    count = count_params(cfg)
+    count = count or count_params(cfg)
     q = read_quantization(cfg)
     notes: list[str] = list(count.notes)
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
@@ -94,36 +94,35 @@ def checkpoint_weights(config, tp: int = 1) -> CheckpointWeights:
         notes.append("float32 checkpoint: vLLM's dtype 'auto' loads it in bf16 (2 B)")
     n_kv = text.get("num_key_value_heads") or text.get("num_attention_heads") or 1
     vocab = text.get("vocab_size") or 0
-    split = Fraction(0)
-    whole = 0
-    linear_elements = 0
+    padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
+    # bytes by what divides them: tp (split), n_kv (a KV head per rank), vocab x tp / padded
+    # (the padded vocabulary split), 1 (whole on every rank); one Fraction at the end
+    by = {"tp": 0, "kv": 0, "vocab": 0, "whole": count.parts["norms"] * d}
+    stored = 0
     for lin in count.linears:
-        linear_elements += lin.params
-        size = lin.count * (q.bytes(lin.in_features, lin.out_features, lin.name, lin.part)
-                            if q else lin.params // lin.count * d)
+        size = linear_bytes(q, lin, d)
+        stored += size
         if _REPLICATED.search(lin.name):
-            whole += size
+            by["whole"] += size
         elif lin.name.endswith(("k_proj", "v_proj")) and isinstance(n_kv, int) and tp > n_kv:
-            split += Fraction(size, n_kv)  # one KV head per rank, copied
+            by["kv"] += size
         elif lin.part in ("embedding", "lm_head") and vocab:
-            padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
-            split += Fraction(size * padded, vocab * tp)
+            by["vocab"] += size
         else:
-            split += Fraction(size, tp)
-    norms = count.parts["norms"] * d
+            by["tp"] += size
+    linear_elements = sum(lin.params for lin in count.linears)
     other = (count.total - linear_elements - count.parts["norms"]) * d
-    embedding_rows = count.parts["embedding"] if not any(
-        lin.part == "embedding" for lin in count.linears) else 0
-    if embedding_rows and vocab:
-        padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
-        other -= embedding_rows * d
-        split += Fraction(embedding_rows * d * padded, vocab * tp)
-    split += Fraction(other, tp)
-    whole += norms
-    total = sum(lin.count * (q.bytes(lin.in_features, lin.out_features, lin.name, lin.part)
-                             if q else lin.params // lin.count * d) for lin in count.linears)
-    total += (count.total - linear_elements) * d
+    if vocab and not any(lin.part == "embedding" for lin in count.linears):
+        rows = count.parts["embedding"] * d  # an embedding table not held as a linear
+        other -= rows
+        by["vocab"] += rows
+    by["tp"] += other
+    split = Fraction(by["tp"], tp) + Fraction(by["kv"], n_kv if isinstance(n_kv, int) else 1)
+    if vocab:
+        split += Fraction(by["vocab"] * padded, vocab * tp)
+    total = stored + (count.total - linear_elements) * d
     method = q.method if q else {2: "bf16", 1: "fp8"}.get(d, f"{d} B")
     if q:
         notes += list(q.notes)
-    return CheckpointWeights(math.ceil(split) + whole, total, whole, method, tuple(notes))
+    return CheckpointWeights(math.ceil(split) + by["whole"], total, by["whole"], method,
+                             tuple(notes))

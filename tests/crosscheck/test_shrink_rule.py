@@ -262,3 +262,16 @@ def test_transformers_reads_the_tiny_layers_as_the_real_first_ones(name):
     for t, kw in zip(tiny_types, tiny_kwargs, strict=True):
         assert kw.get("sliding_window") == {"sliding_attention": WINDOW,
                                             "chunked_attention": CHUNK}.get(t)
+
+
+def test_docs_count_what_the_check_builds():
+    """docs/crosscheck.md's "It builds N configs: M of the K bundled models" is these lists."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "crosscheck.md").read_text()
+    n, m, k = map(int, re.search(r"It builds (\d+) configs: (\d+) of the (\d+) bundled",
+                                 text).groups())
+    built = [name for name in NAMES if not unsupported(name)]
+    assert (n, m, k) == (len(built), len([b for b in BUNDLED_NAMES if b in built]),
+                         len(BUNDLED_NAMES))

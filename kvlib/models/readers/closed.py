@@ -263,9 +263,8 @@ def _walk(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str], n:
             continue
         reason = shaping_reason(str(key), value, n)
         if isinstance(value, Mapping) and reason is None:
-            inner: list[str] = []
-            _walk(value, path + ".", seen, ignores, n, inner)
-            ignored.append(path)
+            _walk(value, path + ".", seen, ignores, n, [])  # refuses a shaping child
+            ignored.append(path)  # else the object is listed once, by its own name
             continue
         if reason is not None:
             raise _refusal(path, value, reason)
