@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from bookcheck import StaticServer
-from browser_env import CHROMIUM, CHROMIUM_FLAGS, require_browser, unavailable
+from browser_env import CHROMIUM, CHROMIUM_FLAGS, unavailable
 
 # The fixture book is a test input (broken on purpose), not notebooks for nbval.
 collect_ignore_glob = ["fixtures/*"]
@@ -51,17 +51,14 @@ def build_book():
 
 
 @pytest.fixture(scope="session")
-def browser():
-    require_browser("book test")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as pw:
-        # Debian's chromium, started and stopped by playwright (never a browser download).
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                               args=CHROMIUM_FLAGS)
-        try:
-            yield b
-        finally:
-            b.close()
+def browser(playwright_session):
+    pw = playwright_session  # one driver per run (tests/conftest.py)
+    # Debian's chromium, started and stopped by playwright (never a browser download).
+    b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+    try:
+        yield b
+    finally:
+        b.close()
 
 
 @pytest.fixture

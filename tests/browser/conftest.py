@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_env import require_browser
 from labharness import (
     VIEWPORT,
     Chromium,
@@ -66,9 +65,8 @@ class Lab:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    require_browser("browser test of the widgets")
-    from playwright.sync_api import sync_playwright
+def lab(tmp_path_factory, playwright_session):
+    pw = playwright_session  # one driver per run (tests/conftest.py)
     work = tmp_path_factory.mktemp("lab")
     served = work / "notebooks"
     originals = copy_notebooks(
@@ -77,12 +75,11 @@ def lab(tmp_path_factory):
     browser_proc = None
     try:
         browser_proc = Chromium(work)
-        with sync_playwright() as pw:
-            browser = pw.chromium.connect_over_cdp(browser_proc.ws_url)
-            try:
-                yield Lab(server, browser.contexts[0], served, originals)
-            finally:
-                browser.close()
+        browser = pw.chromium.connect_over_cdp(browser_proc.ws_url)
+        try:
+            yield Lab(server, browser.contexts[0], served, originals)
+        finally:
+            browser.close()
     finally:
         if browser_proc is not None:
             browser_proc.stop()
