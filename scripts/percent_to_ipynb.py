@@ -5,7 +5,8 @@ Cell markers:
     # %% [markdown]           markdown cell; a leading "# " is stripped from each line
     # %% tags=["a", "b"]      code cell with tags
     # %% solution             code cell, input collapsed in JupyterLab (reveal by clicking),
-                              tagged "solution" so tests can find it
+                              tagged "solution" so tests can find it; it ends in
+                              kvlib.views.exercises.solution(...), which folds the answer
 
 Usage: python scripts/percent_to_ipynb.py SRC.py OUT.ipynb
 """
@@ -22,8 +23,9 @@ import nbformat
 def parse(text: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                       "name": "python3"},
+        "language_info": {"name": "python"},  # scripts/run_notebooks.py stores the kernel's
     }
     blocks = re.split(r"^# %%(.*)$", text, flags=re.M)
     for header, body in zip(blocks[1::2], blocks[2::2], strict=True):
@@ -39,7 +41,7 @@ def parse(text: str) -> nbformat.NotebookNode:
             tags = json.loads(header[len("tags="):])
         elif header == "solution":
             tags = ["solution"]
-            cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+            cell.metadata["jupyter"] = {"source_hidden": True}
         if tags:
             cell.metadata["tags"] = tags
         nb.cells.append(cell)

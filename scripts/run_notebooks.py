@@ -17,6 +17,7 @@ from pathlib import Path
 from queue import Empty
 
 import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -46,11 +47,19 @@ def sliced_waits(channel, step: float = 0.1) -> None:
     channel.get_msg = get_msg
 
 
-def clean(nb: nbformat.NotebookNode) -> None:
+def clean(nb: nbformat.NotebookNode, language_info: dict | None = None) -> None:
+    """Drop what differs run to run; store the kernel's own description of itself.
+
+    JupyterLab writes the running kernel's spec name and ``language_info`` into a notebook
+    it opens, and marks it modified when they differ from what is stored: so both are
+    stored as the ``python3`` kernel reports them (issue 26, section 3). A notebook opened
+    on another Python version still records that version, and shows as modified.
+    """
     nb.metadata.pop("widgets", None)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
-                                 "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["kernelspec"] = {"display_name": KernelSpecManager().get_kernel_spec(
+        "python3").display_name, "language": "python", "name": "python3"}
+    if language_info is not None:
+        nb.metadata["language_info"] = language_info
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type != "code":
@@ -80,9 +89,10 @@ def run(path: Path, timeout: int = 180) -> None:
     with client.setup_kernel():
         sliced_waits(client.kc.shell_channel)
         sliced_waits(client.kc.iopub_channel)
+        info = client.wait_for_reply(client.kc.kernel_info())
         for i, cell in enumerate(nb.cells):
             client.execute_cell(cell, i)
-    clean(nb)
+    clean(nb, info["content"]["language_info"])
     nbformat.write(nb, path)
     print(f"executed {path}")
 

@@ -1,15 +1,18 @@
 """Write the student edition of the notebooks: no solutions, no outputs (``make student``).
 
-Each solution cell becomes an empty answer cell; where kvlib can check the answer
-(:data:`kvlib.views.exercises.ANSWERS`), the cell ends in ``check("NN.k", answer)``,
-which says right or wrong with a hint. Every output is removed, so nothing gives an
-answer away; the edition runs top to bottom without error (tests/test_student_edition.py).
+Each solution cell becomes an answer cell: one variable per answer the exercise asks for
+(:data:`kvlib.views.exercises.ANSWERS`), then ``check("NN.k", ...)``, which says right, or
+not yet with a hint. The exercises' opening paragraph, which tells readers of the full
+notebooks how to unfold a solution, is replaced by how to answer. Every output is removed,
+so nothing gives an answer away; the edition runs top to bottom without error
+(tests/test_student_edition.py).
 
 Usage: python scripts/student_edition.py [OUTDIR]   (default: student/)
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -19,17 +22,29 @@ from kvlib.views.exercises import ANSWERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# What each kind of answer is written in (kvlib.views.exercises.reading).
+UNITS = {"bytes": "bytes, or text with a unit: '512 KiB'", "count": "a whole number",
+         "ratio": "a number, '3.8x', '11.1%' or '1/9'", "seconds": "seconds, or '15.2 ms'",
+         "exception": "an exception class, e.g. KeyError"}
+
+# The full notebooks' paragraph on folded solutions, up to the end of its paragraph.
+FOLDED = re.compile(r"Each solution's code is folded.*?(?=\n\n|\Z)", re.S)
+ANSWER_HERE = ("Answer each exercise in the cell below it: set its variables, then run the cell. "
+               "`check` says right, or not yet with a hint; it reads numbers with units and "
+               "thousands separators (\"512 KiB\", \"30,517 tokens\"). The worked solutions are "
+               "in the full notebooks, in `notebooks/`.")
+
 
 def answer_cell(exercise: str) -> nbformat.NotebookNode:
-    if exercise in ANSWERS:
-        unit = ANSWERS[exercise].unit
-        source = (f"# Exercise {exercise}: your answer ({unit}), then run the cell.\n"
-                  "from kvlib.views.exercises import check\n\n"
-                  f"answer = ...  # {unit}\n"
-                  f'check("{exercise}", answer)')
-    else:
-        source = f"# Exercise {exercise}: your solution here."
-    return nbformat.v4.new_code_cell(source, metadata={"tags": ["answer"]})
+    if exercise not in ANSWERS:
+        raise SystemExit(f"exercise {exercise} has a solution but no entry in "
+                         "kvlib.views.exercises.ANSWERS: add one, so learners can check it")
+    parts = ANSWERS[exercise].parts
+    lines = [f"# Exercise {exercise}: your answers, then run the cell.",
+             "from kvlib.views.exercises import check", ""]
+    lines += [f"{p.name} = ...  # {p.what}: {UNITS[p.kind]}" for p in parts]
+    lines.append(f'check("{exercise}", {", ".join(p.name for p in parts)})')
+    return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": ["answer"]})
 
 
 def student_notebook(path: Path) -> nbformat.NotebookNode:
@@ -42,6 +57,8 @@ def student_notebook(path: Path) -> nbformat.NotebookNode:
             continue
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+        elif "## Exercises" in cell.source:
+            cell.source = FOLDED.sub(ANSWER_HERE, cell.source)
         cells.append(cell)
     nb.cells = cells
     return nb

@@ -1,57 +1,155 @@
-"""The answer checks of the exercises: right answers pass, the usual slips get their hint."""
+"""The answer checks of the exercises (issue 26): every exercise checkable with all its answers,
+right answers pass however a learner writes them, the usual slips get the hint that matches
+them, and nothing a learner passes makes check() raise."""
 
+import re
+from fractions import Fraction
+
+import numpy as np
 import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kvlib.views.exercises import ANSWERS, check, verdict
+from kvlib.views.exercises import ANSWERS, check, solution, verdict
 
-# Right answers, by hand from the exercise statements.
+# Right answers, by hand from the exercise statements (never from kvlib).
 RIGHT = {
-    "01.1": 32 * 32 * (128 + 128) * 2,  # Llama 2 7B, MHA, fp16: 524,288 B per token
-    "01.2": 80_000_000_000 // (80 * 64 * 256 * 2),  # 30,517 tokens of Llama 3 70B as MHA
-    "02.1": 32 * 8 * (128 + 128) * 2,  # Mistral 7B: 131,072 B
-    "03.1": 61 * 512 * 2,  # DeepSeek V3, latent alone: 62,464 B
-    "04.1": 61 * (512 + 64) * 2,  # with the RoPE key: 70,272 B
-    "04.3": 60 * 576 * 1,  # DeepSeek V2, fp8: 34,560 B
-    "05.1": 10 * 8192 * 8192 + 52 * 8192 * 1024,  # Gemma 3 27B at 8K: 1,107,296,256 B
-    "07.2": 36 * (3 * 8192 * 2 + 32 * 128 * 128 * 4),  # Qwen3-Next fp32 state: 77,266,944 B
+    "01.1": (32 * 32 * (128 + 128) * 2, 32 * 32 * 256 * 2 * 4096),  # Llama 2 7B: 512 KiB, 2 GiB
+    "01.2": (80_000_000_000 // (80 * 64 * 256 * 2),),  # 30,517 tokens of Llama 3 70B as MHA
+    "01.3": (3 * 4 * 16 * 32 * 33 // 2, 32),  # 192 t summed over t = 1..32; step 32 / step 1
+    "02.1": (32 * 8 * (128 + 128) * 2, 32 // 8),  # Mistral 7B: 131,072 B, 4x
+    "02.2": (8,),  # 62 x 8 x 256 x 2 = 253,952 B < 327,680 B; 16 heads give 507,904 B
+    "02.3": (ValueError,),  # 6 does not divide 64
+    "03.1": (61 * 512 * 2, 61 * 512 * 2 * 131_072),  # DeepSeek V3 latent alone
+    "03.2": (8 * (128 + 128),),  # d_L = 2,048
+    "03.3": (2 * 128 * (512 + 512), 2 * 128 * (192 + 128), 2 * 128 * 1024 // (512 * 2), 1),
+    "04.1": (61 * (512 + 64) * 2, Fraction(64, 576)),  # 70,272 B; one ninth RoPE keys
+    "04.2": (100 * 2**30 // (60 * 512 * 2 * 131_072), 100 * 2**30 // (60 * 576 * 2 * 131_072)),
+    "04.3": (60 * 576, 60 * 576 * 131_072),  # fp8: 34,560 B; 4.21875 GiB
+    "05.1": (10 * 8192 * 8192 + 52 * 8192 * 1024,  # Gemma 3 27B at 8K (8 KiB per layer-token)
+             Fraction(62 * 8192 * 8192, 10 * 8192 * 8192 + 52 * 8192 * 1024)),
+    "05.2": (14 * 2048 * 32768 + 14 * 2048 * 4096,),  # Qwen2.5 7B, 14 layers windowed
+    "05.3": (100 * 2**30 // (61 * 576 * 131_072),),  # DeepSeek V3 fp8: 23
+    # Notebook 06's solutions write these out (CUDA totals, weights, 4 GiB overhead).
+    "06.1": (41,),
+    "06.2": (33, 264),
+    "06.3": (43, "44.1 ms"),
+    "07.1": (Fraction(54 * (3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4),
+                      54 * (3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4)
+                      + 10 * 2 * 8 * 128 * 2 * 8192),),
+    "07.2": (36 * (3 * 8192 * 2 + 32 * 128 * 128 * 4),),  # Qwen3-Next fp32 state
+    "07.3": (Fraction(80 * 2 * 8 * 128 * 2 * 2**20,
+                      12 * 2 * 2 * 256 * 2 * 2**20 + 39_518_208),),
 }
 
 
-def test_every_checked_exercise_has_a_hand_answer():
-    assert set(RIGHT) == set(ANSWERS)
+def test_all_21_exercises_are_checked():
+    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 21
+    for exercise, answers in RIGHT.items():
+        assert len(ANSWERS[exercise].parts) == len(answers), exercise
 
 
 @pytest.mark.parametrize("exercise", sorted(RIGHT))
-def test_the_right_answer_passes(exercise, capsys):
-    assert check(exercise, RIGHT[exercise]) is True
-    assert capsys.readouterr().out.startswith(f"{exercise}: right")
+def test_the_right_answers_pass(exercise, capsys):
+    assert check(exercise, *RIGHT[exercise]) is True
+    assert capsys.readouterr().out.startswith(f"{exercise}: ")
+    assert "not yet" not in verdict(exercise, *RIGHT[exercise])[1]
 
 
-@pytest.mark.parametrize("exercise, wrong, hint", [
-    ("01.1", 524_288 // 2, "factor 2"),  # K only
-    ("01.1", 524_288 * 1000 // 1024, "KiB vs KB"),  # 512 read as 512 KB
-    ("01.2", 80 * 2**30 // 2_621_440, "80 GB is decimal"),
-    ("02.1", 32 * 32 * 256 * 2, "that is MHA"),
-    ("03.1", 61 * 576 * 2, "latent alone"),
-    ("04.1", 61 * 512 * 2, "RoPE key"),
-    ("05.1", 62 * 8192 * 8192, "1,024-token window"),
-    ("07.2", 36 * (3 * 8192 * 2 + 32 * 128 * 128 * 2), "float32"),
-    ("04.3", 60 * 576 * 2, "factor 2"),  # bf16 instead of fp8
+@pytest.mark.parametrize("exercise, answers", [
+    ("01.1", ("512 kib", "2 GiB")), ("01.1", ("512KiB", "2gib")), ("01.1", ("524,288", "2 GiB")),
+    ("01.1", ("524288 B", "2147483648 bytes")), ("01.1", ("0.5 MiB", "2048 MiB")),
+    ("01.1", ([524_288, 2**31],)), ("01.1", (np.int64(524_288), sp.Integer(2**31))),
+    ("01.2", ("30,517 tokens",)), ("01.2", ("30 517",)), ("01.2", ("30_517",)),
+    ("01.2", (30517.0,)), ("03.2", (sp.Integer(2048),)),
+    ("04.1", (70_272, "11.1%")), ("04.1", (70_272, 0.111)), ("04.1", (70_272, "1/9")),
+    ("04.1", (70_272, sp.Rational(1, 9))), ("04.1", (70_272, 1 / 9)),
+    ("05.1", ("1.03 GiB", "3.76x")), ("05.1", ("1,107,296,256", 3.76)),
+    ("03.1", ("61 KiB", "7.63 GiB")),  # 7.625 GiB to the digits given
+    ("06.3", (43, 0.0441)), ("06.3", (43, "44.09 ms")),
+    ("02.3", ("ValueError",)), ("02.3", ("valueerror",)), ("02.3", (ValueError("x"),)),
+    ("1.1", (524_288, 2**31)),
 ])
-def test_a_usual_slip_gets_its_hint(exercise, wrong, hint):
-    right, message = verdict(exercise, wrong)
-    assert not right and hint in message
+def test_answers_as_learners_write_them(exercise, answers):
+    right, message = verdict(exercise, *answers)
+    assert right, message
 
 
-@pytest.mark.parametrize("text", ["512 KiB", "524,288", "524288 B", "0.5 MiB"])
-def test_answers_with_units(text):
-    assert verdict("01.1", text)[0]
+@pytest.mark.parametrize("exercise, answers, hint", [
+    ("01.1", (524_288 // 2, 2**31), "factor 2"),  # K only
+    ("01.1", ("512 KB", 2**31), "KiB vs KB: 1 KiB = 1,024 B, 1 KB = 1,000 B"),
+    ("01.1", (524_288, "2 GB"), "GiB vs GB: 1 GiB = 1,073,741,824 B, 1 GB = 1,000,000,000 B"),
+    ("01.1", (524_288, "2 MB"), "recompute"),  # not a unit mix-up of the right answer
+    ("01.2", (80 * 2**30 // 2_621_440,), "80 GB is decimal"),
+    ("01.2", (80e9 / 2_621_440,), "round down"),
+    ("02.1", (32 * 32 * 256 * 2, 4), "that is MHA"),
+    ("02.2", (16,), "already has 16 KV heads"),
+    ("02.3", (TypeError,), "read the exception's type"),
+    ("03.1", (61 * 576 * 2, 61 * 512 * 2 * 131_072), "latent alone"),
+    ("03.1", (61 * 512 * 2, "7.6 GiB"), "three significant digits"),
+    ("04.1", (61 * 512 * 2, "1/9"), "RoPE key"),
+    ("04.1", (70_272, "1/8"), "64 of 512 + 64"),
+    ("05.1", (62 * 8192 * 8192, 3.76), "1,024-token window"),
+    ("05.2", (28 * 2048 * 32768,), "every layer at full context"),
+    ("05.2", (28 * 2048 * 4096,), "the first max_window_layers"),
+    ("05.3", (100 * 2**30 // (61 * 576 * 2 * 131_072),), "bf16 cache"),
+    ("07.2", (36 * (3 * 8192 * 2 + 32 * 128 * 128 * 2),), "float32"),
+    ("07.2", (36 * (3 * 8192 * 4 + 32 * 128 * 128 * 4),), "convolution state stays bf16"),
+    ("04.3", (60 * 576 * 2, 60 * 576 * 131_072), "factor 2"),  # bf16 instead of fp8
+])
+def test_a_usual_slip_gets_its_own_hint(exercise, answers, hint):
+    right, message = verdict(exercise, *answers)
+    assert not right and hint in message, message
 
 
-def test_no_answer_and_bad_input():
-    assert verdict("01.1", ...) == (False, "01.1: no answer yet (set answer = ... in bytes)")
-    assert verdict("01.1", 7) == (False, "01.1: not yet; recompute step by step")
-    with pytest.raises(ValueError, match="no answer check for exercise '09.9'"):
-        verdict("09.9", 1)
-    with pytest.raises(ValueError, match="optionally with a unit"):
-        verdict("01.1", "a lot")
+def test_one_of_two_answers_says_which_is_right_and_what_is_missing():
+    right, message = verdict("01.1", "2 GiB")
+    assert not right
+    assert message == ('01.1 asks for 2 answers (bytes per token; bytes per 4,096-token '
+                       'sequence), got 1: check("01.1", per_token, per_sequence); right so far: '
+                       'bytes per 4,096-token sequence')
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ("", "expected a whole number"), ("   ", "expected a whole number"),
+    ("a lot", "expected a whole number"), ("32K", "cannot read the unit 'k'"),
+    ("1,5", "group thousands by three"), ("2 GiB", "not a size in bytes"),
+    ([1, 2], "got list [1, 2]"), ({"a": 1}, "got dict"), (True, "got True"),
+    (float("nan"), "got nan"), (np.array([1, 2]), "got ndarray"), (object(), "got object"),
+])
+def test_input_that_is_not_an_answer_gets_one_line(answer, expected, capsys):
+    assert check("01.2", answer) is False
+    out = capsys.readouterr().out
+    assert expected in out and out.count("\n") == 1, out
+
+
+def test_no_answer_yet_and_unknown_exercise(capsys):
+    assert verdict("01.1", ..., ...) == (
+        False, "01.1: no answer yet (set per_token, per_sequence = ..., then run the cell)")
+    assert verdict("01.2", None)[1] == "01.2: no answer yet (set tokens = ..., then run the cell)"
+    assert check("09.9", 1) is False
+    assert capsys.readouterr().out.startswith("'09.9' is not an exercise; they are 01.1, 01.2")
+
+
+_LEARNER_INPUT = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.fractions(), st.text(max_size=20),
+    st.from_regex(r"\s*[0-9][0-9,_. ]{0,12}\s*(KiB|kb|GB|gib|tokens|x|%|ms|s|K|)\s*",
+                  fullmatch=True),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers()))
+
+
+@given(exercise=st.sampled_from(sorted(RIGHT)), answers=st.lists(_LEARNER_INPUT, max_size=5))
+def test_check_never_raises_on_learner_input(exercise, answers):
+    right, message = verdict(exercise, *answers)
+    assert isinstance(right, bool) and "\n" not in message and message
+
+
+def test_a_solution_that_disagrees_with_the_check_fails_the_notebook():
+    folded = solution("01.2", 30_517, say="30,517 tokens")
+    assert repr(folded) == ("Answer to 01.2: folded (open it in JupyterLab, VS Code or the "
+                            "book)")
+    assert re.match(r'<details class="kvlib-answer"><summary>Show the answer to 01\.2'
+                    r"</summary><pre>30,517 tokens</pre>", folded._repr_html_())
+    with pytest.raises(AssertionError, match="the solution of 01.2 disagrees"):
+        solution("01.2", 30_518, say="30,518 tokens")

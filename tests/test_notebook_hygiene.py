@@ -62,13 +62,21 @@ def test_lesson_shape(path):
     solutions = [c for c in cells if "solution" in c["metadata"].get("tags", [])]
     assert len(solutions) >= 2, "2-3 exercises with revealable solutions"
     for c in solutions:
-        assert c["metadata"]["jupyter"]["source_hidden"] is True
-        # the answer is the output: folded too, and the folded line says "Solution", not code
-        assert c["metadata"]["jupyter"]["outputs_hidden"] is True
-        assert "".join(c["source"]).startswith("# Solution of exercise")
-        assert "assert" in "".join(c["source"]), "a solution is checked, not only shown"
+        source = "".join(c["source"])
+        assert c["metadata"]["jupyter"] == {"source_hidden": True}, \
+            "code folded; outputs not hidden (JupyterLab adds 'collapsed' and marks it modified)"
+        assert source.startswith("# Solution of exercise")
+        assert "assert" in source, "a solution is checked, not only shown"
+        # The answer is shown only inside a closed <details> (issue 26): the cell's one output
+        # is solution(...)'s, and nothing else is printed.
+        assert re.search(r'^solution\("\d\d\.\d"', source, re.M), c["id"]
+        assert "print(" not in source, c["id"]
+        (out,) = c["outputs"]
+        html = "".join(out["data"]["text/html"])
+        assert html.startswith('<details class="kvlib-answer"><summary>Show the answer to '), html
+        assert "<details open" not in html
     exercises = next(t for t in markdown if "## Exercises" in t)
-    assert "click the collapsed cell" in exercises, "say how to reveal a solution"
+    assert "**Show the answer**" in exercises, "say how to reveal an answer"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -38,10 +38,30 @@ def test_no_solution_and_no_output(edition):
                     assert line not in text, (path.name, line)
 
 
-def test_answer_cells_call_the_checker(edition):
-    nb = json.loads((edition / "01_attention_and_kv_cache.ipynb").read_text())
-    first = next(c for c in nb["cells"] if "answer" in c["metadata"].get("tags", []))
-    assert 'check("01.1", answer)' in "".join(first["source"])
+def test_every_exercise_is_checked_with_all_its_answers(edition):
+    """21 exercises, each answer cell calling check() with one variable per answer asked;
+    01.1 asks for the bytes per token and per sequence, so its cell takes both."""
+    checked = []
+    for path in sorted(edition.glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        for c in nb["cells"]:
+            if "answer" in c["metadata"].get("tags", []):
+                call = "".join(c["source"]).splitlines()[-1]
+                assert call.startswith('check("'), (path.name, call)
+                checked.append(call)
+    assert len(checked) == 21
+    assert 'check("01.1", per_token, per_sequence)' in checked
+    assert 'check("06.1", sessions)' in checked and 'check("07.1", share)' in checked
+
+
+def test_no_promise_of_solutions_it_does_not_contain(edition):
+    for path in sorted(edition.glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        exercises = next("".join(c["source"]) for c in nb["cells"]
+                         if "## Exercises" in "".join(c["source"]))
+        assert "Answer each exercise in the cell below it" in exercises, path.name
+        for word in ("click", "reveal", "folded", "Show the answer"):
+            assert word not in exercises, (path.name, word)
 
 
 def test_the_edition_runs_top_to_bottom(edition):

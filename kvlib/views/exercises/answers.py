@@ -1,0 +1,255 @@
+"""Every exercise's answers, computed by kvlib's own formulas (never a number typed here).
+
+One :class:`Exercise` per exercise of notebooks 01-07 ("01.1" is notebook 01's first), with
+one :class:`Part` per number it asks for, and the usual slips of each part with the hint that
+explains them. The solutions in the notebooks call :func:`kvlib.views.exercises.solution`,
+which checks their values against these, so a solution and the checker cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
+
+import numpy as np
+
+from kvlib.core.decode_cost import PATHS
+from kvlib.core.formulas import GQA, MHA, MLA, MLA_ROPE, STATES
+from kvlib.models.catalog import bundled_config, load_model, simplified
+from kvlib.models.estimate import estimate
+from kvlib.models.readers import read_config
+from kvlib.reference.attention import decode, init_weights
+from kvlib.serving.deployment import Deployment
+
+__all__ = ["Part", "Exercise", "ANSWERS"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One number an exercise asks for.
+
+    ``name``: the variable the student edition asks to set; ``what``: what it is, in words;
+    ``kind``: "bytes", "count", "ratio", "seconds" or "exception" (how it is read, see
+    :func:`kvlib.views.exercises.reading.read`); ``value``: kvlib's answer (an int, a Fraction,
+    or an exception's name); ``slips``: wrong answers that come from a known mistake, each
+    with its hint.
+    """
+
+    name: str
+    what: str
+    kind: str
+    value: Callable[[], int | Fraction | str]
+    slips: Callable[[], dict] = dict
+
+
+@dataclass(frozen=True)
+class Exercise:
+    parts: tuple[Part, ...]
+
+
+# Shared shapes of the exercises (each from the exercise's own statement).
+_LLAMA2_7B = dict(N_L=32, N_h=32, d_QK=128, d_V=128, b=2)
+_LLAMA3_70B_AS_MHA = dict(N_L=80, N_h=64, d_QK=128, d_V=128, b=2)
+_MISTRAL_7B = dict(N_L=32, N_h=32, N_g=8, d_QK=128, d_V=128, b=2)
+_QWEN3_NEXT_STATE = dict(N_L=36, d_conv=4, N_lk=16, d_lk=128, N_lv=32, d_lv=128)
+_DS_V2 = dict(N_h=128, d_in=5120, d_QK=128 + 64, d_V=128, d_L=512)  # key width d_QK + d_R
+_K = 131_072
+
+
+@cache
+def _section_2_macs() -> tuple[int, ...]:
+    """Multiply-adds per step of notebook 01's decode loop (3 layers, 4 heads, d = 8, 32
+    tokens), counted by the NumPy reference as it runs (they do not depend on the weights)."""
+    rng = np.random.default_rng(0)
+    layers = [init_weights(rng, d_in=16, N_h=4, d_QK=8, d_V=8) for _ in range(3)]
+    _, _, macs = decode(rng.normal(size=(32, 16)), layers)
+    return tuple(int(m) for m in macs)
+
+
+@cache
+def _plan(model: str, gpu: str, gpus: int, tp: int, context: int, **options):
+    return Deployment(load_model(model), gpu, gpus, tp, **options).plan(context)
+
+
+def _gemma_8k() -> int:
+    return load_model("gemma-3-27b").kv_bytes_per_sequence(8192, 2)
+
+
+def _gated_deltanet_state(b_s: int, b_c: int = 2) -> int:
+    return STATES["Gated DeltaNet"].bytes_per_sequence(**_QWEN3_NEXT_STATE, b_c=b_c, b_s=b_s)
+
+
+def _qwen_windowed(max_window_layers: int) -> int:
+    config = bundled_config("qwen2.5-7b") | {"use_sliding_window": True, "sliding_window": 4096,
+                                             "max_window_layers": max_window_layers}
+    return read_config(config).kv_bytes_per_sequence(32768, 2)
+
+
+def _nemotron_8k():
+    return estimate("nemotron-h-56b", context=8192)
+
+
+def _at_1m(model: str) -> int:
+    return load_model(model).total_bytes_per_sequence(1 << 20, 2)
+
+
+ANSWERS: dict[str, Exercise] = {
+    "01.1": Exercise((
+        Part("per_token", "bytes per token", "bytes",
+             lambda: MHA.bytes_per_token(**_LLAMA2_7B),
+             lambda: {MHA.bytes_per_token(**_LLAMA2_7B) // 2:
+                      "counted K or V only: each token caches both, a factor 2",
+                      MHA.bytes_per_token(**_LLAMA2_7B) // 64: "counted one layer's K or V only"}),
+        Part("per_sequence", "bytes per 4,096-token sequence", "bytes",
+             lambda: MHA.bytes_per_sequence(**_LLAMA2_7B, N_KV=4096),
+             lambda: {MHA.bytes_per_sequence(**_LLAMA2_7B, N_KV=4096) // 2:
+                      "counted K or V only: each token caches both, a factor 2"}),
+    )),
+    "01.2": Exercise((
+        Part("tokens", "tokens that fit", "count",
+             lambda: 80 * 10**9 // MHA.bytes_per_token(**_LLAMA3_70B_AS_MHA),
+             lambda: {80 * 2**30 // MHA.bytes_per_token(**_LLAMA3_70B_AS_MHA):
+                      "80 GB is decimal: 80 x 10^9 bytes, not 80 GiB (80 x 2^30)"}),
+    )),
+    "01.3": Exercise((
+        Part("total", "multiply-adds of the whole loop", "count",
+             lambda: sum(_section_2_macs()),
+             lambda: {sum(_section_2_macs()) // 2: "count both the scores (K) and the "
+                      "weighted sum (V): d_QK + d_V per head per cached token"}),
+        Part("step_ratio", "step 32's work over step 1's", "ratio",
+             lambda: Fraction(_section_2_macs()[-1], _section_2_macs()[0])),
+    )),
+    "02.1": Exercise((
+        Part("per_token", "bytes per token", "bytes",
+             lambda: GQA.bytes_per_token(**_MISTRAL_7B),
+             lambda: {MHA.bytes_per_token(N_L=32, N_h=32, d_QK=128, d_V=128, b=2):
+                      "that is MHA: Mistral 7B has 8 KV heads, not 32"}),
+        Part("saving", "times less than its MHA form", "ratio",
+             lambda: Fraction(MHA.bytes_per_token(N_L=32, N_h=32, d_QK=128, d_V=128, b=2),
+                              GQA.bytes_per_token(**_MISTRAL_7B))),
+    )),
+    "02.2": Exercise((
+        Part("kv_heads", "the most KV heads that cache less than Llama 3 70B", "count",
+             lambda: max(g for g in (1, 2, 4, 8, 16, 32) if GQA.bytes_per_token(
+                 N_L=62, N_h=32, N_g=g, d_QK=128, d_V=128, b=2) < GQA.bytes_per_token(
+                 N_L=80, N_h=64, N_g=8, d_QK=128, d_V=128, b=2)),
+             lambda: {16: "Gemma 3 27B already has 16 KV heads: 496 KiB per token, more "
+                          "than Llama's 320 KiB"}),
+    )),
+    "02.3": Exercise((
+        Part("raised", "what kvlib raises", "exception", lambda: "ValueError"),
+    )),
+    "03.1": Exercise((
+        Part("per_token", "bytes per token", "bytes",
+             lambda: MLA.bytes_per_token(N_L=61, d_L=512, b=2),
+             lambda: {MLA_ROPE.bytes_per_token(N_L=61, d_L=512, d_R=64, b=2):
+                      "the exercise asks for the latent alone, as blog post A counts it"}),
+        Part("per_sequence", "bytes per 131,072-token sequence", "bytes",
+             lambda: MLA.bytes_per_sequence(N_L=61, d_L=512, b=2, N_KV=_K)),
+    )),
+    "03.2": Exercise((
+        Part("d_L", "the latent width d_L (elements)", "count",
+             lambda: GQA.bytes_per_token(N_L=1, N_h=8, N_g=8, d_QK=128, d_V=128, b=1)
+             // MLA.bytes_per_token(N_L=1, d_L=1, b=1),
+             lambda: {8 * 128: "count keys and values: 8 heads x (128 + 128)"}),
+    )),
+    "03.3": Exercise((
+        Part("absorbed_flops", "FLOPs per cached token, absorbed", "count",
+             lambda: PATHS["MLA absorbed"].context_formula(**_DS_V2)),
+        Part("expanded_flops", "FLOPs per cached token, expanded cache", "count",
+             lambda: PATHS["MLA expanded cache"].context_formula(**_DS_V2)),
+        Part("absorbed_per_byte", "FLOPs per byte read, absorbed", "ratio",
+             lambda: Fraction(PATHS["MLA absorbed"].context_intensity_formula(N_h=128, b=2))),
+        Part("expanded_per_byte", "FLOPs per byte read, expanded cache", "ratio",
+             lambda: Fraction(PATHS["MLA expanded cache"].context_intensity_formula(N_h=128,
+                                                                                    b=2))),
+    )),
+    "04.1": Exercise((
+        Part("per_token", "bytes per token", "bytes",
+             lambda: MLA_ROPE.bytes_per_token(N_L=61, d_L=512, d_R=64, b=2),
+             lambda: {MLA.bytes_per_token(N_L=61, d_L=512, b=2):
+                      "the decoupled RoPE key (qk_rope_head_dim) is cached too"}),
+        Part("rope_share", "share of the cache that is RoPE keys", "ratio",
+             lambda: 1 - Fraction(MLA.bytes_per_token(N_L=61, d_L=512, b=2),
+                                  MLA_ROPE.bytes_per_token(N_L=61, d_L=512, d_R=64, b=2)),
+             lambda: {Fraction(64, 512): "a share of the whole: 64 of 512 + 64 elements"}),
+    )),
+    "04.2": Exercise((
+        Part("latent_only", "sequences by blog post A's 60 KiB per token", "count",
+             lambda: 100 * 2**30 // MLA.bytes_per_sequence(N_L=60, d_L=512, b=2, N_KV=_K)),
+        Part("with_rope_key", "sequences by the real 67.5 KiB per token", "count",
+             lambda: 100 * 2**30 // MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=2,
+                                                                 N_KV=_K)),
+    )),
+    "04.3": Exercise((
+        Part("per_token", "bytes per token", "bytes",
+             lambda: MLA_ROPE.bytes_per_token(N_L=60, d_L=512, d_R=64, b=1)),
+        Part("per_sequence", "bytes per 131,072-token sequence", "bytes",
+             lambda: MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=1, N_KV=_K)),
+    )),
+    "05.1": Exercise((
+        Part("per_sequence", "bytes per sequence", "bytes", _gemma_8k,
+             lambda: {GQA.bytes_per_sequence(N_L=62, N_h=32, N_g=16, d_QK=128, d_V=128, b=2,
+                                             N_KV=8192):
+                      "52 of Gemma 3's 62 layers keep only their 1,024-token window"}),
+        Part("times_less", "times less than the simplification says", "ratio",
+             lambda: Fraction(simplified(load_model("gemma-3-27b")).kv_bytes_per_sequence(
+                 8192, 2), _gemma_8k())),
+    )),
+    "05.2": Exercise((
+        Part("per_sequence", "bytes per 32,768-token sequence", "bytes",
+             lambda: _qwen_windowed(14),
+             lambda: {load_model("qwen2.5-7b").kv_bytes_per_sequence(32768, 2):
+                      "that is every layer at full context: the window is on now",
+                      _qwen_windowed(0): "not every layer slides: the first max_window_layers "
+                                         "(14) keep every token"}),
+    )),
+    "05.3": Exercise((
+        Part("sequences", "whole sequences in 100 GiB", "count",
+             lambda: 100 * 2**30 // estimate("deepseek-v3", context=_K,
+                                              kv_dtype="fp8").kv_bytes_per_sequence,
+             lambda: {100 * 2**30 // estimate("deepseek-v3", context=_K,
+                                              kv_dtype="bf16").kv_bytes_per_sequence:
+                      "that is a bf16 cache: fp8 is 1 byte per element"}),
+    )),
+    "06.1": Exercise((
+        Part("sessions", "sessions of 32K per TP group", "count",
+             lambda: _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768).max_sequences),
+    )),
+    "06.2": Exercise((
+        Part("plain_tp", "sessions with plain TP", "count",
+             lambda: _plan("deepseek-v2", "H200", 8, 8, 32768,
+                           weight_dtype="bf16").max_sequences),
+        Part("with_dcp", "sessions with decode_context_parallel_size 8", "count",
+             lambda: _plan("deepseek-v2", "H200", 8, 8, 32768, weight_dtype="bf16",
+                           dcp=8).max_sequences),
+    )),
+    "06.3": Exercise((
+        Part("sessions", "sessions of 8K", "count",
+             lambda: _plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
+                           weight_dtype="bf16").max_sequences),
+        Part("step_seconds", "decode-step lower bound at that batch", "seconds",
+             lambda: Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
+                                    weight_dtype="bf16").decode_step_seconds_lower_bound)),
+    )),
+    "07.1": Exercise((
+        Part("share", "share of the sequence that is Mamba2 state", "ratio",
+             lambda: Fraction(_nemotron_8k().state_bytes_per_sequence,
+                              _nemotron_8k().total_bytes_per_sequence)),
+    )),
+    "07.2": Exercise((
+        Part("state", "bytes of state per sequence", "bytes",
+             lambda: _gated_deltanet_state(b_s=4),
+             lambda: {_gated_deltanet_state(b_s=2):
+                      "that is the bf16 state: the recurrent state is float32 (4 bytes) here",
+                      _gated_deltanet_state(b_s=4, b_c=4):
+                      "the flag changes the recurrent state only: the convolution state stays "
+                      "bf16"}),
+    )),
+    "07.3": Exercise((
+        Part("times_less", "times less per sequence at 1M tokens", "ratio",
+             lambda: Fraction(_at_1m("llama-3.1-70b"), _at_1m("qwen3-next-80b-a3b"))),
+    )),
+}

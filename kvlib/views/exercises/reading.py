@@ -1,0 +1,160 @@
+"""Read what a learner typed as an answer: a number, its unit, and how precise it is.
+
+``read(" 512 kib ", "bytes")`` is 524,288 B exactly; ``read("30,517 tokens", "count")`` is
+30,517; ``read("11.1%", "ratio")`` is 0.111 give or take 0.0005 (the last digit typed);
+``read(ValueError, "exception")`` is the name ``"ValueError"``. Anything that is not an
+answer of that kind raises :class:`Unreadable`, whose message is one line saying what was
+expected: the checker prints it instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+from kvlib.core.units import UNITS
+
+__all__ = ["KINDS", "Reading", "Unreadable", "read"]
+
+
+class Unreadable(ValueError):
+    """The answer is not a number of the kind asked for; the message says what was expected."""
+
+
+# What each kind of answer may be written with (lower case), and its factor to the base unit.
+_BYTES = {u.lower(): f for u, f in UNITS.items()} | {"byte": 1, "bytes": 1}
+_RATIO = {"x": 1, "×": 1, "times": 1, "%": Fraction(1, 100), "percent": Fraction(1, 100)}
+_SECONDS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "ms": Fraction(1, 1000),
+            "millisecond": Fraction(1, 1000), "milliseconds": Fraction(1, 1000),
+            "us": Fraction(1, 10**6), "µs": Fraction(1, 10**6)}
+_COUNTED = {"token", "tokens", "sequence", "sequences", "seqs", "session", "sessions",
+            "request", "requests", "head", "heads", "kv heads", "element", "elements", "flop",
+            "flops", "multiply-adds", "multiply-add", "macs", "mac", "layers"}
+KINDS = ("bytes", "count", "ratio", "seconds", "exception")
+_EXAMPLE = {"bytes": "524288, '512 KiB' or '2.5 MB'", "count": "30517 or '30,517 tokens'",
+            "ratio": "3.76, '3.76x', '11.1%' or '1/9'", "seconds": "0.0152 or '15.2 ms'",
+            "exception": "ValueError"}
+
+# A number as people type it: 30517, 30,517, 30_517, 30 517, 2.5, .5, 2.5e9.
+_NUMBER = re.compile(r"^(?P<num>[+-]?(?:\d[\d,_' \u00a0\u2009\u202f]*)?(?:\.\d+)?"
+                     r"(?:[eE][+-]?\d+)?)\s*(?P<unit>.*?)\s*$")
+_FRACTION = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_GROUPED = re.compile(r"^\d{1,3}(?:[,_' \u00a0\u2009\u202f]\d{3})+$")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """An answer read: ``value`` in the base unit (bytes, 1, seconds) and ``tolerance``, half
+    the last digit the learner typed when at least three significant digits were typed (0 for
+    an exact answer), or a relative 1e-9 for a Python float. ``half_ulp``: half the last
+    digit typed, however few digits (0 for a number that is not text). ``name``: an
+    exception's name (kind "exception")."""
+
+    value: Fraction | None
+    tolerance: Fraction = Fraction(0)
+    half_ulp: Fraction = Fraction(0)
+    name: str | None = None
+
+    def matches(self, target) -> bool:
+        """Whether this reading is ``target`` (a number, or an exception's name)."""
+        if self.name is not None or isinstance(target, str):
+            return self.name is not None and isinstance(target, str) and \
+                self.name.lower() == target.lower()
+        return abs(self.value - Fraction(target)) <= self.tolerance
+
+    def rounds_to(self, target) -> bool:
+        """``target`` rounded to the digits typed is this reading, however few they are."""
+        if self.value is None or isinstance(target, str):
+            return False
+        return abs(self.value - Fraction(target)) <= max(self.tolerance, self.half_ulp)
+
+
+def _expected(kind: str) -> str:
+    what = {"bytes": "a size in bytes", "count": "a whole number", "ratio": "a ratio",
+            "seconds": "a time", "exception": "an exception type"}[kind]
+    return f"{what}, such as {_EXAMPLE[kind]}"
+
+
+def _number(answer, kind: str) -> Reading:
+    """A Python, NumPy, SymPy or Decimal number (never a bool)."""
+    if isinstance(answer, bool):
+        raise Unreadable(f"expected {_expected(kind)}; got {answer!r}")
+    if hasattr(answer, "p") and hasattr(answer, "q"):  # a SymPy Rational or Integer
+        return Reading(Fraction(int(answer.p), int(answer.q)))
+    if isinstance(answer, numbers.Integral) or hasattr(answer, "__index__"):
+        try:
+            return Reading(Fraction(answer.__index__()))
+        except (TypeError, ValueError):  # e.g. a NumPy array of several numbers
+            raise Unreadable(f"expected {_expected(kind)}; got {type(answer).__name__} "
+                             f"{answer!r}") from None
+    if isinstance(answer, Fraction | Decimal):
+        return Reading(Fraction(answer))
+    if isinstance(answer, numbers.Real):
+        x = float(answer)
+        if x != x or x in (float("inf"), float("-inf")):
+            raise Unreadable(f"expected {_expected(kind)}; got {answer!r}")
+        # Read as typed: 0.111 is "0.111", three digits, not the binary float nearest it;
+        # a computed float keeps a relative 1e-9 for its last bits of round-off.
+        typed = _text(repr(x), kind)
+        return Reading(typed.value, max(typed.tolerance, abs(typed.value) / 10**9),
+                       typed.half_ulp)
+    raise Unreadable(f"expected {_expected(kind)}; got {type(answer).__name__} {answer!r}")
+
+
+def _text(text: str, kind: str) -> Reading:
+    fraction = _FRACTION.match(text)
+    if fraction and kind == "ratio":
+        return Reading(Fraction(int(fraction.group(1)), int(fraction.group(2))))
+    m = _NUMBER.match(text.strip())
+    num, unit = (m.group("num").strip(), m.group("unit").lower()) if m else ("", "")
+    if not num or not any(c.isdigit() for c in num):
+        raise Unreadable(f"expected {_expected(kind)}; got {text!r}")
+    mantissa, _, exponent = num.replace("E", "e").partition("e")
+    whole, _, decimals = mantissa.lstrip("+-").partition(".")
+    if whole and not whole.isdigit():
+        if not _GROUPED.match(whole):
+            raise Unreadable(f"cannot read {text!r}: group thousands by three "
+                             "(30,517) and write decimals with a point (2.5)")
+        whole = re.sub(r"\D", "", whole)
+    plain = f"{mantissa[0] if mantissa[0] in '+-' else ''}{whole or '0'}.{decimals or '0'}"
+    value = Fraction(plain) * Fraction(10) ** int(exponent or 0)
+    factor = _unit_factor(unit, kind, text)
+    significant = len((whole + decimals).lstrip("0")) or 1
+    ulp = Fraction(1, 10 ** len(decimals)) * Fraction(10) ** int(exponent or 0) * factor
+    tolerance = ulp / 2 if significant >= 3 and (decimals or exponent) else Fraction(0)
+    return Reading(value * factor, tolerance, ulp / 2)
+
+
+def _unit_factor(unit: str, kind: str, text: str) -> Fraction:
+    unit = unit.strip().rstrip(".")
+    if not unit:
+        return Fraction(1)
+    table = {"bytes": _BYTES, "ratio": _RATIO, "seconds": _SECONDS}.get(kind, {})
+    if unit in table:
+        return Fraction(table[unit])
+    if kind == "count" and unit in _COUNTED:
+        return Fraction(1)  # a count's unit is a name only ("K" or "M" are refused below)
+    if unit in _BYTES:
+        raise Unreadable(f"expected {_expected(kind)}, not a size in bytes; got {text!r}")
+    raise Unreadable(f"cannot read the unit {unit!r} in {text!r}; expected {_expected(kind)}")
+
+
+def read(answer, kind: str) -> Reading:
+    """``answer`` (a number, or text such as "512 KiB", "30,517 tokens", "11.1%") read as
+    ``kind`` ("bytes", "count", "ratio", "seconds" or "exception"). Raises Unreadable."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind == "exception":
+        if isinstance(answer, type) and issubclass(answer, BaseException):
+            return Reading(None, name=answer.__name__)
+        if isinstance(answer, BaseException):
+            return Reading(None, name=type(answer).__name__)
+        if isinstance(answer, str) and answer.strip().replace(" ", "").isidentifier():
+            return Reading(None, name=answer.strip().replace(" ", ""))
+        raise Unreadable(f"expected {_expected(kind)} (the class, or its name); got {answer!r}")
+    if isinstance(answer, str):
+        return _text(answer, kind)
+    return _number(answer, kind)
