@@ -256,6 +256,47 @@ _JS_ALL_RUN = f"""() => {{
   return true;
 }}"""
 
+# Whether the open notebook's model differs from its file (JupyterLab's "modified" dot).
+_JS_DIRTY = f"""() => {{
+  const nb = {_JS_NB};
+  return nb.context.model.dirty;
+}}"""
+
+_JS_MODEL = f"() => {_JS_NB}.context.model.toJSON()"
+
+
+def opened_changes(model: dict, path: Path) -> str:
+    """What JupyterLab changed in the notebook at ``path`` on opening it (``model``: its
+    in-browser JSON), or "" when the only change is the Python version in language_info:
+    a machine whose kernel runs another Python than the one that stored the notebooks
+    (there, JupyterLab records its version; nothing the repository can store avoids it)."""
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    def without_version(meta: dict) -> dict:
+        info = {k: v for k, v in meta.get("language_info", {}).items() if k != "version"}
+        return {**meta, "language_info": info}
+    if without_version(model["metadata"]) != without_version(stored["metadata"]):
+        return f"the notebook's metadata to {model['metadata']}"
+    for i, (now, then) in enumerate(zip(model["cells"], stored["cells"], strict=False)):
+        meta = {k: v for k, v in now.get("metadata", {}).items() if k != "trusted"}
+        if meta != then.get("metadata", {}):
+            return f"cell {i}'s metadata from {then.get('metadata')} to {meta}"
+    return ""
+
+
+# What each solution cell (tag "solution") shows under it: the visible text of its outputs,
+# how many folded answers (<details class="kvlib-answer">) it holds and whether they are open.
+_JS_SOLUTIONS = f"""() => {{
+  const nb = {_JS_NB};
+  return nb.content.widgets.filter(c => (c.model.getMetadata('tags') || []).includes('solution'))
+    .map(c => {{
+      const outs = [...c.node.querySelectorAll('.jp-OutputArea-output')];
+      const details = [...c.node.querySelectorAll('details.kvlib-answer')];
+      return {{text: outs.map(o => o.innerText.trim()).join('\\n'), folds: details.length,
+               open: details.some(d => d.open), hidden: !!c.outputHidden}};
+    }});
+}}"""
+
+
 # State of Explorer number i: readout text, error line, and the figure on show: the
 # SHA-256 of the image's bytes (the Explorer's plot is an Image widget, whose page sets a
 # new blob: URL on every update, so the URL alone would say "changed" for the same
@@ -362,6 +403,16 @@ def check_notebook(page, server: LabServer, name: str, widgets: Sequence[Sequenc
             raise WidgetCheckFailed(f"{name}: no idle kernel within the budget ({e})\n"
                                     f"{server.log_tail()}") from None
         page.evaluate(_JS_HOOK_IOPUB)
+        # Opening a notebook (and connecting its kernel) must not change it: JupyterLab marks
+        # it modified when the stored kernelspec, language_info or cell metadata differ from
+        # what it would write (issue 26, section 3).
+        page.wait_for_timeout(500)
+        if page.evaluate(_JS_DIRTY):
+            changed = opened_changes(page.evaluate(_JS_MODEL), server.root / name)
+            if changed:
+                raise WidgetCheckFailed(f"{name}: opens already modified in JupyterLab, which "
+                                        f"changed {changed} (scripts/run_notebooks.py stores "
+                                        "what JupyterLab writes)")
         timings["open"] = time.monotonic() - t0
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         try:
@@ -375,6 +426,7 @@ def check_notebook(page, server: LabServer, name: str, widgets: Sequence[Sequenc
             raise WidgetCheckFailed(f"{name}: a cell raised during Run All:\n"
                                     + "\n".join(problems))
         timings["run_all"] = time.monotonic() - t0 - timings["open"]
+        check_answers_folded(page, name)
         # Widgets render asynchronously after their cell has run.
         n_expected = len(widgets)
         readouts = page.locator(".kvlib-readout")
@@ -408,6 +460,30 @@ def check_notebook(page, server: LabServer, name: str, widgets: Sequence[Sequenc
                 pass
     timings["total"] = time.monotonic() - t0
     return timings
+
+
+def check_answers_folded(page, name: str) -> None:
+    """After Run All, every solution cell shows only "Show the answer to NN.k" (a closed
+    fold), and clicking it shows the answer (issue 26, section 1)."""
+    page.wait_for_timeout(300)
+    solutions = page.evaluate(_JS_SOLUTIONS)
+    if not solutions:
+        return
+    for k, sol in enumerate(solutions, 1):
+        want = f"Show the answer to {name[:2]}.{k}"
+        if sol["hidden"] or sol["folds"] != 1 or sol["open"] or sol["text"] != want:
+            raise WidgetCheckFailed(
+                f"{name}: after Run All, solution {k} shows {sol['text']!r} (folds "
+                f"{sol['folds']}, open {sol['open']}, outputs hidden {sol['hidden']}); "
+                f"expected only {want!r}, closed")
+    summary = page.locator("details.kvlib-answer > summary").first
+    summary.scroll_into_view_if_needed()
+    summary.click()
+    page.wait_for_timeout(200)
+    shown = page.evaluate(_JS_SOLUTIONS)[0]
+    if not shown["open"] or "right" not in shown["text"]:
+        raise WidgetCheckFailed(f"{name}: clicking 'Show the answer' showed {shown['text']!r}")
+    summary.click()  # fold it again: the rest of the check sees the page as after Run All
 
 
 def _show_last_widget(page) -> None:

@@ -11,7 +11,9 @@ move, and the readout text for the new setting, worked out by hand.
 
 Every Explorer must also fit a 900-px screen, and a move to a setting the formulas
 refuse (``Move(..., error=True)``) must clear the previous setting's numbers and
-figure. Every notebook page, widget or not, must render without a MathJax error.
+figure. Every notebook page, widget or not, must render without a MathJax error, open in
+JupyterLab without being marked modified, and after Run All show each exercise's answer only
+folded, behind "Show the answer to NN.k", which opens on a click (issue 26).
 Each of these checks has a fixture that must fail it (tests/browser/fixtures).
 """
 
@@ -153,6 +155,28 @@ def test_widgets_respond_in_jupyterlab(lab, name):
     print(f"{name}: " + ", ".join(f"{k} {v:.0f} px" if k.startswith("height") else
                                   f"{k} {v:.1f} s" for k, v in timings.items()))  # with -s
     assert lab.unchanged(name), f"{name} was modified while under test (autosave?)"
+
+
+@pytest.mark.parametrize("name", [n for n in ALL_NOTEBOOKS if n not in WIDGET_NOTEBOOKS])
+def test_notebook_without_widgets_opens_clean_and_folds_its_answers(lab, name):
+    """The checks every notebook gets in check_notebook (opens unmodified; after a real Run
+    All each answer is folded, and opens on a click) for the notebooks without an Explorer."""
+    lab.check(name, [])
+    assert lab.unchanged(name), f"{name} was modified while under test (autosave?)"
+
+
+def test_harness_detects_a_notebook_that_opens_modified(lab):
+    """Stored with the kernelspec name and language_info of before (and a solution whose
+    output is hidden): JupyterLab rewrites them on opening, so the check must fail."""
+    with pytest.raises(WidgetCheckFailed, match="opens already modified"):
+        lab.check("opens_modified.ipynb", [])
+
+
+def test_harness_detects_an_answer_shown_after_run_all(lab):
+    """A solution that prints its answer shows it after Run All: the check must fail."""
+    with pytest.raises(WidgetCheckFailed, match="solution 1 shows '41 sessions'"):
+        lab.check("printed_answer.ipynb", [])
+    assert lab.unchanged("printed_answer.ipynb")
 
 
 def test_harness_passes_a_working_widget(lab):
