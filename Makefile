@@ -25,14 +25,19 @@ env: $(STAMP)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Lab serves the whole repository (README.md, docs/ are one click away) and opens notebook 01;
-# the overrides turn off the news pop-up.
+# Lab serves the whole repository (README.md, docs/ are one click away); the URL it prints
+# opens notebook 01 itself, not the Launcher, also where no browser opens (SSH, a container),
+# and the overrides turn off the news pop-up. tests/test_make_lab.py starts it as written here.
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+FIRST_NOTEBOOK := notebooks/01_attention_and_kv_cache.ipynb
+LAB_FLAGS := --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$(FIRST_NOTEBOOK)
 
 lab: $(LSTAMP)
 	@mkdir -p $(LAB_SETTINGS)
 	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' > $(LAB_SETTINGS)/overrides.json
-	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/01_attention_and_kv_cache.ipynb $(ROOT_FLAG)
+	@echo "Open the URL printed below (it opens notebook 01). On a remote machine, forward the port"
+	@echo "first (ssh -L 8888:localhost:8888 HOST) and open the URL in your own browser."
+	$(BIN)/jupyter lab $(LAB_FLAGS) $(ROOT_FLAG)
 
 # The notebooks as a static HTML book in build/book/ (docs/publishing.md). Installs the book
 # extra into .venv on first use; MathJax comes from the npm registry (pinned, cached in build/cache).
