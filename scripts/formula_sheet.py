@@ -14,10 +14,11 @@ from pathlib import Path
 
 import sympy as sp
 
-from kvlib.core.formulas import KINDS, STATES
-from kvlib.core.notation import ALL_SYMBOLS
-from kvlib.core.units import describe
+from kvlib.core.formulas import GQA, KINDS, STATES
+from kvlib.core.notation import ALL_SYMBOLS, N_g
+from kvlib.core.units import auto_unit, describe
 from kvlib.models.catalog import BUNDLED, load_model
+from kvlib.serving.deployment import DEFAULT_GPU_MEM_UTIL, Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,6 +55,89 @@ STATE_EXAMPLES = {
                           ("22 layers, d_in 2,048, kernel 3, bf16",
                            dict(N_L=22, d_in=2048, d_conv=3, b_c=2))],
 }
+
+
+# Capacity (notebook 06): (label, model, GPU, GPUs, TP, context, options) for two plans each.
+CAPACITY_EXAMPLES = [
+    ("Llama 3.1 70B on 4 x H200, TP 4, 131,072 tokens (blog post A's example)",
+     "llama-3.1-70b", "H200", 4, 4, 131_072, {}),
+    ("Llama 3.1 8B on one L40S, fp8 cache, bf16 weights, 8,192 tokens (exercise 06.3)",
+     "llama-3.1-8b", "L40S", 1, 1, 8192, {"kv_dtype": "fp8", "weight_dtype": "bf16"}),
+]
+_DECIMAL = {"KiB": "KB", "MiB": "MB", "GiB": "GB", "TiB": "TB"}
+
+
+def _readable(n_bytes: int) -> str:
+    """Exact bytes, then the binary and decimal units a projector reads (870 MiB, not
+    891,216 KiB)."""
+    unit = auto_unit(n_bytes)
+    return f"{n_bytes:,} B" if unit == "B" else describe(n_bytes, unit, _DECIMAL[unit])
+
+
+def _capacity() -> list[str]:
+    """Notebook 06's three capacity formulas, as SymPy expressions built on the GQA cache
+    formula, each with two plans from kvlib's planner that the formula must reproduce."""
+    TP, u, M, W, O, R, BW, N_KV, B = sp.symbols(
+        "TP u M W_GPU O R_W BW N_KV B", positive=True)
+    per_gpu = GQA.symbolic.bytes_per_token.subs(N_g.symbol, N_g.symbol / sp.Min(TP, N_g.symbol))
+    c = sp.Symbol("c_GPU", positive=True)
+    sessions = sp.floor(sp.Add(sp.ceiling(u * M), -W, -O, evaluate=False) / (N_KV * c))
+    step = sp.Add(R, B * N_KV * c, evaluate=False) / BW
+    plans = [(label, Deployment(load_model(m), gpu, n, tp, **o).plan(T), tp, T)
+             for label, m, gpu, n, tp, T, o in CAPACITY_EXAMPLES]
+    lines = ["## Capacity: bytes per GPU, sessions, decode time (notebook 06)", "",
+             "vLLM 0.33.0's accounting as kvlib's planner follows it (`kvlib.serving`, "
+             "[capacity.md](capacity.md)); each worked number is a `kvlib plan` that the "
+             "formula reproduces exactly.", "",
+             "### Cache per GPU under tensor parallelism", "",
+             f"$$\\text{{bytes per token per GPU}} = {sp.latex(per_gpu)}$$", "",
+             "Symbols: as above; $TP$ tensor-parallel size. Each GPU holds "
+             r"$N_g / TP$ KV heads, and one whole head once $TP \ge N_g$ (vLLM replicates "
+             "it). An MLA latent is not split: every GPU holds all of it.", ""]
+    for label, plan, tp, T in plans:
+        sizes = {"N_L": load_model(plan.model).groups[0].layers,
+                 **load_model(plan.model).groups[0].sizes}
+        b = 1 if plan.kv_dtype == "fp8" else 2
+        value = per_gpu.subs({sp.Symbol(k, positive=True, integer=True): v
+                              for k, v in sizes.items()} | {TP: tp})
+        value = int(sp.sympify(value).subs({s: sizes.get(s.name, b) for s in value.free_symbols}))
+        assert value * T == plan.kv_bytes_per_sequence_per_gpu, (label, value)
+        lines.append(f"- {label}: {_readable(value)} per token per GPU")
+    lines += ["", "### Sessions per TP group", "",
+              f"$$B_{{max}} = {sp.latex(sessions, order='none')}$$", "",
+              f"Symbols: $u$ `gpu_memory_utilization` ({float(DEFAULT_GPU_MEM_UTIL)} unless set, "
+              "vLLM 0.33.0); $M$ the memory CUDA reports for one GPU, not the datasheet's; "
+              "$W_{GPU}$ the weights one GPU holds; $O$ the non-KV memory vLLM measures at "
+              "start-up (activations, CUDA graphs, NCCL buffers: `kvlib plan` takes 4 GiB "
+              "unless told); $c_{GPU}$ the cache bytes per token per GPU above; "
+              "$N_{KV}$ the tokens of one session.", ""]
+    for label, plan, _, T in plans:
+        value = sessions.subs({u: plan.gpu_mem_util, M: plan.total_memory_bytes_per_gpu,
+                               W: plan.weights_bytes_per_gpu, O: plan.overhead_bytes_per_gpu,
+                               N_KV: T, c: plan.kv_bytes_per_sequence_per_gpu // T})
+        assert value == plan.max_sequences_per_replica, (label, value)
+        lines.append(f"- {label}: ceil({float(plan.gpu_mem_util):g} x "
+                     f"{_readable(plan.total_memory_bytes_per_gpu)}) - weights "
+                     f"{_readable(plan.weights_bytes_per_gpu)} - overhead "
+                     f"{_readable(plan.overhead_bytes_per_gpu)} leaves "
+                     f"{_readable(plan.kv_budget_bytes_per_gpu)}: **{value}** sessions")
+    lines += ["", "### Decode step, a lower bound", "",
+              rf"$$t_{{step}} \ge {sp.latex(step, order='none')}$$", "",
+              "Symbols: $R_W$ the weight bytes one GPU reads per step (an MoE reads the "
+              "experts its batch routes to); $B$ the sessions decoding together; $BW$ the "
+              "GPU's memory bandwidth (bytes/s, its datasheet). Reading is the floor: the "
+              "arithmetic and the kernels' overheads only add to it.", ""]
+    for label, plan, _, T in plans:
+        n = plan.max_sequences_per_replica
+        value = step.subs({R: plan.decode_weights_read_bytes_per_gpu, B: n, N_KV: T,
+                           c: plan.kv_bytes_per_sequence_per_gpu // T,
+                           BW: plan.bandwidth_bytes_per_second})
+        assert abs(float(value) - plan.decode_step_seconds_lower_bound) < 1e-12, label
+        read = int(value * plan.bandwidth_bytes_per_second)
+        lines.append(f"- {label}, {n} sessions: reads {_readable(read)} per step at "
+                     f"{plan.bandwidth_bytes_per_second / 1e12:g} TB/s: at least "
+                     f"{float(value) * 1e3:.1f} ms")
+    return lines + [""]
 
 
 def _group_sizes(name: str, kind: str) -> dict:
@@ -98,7 +182,7 @@ def sheet() -> str:
             label, sizes = _sizes(example, kind)
             value = f.bytes_per_token(**{k: v for k, v in {"b": 2, **sizes}.items()
                                          if k in f.bytes_per_token.args or k == "N_h"})
-            lines.append(f"- {label}: {describe(value)} per token")
+            lines.append(f"- {label}: {_readable(value)} per token")
         lines.append("")
     lines += ["## Constant states: bytes per sequence, whatever the context", "",
               "$b_c$: bytes per convolution-state element; $b_s$: per SSM / recurrent-state "
@@ -114,8 +198,9 @@ def sheet() -> str:
             label, sizes = _sizes(example, kind)
             value = f.bytes_per_sequence(**{k: v for k, v in sizes.items()
                                             if k in f.bytes_per_sequence.args})
-            lines.append(f"- {label}: {describe(value)} per sequence")
+            lines.append(f"- {label}: {_readable(value)} per sequence")
         lines.append("")
+    lines += _capacity()
     return "\n".join(lines).rstrip() + "\n"
 
 
