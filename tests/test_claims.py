@@ -309,8 +309,8 @@ def test_figure_labels_say_blog_post_a():
 
 def test_readme_and_docs_attribute_table_3_to_blog_post_a():
     section = (ROOT / "README.md").read_text(encoding="utf-8").split(
-        "## What two popular blog posts get wrong")[1].split("\n## ")[0]
-    assert "post A's own arithmetic on the specs in the paper's Table 3" in section
+        "## What two popular blog posts get right and wrong")[1].split("\n## ")[0]
+    assert "DeepSeek V2 at 60 KiB per token** is its own arithmetic (the paper's Table 3" in section
     models = (ROOT / "docs/models.md").read_text(encoding="utf-8")
     assert "reproduces the paper's Table 3" not in models and "paper vs corrected]" not in models
 
@@ -339,6 +339,6 @@ def test_the_draft_claim_is_blog_post_b():
     capacity = (ROOT / "docs/capacity.md").read_text(encoding="utf-8")
     assert "blog post A's 10-15%" not in capacity and "blog post B's 10-15%" in capacity
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "10-15% of the target's KV\"** (post B)" in readme
+    assert "Post B's draft model** (\"a 7B draft adds 10-15% of the target's KV\")" in readme
     assert "Blog post B says \"a 7B draft" in _markdown("06_capacity_planning.ipynb")
     assert Fraction(32 * 8 * 128, 80 * 8 * 128) == Fraction(2, 5)  # Llama 3.1 8B over 70B: 40%
