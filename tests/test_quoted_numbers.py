@@ -394,3 +394,140 @@ def test_quantities_are_found():
     text = "It caches 1.55x more, 496 KiB per token, 62 x 16 = 992, 1,097,728 / 2,048 (`9 GiB`)"
     assert quantities(text) == ["1.55x", "496 KiB", "1,097,728", "2,048"]
     assert quantities("$62 \\times 16$ and [x](a_2x.md) and 70B") == []
+
+
+# --- README.md and docs/ ------------------------------------------------------------------
+# The same rule for the pages: a quantity is in some notebook's stored output, or listed here.
+# docs/workshop.md is a timetable (minutes), docs/benchmarks.md holds measured timings and
+# docs/formula_sheet.md is generated from kvlib (tests/test_formula_sheet.py): not held here.
+
+ROOT = NB.parent
+PAGES = ["README.md"] + sorted(
+    f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")
+    if p.name not in ("workshop.md", "benchmarks.md", "formula_sheet.md"))
+UNIT_DEF = Input("the definition of a unit")
+TINY = Input("a worked example on a tiny random config; make crosscheck (torch, transformers) "
+             "compares kvlib with transformers' allocation layer by layer, not this figure")
+
+
+def _kv_per_sequence(name: str, context: int, unit: str, digits: int) -> str:
+    from kvlib import load_model
+
+    return _gib(load_model(name).kv_bytes_per_sequence(context, 2), digits, unit)
+
+
+def _post_b_gqa_overestimate() -> str:
+    from kvlib import bundled_config
+
+    g = bundled_config("gemma-3-27b")["text_config"]
+    return f"{g['hidden_size'] / (g['num_attention_heads'] * g['head_dim']) - 1:.0%}"
+
+
+def _deepseek_v2_as_mha() -> int:
+    from kvlib import KINDS, bundled_config
+
+    c = bundled_config("deepseek-v2")
+    return KINDS["MHA"].bytes_per_token(
+        N_L=c["num_hidden_layers"], N_h=c["num_attention_heads"],
+        d_QK=c["qk_nope_head_dim"] + c["qk_rope_head_dim"], d_V=c["v_head_dim"], b=2)
+
+
+def _llama_per_token(unit: str) -> str:
+    from kvlib import fmt_bytes, load_model
+
+    return fmt_bytes(load_model("llama-3.1-70b").kv_bytes_per_token(2), unit)
+
+
+def _deepseek_v2_node() -> str:
+    from kvlib import Deployment, load_model
+
+    n = Deployment(load_model("deepseek-v2"), "H200", 4, 4).max_sequences_per_replica(131072)
+    return f"{n} sequence" + ("s" if n != 1 else "")
+
+
+def _sequences_in(budget_gib: int) -> str:
+    from kvlib import load_model
+
+    per = load_model("deepseek-v2").kv_bytes_per_sequence(131072, 2)
+    return f"{budget_gib * 2**30 // per} sequences"
+
+
+def _llama_weights_per_gpu() -> str:
+    from kvlib import Deployment, load_model
+
+    return f"{Deployment(load_model('llama-3.1-70b'), 'H200', 4, 4).weights_bytes_per_gpu:,} B"
+
+
+DOC_EXEMPT: dict[str, dict[str, object]] = {
+    "README.md": {
+        "4.7 MiB": Computed(lambda: _gib(_deepseek_v2_as_mha(), 1, "MiB")),
+        "2.6 MB": POST_B,
+        "0.33 MB": Computed(lambda: _llama_per_token("MB")),
+        "31%": Computed(_post_b_gqa_overestimate),
+        "10.4 GiB": Computed(lambda: _kv_per_sequence("gemma-3-27b", 131072, "GiB", 1)),
+        "1 sequence": Computed(_deepseek_v2_node),
+        "1024 B": UNIT_DEF, "1000 B": UNIT_DEF,
+    },
+    "docs/architecture.md": {"1024 B": UNIT_DEF, "1000 B": UNIT_DEF},
+    "docs/capacity.md": {
+        "143771MiB": Input("what nvidia-smi prints on an H200"),
+        "13.4 TB": Input("NVIDIA's GB200 NVL72 datasheet"),
+        "576 TB": Input("NVIDIA's GB200 NVL72 datasheet"),
+        "13.5 TB": Input("NVIDIA's 2024 preliminary GB200 NVL72 page"),
+        "279 GB": Input("NVIDIA's GB300 datasheet"),
+        "288 GB": Input("NVIDIA's B300 chip figure"),
+        "96 GB": Input("NVIDIA's H20 figure (MIG guide)"),
+        "4.0 TB": Input("a press figure for H20's bandwidth, quoted as such"),
+        "89.4 GiB": Computed(lambda: _gib(96 * 10**9, 1)),
+        "35,278,831,616 B": Computed(_llama_weights_per_gpu),
+        "97%": Shown("97.49% of reserved slots empty", "06_capacity_planning.ipynb"),
+        "0.2%": Shown("0.23% of reserved slots empty", "06_capacity_planning.ipynb"),
+    },
+    "docs/cli.md": {
+        "0.005 GiB": Input("half of the last digit vLLM prints"),
+        "0.2x": Input("vLLM's version range 0.8 to 0.2x, not a ratio"),
+        "150 MiB": Input("vLLM's CUDA-graph margin, a constant of vLLM"),
+        "238,224": Input("an example error message's log value"),
+        "238,208": Input("an example error message's computed value"),
+    },
+    "docs/crosscheck.md": {
+        "1728 elements": TINY, "1 block": Input("one block, a rule in words"), "9 tokens": TINY,
+        "40,960 elements": Shown("40,960", "04_rope_decoupling.ipynb"),
+        "864 elements": TINY, "384 elements": TINY, "2,624 B": TINY, "2,816": TINY,
+        "10,752 B": TINY, "2,772 B": TINY, "2,816 B": TINY, "1,600 B": TINY, "37,376": TINY,
+        "36,224": TINY, "18,432": TINY, "9,728": TINY,
+    },
+    "docs/models.md": {
+        "10.4 GiB": Computed(lambda: _kv_per_sequence("gemma-3-27b", 131072, "GiB", 1)),
+        "2,621,440 elements": Shown("merged 2,621,440", "03_latent_attention_mla.ipynb"),
+        "3.6x": Shown("3.64x", "03_latent_attention_mla.ipynb"),
+        "10x": Computed(lambda: _merged_over_factors("hidden_size")),
+        "242 FLOPs": Shown("241.8 FLOPs per byte", "04_rope_decoupling.ipynb"),
+        "30 FLOPs": Shown("per GPU): 30.2", "04_rope_decoupling.ipynb"),
+        "576 elements": Computed(_mla_elements),
+        "11 sequences": Computed(lambda: _sequences_in(100)),
+    },
+    "docs/publishing.md": {"19 MB": Input("the built site's size, measured (make book)")},
+    "docs/testing.md": {"90%": Input("a layout threshold of the browser test")},
+}
+
+
+def _text_quantities(page: str) -> list[str]:
+    return quantities((ROOT / page).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_quantity_on_the_page_is_shown_or_checked(page):
+    every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb")))
+    squashed, exempt, used, wrong = _squash(every), DOC_EXEMPT.get(page, {}), set(), []
+    for said in _text_quantities(page):
+        if said in exempt:
+            used.add(said)
+            why = _check(page, said, exempt[said], every)
+            if why:
+                wrong.append(f"{said!r}: {why}")
+        elif _squash(said) not in squashed:
+            wrong.append(f"{said!r} is in no notebook output and not listed in DOC_EXEMPT")
+    stale = sorted(set(exempt) - used)
+    assert not wrong, f"{page}:\n" + "\n".join(wrong)
+    assert not stale, f"{page}: DOC_EXEMPT lists what the page no longer says: {stale}"
