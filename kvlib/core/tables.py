@@ -84,7 +84,7 @@ class TensorTable:
             "|---|---|---|---|---|",
         ]
         for t in self.tensors:
-            shape = rf"${sp.latex(t.rows)} \times {sp.latex(t.cols)}$"
+            shape = rf"${_factor_latex(t.rows)} \times {_factor_latex(t.cols)}$"
             lines.append(
                 f"| ${t.latex}$ | ${sp.latex(t.copies)}$ | {shape} | {t.role} | {t.note} |"
             )
@@ -93,8 +93,19 @@ class TensorTable:
     def __repr__(self) -> str:
         rows = [f"{self.name}: {self.caption}"]
         for t in self.tensors:
-            rows.append(f"  {t.name:<8} {t.copies} x ({t.rows} x {t.cols})  {t.role}")
+            rows.append(f"  {t.name:<8} {t.copies} x ({_factor(t.rows)} x {_factor(t.cols)})  "
+                        f"{t.role}")
         return "\n".join(rows)
+
+
+def _factor_latex(size) -> str:
+    """A shape's side in LaTeX, in parentheses when it is a sum: (d_conv - 1) x (...)."""
+    text = sp.latex(size)
+    return rf"\left({text}\right)" if isinstance(size, sp.Add) else text
+
+
+def _factor(size) -> str:
+    return f"({size})" if isinstance(size, sp.Add) else str(size)
 
 
 def _t(name, latex, rows, cols, copies, role, kv_side=False, note="", store=""):
