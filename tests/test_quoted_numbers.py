@@ -314,6 +314,8 @@ EXEMPT: dict[str, dict[str, object]] = {
         "30 FLOPs": Shown("30.2"),
         "24,848 FLOPs": Shown("| 24,848 |"),
         "2.3x": Shown("absorbed/re-expand = 2.27"),
+        "61x": Shown("60.6x less time"),
+        "341 tokens": Shown("re-expanding wins from N = 341"),
         "656 B": Input("vLLM 0.33.0's fp8_ds_mla row size, tested in tests/test_vllm_layout.py"),
     },
     "05_real_models.ipynb": {
