@@ -107,13 +107,17 @@ QUANTITY = re.compile(
     rf"(?<![\w.,/^{{_-])(\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?{UNIT}?|\d+(?:\.\d+)?{UNIT})(?![\w^])")
 
 
+BOLD = re.compile(r"\*\*(\d[\d,]*(?:\.\d+)*)\*\*")  # a bare number set in bold
+
+
 def quantities(text: str) -> list[str]:
     """The quantities a piece of prose states, code spans, math and links left out."""
     text = re.sub(r"```.*?```", " ", text, flags=re.S)          # fenced code
     text = re.sub(r"`[^`\n]*`", " ", text)                        # code spans
     text = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", " ", text, flags=re.S)  # math
     text = re.sub(r"\]\([^)]*\)|<[^>\n]*>|https?://\S+", " ", text)  # links, tags
-    return [" ".join(q.split()) for q in QUANTITY.findall(text)]
+    found = [" ".join(q.split()) for q in QUANTITY.findall(text)]
+    return found + [b for b in BOLD.findall(text) if b not in found]  # "**9** sessions"
 
 
 def prose_cells(path: Path) -> list[tuple[str, str]]:
@@ -396,6 +400,7 @@ def test_quantities_are_found():
     text = "It caches 1.55x more, 496 KiB per token, 62 x 16 = 992, 1,097,728 / 2,048 (`9 GiB`)"
     assert quantities(text) == ["1.55x", "496 KiB", "1,097,728", "2,048"]
     assert quantities("$62 \\times 16$ and [x](a_2x.md) and 70B") == []
+    assert quantities("becomes **9** once, **67.5 KiB**") == ["67.5 KiB", "9"]
 
 
 # --- README.md and docs/ ------------------------------------------------------------------
@@ -432,6 +437,12 @@ def _deepseek_v2_as_mha() -> int:
     return KINDS["MHA"].bytes_per_token(
         N_L=c["num_hidden_layers"], N_h=c["num_attention_heads"],
         d_QK=c["qk_nope_head_dim"] + c["qk_rope_head_dim"], d_V=c["v_head_dim"], b=2)
+
+
+def _llama_node_sessions() -> int:
+    from kvlib import Deployment, load_model
+
+    return Deployment(load_model("llama-3.1-70b"), "H200", 4, 4).max_sequences_per_replica(131072)
 
 
 def _llama_per_token(unit: str) -> str:
@@ -472,6 +483,9 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
     },
     "docs/architecture.md": {"1024 B": UNIT_DEF, "1000 B": UNIT_DEF},
     "docs/capacity.md": {
+        "0.33.0": Input("vLLM's release number"),
+        "0.92": Input("vLLM 0.33.0's default utilization"),
+        "9": Computed(lambda: str(_llama_node_sessions())),
         "143771MiB": Input("what nvidia-smi prints on an H200"),
         "13.4 TB": Input("NVIDIA's GB200 NVL72 datasheet"),
         "576 TB": Input("NVIDIA's GB200 NVL72 datasheet"),
@@ -486,6 +500,7 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "0.2%": Shown("0.23% of reserved slots empty", "06_capacity_planning.ipynb"),
     },
     "docs/cli.md": {
+        "1": Input("an exit status"), "2": Input("an exit status"),
         "0.005 GiB": Input("half of the last digit vLLM prints"),
         "0.2x": Input("vLLM's version range 0.8 to 0.2x, not a ratio"),
         "150 MiB": Input("vLLM's CUDA-graph margin, a constant of vLLM"),
