@@ -107,6 +107,7 @@ QUANTITY = re.compile(
     rf"(?<![\w.,/^{{_-])(\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?{UNIT}?|\d+(?:\.\d+)?{UNIT})(?![\w^])")
 
 
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S)
 BOLD = re.compile(r"\*\*(\d[\d,]*(?:\.\d+)*)\*\*")  # a bare number set in bold
 
 
@@ -114,9 +115,11 @@ def quantities(text: str) -> list[str]:
     """The quantities a piece of prose states, code spans, math and links left out."""
     text = re.sub(r"```.*?```", " ", text, flags=re.S)          # fenced code
     text = re.sub(r"`[^`\n]*`", " ", text)                        # code spans
-    text = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", " ", text, flags=re.S)  # math
+    in_math = [n.replace("{,}", ",") for m in MATH.findall(text)
+               for n in re.findall(r"(?<![\w.^])\d{1,3}(?:\{,\}\d{3})+|(?<![\w.^])\d+\.\d+", m)]
+    text = MATH.sub(" ", text)  # math: only its 2{,}621{,}440s and decimals are kept
     text = re.sub(r"\]\([^)]*\)|<[^>\n]*>|https?://\S+", " ", text)  # links, tags
-    found = [" ".join(q.split()) for q in QUANTITY.findall(text)]
+    found = [" ".join(q.split()) for q in QUANTITY.findall(text)] + in_math
     return found + [b for b in BOLD.findall(text) if b not in found]  # "**9** sessions"
 
 
@@ -139,6 +142,17 @@ def prose_cells(path: Path) -> list[tuple[str, str]]:
 
 def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
+
+
+def _shows(shown: str, said: str) -> bool:
+    """Whether output text shows ``said`` as a whole number, spaces aside: "4.5" is not shown
+    by "14.5" or "4.56", "9" not by "19" or "1,9"; "143,771 MiB" shows "143,771MiB"."""
+    pattern = r"\s*".join(re.escape(ch) for ch in said.replace(" ", ""))
+    if said[0].isdigit():
+        pattern = r"(?<!\d)(?<!\d[.,])" + pattern
+    if said[-1].isdigit():
+        pattern += r"(?!\d)(?![.,]\d)"
+    return re.search(pattern, shown) is not None
 
 
 class Input:
@@ -250,6 +264,41 @@ def _merged_over_factors(into: str) -> str:
     return f"{round(c[into] * c['kv_lora_rank'] / factors)}x"
 
 
+def _latent_over_head_width() -> str:
+    """DeepSeek-V2's Table 1: (d_c + d_h^R) l = 4.5 d_h l elements per token."""
+    from kvlib import bundled_config
+
+    s = _deepseek_v2_sizes()
+    return f"{(s['d_L'] + s['d_R']) / bundled_config('deepseek-v2')['qk_nope_head_dim']:g}"
+
+
+def _absorbed_flops_per_element() -> str:
+    """(2 d_L + d_R) / (d_L + d_R): absorbed MLA's multiply-adds per cached element per head."""
+    s = _deepseek_v2_sizes()
+    return f"{(2 * s['d_L'] + s['d_R']) / (s['d_L'] + s['d_R']):.2f}"
+
+
+def _rope_key_kib() -> str:
+    from kvlib import fmt_bytes, load_model, simplified
+
+    ds = load_model("deepseek-v2")
+    return fmt_bytes(ds.kv_bytes_per_token(2) - simplified(ds).kv_bytes_per_token(2), "KiB")
+
+
+def _qwen3_next_as_all_attention() -> str:
+    """Qwen3-Next's attention bytes per token if all 48 layers were attention layers."""
+    from kvlib import fmt_bytes, load_model
+
+    spec = load_model("qwen3-next-80b-a3b")
+    attn = next(g for g in spec.groups if g.grows)
+    return fmt_bytes(attn.bytes_per_token(2) // attn.layers * spec.num_layers, "KiB")
+
+
+def _absorbed_pair_macs() -> str:
+    s = _deepseek_v2_sizes()  # 2 d_L + d_R multiply-adds per (query, key) pair and head
+    return f"{2 * s['d_L'] + s['d_R']:,}"
+
+
 def _gib_vs_gb() -> str:
     from kvlib.core.units import UNITS
 
@@ -284,6 +333,7 @@ EXEMPT: dict[str, dict[str, object]] = {
     "01_attention_and_kv_cache.ipynb": {
         "60 KiB": Computed(_deepseek_v2_simplified_kib),
         "90%": Shown("0.899"),
+        "2 bytes": INPUT_DEF,
         "2 FLOPs": INPUT_DEF,
         "7.4%": Computed(_gib_vs_gb),
         "2.6 MB": POST_B, "21 GB": POST_B, "340 GB": POST_B,
@@ -305,8 +355,15 @@ EXEMPT: dict[str, dict[str, object]] = {
         "67.5 KiB": Computed(_deepseek_v2_kib),
         "3.6x": Shown("3.64x"),
         "10x": Computed(lambda: _merged_over_factors("hidden_size")),
+        "3x": Computed(lambda: _merged_over_factors("q_lora_rank")),
+        "4.5": Computed(_latent_over_head_width),
     },
     "04_rope_decoupling.ipynb": {
+        "1.89": Computed(_absorbed_flops_per_element),
+        "4.5": Computed(_latent_over_head_width),
+        "7.5 KiB": Computed(_rope_key_kib),
+        "3x": Shown("3.4x the FLOPs"),
+        "1 FLOP/B": Computed(lambda: f"{2 // 2} FLOP/B"),  # 2 FLOPs per element / b = 2 bytes
         "100%": Input("the relative error at the last token of the demonstration, by construction"),
         "576 elements": Computed(_mla_elements),
         "1,152 B": Computed(_per_layer_bytes),
@@ -348,9 +405,11 @@ EXEMPT: dict[str, dict[str, object]] = {
         "40x": Shown("/39.75 |"),
         "1,536": Input("DeepSeek V2's moe_intermediate_size, a config value"),
         "15.38%": Computed(lambda: f"{8 / 52 * 100:.2f}%"),
+        "25%": Shown("+25.00% over plain 4-bit"),
     },
     "07_hybrid_models.ipynb": {
         "536 tokens": Computed(_qwen3_next_tokens_per_state_page),
+        "96 KiB": Computed(_qwen3_next_as_all_attention),
         "4x": Computed(lambda: f"{48 // 12}x"),
         "13x": Shown("(13.2x)"),
         "132 bytes": Computed(_indexer_key_bytes),
@@ -367,7 +426,7 @@ def _check(name: str, said: str, how, shown: str) -> str | None:
         got = how.fn()
         return None if got == said else f"kvlib computes {got!r}"
     where = shown if how.notebook is None else _outputs(NB / how.notebook)
-    if _squash(how.spelled) not in _squash(where):
+    if not _shows(where, how.spelled):
         return f"no output shows {how.spelled!r}"
     value = _number(how.spelled) * (100 if said.endswith("%") and "%" not in how.spelled else 1)
     if round(value, _digits(said)) != _number(said):
@@ -381,7 +440,7 @@ NOTEBOOKS = sorted(p.name for p in NB.glob("*.ipynb"))
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_quantity_in_the_prose_is_shown_or_checked(name):
     shown, exempt = _outputs(NB / name), EXEMPT.get(name, {})
-    squashed, used, wrong = _squash(shown), set(), []
+    used, wrong = set(), []
     for cell, text in prose_cells(NB / name):
         for said in quantities(text):
             if said in exempt:
@@ -389,7 +448,7 @@ def test_every_quantity_in_the_prose_is_shown_or_checked(name):
                 why = _check(name, said, exempt[said], shown)
                 if why:
                     wrong.append(f"{cell}: {said!r}: {why}")
-            elif _squash(said) not in squashed:
+            elif not _shows(shown, said):
                 wrong.append(f"{cell}: {said!r} is in no output and not listed in EXEMPT")
     stale = sorted(set(exempt) - used)
     assert not wrong, f"{name}:\n" + "\n".join(wrong)
@@ -401,6 +460,8 @@ def test_quantities_are_found():
     assert quantities(text) == ["1.55x", "496 KiB", "1,097,728", "2,048"]
     assert quantities("$62 \\times 16$ and [x](a_2x.md) and 70B") == []
     assert quantities("becomes **9** once, **67.5 KiB**") == ["67.5 KiB", "9"]
+    assert quantities("$d_{in} d_L = 2{,}621{,}440$, $\\theta = 10000^{-2i/d}$, $x = 1.89$") == [
+        "2,621,440", "1.89"]
 
 
 # --- README.md and docs/ ------------------------------------------------------------------
@@ -485,6 +546,7 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
     "docs/capacity.md": {
         "0.33.0": Input("vLLM's release number"),
         "0.92": Input("vLLM 0.33.0's default utilization"),
+        "2 bytes": INPUT_DEF,
         "9": Computed(lambda: str(_llama_node_sessions())),
         "143771MiB": Input("what nvidia-smi prints on an H200"),
         "13.4 TB": Input("NVIDIA's GB200 NVL72 datasheet"),
@@ -513,6 +575,7 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "864 elements": TINY, "384 elements": TINY, "2,624 B": TINY, "2,816": TINY,
         "10,752 B": TINY, "2,772 B": TINY, "2,816 B": TINY, "1,600 B": TINY, "37,376": TINY,
         "36,224": TINY, "18,432": TINY, "9,728": TINY,
+        "20 tokens": TINY, "8 tokens": TINY, "1 token": Input("one token, a rule in words"),
     },
     "docs/models.md": {
         "10.4 GiB": Computed(lambda: _kv_per_sequence("gemma-3-27b", 131072, "GiB", 1)),
@@ -523,6 +586,7 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "30 FLOPs": Shown("per GPU): 30.2", "04_rope_decoupling.ipynb"),
         "576 elements": Computed(_mla_elements),
         "11 sequences": Computed(lambda: _sequences_in(100)),
+        "1,088": Computed(_absorbed_pair_macs),
     },
     "docs/publishing.md": {"19 MB": Input("the built site's size, measured (make book)")},
     "docs/testing.md": {"90%": Input("a layout threshold of the browser test")},
@@ -536,14 +600,14 @@ def _text_quantities(page: str) -> list[str]:
 @pytest.mark.parametrize("page", PAGES)
 def test_every_quantity_on_the_page_is_shown_or_checked(page):
     every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb")))
-    squashed, exempt, used, wrong = _squash(every), DOC_EXEMPT.get(page, {}), set(), []
+    exempt, used, wrong = DOC_EXEMPT.get(page, {}), set(), []
     for said in _text_quantities(page):
         if said in exempt:
             used.add(said)
             why = _check(page, said, exempt[said], every)
             if why:
                 wrong.append(f"{said!r}: {why}")
-        elif _squash(said) not in squashed:
+        elif not _shows(every, said):
             wrong.append(f"{said!r} is in no notebook output and not listed in DOC_EXEMPT")
     stale = sorted(set(exempt) - used)
     assert not wrong, f"{page}:\n" + "\n".join(wrong)
