@@ -587,6 +587,7 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "576 elements": Computed(_mla_elements),
         "11 sequences": Computed(lambda: _sequences_in(100)),
         "1,088": Computed(_absorbed_pair_macs),
+        "341 tokens": Shown("re-expanding wins from N = 341", "04_rope_decoupling.ipynb"),
     },
     "docs/publishing.md": {"19 MB": Input("the built site's size, measured (make book)")},
     "docs/testing.md": {"90%": Input("a layout threshold of the browser test")},
