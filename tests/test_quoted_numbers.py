@@ -336,7 +336,7 @@ EXEMPT: dict[str, dict[str, object]] = {
         "2 bytes": INPUT_DEF,
         "2 FLOPs": INPUT_DEF,
         "7.4%": Computed(_gib_vs_gb),
-        "2.6 MB": POST_B, "21 GB": POST_B, "340 GB": POST_B,
+        "2.6 MB": POST_B, "21 GB": POST_B, "340 GB": POST_B, "0.33 MB": POST_B, "564 GB": POST_A,
     },
     "02_gqa_and_mqa.ipynb": {
         "2 bytes": INPUT_DEF,
