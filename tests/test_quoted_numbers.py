@@ -385,7 +385,7 @@ EXEMPT: dict[str, dict[str, object]] = {
         "160 KiB": Computed(lambda: _kib("GQA", N_L=64, N_g=8, d_QK=80, d_V=80)),
         "1.6x": Computed(lambda: f"{128 / 80:.1f}x"),
         "568 KiB": Computed(lambda: _kib("MHA", N_L=32, N_h=71, d_QK=64, d_V=64)),
-        "2.6 MB": POST_B, "340 GB": POST_B, "0.33 MB": POST_B,
+        "2.6 MB": POST_B, "340 GB": POST_B, "0.33 MB": POST_B, "21 GB": POST_B,
         "43 GB": Shown("42.95 GB"),
         "1 tokens": Input("W - 1 tokens, a rule in words"),
         "1 block": Input("one block, a rule in words"),
