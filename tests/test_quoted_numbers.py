@@ -1,9 +1,15 @@
-"""Every number the lessons promise (issues, paper, blog posts) is in a stored output.
+"""No number in the prose can drift from what kvlib computes (issues 24 and 25).
 
-nbval re-runs the notebooks and compares these outputs, so a number listed here is
-both shown to the reader and recomputed on every `make test`. Each entry carries enough
-context ("saving 8x", "| 576 |") that it cannot match some unrelated number ("80" alone
-would match any output that mentions 80 layers).
+nbval re-runs the notebooks and compares their stored outputs, so a number an output shows is
+recomputed on every `make test`. Three rules build on that:
+
+* QUOTED: numbers the lessons promise (issues, paper, blog posts) are in a stored output, each
+  with enough context ("saving 8x", "| 576 |") that it cannot match an unrelated number;
+* PROSE: sentences that quote an output say what the output now shows;
+* every quantity in a notebook's Markdown (outside its Exercises), in README.md and in docs/
+  ("496 KiB", "1.55x", "12.5%", "1,097,728", "**9**") is in an output as a whole number, rounds
+  from one, or is listed in EXEMPT / DOC_EXEMPT: an input with its reason, or a number recomputed
+  here with kvlib (never a pasted constant alone).
 """
 
 import json
