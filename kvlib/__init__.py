@@ -1,4 +1,4 @@
-"""kvlib: KV-cache memory derived from the paper's tensor tables, evaluated exactly.
+"""kvlib: KV-cache memory derived from tensor tables, evaluated exactly.
 
 Layers, each importing only the ones before it (``tests/test_layers.py``):
 

@@ -309,8 +309,8 @@ def test_figure_labels_say_blog_post_a():
 
 def test_readme_and_docs_attribute_table_3_to_blog_post_a():
     section = (ROOT / "README.md").read_text(encoding="utf-8").split(
-        "## What two popular blog posts get wrong")[1].split("\n## ")[0]
-    assert "post A's own arithmetic on the specs in the paper's Table 3" in section
+        "## What two popular blog posts get right and wrong")[1].split("\n## ")[0]
+    assert "DeepSeek V2 at 60 KiB per token** is its own arithmetic (the paper's Table 3" in section
     models = (ROOT / "docs/models.md").read_text(encoding="utf-8")
     assert "reproduces the paper's Table 3" not in models and "paper vs corrected]" not in models
 
@@ -339,6 +339,27 @@ def test_the_draft_claim_is_blog_post_b():
     capacity = (ROOT / "docs/capacity.md").read_text(encoding="utf-8")
     assert "blog post A's 10-15%" not in capacity and "blog post B's 10-15%" in capacity
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "10-15% of the target's KV\"** (post B)" in readme
+    assert "Post B's draft model** (\"a 7B draft adds 10-15% of the target's KV\")" in readme
     assert "Blog post B says \"a 7B draft" in _markdown("06_capacity_planning.ipynb")
     assert Fraction(32 * 8 * 128, 80 * 8 * 128) == Fraction(2, 5)  # Llama 3.1 8B over 70B: 40%
+
+
+# --- issue 25: each claim credited to its source ----------------------------------------------
+
+def test_notebook_02_cites_the_gqa_and_mqa_papers():
+    sources = _markdown("02_gqa_and_mqa.ipynb").split("## Sources")[1]
+    assert "arxiv.org/abs/2305.13245" in sources and "arxiv.org/abs/1911.02150" in sources
+
+
+def test_claims_are_credited_to_whoever_made_them():
+    from kvlib import load_model, simplified
+
+    nb05, nb06, nb07 = (_markdown(n) for n in ("05_real_models.ipynb", "06_capacity_planning.ipynb",
+                                                "07_hybrid_models.ipynb"))
+    assert "the KV-head counts read here" not in nb05  # counts come from configs, not papers
+    assert "the KV-head counts behind" not in nb06
+    assert "latent + RoPE key held whole by every TP rank" not in nb06  # vLLM's rule
+    assert "vLLM's rule, not the paper's" in nb06
+    assert "The attention formulas are\nthe paper's" not in nb07
+    assert simplified(load_model("deepseek-v2")).assumptions[0].startswith(
+        "blog post A's simplification")

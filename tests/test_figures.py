@@ -9,7 +9,7 @@ apply_style()
 
 
 def test_every_notebook_family_contributes_a_figure():
-    assert {"heads_vs_context", "rope_price", "table_3_paper_vs_corrected", "layer_map",
+    assert {"heads_vs_context", "rope_price", "table_3_post_a_vs_corrected", "layer_map",
             "capacity_budget", "decode_roofline", "mla_roofline"} <= set(FIGURES)
 
 

@@ -200,3 +200,17 @@ def test_the_indexer_keeps_its_bytes_on_the_serving_path_too():
         # 61 layers x (576 latent + RoPE key elements x b + 132 indexer bytes) x 1,024 tokens
         expected = 61 * (576 * b + 132) * 1024
         assert kv_bytes_per_sequence_per_gpu(spec, 1024, kv_dtype, tp=8) == expected
+
+
+def test_mamba2_d_inner_is_heads_times_head_dim_as_vllm_reads_it():
+    # vLLM 0.33.0 model_executor/models/nemotron_h.py:394: intermediate_size =
+    # config.mamba_num_heads * config.mamba_head_dim. Nemotron 3 Nano: 64 x 64 = 4,096, not
+    # expand x hidden_size = 2 x 2,688 = 5,376.
+    from kvlib.core.notation import d_inner
+    from kvlib.core.state_tables import MAMBA2
+
+    config = bundled_config("nemotron-3-nano-30b-a3b")
+    (mamba2,) = [g for g in load_model("nemotron-3-nano-30b-a3b").groups if g.attention == "Mamba2"]
+    assert mamba2.sizes["d_inner"] == 64 * 64 == 4096 != config["expand"] * config["hidden_size"]
+    assert "mamba_num_heads x mamba_head_dim" in d_inner.meaning
+    assert r"\left(d_{conv} - 1\right) \times \left(" in MAMBA2._repr_markdown_()

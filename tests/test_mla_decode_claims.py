@@ -242,3 +242,39 @@ def test_docs_quote_the_recomputed_ratio():
     assert "about **91x**" in models and "3.34 TFLOPs" in models and "reassociation" in models
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "150x" not in readme
+
+
+# --- issue 25: MLA against MHA per cached token, and the fresh prompt's prefill ------------------
+
+def test_absorbed_mla_takes_about_61x_less_time_per_cached_token_than_mha_on_an_h200():
+    # By hand, per cached token of one layer: MHA reads 128 x (192 + 128) x 2 B = 81,920 B and does
+    # 2 FLOPs per element; absorbed MLA reads (512 + 64) x 2 B = 1,152 B and does
+    # 2 x 128 x (512 + 64 + 512) = 278,528 FLOPs. H200: 4.8 TB/s, 989.4 TFLOP/s dense BF16.
+    bw, peak = Fraction(48 * 10**11), Fraction(9894 * 10**11)
+    mha = max(Fraction(81920) / bw, Fraction(81920) / peak)
+    mla = max(Fraction(1152) / bw, Fraction(278528) / peak)
+    assert (CATALOG["H200"].bandwidth, peak_bf16_flops("H200")) == (bw, peak)
+    at = {by_name(k).symbol: v for k, v in dict(N_h=128, d_QK=192, d_V=128, d_L=512, d_R=64,
+                                                      b=2).items()}
+    assert PATHS["MHA"].per_context_token.subs(at) == 81920
+    assert PATHS["MLA+RoPE absorbed"].per_context_token.subs(at) == 278528
+    assert round(float(mha / mla), 1) == 60.6 and mla == Fraction(278528) / peak  # compute-bound
+
+
+def test_a_fresh_prompt_reexpands_at_every_length():
+    # Per layer, N queries and N keys under the causal mask: N(N+1)/2 pairs. Absorbed pays
+    # 2 N_h (2 d_L + d_R) per pair and absorbs W^UK, W^UV per query (2 N_h d_L (d_QK + d_V));
+    # re-expanding pays 2 N_h (d_QK + d_R + d_V) per pair and the same 2 N_h d_L (d_QK + d_V)
+    # per key. Pairs alone: N(N+1)/2 (278,528 - 81,920) = 33,554,432 N, so N + 1 = 341.33.
+    per_key = 2 * 128 * 512 * (128 + 128)
+    pair_a, pair_e = 2 * 128 * (2 * 512 + 64), 2 * 128 * (128 + 64 + 128)
+    assert (per_key, pair_a, pair_e) == (33_554_432, 278_528, 81_920)
+    assert Fraction(2 * per_key, pair_a - pair_e) - 1 == Fraction(1021, 3)  # 340.33: from 341 on
+    ab, ex = (sp.Poly(CHUNK_PATHS[f"MLA+RoPE {m}{Q}"].flops, N_Q, N_KV.symbol).as_dict()
+              for m in ("absorbed", "naive"))
+    at = {by_name(k).symbol: v for k, v in DS.items()}
+    assert int((ab[(1, 0)] - ex[(1, 0)]).subs(at)) == int(ex[(0, 1)].subs(at)) == per_key
+    assert (int(ab[(1, 1)].subs(at)), int(ex[(1, 1)].subs(at))) == (pair_a, pair_e)
+    md = _markdown("04_rope_decoupling.ipynb")
+    assert "re-expanding would win only from 341 tokens" in md
+    assert "320 MiB per layer for\n4,096 tokens" in md and 4096 * 128 * 320 * 2 == 320 * 2**20

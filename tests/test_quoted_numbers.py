@@ -1,12 +1,19 @@
-"""Every number the lessons promise (issues, paper, blog posts) is in a stored output.
+"""No number in the prose can drift from what kvlib computes (issues 24 and 25).
 
-nbval re-runs the notebooks and compares these outputs, so a number listed here is
-both shown to the reader and recomputed on every `make test`. Each entry carries enough
-context ("saving 8x", "| 576 |") that it cannot match some unrelated number ("80" alone
-would match any output that mentions 80 layers).
+nbval re-runs the notebooks and compares their stored outputs, so a number an output shows is
+recomputed on every `make test`. Three rules build on that:
+
+* QUOTED: numbers the lessons promise (issues, paper, blog posts) are in a stored output, each
+  with enough context ("saving 8x", "| 576 |") that it cannot match an unrelated number;
+* PROSE: sentences that quote an output say what the output now shows;
+* every quantity in a notebook's Markdown (outside its Exercises), in README.md and in docs/
+  ("496 KiB", "1.55x", "12.5%", "1,097,728", "**9**") is in an output as a whole number, rounds
+  from one, or is listed in EXEMPT / DOC_EXEMPT: an input with its reason, or a number recomputed
+  here with kvlib (never a pasted constant alone).
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -89,3 +96,526 @@ def test_numbers_in_prose_are_the_outputs(name):
     for said, computed in PROSE[name]:
         assert said in prose, f"{name}: the markdown no longer says {said!r}"
         assert computed in shown, f"{name}: no output shows {computed!r}, which {said!r} quotes"
+
+
+# --- every quantity the prose states (issue 25) ---------------------------------------------
+#
+# A quantity is a number with a unit ("496 KiB", "1.55x", "12.5%", "4,096 tokens") or a number
+# with a thousands separator ("1,097,728"). Each one the Markdown of a notebook states (outside
+# its Exercises, whose answers are checked by the exercise tests) is either in one of that
+# notebook's stored outputs, which nbval recomputes, or listed below: an input (a config value,
+# a datasheet figure, a source's claim quoted as such), or a number a test here recomputes with
+# kvlib. README.md and docs/ are held to the same rule against every notebook's outputs.
+
+UNIT = (r"(?:\s?(?:KiB|MiB|GiB|TiB|KB|MB|GB|TB|bytes?|x(?!\s?[\dA-Z$\\])|%|ms|FLOP/B|FLOPs?|"
+        r"tokens?|sessions?|sequences?|blocks?|elements?|parameters)|\sB)")  # "70B" is a name
+QUANTITY = re.compile(
+    rf"(?<![\w.,/^{{_-])(\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?{UNIT}?|\d+(?:\.\d+)?{UNIT})(?![\w^])")
+
+
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S)
+BOLD = re.compile(r"\*\*(\d[\d,]*(?:\.\d+)*)\*\*")  # a bare number set in bold
+
+
+def quantities(text: str) -> list[str]:
+    """The quantities a piece of prose states, code spans, math and links left out."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)          # fenced code
+    text = re.sub(r"`[^`\n]*`", " ", text)                        # code spans
+    in_math = [n.replace("{,}", ",") for m in MATH.findall(text)
+               for n in re.findall(r"(?<![\w.^])\d{1,3}(?:\{,\}\d{3})+|(?<![\w.^])\d+\.\d+", m)]
+    text = MATH.sub(" ", text)  # math: only its 2{,}621{,}440s and decimals are kept
+    text = re.sub(r"\]\([^)]*\)|<[^>\n]*>|https?://\S+", " ", text)  # links, tags
+    found = [" ".join(q.split()) for q in QUANTITY.findall(text)] + in_math
+    return found + [b for b in BOLD.findall(text) if b not in found]  # "**9** sessions"
+
+
+def prose_cells(path: Path) -> list[tuple[str, str]]:
+    """(cell id, markdown) for every Markdown cell, with its Exercises section left out."""
+    out, in_exercises = [], False
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        kept = []
+        for line in "".join(cell["source"]).split("\n"):
+            heading = re.match(r"#{1,2} (.*)", line)
+            if heading:
+                in_exercises = "Exercises" in heading.group(1)
+            if not in_exercises:
+                kept.append(line)
+        out.append((cell.get("id", "?"), "\n".join(kept)))
+    return out
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _shows(shown: str, said: str) -> bool:
+    """Whether output text shows ``said`` as a whole number, spaces aside: "4.5" is not shown
+    by "14.5" or "4.56", "9" not by "19" or "1,9"; "143,771 MiB" shows "143,771MiB"."""
+    pattern = r"\s*".join(re.escape(ch) for ch in said.replace(" ", ""))
+    if said[0].isdigit():
+        pattern = r"(?<!\d)(?<!\d[.,])" + pattern
+    if said[-1].isdigit():
+        pattern += r"(?!\d)(?![.,]\d)"
+    return re.search(pattern, shown) is not None
+
+
+class Input:
+    """Not computed by kvlib: a config value, a datasheet figure, a definition, or a source's
+    claim quoted as the source's."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+class Shown:
+    """An output shows the number more precisely (``spelled``, in ``notebook`` or this one):
+    the prose must be that number rounded to the digits the prose gives."""
+
+    def __init__(self, spelled: str, notebook: str | None = None):
+        self.spelled, self.notebook = spelled, notebook
+
+
+class Computed:
+    """kvlib computes the number here; ``fn()`` returns it spelled as the prose spells it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _number(text: str) -> float:
+    return float(re.search(r"\d[\d,]*(?:\.\d+)?", text).group(0).replace(",", ""))
+
+
+def _digits(text: str) -> int:
+    found = re.search(r"\d[\d,]*(?:\.(\d+))?", text).group(1)
+    return len(found) if found else 0
+
+
+def _gib(n_bytes, digits: int = 1, unit: str = "GiB") -> str:
+    from kvlib import to_unit
+
+    return f"{float(to_unit(n_bytes, unit)):,.{digits}f} {unit}"
+
+
+def _gemma_128k() -> int:
+    from kvlib import load_model
+
+    return load_model("gemma-3-27b").kv_bytes_per_sequence(131072, 2)
+
+
+def _deepseek_v2_sizes() -> dict:
+    from kvlib import load_model
+
+    (group,) = [g for g in load_model("deepseek-v2").groups if g.attention == "MLA+RoPE"]
+    return group.sizes
+
+
+def _mla_elements() -> str:
+    s = _deepseek_v2_sizes()
+    return f"{s['d_L'] + s['d_R']} elements"
+
+
+def _deepseek_v2_kib() -> str:
+    from kvlib import fmt_bytes, load_model
+
+    return fmt_bytes(load_model("deepseek-v2").kv_bytes_per_token(2), "KiB")
+
+
+def _deepseek_v2_simplified_kib() -> str:
+    from kvlib import fmt_bytes, load_model, simplified
+
+    return fmt_bytes(simplified(load_model("deepseek-v2")).kv_bytes_per_token(2), "KiB")
+
+
+def _per_layer_bytes() -> str:
+    s = _deepseek_v2_sizes()
+    return f"{(s['d_L'] + s['d_R']) * 2:,} B"
+
+
+def _deepseek_v2_heads() -> int:
+    from kvlib import bundled_config
+
+    return bundled_config("deepseek-v2")["num_attention_heads"]
+
+
+def _absorbed_flops_per_cached_token() -> str:
+    s = _deepseek_v2_sizes()  # score against latent + RoPE key, add the latent: 2 FLOPs each
+    return f"{2 * _deepseek_v2_heads() * (s['d_L'] + s['d_R'] + s['d_L']):,} FLOPs"
+
+
+def _mla_vs_mha_cache(rope: bool) -> str:
+    from kvlib import bundled_config
+
+    c, s = bundled_config("deepseek-v2"), _deepseek_v2_sizes()
+    mha = c["num_attention_heads"] * (c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+                                      + c["v_head_dim"])  # K and V of every head
+    return f"{round(mha / (s['d_L'] + (s['d_R'] if rope else 0)))}x"
+
+
+def _kib(kind: str, **sizes) -> str:
+    from kvlib import KINDS, fmt_bytes
+
+    return fmt_bytes(KINDS[kind].bytes_per_token(b=2, **sizes), "KiB")
+
+
+def _merged_over_factors(into: str) -> str:
+    """A merged query-side matrix (``into`` x d_L) against DeepSeek V2's factors per head."""
+    from kvlib import bundled_config
+
+    c = bundled_config("deepseek-v2")
+    factors = (c["q_lora_rank"] * c["qk_nope_head_dim"]
+               + c["qk_nope_head_dim"] * c["kv_lora_rank"])
+    return f"{round(c[into] * c['kv_lora_rank'] / factors)}x"
+
+
+def _latent_over_head_width() -> str:
+    """DeepSeek-V2's Table 1: (d_c + d_h^R) l = 4.5 d_h l elements per token."""
+    from kvlib import bundled_config
+
+    s = _deepseek_v2_sizes()
+    return f"{(s['d_L'] + s['d_R']) / bundled_config('deepseek-v2')['qk_nope_head_dim']:g}"
+
+
+def _absorbed_flops_per_element() -> str:
+    """(2 d_L + d_R) / (d_L + d_R): absorbed MLA's multiply-adds per cached element per head."""
+    s = _deepseek_v2_sizes()
+    return f"{(2 * s['d_L'] + s['d_R']) / (s['d_L'] + s['d_R']):.2f}"
+
+
+def _rope_key_kib() -> str:
+    from kvlib import fmt_bytes, load_model, simplified
+
+    ds = load_model("deepseek-v2")
+    return fmt_bytes(ds.kv_bytes_per_token(2) - simplified(ds).kv_bytes_per_token(2), "KiB")
+
+
+def _qwen3_next_as_all_attention() -> str:
+    """Qwen3-Next's attention bytes per token if all 48 layers were attention layers."""
+    from kvlib import fmt_bytes, load_model
+
+    spec = load_model("qwen3-next-80b-a3b")
+    attn = next(g for g in spec.groups if g.grows)
+    return fmt_bytes(attn.bytes_per_token(2) // attn.layers * spec.num_layers, "KiB")
+
+
+def _absorbed_pair_macs() -> str:
+    s = _deepseek_v2_sizes()  # 2 d_L + d_R multiply-adds per (query, key) pair and head
+    return f"{2 * s['d_L'] + s['d_R']:,}"
+
+
+def _gib_vs_gb() -> str:
+    from kvlib.core.units import UNITS
+
+    return f"{(UNITS['GiB'] - UNITS['GB']) / UNITS['GB'] * 100:.1f}%"
+
+
+def _plain_scale_overhead() -> str:
+    from kvlib.core.dtypes import DTYPE_BYTES  # one 4-byte scale per 128 one-byte elements
+
+    return f"{float(4 / (128 * DTYPE_BYTES['fp8'])) * 100:.1f}%"
+
+
+def _qwen3_next_tokens_per_state_page() -> str:
+    from kvlib import load_model
+
+    spec = load_model("qwen3-next-80b-a3b")
+    attn = next(g for g in spec.groups if g.grows)
+    state = next(g for g in spec.groups if not g.grows and g.layers)
+    per_layer_state = state.state_bytes_per_sequence() // state.layers
+    return f"{per_layer_state // (attn.bytes_per_token(2) // attn.layers)} tokens"
+
+
+def _indexer_key_bytes() -> str:
+    return "132 bytes" if 128 * 1 + 4 * (128 // 128) == 132 else "?"  # fp8 key + fp32 scale
+
+
+INPUT_DEF = Input("a definition: one multiply-add is 2 FLOPs, bf16/fp16 is 2 bytes, fp8 1 byte")
+POST_B = Input("blog post B's own figure, quoted as its claim")
+POST_A = Input("blog post A's own figure, quoted as its claim")
+
+EXEMPT: dict[str, dict[str, object]] = {
+    "01_attention_and_kv_cache.ipynb": {
+        "60 KiB": Computed(_deepseek_v2_simplified_kib),
+        "90%": Shown("0.899"),
+        "2 bytes": INPUT_DEF,
+        "2 FLOPs": INPUT_DEF,
+        "7.4%": Computed(_gib_vs_gb),
+        "2.6 MB": POST_B, "21 GB": POST_B, "340 GB": POST_B, "0.33 MB": POST_B, "564 GB": POST_A,
+    },
+    "02_gqa_and_mqa.ipynb": {
+        "2 bytes": INPUT_DEF,
+        "320 GiB": Input("a deliberately wrong unit in a units quiz (320 KiB, not GiB)"),
+        "1,024 tokens": Input("Gemma 3's sliding_window, a config value"),
+        "10.4 GiB": Shown("10.41 GiB", "05_real_models.ipynb"),
+    },
+    "03_latent_attention_mla.ipynb": {
+        "2 bytes": INPUT_DEF,
+        "640 GB": Input("the H100 datasheet, 8 x 80 GB"),
+        "596 GiB": Computed(lambda: f"{round(8 * 80e9 / 2**30)} GiB"),
+        "81,559 MiB": Input("what nvidia-smi reports for an H100 80GB"),
+        "637.2 GiB": Computed(lambda: f"{8 * 81559 / 1024:.1f} GiB"),
+        "79.22 GiB": Input("the total CUDA reports on an H100 80GB (vLLM's start-up log)"),
+        "576 elements": Computed(_mla_elements),
+        "67.5 KiB": Computed(_deepseek_v2_kib),
+        "3.6x": Shown("3.64x"),
+        "10x": Computed(lambda: _merged_over_factors("hidden_size")),
+        "3x": Computed(lambda: _merged_over_factors("q_lora_rank")),
+        "4.5": Computed(_latent_over_head_width),
+    },
+    "04_rope_decoupling.ipynb": {
+        "1.89": Computed(_absorbed_flops_per_element),
+        "4.5": Computed(_latent_over_head_width),
+        "7.5 KiB": Computed(_rope_key_kib),
+        "3x": Shown("3.4x the FLOPs"),
+        "1 FLOP/B": Computed(lambda: f"{2 // 2} FLOP/B"),  # 2 FLOPs per element / b = 2 bytes
+        "100%": Input("the relative error at the last token of the demonstration, by construction"),
+        "576 elements": Computed(_mla_elements),
+        "1,152 B": Computed(_per_layer_bytes),
+        "278,528 FLOPs": Computed(_absorbed_flops_per_cached_token),
+        "80x": Shown("bytes ratio: 80 x", "03_latent_attention_mla.ipynb"),
+        "71x": Computed(lambda: _mla_vs_mha_cache(rope=True)),
+        "2 FLOPs": INPUT_DEF,
+        "242 FLOPs": Shown("241.8 FLOPs per byte"),
+        "30 FLOPs": Shown("30.2"),
+        "24,848 FLOPs": Shown("| 24,848 |"),
+        "2.3x": Shown("absorbed/re-expand = 2.27"),
+        "61x": Shown("60.6x less time"),
+        "341 tokens": Shown("re-expanding wins from N = 341"),
+        "656 B": Input("vLLM 0.33.0's fp8_ds_mla row size, tested in tests/test_vllm_layout.py"),
+    },
+    "05_real_models.ipynb": {
+        "10.4 GiB": Shown("10.41 GiB"),
+        "1,024 tokens": Input("Gemma 3's sliding_window, a config value"),
+        "160 KiB": Computed(lambda: _kib("GQA", N_L=64, N_g=8, d_QK=80, d_V=80)),
+        "1.6x": Computed(lambda: f"{128 / 80:.1f}x"),
+        "568 KiB": Computed(lambda: _kib("MHA", N_L=32, N_h=71, d_QK=64, d_V=64)),
+        "2.6 MB": POST_B, "340 GB": POST_B, "0.33 MB": POST_B, "21 GB": POST_B,
+        "43 GB": Shown("42.95 GB"),
+        "1 tokens": Input("W - 1 tokens, a rule in words"),
+        "1 block": Input("one block, a rule in words"),
+    },
+    "06_capacity_planning.ipynb": {
+        "118.84GiB": Input("a line of a vLLM log, quoted"),
+        "143,165 MiB": Computed(lambda: f"{round(139.81 * 1024):,} MiB"),
+        "139.80 GiB": Input("a PyTorch out-of-memory message, quoted"),
+        "420 GB": POST_A,
+        "4.74x": Shown("| 4.74 |"),
+        "7.5 tokens": Computed(lambda: f"{(16 - 1) / 2} tokens"),
+        "2 bytes": INPUT_DEF,
+        "3.1%": Computed(_plain_scale_overhead),
+        "12.5%": Shown("+12.50% over plain 4-bit"),
+        "2,048 tokens": Input("the workload's median, an input of the simulation"),
+        "512 tokens": POST_B,
+        "40x": Shown("/39.75 |"),
+        "1,536": Input("DeepSeek V2's moe_intermediate_size, a config value"),
+        "15.38%": Computed(lambda: f"{8 / 52 * 100:.2f}%"),
+        "25%": Shown("+25.00% over plain 4-bit"),
+    },
+    "07_hybrid_models.ipynb": {
+        "536 tokens": Computed(_qwen3_next_tokens_per_state_page),
+        "96 KiB": Computed(_qwen3_next_as_all_attention),
+        "4x": Computed(lambda: f"{48 // 12}x"),
+        "13x": Shown("(13.2x)"),
+        "132 bytes": Computed(_indexer_key_bytes),
+        "9x": Computed(lambda: f"{round(_number(_per_layer_bytes()) / 132)}x"),
+    },
+}
+
+
+def _check(name: str, said: str, how, shown: str) -> str | None:
+    """Why ``said`` fails its exemption, or None."""
+    if isinstance(how, Input):
+        return None if how.why else "an input needs a reason"
+    if isinstance(how, Computed):
+        got = how.fn()
+        return None if got == said else f"kvlib computes {got!r}"
+    where = shown if how.notebook is None else _outputs(NB / how.notebook)
+    if not _shows(where, how.spelled):
+        return f"no output shows {how.spelled!r}"
+    value = _number(how.spelled) * (100 if said.endswith("%") and "%" not in how.spelled else 1)
+    if round(value, _digits(said)) != _number(said):
+        return f"{how.spelled!r} does not round to it"
+    return None
+
+
+NOTEBOOKS = sorted(p.name for p in NB.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_quantity_in_the_prose_is_shown_or_checked(name):
+    shown, exempt = _outputs(NB / name), EXEMPT.get(name, {})
+    used, wrong = set(), []
+    for cell, text in prose_cells(NB / name):
+        for said in quantities(text):
+            if said in exempt:
+                used.add(said)
+                why = _check(name, said, exempt[said], shown)
+                if why:
+                    wrong.append(f"{cell}: {said!r}: {why}")
+            elif not _shows(shown, said):
+                wrong.append(f"{cell}: {said!r} is in no output and not listed in EXEMPT")
+    stale = sorted(set(exempt) - used)
+    assert not wrong, f"{name}:\n" + "\n".join(wrong)
+    assert not stale, f"{name}: EXEMPT lists what the prose no longer says: {stale}"
+
+
+def test_quantities_are_found():
+    text = "It caches 1.55x more, 496 KiB per token, 62 x 16 = 992, 1,097,728 / 2,048 (`9 GiB`)"
+    assert quantities(text) == ["1.55x", "496 KiB", "1,097,728", "2,048"]
+    assert quantities("$62 \\times 16$ and [x](a_2x.md) and 70B") == []
+    assert quantities("becomes **9** once, **67.5 KiB**") == ["67.5 KiB", "9"]
+    assert quantities("$d_{in} d_L = 2{,}621{,}440$, $\\theta = 10000^{-2i/d}$, $x = 1.89$") == [
+        "2,621,440", "1.89"]
+
+
+# --- README.md and docs/ ------------------------------------------------------------------
+# The same rule for the pages: a quantity is in some notebook's stored output, or listed here.
+# docs/workshop.md is a timetable (minutes), docs/benchmarks.md holds measured timings and
+# docs/formula_sheet.md is generated from kvlib (tests/test_formula_sheet.py): not held here.
+
+ROOT = NB.parent
+PAGES = ["README.md"] + sorted(
+    f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")
+    if p.name not in ("workshop.md", "benchmarks.md", "formula_sheet.md"))
+UNIT_DEF = Input("the definition of a unit")
+TINY = Input("a worked example on a tiny random config; make crosscheck (torch, transformers) "
+             "compares kvlib with transformers' allocation layer by layer, not this figure")
+
+
+def _kv_per_sequence(name: str, context: int, unit: str, digits: int) -> str:
+    from kvlib import load_model
+
+    return _gib(load_model(name).kv_bytes_per_sequence(context, 2), digits, unit)
+
+
+def _post_b_gqa_overestimate() -> str:
+    from kvlib import bundled_config
+
+    g = bundled_config("gemma-3-27b")["text_config"]
+    return f"{g['hidden_size'] / (g['num_attention_heads'] * g['head_dim']) - 1:.0%}"
+
+
+def _deepseek_v2_as_mha() -> int:
+    from kvlib import KINDS, bundled_config
+
+    c = bundled_config("deepseek-v2")
+    return KINDS["MHA"].bytes_per_token(
+        N_L=c["num_hidden_layers"], N_h=c["num_attention_heads"],
+        d_QK=c["qk_nope_head_dim"] + c["qk_rope_head_dim"], d_V=c["v_head_dim"], b=2)
+
+
+def _llama_node_sessions() -> int:
+    from kvlib import Deployment, load_model
+
+    return Deployment(load_model("llama-3.1-70b"), "H200", 4, 4).max_sequences_per_replica(131072)
+
+
+def _llama_per_token(unit: str) -> str:
+    from kvlib import fmt_bytes, load_model
+
+    return fmt_bytes(load_model("llama-3.1-70b").kv_bytes_per_token(2), unit)
+
+
+def _deepseek_v2_node() -> str:
+    from kvlib import Deployment, load_model
+
+    n = Deployment(load_model("deepseek-v2"), "H200", 4, 4).max_sequences_per_replica(131072)
+    return f"{n} sequence" + ("s" if n != 1 else "")
+
+
+def _sequences_in(budget_gib: int) -> str:
+    from kvlib import load_model
+
+    per = load_model("deepseek-v2").kv_bytes_per_sequence(131072, 2)
+    return f"{budget_gib * 2**30 // per} sequences"
+
+
+def _llama_weights_per_gpu() -> str:
+    from kvlib import Deployment, load_model
+
+    return f"{Deployment(load_model('llama-3.1-70b'), 'H200', 4, 4).weights_bytes_per_gpu:,} B"
+
+
+DOC_EXEMPT: dict[str, dict[str, object]] = {
+    "README.md": {
+        "4.7 MiB": Computed(lambda: _gib(_deepseek_v2_as_mha(), 1, "MiB")),
+        "2.6 MB": POST_B,
+        "0.33 MB": Computed(lambda: _llama_per_token("MB")),
+        "31%": Computed(_post_b_gqa_overestimate),
+        "10.4 GiB": Computed(lambda: _kv_per_sequence("gemma-3-27b", 131072, "GiB", 1)),
+        "1 sequence": Computed(_deepseek_v2_node),
+        "1024 B": UNIT_DEF, "1000 B": UNIT_DEF,
+    },
+    "docs/architecture.md": {"1024 B": UNIT_DEF, "1000 B": UNIT_DEF},
+    "docs/capacity.md": {
+        "0.33.0": Input("vLLM's release number"),
+        "0.92": Input("vLLM 0.33.0's default utilization"),
+        "2 bytes": INPUT_DEF,
+        "9": Computed(lambda: str(_llama_node_sessions())),
+        "143771MiB": Input("what nvidia-smi prints on an H200"),
+        "13.4 TB": Input("NVIDIA's GB200 NVL72 datasheet"),
+        "576 TB": Input("NVIDIA's GB200 NVL72 datasheet"),
+        "13.5 TB": Input("NVIDIA's 2024 preliminary GB200 NVL72 page"),
+        "279 GB": Input("NVIDIA's GB300 datasheet"),
+        "288 GB": Input("NVIDIA's B300 chip figure"),
+        "96 GB": Input("NVIDIA's H20 figure (MIG guide)"),
+        "4.0 TB": Input("a press figure for H20's bandwidth, quoted as such"),
+        "89.4 GiB": Computed(lambda: _gib(96 * 10**9, 1)),
+        "35,278,831,616 B": Computed(_llama_weights_per_gpu),
+        "97%": Shown("97.49% of reserved slots empty", "06_capacity_planning.ipynb"),
+        "0.2%": Shown("0.23% of reserved slots empty", "06_capacity_planning.ipynb"),
+    },
+    "docs/cli.md": {
+        "1": Input("an exit status"), "2": Input("an exit status"),
+        "0.005 GiB": Input("half of the last digit vLLM prints"),
+        "0.2x": Input("vLLM's version range 0.8 to 0.2x, not a ratio"),
+        "150 MiB": Input("vLLM's CUDA-graph margin, a constant of vLLM"),
+        "238,224": Input("an example error message's log value"),
+        "238,208": Input("an example error message's computed value"),
+    },
+    "docs/crosscheck.md": {
+        "1728 elements": TINY, "1 block": Input("one block, a rule in words"), "9 tokens": TINY,
+        "40,960 elements": Shown("40,960", "04_rope_decoupling.ipynb"),
+        "864 elements": TINY, "384 elements": TINY, "2,624 B": TINY, "2,816": TINY,
+        "10,752 B": TINY, "2,772 B": TINY, "2,816 B": TINY, "1,600 B": TINY, "37,376": TINY,
+        "36,224": TINY, "18,432": TINY, "9,728": TINY,
+        "20 tokens": TINY, "8 tokens": TINY, "1 token": Input("one token, a rule in words"),
+    },
+    "docs/models.md": {
+        "10.4 GiB": Computed(lambda: _kv_per_sequence("gemma-3-27b", 131072, "GiB", 1)),
+        "2,621,440 elements": Shown("merged 2,621,440", "03_latent_attention_mla.ipynb"),
+        "3.6x": Shown("3.64x", "03_latent_attention_mla.ipynb"),
+        "10x": Computed(lambda: _merged_over_factors("hidden_size")),
+        "242 FLOPs": Shown("241.8 FLOPs per byte", "04_rope_decoupling.ipynb"),
+        "30 FLOPs": Shown("per GPU): 30.2", "04_rope_decoupling.ipynb"),
+        "576 elements": Computed(_mla_elements),
+        "11 sequences": Computed(lambda: _sequences_in(100)),
+        "1,088": Computed(_absorbed_pair_macs),
+        "341 tokens": Shown("re-expanding wins from N = 341", "04_rope_decoupling.ipynb"),
+    },
+    "docs/publishing.md": {"19 MB": Input("the built site's size, measured (make book)")},
+    "docs/testing.md": {"90%": Input("a layout threshold of the browser test")},
+}
+
+
+def _text_quantities(page: str) -> list[str]:
+    return quantities((ROOT / page).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_quantity_on_the_page_is_shown_or_checked(page):
+    every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb")))
+    exempt, used, wrong = DOC_EXEMPT.get(page, {}), set(), []
+    for said in _text_quantities(page):
+        if said in exempt:
+            used.add(said)
+            why = _check(page, said, exempt[said], every)
+            if why:
+                wrong.append(f"{said!r}: {why}")
+        elif not _shows(every, said):
+            wrong.append(f"{said!r} is in no notebook output and not listed in DOC_EXEMPT")
+    stale = sorted(set(exempt) - used)
+    assert not wrong, f"{page}:\n" + "\n".join(wrong)
+    assert not stale, f"{page}: DOC_EXEMPT lists what the page no longer says: {stale}"

@@ -82,7 +82,9 @@ def test_prose_quotes_the_plan():
     sheet = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, memory="datasheet")
     n, exact = d.max_sequences_per_replica(131072), d.sessions(131072)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"(post A) becomes {n} once\n  `gpu_memory_utilization` (0.92)" in readme
+    posts = " ".join(readme.split())
+    assert (f"Counted, with `gpu_memory_utilization` ({float(d.gpu_mem_util):g}), the overhead and "
+            f"whole sessions, it is {n}") in posts
     assert f"vLLM 0.33.0's default, {float(d.gpu_mem_util):g}" in readme
     capacity = (ROOT / "docs/capacity.md").read_text(encoding="utf-8")
     finds = " ".join(capacity.split("**What notebook 06 finds:**")[1].split())
@@ -110,3 +112,49 @@ def test_docs_models_lists_every_bundled_model():
     text = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text()
     missing = [name for name in BUNDLED if f"`{name}`" not in text]
     assert not missing, f"docs/models.md does not list {missing}"
+
+
+def test_the_blog_post_section_quotes_kvlib():
+    """Every number README's section on the two blog posts states about a real model (issue 25),
+    recomputed; the posts' own figures (2.6 MB, 340 GB, 10-15%, ...) are quoted as theirs."""
+    from kvlib import bundled_config, fmt_bytes, load_model, simplified
+    from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu
+
+    section = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split(
+        "## What two popular blog posts get right and wrong")[1].split("\n## ")[0].split())
+    llama, gemma, ds = (load_model(n) for n in ("llama-3.1-70b", "gemma-3-27b", "deepseek-v2"))
+    token, seq = llama.kv_bytes_per_token(2), llama.kv_bytes_per_sequence(131072, 2)
+    mha_seq = 2 * 80 * 8192 * 2 * 131072  # post B's formula, independent arithmetic
+    weights = Deployment(llama, "H200", 4, 4).params * 2  # the checkpoint's, in bf16
+    g = bundled_config("gemma-3-27b")["text_config"]
+    over = g["hidden_size"] / (g["num_attention_heads"] * g["head_dim"]) - 1
+    windowed = [x for x in gemma.groups if x.kind.value == "sliding"]
+    ds_tp8 = kv_bytes_per_sequence_per_gpu(ds, 1, tp=8, block_size=1)
+    llama_tp8 = kv_bytes_per_sequence_per_gpu(llama, 1, tp=8, block_size=1)
+    node = Deployment(ds, "H200", 4, 4).max_sequences_per_replica(131072)
+    said = [
+        f"from 2.6 MB to {fmt_bytes(token, 'MB')} per token",
+        f"{fmt_bytes(token, 'MB')} per token and {fmt_bytes(seq, 'GB')} "
+        f"({fmt_bytes(seq, 'GiB')}) per 128K",
+        f"({g['hidden_size']} against {g['num_attention_heads']} x {g['head_dim']}) it "
+        f"over-estimates by {over:.0%}",
+        f"bf16 weights alone are {fmt_bytes(weights, 'GB')}",
+        f"MHA ({fmt_bytes(mha_seq, 'GB')}); one 128K sequence of the real, GQA model is "
+        f"{fmt_bytes(seq, 'GB')}, under a third",
+        f"Gemma 3 27B caches {gemma.kv_bytes_per_token(2) / llama.kv_bytes_per_token(2):.2f}x more "
+        "per token than Llama 3 70B",
+        f"it is {fmt_bytes(ds.kv_bytes_per_token(2), 'KiB')}",
+        "(512 for DeepSeek V2, not a head size)",
+        f"{sum(x.layers for x in windowed)} of its {gemma.num_layers} layers keep only "
+        f"{windowed[0].window:,} tokens, about "
+        f"{float(gemma.kv_bytes_per_sequence(131072, 2)) / 2**30:.1f} GiB",
+        f"leave room for {node} sequence of 128K",
+        f"adds {32 / 80:.0%} of Llama 3.1 70B's cache",
+    ]
+    missing = [s for s in said if s not in section]
+    assert not missing, missing
+    assert 3 * seq < weights and mha_seq > weights  # "under a third"; MHA's is bigger
+    assert ds_tp8 > llama_tp8  # at TP=8 the whole latent per GPU outweighs one KV head
+    assert bundled_config("deepseek-v2")["kv_lora_rank"] == 512
+    assert simplified(ds).kv_bytes_per_token(2) == 60 * 512 * 2 == 60 * 1024  # post A: 60 KiB
+    assert load_model("llama-3.1-8b").num_layers == 32 and llama.num_layers == 80

@@ -220,3 +220,33 @@ def test_the_bound_never_exceeds_reading_every_weight(name):
     layout = moe_layout(d.config)
     if layout is not None:  # the count's active parameters: within 0.1% of the derived bound
         assert d.active <= derived_active_params(d.params, layout) * 1.001
+
+
+# --- issue 25: blog post A's MLA node, and a sliding window's extra block -----------------------
+
+def test_deepseek_v2_on_blog_post_a_node_holds_one_128k_session():
+    # 4 x H200, TP=4: usable per GPU ceil(0.92 x 150,119,844,413) = 138,110,256,860 B, 4 GiB of
+    # overhead, weights = the checkpoint's 235,741,434,880 bf16 parameters split over 4 (plus what
+    # every rank holds whole); the latent + RoPE key, 60 x 576 x 2 = 69,120 B per token, is held
+    # whole by every rank (vLLM 0.33.0 mla_attention.py: num_kv_heads=1, max_tp_shards=1).
+    d = Deployment(load_model("deepseek-v2"), "H200", 4, 4)
+    usable = -(-CATALOG["H200"].cuda_total_bytes * 92 // 100)
+    assert usable == d.usable_bytes_per_gpu == 138_110_256_860
+    assert d.params == 235_741_434_880 and d.weights_bytes_per_gpu > d.params * 2 // 4
+    budget = usable - 4 * GiB - d.weights_bytes_per_gpu
+    per_session = 60 * 576 * 2 * 131072
+    assert budget // per_session == 1 == d.max_sequences_per_replica(131072)
+    llama = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
+    assert llama.max_sequences_per_replica(131072) == 9
+
+
+def test_a_sliding_window_spans_one_more_block_unless_aligned():
+    # vLLM 0.33.0 single_type_kv_cache_manager.py: SlidingWindowManager.get_num_skipped_tokens is
+    # num_computed - W + 1, and remove_skipped_blocks frees only whole blocks below it. With
+    # W = 1,024 and 16-token blocks, tokens computed - 1,023 .. computed span 65 blocks unless
+    # computed % 16 == 15, when they span 64.
+    def held(computed, W=1024, bs=16):
+        return computed // bs - (computed - W + 1) // bs + 1
+
+    assert [held(c) for c in range(16_000, 16_016)].count(65) == 15
+    assert held(16_015) == 64 == 1024 // 16

@@ -2,7 +2,7 @@
 
 One decode step feeds one new token through one layer whose cache already holds
 N_KV - 1 tokens (N_KV after the new one is appended). Each way of computing it
-is a list of :class:`MatMul` rows, shapes in the paper's symbols, like the
+is a list of :class:`MatMul` rows, shapes in the notation's symbols, like the
 tensor tables of :mod:`kvlib.core.tables`; SymPy adds them up. Nothing here is typed
 as a total: ``DecodePath.flops`` is the sum of its rows, and ``.formula`` is the
 generated numeric function (:class:`kvlib.core.numeric.Formula`).

@@ -1,9 +1,18 @@
-"""The paper's notation, defined once for the whole collection (notebook 01, "Notation").
+"""The collection's notation, defined once (notebook 01, "Notation").
 
-Symbols follow M. F. Serret, *Understanding Transformers and Attention Mechanisms:
-An Introduction for Applied Mathematicians* (arXiv:2604.00965, 2026). The paper
-names the number of key/value *heads* only in words; here it is ``N_g`` (GQA's
-number of groups: each group of query heads shares one key/value head).
+Each symbol says where it comes from (``source``):
+
+* ``paper``: M. F. Serret, *Understanding Transformers and Attention Mechanisms: An
+  Introduction for Applied Mathematicians* (arXiv:2604.00965, 2026), Tables 1 and 2:
+  N_L, N_h (the paper's N_heads), N_KV, N_Q, d_in, d_QK, d_V (d_head in the cache formula as
+  blog post A quotes it) and d_L;
+* ``DeepSeek``: the DeepSeek-V2 paper (arXiv:2405.04434), whose decoupled RoPE key and
+  query compression the paper's tables do not contain: d_R (its d_h^R) and d_Lq (its d'_c).
+* ``vLLM``: sizes named after what vLLM 0.33.0 allocates: b_c and b_s, the element sizes
+  of the convolution and SSM states;
+* ``ours``: kvlib's own: N_g (the paper names the number of key/value heads only in
+  words), B, b (the paper multiplies by the bits of one float; kvlib counts bytes), and the
+  symbols of the state tables (the paper covers attention only).
 
 Beware a clash of names: ``N_KV`` counts key/value *tokens* (the rows of the
 cached K and V), as in the paper, while "KV heads" is ``N_g``.
@@ -20,11 +29,13 @@ __all__ = ["SYMBOLS", "STATE_SYMBOLS", "ALL_SYMBOLS", "Symbol", "by_name"]
 
 @dataclass(frozen=True)
 class Symbol:
-    """One symbol of the notation: the SymPy symbol, what it counts, and its unit."""
+    """One symbol of the notation: the SymPy symbol, what it counts, its unit, and whose
+    symbol it is (``paper``, ``DeepSeek``, ``vLLM`` or ``ours``: the module docstring)."""
 
     symbol: sp.Symbol
     meaning: str
     unit: str
+    source: str = "ours"
 
     @property
     def name(self) -> str:
@@ -38,45 +49,57 @@ class Symbol:
         return bool(self.symbol.is_integer)
 
 
-def _count(name: str, meaning: str, unit: str = "count") -> Symbol:
-    return Symbol(sp.Symbol(name, positive=True, integer=True), meaning, unit)
+def _count(name: str, meaning: str, unit: str = "count", source: str = "ours") -> Symbol:
+    return Symbol(sp.Symbol(name, positive=True, integer=True), meaning, unit, source)
 
 
-N_L = _count("N_L", "layers")
-N_h = _count("N_h", "query heads")
+N_L = _count("N_L", "layers", source="paper")
+N_h = _count("N_h", "query heads", source="paper (N_heads)")
 N_g = _count("N_g", "key/value heads (GQA groups)")
-N_KV = _count("N_KV", "key/value tokens cached (context length)", "tokens")
-N_Q = _count("N_Q", "query tokens in one step (1 in decode; a prefill chunk's length)", "tokens")
-d_in = _count("d_in", "model (embedding) width", "elements")
-d_QK = _count("d_QK", "query/key width per head", "elements")
-d_V = _count("d_V", "value width per head", "elements")
-d_L = _count("d_L", "latent width (MLA kv_lora_rank)", "elements")
-d_R = _count("d_R", "decoupled RoPE width (MLA qk_rope_head_dim)", "elements")
-d_Lq = _count("d_Lq", "query latent width (MLA q_lora_rank)", "elements")
+N_KV = _count("N_KV", "key/value tokens cached (context length)", "tokens", source="paper")
+N_Q = _count("N_Q", "query tokens in one step (1 in decode; a prefill chunk's length)", "tokens",
+             source="paper")
+d_in = _count("d_in", "model (embedding) width", "elements", source="paper")
+d_QK = _count("d_QK", "query/key width per head", "elements", source="paper")
+d_V = _count("d_V", "value width per head", "elements", source="paper (d_head)")
+d_L = _count("d_L", "latent width (MLA kv_lora_rank)", "elements", source="paper")
+d_R = _count("d_R", "decoupled RoPE width (MLA qk_rope_head_dim)", "elements",
+             source="DeepSeek (d_h^R)")
+d_Lq = _count("d_Lq", "query latent width (MLA q_lora_rank)", "elements", source="DeepSeek (d'_c)")
 B = _count("B", "sequences in the batch", "sequences")
 # Bytes per element is not an integer for 4-bit formats (1/2 byte).
-b = Symbol(sp.Symbol("b", positive=True), "bytes per cached element", "bytes")
+b = Symbol(sp.Symbol("b", positive=True), "bytes per cached element", "bytes", "ours")
 
 SYMBOLS: tuple[Symbol, ...] = (N_L, N_h, N_g, N_KV, N_Q, d_in, d_QK, d_V, d_L, d_R, d_Lq, B, b)
 
 # Layers that keep a constant-size state instead of a growing cache (notebook 07). These
-# symbols are kvlib's own (the paper covers attention only); each names the config field
-# it is read from.
-d_conv = _count("d_conv", "convolution kernel width (mamba_d_conv, linear_conv_kernel_dim, "
-                "conv_L_cache)", "tokens")
-d_inner = _count("d_inner", "Mamba inner width (mamba_expand x d_in)", "elements")
-d_state = _count("d_state", "SSM state size per channel (mamba_d_state)", "elements")
-N_sg = _count("N_sg", "Mamba2 B/C groups (mamba_n_groups)")
-N_sh = _count("N_sh", "Mamba2 heads (mamba_num_heads)")
-d_sh = _count("d_sh", "Mamba2 head width (mamba_head_dim)", "elements")
-N_lk = _count("N_lk", "linear-attention key heads (linear_num_key_heads)")
-N_lv = _count("N_lv", "linear-attention value heads (linear_num_value_heads)")
-d_lk = _count("d_lk", "linear-attention key head width (linear_key_head_dim)", "elements")
-d_lv = _count("d_lv", "linear-attention value head width (linear_value_head_dim)", "elements")
+# symbols are kvlib's own (the paper covers attention only); each names the config fields
+# it is read from, spelled as each family's config spells them (kvlib/models/readers/).
+d_conv = _count("d_conv", "convolution kernel width (mamba_d_conv: Jamba, Falcon-H1; conv_kernel: "
+                "Nemotron-H; linear_conv_kernel_dim: Qwen3-Next; short_conv_kernel_size: Kimi "
+                "Linear; conv_L_cache: LFM2)", "tokens")
+d_inner = _count("d_inner", "Mamba channels (Mamba, Jamba: mamba_expand x hidden_size; Mamba2, "
+                 "Nemotron-H: mamba_num_heads x mamba_head_dim; Falcon-H1: mamba_d_ssm)",
+                 "elements")
+d_state = _count("d_state", "SSM state size per channel (mamba_d_state: Jamba, Falcon-H1; "
+                 "ssm_state_size: Nemotron-H)", "elements")
+N_sg = _count("N_sg", "Mamba2 B/C groups (n_groups: Nemotron-H; mamba_n_groups: Falcon-H1)")
+N_sh = _count("N_sh", "Mamba2 heads (mamba_num_heads: Nemotron-H; mamba_n_heads: Falcon-H1)")
+d_sh = _count("d_sh", "Mamba2 head width (mamba_head_dim: Nemotron-H; mamba_d_head: Falcon-H1)",
+              "elements")
+N_lk = _count("N_lk", "linear-attention key heads (linear_num_key_heads: Qwen3-Next; "
+              "linear_attn_config.num_heads: Kimi Linear)")
+N_lv = _count("N_lv", "linear-attention value heads (linear_num_value_heads: Qwen3-Next; "
+              "linear_attn_config.num_heads: Kimi Linear)")
+d_lk = _count("d_lk", "linear-attention key head width (linear_key_head_dim: Qwen3-Next; "
+              "linear_attn_config.head_dim: Kimi Linear)", "elements")
+d_lv = _count("d_lv", "linear-attention value head width (linear_value_head_dim: Qwen3-Next; "
+              "linear_attn_config.head_dim: Kimi Linear)", "elements")
 d_I = _count("d_I", "sparse-attention indexer key width (index_head_dim)", "elements")
-b_c = Symbol(sp.Symbol("b_c", positive=True), "bytes per convolution-state element", "bytes")
+b_c = Symbol(sp.Symbol("b_c", positive=True), "bytes per convolution-state element", "bytes",
+             "vLLM")
 b_s = Symbol(sp.Symbol("b_s", positive=True), "bytes per SSM / recurrent-state element",
-             "bytes")
+             "bytes", "vLLM")
 
 STATE_SYMBOLS: tuple[Symbol, ...] = (d_conv, d_inner, d_state, N_sg, N_sh, d_sh, N_lk, N_lv,
                                      d_lk, d_lv, d_I, b_c, b_s)

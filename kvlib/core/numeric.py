@@ -57,7 +57,7 @@ def _numpy_printer() -> NumPyPrinter:
 class Formula:
     """A SymPy expression with exact scalar and vectorised numeric evaluation.
 
-    Call it with the paper's symbol names as keywords::
+    Call it with the notation's symbol names as keywords::
 
         GQA.bytes_per_token(N_L=80, N_g=8, d_QK=128, d_V=128, b=2)  # -> 327680
 

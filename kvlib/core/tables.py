@@ -1,10 +1,14 @@
-"""The paper's tensor tables, as data (notebooks 01-04).
+"""Tensor tables of attention layers, as data (notebooks 01-04).
+
+Table 1 (MHA) and Table 2 (MLA) follow Serret's tables (arXiv:2604.00965), Table 2 with each
+head's query kept whole where the paper factors it (notebook 03); ``TABLE_2_ROPE`` adds
+DeepSeek-V2's decoupled RoPE key, which the paper's tables do not contain.
 
 Each table lists the tensors one attention layer holds while it processes an
 input X of N_KV tokens (X has shape N_KV x d_in): its weights, the activations
 it forms and drops, and the tensors it keeps for later tokens, the KV cache.
-Shapes are in the paper's symbols (:mod:`kvlib.core.notation`); ``copies`` says how
-many such tensors the layer has (N_h for per-head tensors, 1 for shared ones).
+Shapes are in the collection's symbols (:mod:`kvlib.core.notation`, each with its source);
+``copies`` says how many such tensors the layer has (N_h for per-head tensors, 1 for shared ones).
 
 Nothing here is a formula for the cache: :mod:`kvlib.core.derive` reads the
 ``cache`` rows and derives the formulas with SymPy.
@@ -84,7 +88,7 @@ class TensorTable:
             "|---|---|---|---|---|",
         ]
         for t in self.tensors:
-            shape = rf"${sp.latex(t.rows)} \times {sp.latex(t.cols)}$"
+            shape = rf"${_factor_latex(t.rows)} \times {_factor_latex(t.cols)}$"
             lines.append(
                 f"| ${t.latex}$ | ${sp.latex(t.copies)}$ | {shape} | {t.role} | {t.note} |"
             )
@@ -93,8 +97,19 @@ class TensorTable:
     def __repr__(self) -> str:
         rows = [f"{self.name}: {self.caption}"]
         for t in self.tensors:
-            rows.append(f"  {t.name:<8} {t.copies} x ({t.rows} x {t.cols})  {t.role}")
+            rows.append(f"  {t.name:<8} {t.copies} x ({_factor(t.rows)} x {_factor(t.cols)})  "
+                        f"{t.role}")
         return "\n".join(rows)
+
+
+def _factor_latex(size) -> str:
+    """A shape's side in LaTeX, in parentheses when it is a sum: (d_conv - 1) x (...)."""
+    text = sp.latex(size)
+    return rf"\left({text}\right)" if isinstance(size, sp.Add) else text
+
+
+def _factor(size) -> str:
+    return f"({size})" if isinstance(size, sp.Add) else str(size)
 
 
 def _t(name, latex, rows, cols, copies, role, kv_side=False, note="", store=""):

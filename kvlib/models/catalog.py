@@ -337,6 +337,6 @@ def simplified(spec: ModelSpec) -> ModelSpec:
     return ModelSpec(
         name=spec.name, groups=groups, params=spec.params,
         max_position_embeddings=spec.max_position_embeddings, source=spec.source,
-        assumptions=("the paper's simplification: every layer keeps every token, "
+        assumptions=("blog post A's simplification: every layer keeps every token, "
                      "and MLA caches the latent d_L only (no decoupled RoPE key)",),
     )

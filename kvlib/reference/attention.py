@@ -1,7 +1,7 @@
 """NumPy reference attention with an explicit KV cache (notebooks 01-02).
 
 Float64 throughout, weights drawn from a seeded generator, so every number a
-notebook prints is reproducible. Shapes use the paper's symbols:
+notebook prints is reproducible. Shapes use the collection's symbols:
 X is (N_KV, d_in); per-head weights are stacked on a leading head axis.
 """
 

@@ -1,8 +1,8 @@
 """NumPy reference for multi-head latent attention (MLA) with an explicit cache
 (notebooks 03-04).
 
-Float64 throughout, weights from a seeded generator. Shapes use the paper's
-symbols (Table 2, :data:`kvlib.core.tables.TABLE_2`); per-head weights are stacked
+Float64 throughout, weights from a seeded generator. Shapes use the
+collection's symbols (Table 2, :data:`kvlib.core.tables.TABLE_2`); per-head weights are stacked
 on a leading head axis. Row vectors: a token is x (d_in,), L is (N_KV, d_L).
 
 Five ways to run one decode step (``mode`` of :func:`decode`):
@@ -94,7 +94,7 @@ class MLAWeights:
         return self.W_KR is not None
 
     def sizes(self) -> dict[str, int]:
-        """The paper's symbols for this layer, ready for a Formula call."""
+        """This layer's sizes in the notation's symbols, ready for a Formula call."""
         s = {"N_h": self.N_h, "d_in": self.d_in, "d_QK": self.d_QK, "d_V": self.d_V,
              "d_L": self.d_L}
         if self.decoupled:

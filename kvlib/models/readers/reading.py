@@ -44,7 +44,7 @@ class Layers:
 @dataclass(frozen=True)
 class Attention:
     """A family reader's answer: the attention kind (a key of ``kvlib.core.formulas.KINDS``),
-    the label readers know (MHA, GQA, MQA, MLA), the sizes in the paper's symbols, the layers."""
+    the label readers know (MHA, GQA, MQA, MLA), the sizes in the notation's symbols, the layers."""
 
     kind: str
     label: str

@@ -57,24 +57,24 @@ KIND_COLORS = {CacheKind.FULL: COLORS["GQA"], CacheKind.SLIDING: "#F0E442",
                # constant-size states and empty layers (notebook 07), from Paul Tol's palette
                CacheKind.MAMBA: "#44AA99", CacheKind.LINEAR: "#882255",
                CacheKind.CONV: "#AA4499", CacheKind.NONE: "#DDDDDD", CacheKind.SHARED: "#999933"}
-PAPER_COLOR = "#999999"
+POST_A_COLOR = "#999999"
 T128K = 131072
 BF16 = 2
 
 
 def table_3_rows(names: Sequence[str] = TABLE_3, context: int = T128K, b=BF16) -> list[dict]:
     """Per model: bytes per token and per sequence of ``context`` tokens, blog post A's
-    arithmetic (``paper_*`` keys: the simplified formulas applied to the paper's Table 3 specs)
+    arithmetic (``post_a_*`` keys: the simplified formulas applied to the paper's Table 3 specs)
     vs corrected."""
     rows = []
     for name in names:
         spec = load_model(name)
-        paper = simplified(spec)
+        post_a = simplified(spec)
         rows.append(dict(
             name=name, title=title(spec), attention=attention_label(spec),
             layers=spec.num_layers, params=spec.params,
-            paper_per_token=paper.kv_bytes_per_token(b),
-            paper_per_sequence=paper.kv_bytes_per_sequence(context, b),
+            post_a_per_token=post_a.kv_bytes_per_token(b),
+            post_a_per_sequence=post_a.kv_bytes_per_sequence(context, b),
             per_token=spec.kv_bytes_per_token(b),
             per_sequence=spec.kv_bytes_per_sequence(context, b),
         ))
@@ -89,8 +89,8 @@ def render_table_3(rows: list[dict], corrected: bool, context: int = T128K) -> s
     head = f"| model | attention | layers | per token | {context:,} tokens |"
     lines = [head, "|---|---|---|---|---|"]
     for r in rows:
-        tok = r["per_token"] if corrected else r["paper_per_token"]
-        seq = r["per_sequence"] if corrected else r["paper_per_sequence"]
+        tok = r["per_token"] if corrected else r["post_a_per_token"]
+        seq = r["per_sequence"] if corrected else r["post_a_per_sequence"]
         lines.append(f"| {r['title']} | {r['attention']} | {r['layers']} "
                      f"| {fmt_bytes(tok, 'KiB')} | {fmt_bytes(seq, 'GiB')} |")
     return "\n".join(lines)
@@ -104,9 +104,9 @@ def plot_table_3(ax_token, ax_context, rows: list[dict], context: int = T128K) -
         short = r["title"].replace(" ", "\n", 1)
         kind_color = COLORS["MLA+RoPE"] if r["attention"] == "MLA" else COLORS["GQA"]
         labels += [f"{short}\npost A", f"{short}\ncorrected"]
-        per_token += [r["paper_per_token"], r["per_token"]]
-        per_seq += [r["paper_per_sequence"], r["per_sequence"]]
-        colors += [PAPER_COLOR, kind_color]
+        per_token += [r["post_a_per_token"], r["per_token"]]
+        per_seq += [r["post_a_per_sequence"], r["per_sequence"]]
+        colors += [POST_A_COLOR, kind_color]
     plot_bars(ax_token, labels, per_token, "KiB", "Per token", "KV cache per token",
               colors=colors)
     plot_bars(ax_context, labels, per_seq, "GiB",
@@ -114,7 +114,7 @@ def plot_table_3(ax_token, ax_context, rows: list[dict], context: int = T128K) -
     for ax in (ax_token, ax_context):
         ax.tick_params(axis="x", labelsize=11)
         ax.margins(y=0.15)
-    ax_token.legend(handles=[Patch(color=PAPER_COLOR, label="blog post A's Table 3 arithmetic"),
+    ax_token.legend(handles=[Patch(color=POST_A_COLOR, label="blog post A's Table 3 arithmetic"),
                              Patch(color=COLORS["GQA"], label="corrected (GQA)"),
                              Patch(color=COLORS["MLA+RoPE"], label="corrected (MLA + RoPE key)")],
                     loc="upper right", frameon=False, fontsize=11)
@@ -323,7 +323,7 @@ def params_vs_cache_figure() -> Figure:
 
 
 FIGURES = {
-    "table_3_paper_vs_corrected": table_3_figure,
+    "table_3_post_a_vs_corrected": table_3_figure,
     "layer_map": layer_map_figure,
     "models_vs_context": models_vs_context_figure,
     "params_vs_cache": params_vs_cache_figure,
