@@ -31,9 +31,13 @@ __all__ = ["ANSWERS", "Exercise", "Part", "check", "verdict", "solution", "Folde
 _MIXUPS = (("KiB", "KB"), ("MiB", "MB"), ("GiB", "GB"), ("TiB", "TB"))
 
 
-def _show(value, kind: str) -> str:
+def _show(value, kind: str, unit: str = "") -> str:
     """An answer as the checker prints it: exact integers with separators; ratios and times
     to four significant digits (from the exact value, so the same on every machine)."""
+    if unit:
+        value = Fraction(value)
+        number = f"{value.numerator:,}" if value.denominator == 1 else f"{float(value):.4g}"
+        return f"{number} {unit}"
     if kind == "exception":
         return str(value)
     value = Fraction(value)
@@ -83,7 +87,7 @@ def _judge(exercise: str, part: Part, answer) -> tuple[bool, str]:
     want = part.value()
     if reading.matches(want):
         exact = reading.tolerance == 0 or reading.value == Fraction(want)
-        return True, (f"{part.what}: right, {_show(want, part.kind)}"
+        return True, (f"{part.what}: right, {_show(want, part.kind, part.unit)}"
                       + ("" if exact else " (to the digits you gave)"))
     return False, f"{part.what}: not yet ({_hint(part, reading, want)})"
 

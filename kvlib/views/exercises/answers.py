@@ -34,7 +34,8 @@ class Part:
     ``kind``: "bytes", "count", "ratio", "seconds" or "exception" (how it is read, see
     :func:`kvlib.views.exercises.reading.read`); ``value``: kvlib's answer (an int, a Fraction,
     or an exception's name); ``slips``: wrong answers that come from a known mistake, each
-    with its hint.
+    with its hint; ``unit``: the word printed after the number ("tokens", "FLOP/B"), where
+    the kind's own is not enough.
     """
 
     name: str
@@ -42,6 +43,7 @@ class Part:
     kind: str
     value: Callable[[], int | Fraction | str]
     slips: Callable[[], dict] = dict
+    unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,13 +113,14 @@ ANSWERS: dict[str, Exercise] = {
         Part("tokens", "tokens that fit", "count",
              lambda: 80 * 10**9 // MHA.bytes_per_token(**_LLAMA3_70B_AS_MHA),
              lambda: {80 * 2**30 // MHA.bytes_per_token(**_LLAMA3_70B_AS_MHA):
-                      "80 GB is decimal: 80 x 10^9 bytes, not 80 GiB (80 x 2^30)"}),
+                      "80 GB is decimal: 80 x 10^9 bytes, not 80 GiB (80 x 2^30)"}, unit="tokens"),
     )),
     "01.3": Exercise((
         Part("total", "multiply-adds of the whole loop", "count",
              lambda: sum(_section_2_macs()),
              lambda: {sum(_section_2_macs()) // 2: "count both the scores (K) and the "
-                      "weighted sum (V): d_QK + d_V per head per cached token"}),
+                      "weighted sum (V): d_QK + d_V per head per cached token"},
+             unit="multiply-adds"),
         Part("step_ratio", "step 32's work over step 1's", "ratio",
              lambda: Fraction(_section_2_macs()[-1], _section_2_macs()[0])),
     )),
@@ -136,7 +139,7 @@ ANSWERS: dict[str, Exercise] = {
                  N_L=62, N_h=32, N_g=g, d_QK=128, d_V=128, b=2) < GQA.bytes_per_token(
                  N_L=80, N_h=64, N_g=8, d_QK=128, d_V=128, b=2)),
              lambda: {16: "Gemma 3 27B already has 16 KV heads: 496 KiB per token, more "
-                          "than Llama's 320 KiB"}),
+                          "than Llama's 320 KiB"}, unit="KV heads"),
     )),
     "02.3": Exercise((
         Part("raised", "what kvlib raises", "exception", lambda: "ValueError"),
@@ -153,18 +156,20 @@ ANSWERS: dict[str, Exercise] = {
         Part("d_L", "the latent width d_L (elements)", "count",
              lambda: GQA.bytes_per_token(N_L=1, N_h=8, N_g=8, d_QK=128, d_V=128, b=1)
              // MLA.bytes_per_token(N_L=1, d_L=1, b=1),
-             lambda: {8 * 128: "count keys and values: 8 heads x (128 + 128)"}),
+             lambda: {8 * 128: "count keys and values: 8 heads x (128 + 128)"}, unit="elements"),
     )),
     "03.3": Exercise((
         Part("absorbed_flops", "FLOPs per cached token, absorbed", "count",
-             lambda: PATHS["MLA absorbed"].context_formula(**_DS_V2)),
+             lambda: PATHS["MLA absorbed"].context_formula(**_DS_V2), unit="FLOPs"),
         Part("expanded_flops", "FLOPs per cached token, expanded cache", "count",
-             lambda: PATHS["MLA expanded cache"].context_formula(**_DS_V2)),
+             lambda: PATHS["MLA expanded cache"].context_formula(**_DS_V2), unit="FLOPs"),
         Part("absorbed_per_byte", "FLOPs per byte read, absorbed", "ratio",
-             lambda: Fraction(PATHS["MLA absorbed"].context_intensity_formula(N_h=128, b=2))),
+             lambda: Fraction(PATHS["MLA absorbed"].context_intensity_formula(N_h=128, b=2)),
+             unit="FLOP/B"),
         Part("expanded_per_byte", "FLOPs per byte read, expanded cache", "ratio",
              lambda: Fraction(PATHS["MLA expanded cache"].context_intensity_formula(N_h=128,
-                                                                                    b=2))),
+                                                                                    b=2)),
+             unit="FLOP/B"),
     )),
     "04.1": Exercise((
         Part("per_token", "bytes per token", "bytes",
@@ -178,10 +183,11 @@ ANSWERS: dict[str, Exercise] = {
     )),
     "04.2": Exercise((
         Part("latent_only", "sequences by blog post A's 60 KiB per token", "count",
-             lambda: 100 * 2**30 // MLA.bytes_per_sequence(N_L=60, d_L=512, b=2, N_KV=_K)),
+             lambda: 100 * 2**30 // MLA.bytes_per_sequence(N_L=60, d_L=512, b=2, N_KV=_K),
+             unit="sequences"),
         Part("with_rope_key", "sequences by the real 67.5 KiB per token", "count",
              lambda: 100 * 2**30 // MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=2,
-                                                                 N_KV=_K)),
+                                                                 N_KV=_K), unit="sequences"),
     )),
     "04.3": Exercise((
         Part("per_token", "bytes per token", "bytes",
@@ -212,24 +218,25 @@ ANSWERS: dict[str, Exercise] = {
                                               kv_dtype="fp8").kv_bytes_per_sequence,
              lambda: {100 * 2**30 // estimate("deepseek-v3", context=_K,
                                               kv_dtype="bf16").kv_bytes_per_sequence:
-                      "that is a bf16 cache: fp8 is 1 byte per element"}),
+                      "that is a bf16 cache: fp8 is 1 byte per element"}, unit="sequences"),
     )),
     "06.1": Exercise((
         Part("sessions", "sessions of 32K per TP group", "count",
-             lambda: _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768).max_sequences),
+             lambda: _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768).max_sequences,
+             unit="sessions"),
     )),
     "06.2": Exercise((
         Part("plain_tp", "sessions with plain TP", "count",
              lambda: _plan("deepseek-v2", "H200", 8, 8, 32768,
-                           weight_dtype="bf16").max_sequences),
+                           weight_dtype="bf16").max_sequences, unit="sessions"),
         Part("with_dcp", "sessions with decode_context_parallel_size 8", "count",
              lambda: _plan("deepseek-v2", "H200", 8, 8, 32768, weight_dtype="bf16",
-                           dcp=8).max_sequences),
+                           dcp=8).max_sequences, unit="sessions"),
     )),
     "06.3": Exercise((
         Part("sessions", "sessions of 8K", "count",
              lambda: _plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
-                           weight_dtype="bf16").max_sequences),
+                           weight_dtype="bf16").max_sequences, unit="sessions"),
         Part("step_seconds", "decode-step lower bound at that batch", "seconds",
              lambda: Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
                                     weight_dtype="bf16").decode_step_seconds_lower_bound)),
