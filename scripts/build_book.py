@@ -25,9 +25,13 @@ Usage: python scripts/build_book.py [--out build/book] [--pages DIR] [--notebook
 from __future__ import annotations
 
 import argparse
+import ast
 import base64
 import hashlib
+import importlib
+import inspect
 import io
+import json
 import os
 import re
 import shutil
@@ -36,12 +40,15 @@ import sys
 import tarfile
 import tempfile
 import time
+from html import escape
 from pathlib import Path
 
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
+if str(REPO) not in sys.path:  # this checkout's kvlib, which generates the explorers' formulas
+    sys.path.insert(0, str(REPO))
 
 # MathJax: the npm package, pinned by version and by the sha512 the registry publishes
 # (`npm view mathjax@3.2.2 dist.integrity`). A different tarball fails the build.
@@ -68,6 +75,28 @@ shows its computation with fixed values in the static output just before it. To 
 the controls yourself, clone the repository, run `make lab`, open `notebooks/{name}` and choose
 *Run > Run All Cells*.
 ```"""
+
+# Explorers that run in the page (issue 27): the function a cell calls -> the page's explorer
+# (book/_static/kvlib_explorers.js) and the kvlib module whose defaults it starts from.
+LIVE_EXPLORERS = {
+    "gqa_explorer": ("gqa", "kvlib.views.widgets.gqa"),
+    "hybrid_explorer": ("hybrid", "kvlib.views.widgets.hybrid"),
+}
+LIVE_EXPLORER_NOTE = """\
+```{{admonition}} Live explorer
+:class: tip kvlib-live-widget
+The explorer below runs in this page, with no kernel and no network: the same controls and
+readout as the notebook's widget, computed by JavaScript that the book's build generated from
+kvlib's SymPy formulas (exact integers), with a chart that follows the controls.{extra}
+```
+
+<div class="kvlib-explorer" data-explorer="{kind}" data-init="{init}"></div>
+"""
+LIVE_EXPLORER_EXTRA = {
+    "hybrid": " Reading a pasted config.json needs the notebook (`make lab`, open "
+              "`notebooks/{name}`); the page offers the bundled models.",
+}
+FORMULAS_JS = "kvlib_formulas.js"  # generated into _static by kvlib.views.book_js
 
 
 class BookBuildError(RuntimeError):
@@ -155,6 +184,28 @@ def _sync_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> set[Path]:
     return written
 
 
+def live_explorer(source: str) -> tuple[str, dict] | None:
+    """(page explorer, starting values) for a cell that calls a live explorer, else None.
+
+    The starting values are the call's literal keywords over the function's defaults (a
+    keyword that is not a literal, such as notebook 04's ``start=price_view``, is left out)."""
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in LIVE_EXPLORERS):
+            continue
+        kind, module = LIVE_EXPLORERS[node.func.id]
+        fn = getattr(importlib.import_module(module), node.func.id)
+        init = {k: p.default for k, p in inspect.signature(fn).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+        for kw in node.keywords:
+            try:
+                init[kw.arg] = ast.literal_eval(kw.value)
+            except ValueError:
+                pass
+        return kind, init
+    return None
+
+
 def book_notebook(path: Path) -> nbformat.NotebookNode:
     """The notebook as the book shows it: solutions folded, a note after each live widget."""
     nb = nbformat.read(path, as_version=4)
@@ -174,7 +225,14 @@ def book_notebook(path: Path) -> nbformat.NotebookNode:
                         if o.get("output_type") not in ("display_data", "execute_result")
                         or o.get("data")]
         if BUILDS_EXPLORER.search(cell.source):
-            note = nbformat.v4.new_markdown_cell(LIVE_WIDGET_NOTE.format(name=path.name))
+            live = live_explorer(cell.source)
+            if live is None:
+                note = nbformat.v4.new_markdown_cell(LIVE_WIDGET_NOTE.format(name=path.name))
+            else:
+                kind, init = live
+                extra = LIVE_EXPLORER_EXTRA.get(kind, "").format(name=path.name)
+                note = nbformat.v4.new_markdown_cell(LIVE_EXPLORER_NOTE.format(
+                    kind=kind, init=escape(json.dumps(init, sort_keys=True)), extra=extra))
             note.id = f"kvlib-live-widget-{len(cells)}"  # fixed: an unchanged copy stays as is
             cells.append(note)
     nb.cells = cells
@@ -197,6 +255,11 @@ def stage(src: Path, notebooks: list[Path], pages: Path | None = None) -> None:
         out = src / "notebooks" / nb_path.name
         _write_if_changed(out, nbformat.writes(book_notebook(nb_path)).encode())
         keep.add(out)
+    from kvlib.views.book_js import module_text  # SymPy -> JavaScript (issue 27)
+
+    formulas = src / "_static" / FORMULAS_JS
+    _write_if_changed(formulas, module_text().encode())
+    keep.add(formulas)
     mathjax = src / "_static" / "mathjax"
     install_mathjax(mathjax)
     for f in src.rglob("*"):

@@ -1,0 +1,407 @@
+// The book's live explorers (issue 27): the notebooks' kvlib Explorers, computed in the page.
+//
+// Every formula comes from kvlib_formulas.js, which scripts/build_book.py generates from kvlib's
+// SymPy expressions (kvlib.views.book_js); this file holds no formula. What it adds is plain and
+// small: exact rational arithmetic on BigInt, kvlib's number formatting (kvlib.core.units,
+// kvlib.views.style.format_context), the layer-group sums of kvlib.models.spec, the controls,
+// the readout, and an SVG chart. tests/book/test_explorers.py drives every explorer against
+// kvlib's Python results. A classic script (not an ES module), so it runs from file://.
+(function () {
+  "use strict";
+  const G = window.KVLIB_GENERATED;
+  if (!G) return;
+  const DATA = G.data;
+
+  // ------------------------------------------------------------ exact rationals [n, d] (BigInt)
+  const gcd = (a, b) => { a = a < 0n ? -a : a; b = b < 0n ? -b : b;
+    while (b) { [a, b] = [b, a % b]; } return a; };
+  const rat = (n, d = 1n) => { const g = gcd(n, d) || 1n; return d < 0n ? [-n / g, -d / g] : [n / g, d / g]; };
+  const parse = (s) => { const [n, d] = String(s).split("/"); return rat(BigInt(n), BigInt(d || 1)); };
+  const add = (a, b) => rat(a[0] * b[1] + b[0] * a[1], a[1] * b[1]);
+  const mul = (a, b) => rat(a[0] * b[0], a[1] * b[1]);
+  const ZERO = [0n, 1n];
+  const ratText = (r) => (r[1] === 1n ? `${r[0]}` : `${r[0]}/${r[1]}`);
+
+  // ------------------------------------------------------------ the generated formulas
+  // values: symbol name -> rational; returns the formula's value, exactly (a rational).
+  function evaluate(key, values) {
+    const f = G.formulas[key];
+    if (!f) throw new Error(`no generated formula ${key}`);
+    const v = {};
+    for (const a of f.args) {
+      const x = values[a];
+      if (x === undefined) throw new Error(`${key} needs ${a}`);
+      if (f.fractional.includes(a)) { v[a + "__n"] = x[0]; v[a + "__d"] = x[1]; }
+      else if (x[1] !== 1n) throw new Error(`${key}: ${a} must be an integer`);
+      else v[a] = x[0];
+    }
+    return rat(f.num(v), f.den(v));
+  }
+
+  // ------------------------------------------------------------ a model's layer groups
+  // As kvlib.models.spec.LayerGroup: the group's own sizes win over the caller's (b).
+  const isGrowing = (g) => DATA.kinds.growing.includes(g.kind);
+  const isStateful = (g) => DATA.kinds.stateful.includes(g.kind);
+  function groupValues(g, extra) {
+    const v = {};
+    for (const [k, x] of Object.entries(extra)) v[k] = typeof x === "bigint" ? [x, 1n] : x;
+    for (const [k, x] of Object.entries(g.sizes)) v[k] = parse(x);
+    return v;
+  }
+  const cachedTokens = (g, T) => (g.window !== null && BigInt(g.window) < T ? BigInt(g.window) : T);
+  function groupBytesPerToken(g, b) {
+    return isGrowing(g) ? evaluate(`${g.attention}.bytes_per_token`,
+      groupValues(g, { N_L: BigInt(g.layers), b })) : ZERO;
+  }
+  function groupBytesPerSequence(g, T, b) {
+    return isGrowing(g) ? evaluate(`${g.attention}.bytes_per_sequence`,
+      groupValues(g, { N_L: BigInt(g.layers), b, N_KV: cachedTokens(g, T) })) : ZERO;
+  }
+  function groupBytesPerBatch(g, T, B, b) {
+    return isGrowing(g) ? evaluate(`${g.attention}.bytes_per_batch`,
+      groupValues(g, { N_L: BigInt(g.layers), b, N_KV: cachedTokens(g, T), B })) : ZERO;
+  }
+  function groupStateBytes(g) {
+    return isStateful(g) ? evaluate(`${g.attention}.bytes_per_sequence`,
+      groupValues(g, { N_L: BigInt(g.layers) })) : ZERO;
+  }
+  const sum = (rs) => rs.reduce(add, ZERO);
+
+  // ------------------------------------------------------------ formatting (kvlib.core.units)
+  const UNITS = { B: 1n, KiB: 1024n, MiB: 1024n ** 2n, GiB: 1024n ** 3n, TiB: 1024n ** 4n };
+  const commas = (s) => s.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  const fmtInt = (n) => commas(BigInt(n).toString());
+  const bitLength = (n) => n.toString(2).length;
+
+  // The double nearest n/d (n, d > 0), as Python's float(Fraction) gives it: [mantissa, exp]
+  // with value mantissa * 2^exp exactly, mantissa < 2^53 (round half to even).
+  function nearestDouble(n, d) {
+    const shift = 55 - (bitLength(n) - bitLength(d));  // the quotient gets at least 55 bits
+    const num = shift >= 0 ? n << BigInt(shift) : n;
+    const den = shift >= 0 ? d : d << BigInt(-shift);
+    let q = num / den, sticky = num % den !== 0n, exp = -shift;
+    while (q >= 1n << 54n) { if (q & 1n) sticky = true; q >>= 1n; exp += 1; }
+    const guard = q & 1n;  // q has 54 bits: the 53 kept and one guard bit
+    let m = q >> 1n; exp += 1;
+    if (guard && (sticky || (m & 1n))) m += 1n;
+    if (m === 1n << 53n) { m >>= 1n; exp += 1; }
+    return [m, exp];
+  }
+
+  // Python's f"{float(n/d):,.{digits}f}": the double's exact value rounded half to even.
+  function fixed(r, digits) {
+    if (r[0] === 0n) return (0).toFixed(digits);
+    const [m, e] = nearestDouble(r[0], r[1]);
+    const scale = 10n ** BigInt(digits);
+    let num = m * scale, den = 1n;
+    if (e >= 0) num <<= BigInt(e); else den <<= BigInt(-e);
+    let q = num / den; const rem = num % den;
+    if (2n * rem > den || (2n * rem === den && (q & 1n))) q += 1n;
+    const s = q.toString().padStart(digits + 1, "0");
+    const head = commas(s.slice(0, s.length - digits));
+    return digits ? `${head}.${s.slice(s.length - digits)}` : head;
+  }
+
+  // kvlib.core.units.fmt_bytes / auto_unit / fmt_size
+  function fmtBytes(r, unit, digits = 2) {
+    const v = rat(r[0], r[1] * UNITS[unit]);
+    if (v[1] === 1n) return `${fmtInt(v[0])} ${unit}`;
+    const text = fixed(v, digits).replace(/0+$/, "").replace(/\.$/, "");
+    return `${text} ${unit}`;
+  }
+  const atLeast = (r, n) => r[0] >= n * r[1];
+  const autoUnit = (r) => ["TiB", "GiB", "MiB", "KiB"].find((u) => atLeast(r, UNITS[u])) || "B";
+  const fmtSize = (r, digits = 2) => fmtBytes(r, autoUnit(r), digits);
+  // kvlib.views.style.format_context
+  function formatContext(n) {
+    n = BigInt(n);
+    if (n >= 1048576n && n % 1048576n === 0n) return `${n / 1048576n}M`;
+    if (n >= 1024n && n % 1024n === 0n) return `${n / 1024n}K`;
+    return `${n}`;
+  }
+  const contextTicks = (lo, hi) => { const out = []; for (let n = lo; n <= hi; n *= 2) out.push(n); return out; };
+  const toNumber = (r) => Number(r[0]) / Number(r[1]);
+  const plural = (n, noun) => `${n} ${noun}${String(n) === "1" ? "" : "s"}`;
+  const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+  function htmlTable(header, rows, numeric) {
+    const align = (i) => (numeric[i] ? "right" : "left");
+    const head = header.map((h, i) => `<th style="text-align:${align(i)}">${h}</th>`).join("");
+    const body = rows.map((row) => `<tr>${row.map((c, i) =>
+      `<td style="text-align:${align(i)}">${c}</td>`).join("")}</tr>`).join("");
+    return `<table class="kvlib-table"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+  }
+
+  // ------------------------------------------------------------ the chart: plain SVG, log axes
+  // opts: title, xlabel, ylabel, x: [lo, hi] (log 2), xticks: [[value, label]], y: [lo, hi]
+  // (log), yticks: [[value, label]], series: [{xs, ys, color, dash, marker, width, opacity}],
+  // vline, dots: [{x, y, color, r, label, dx, dy, anchor}], legend: [{label, color, dash, marker}].
+  function chart(o) {
+    const W = 760, H = 380, L = 78, R = 16, T = 34, B = 52;
+    const lx = (v) => Math.log2(v), ly = (v) => Math.log(v);
+    const X = (v) => L + (lx(v) - lx(o.x[0])) / (lx(o.x[1]) - lx(o.x[0])) * (W - L - R);
+    const Y = (v) => H - B - (ly(v) - ly(o.y[0])) / (ly(o.y[1]) - ly(o.y[0])) * (H - T - B);
+    const f = (v) => v.toFixed(1);
+    const out = [`<svg class="kvlib-svg" viewBox="0 0 ${W} ${H}" width="100%" role="img" ` +
+      `xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
+      `<title>${esc(o.title)}</title>`,
+      `<text class="kvlib-chart-title" x="${(L + W - R) / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${esc(o.title)}</text>`];
+    for (const [v, label] of o.yticks) {
+      if (v < o.y[0] || v > o.y[1]) continue;
+      out.push(`<line x1="${L}" x2="${W - R}" y1="${f(Y(v))}" y2="${f(Y(v))}" stroke="#e3e3e3"/>`,
+        `<text x="${L - 6}" y="${f(Y(v) + 4)}" text-anchor="end">${esc(label)}</text>`);
+    }
+    for (const [v, label] of o.xticks) {
+      out.push(`<line x1="${f(X(v))}" x2="${f(X(v))}" y1="${T}" y2="${H - B}" stroke="#eeeeee"/>`,
+        `<text x="${f(X(v))}" y="${H - B + 16}" text-anchor="middle">${esc(label)}</text>`);
+    }
+    out.push(`<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
+      `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 12}" text-anchor="middle">${esc(o.xlabel)}</text>`,
+      `<text class="kvlib-ylabel" transform="translate(16 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">${esc(o.ylabel)}</text>`);
+    if (o.vline) out.push(`<line class="kvlib-vline" x1="${f(X(o.vline))}" x2="${f(X(o.vline))}" y1="${T}" y2="${H - B}" stroke="#555" stroke-dasharray="2 3" stroke-width="1.5"/>`);
+    for (const s of o.series) {
+      if (!s.xs.length) continue;
+      const d = s.xs.map((x, i) => `${i ? "L" : "M"}${f(X(x))},${f(Y(s.ys[i]))}`).join("");
+      out.push(`<path class="kvlib-line" d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width || 2}"` +
+        `${s.dash ? ` stroke-dasharray="${s.dash}"` : ""} opacity="${s.opacity || 1}"/>`);
+      if (s.marker) for (let i = 0; i < s.xs.length; i++)
+        out.push(`<circle cx="${f(X(s.xs[i]))}" cy="${f(Y(s.ys[i]))}" r="3.5" fill="${s.color}" opacity="${s.opacity || 1}"/>`);
+    }
+    for (const p of o.dots || []) {
+      out.push(`<circle class="kvlib-dot" cx="${f(X(p.x))}" cy="${f(Y(p.y))}" r="${p.r}" fill="${p.color}" stroke="white" stroke-width="1.5"/>`);
+      if (p.label) out.push(`<text x="${f(X(p.x) + p.dx)}" y="${f(Y(p.y) + p.dy)}" text-anchor="${p.anchor}" fill="${p.color}" font-weight="bold" font-size="13">${esc(p.label)}</text>`);
+    }
+    // legend: upper left, inside the axes
+    let ly0 = T + 10;
+    out.push(`<g class="kvlib-legend">`);
+    out.push(`<rect x="${L + 8}" y="${T + 4}" width="330" height="${o.legend.length * 18 + 8}" fill="white" opacity="0.9"/>`);
+    for (const e of o.legend) {
+      out.push(`<line x1="${L + 14}" x2="${L + 40}" y1="${ly0 + 6}" y2="${ly0 + 6}" stroke="${e.color}" stroke-width="2"${e.dash ? ` stroke-dasharray="${e.dash}"` : ""}/>`);
+      if (e.marker) out.push(`<circle cx="${L + 27}" cy="${ly0 + 6}" r="3.5" fill="${e.color}"/>`);
+      out.push(`<text x="${L + 46}" y="${ly0 + 10}">${esc(e.label)}</text>`);
+      ly0 += 18;
+    }
+    out.push(`</g></svg>`);
+    return out.join("");
+  }
+  const contextAxis = (ticks) => ticks.map((t) => [t, formatContext(t)]);
+  const XLABEL = "context length N_KV (tokens, log scale)";
+
+  // ------------------------------------------------------------ notebook 02: MHA vs GQA vs MQA
+  const divisors = (n) => { const out = []; for (let k = 1; k <= n; k++) if (n % k === 0) out.push(k); return out; };
+  const GQA_CONTEXTS = contextTicks(1024, 131072);
+  const gqa = {
+    controls: (init) => [
+      { name: "N_L", label: "layers N_L", type: "range", options: Array.from({ length: 128 }, (_, i) => [i + 1, `${i + 1}`]) },
+      { name: "N_h", label: "query heads N_h", type: "select", options: [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 64, 96, 128].map((n) => [n, `${n}`]) },
+      { name: "N_g", label: "KV heads N_g", type: "select", options: divisors(init.N_h).map((n) => [n, `${n}`]) },
+      { name: "head_dim", label: "head dim", type: "select", options: [64, 80, 96, 128, 192, 256].map((n) => [n, `${n}`]) },
+      { name: "dtype", label: "KV dtype", type: "select", options: Object.keys(DATA.dtypes).map((k) => [k, k]) },
+      { name: "context", label: "context", type: "range", options: GQA_CONTEXTS.map((t) => [t, formatContext(t)]) },
+    ],
+    // kvlib.views.widgets.gqa.follow_query_heads: KV heads must divide the query heads
+    adjust(changed, values, setOptions) {
+      if (changed !== "N_h") return;
+      const opts = divisors(values.N_h);
+      values.N_g = Math.max(...opts.filter((k) => k <= values.N_g));
+      setOptions("N_g", opts.map((n) => [n, `${n}`]), values.N_g);
+    },
+    // kvlib.views.widgets.gqa.compare_heads
+    compute(s) {
+      const b = parse(DATA.dtypes[s.dtype]);
+      const common = { N_L: [BigInt(s.N_L), 1n], N_h: [BigInt(s.N_h), 1n],
+        d_QK: [BigInt(s.head_dim), 1n], d_V: [BigInt(s.head_dim), 1n], b };
+      const kinds = { MHA: {}, GQA: { N_g: [BigInt(s.N_g), 1n] }, MQA: {} };
+      const r = { per_token: {}, per_sequence: {}, sweep: {} };
+      for (const [k, extra] of Object.entries(kinds)) {
+        const v = { ...common, ...extra };
+        r.per_token[k] = evaluate(`${k}.bytes_per_token`, v);
+        r.per_sequence[k] = evaluate(`${k}.bytes_per_sequence`, { ...v, N_KV: [BigInt(s.context), 1n] });
+        r.sweep[k] = GQA_CONTEXTS.map((t) => evaluate(`${k}.bytes_per_sequence`, { ...v, N_KV: [BigInt(t), 1n] }));
+      }
+      return r;
+    },
+    // kvlib.views.widgets.gqa.render
+    render(s, r) {
+      const heads = { MHA: s.N_h, GQA: s.N_g, MQA: 1 };
+      const rows = ["MHA", "GQA", "MQA"].map((k) => {
+        const ratio = rat(r.per_token.MHA[0] * r.per_token[k][1], r.per_token.MHA[1] * r.per_token[k][0]);
+        const g = ratio[1] === 1n ? `${ratio[0]}` : String(Number(toNumber(ratio).toPrecision(6)));
+        return [k, `${heads[k]}`, ratText(r.per_token[k]).includes("/") ? String(toNumber(r.per_token[k])) : fmtInt(r.per_token[k][0]),
+          fmtSize(r.per_token[k]), fmtSize(r.per_sequence[k]), `${g}x`];
+      });
+      return htmlTable(["attention", "KV heads", "bytes/token", "per token",
+        `${formatContext(s.context)} tokens`, "saving"], rows, [false, true, true, true, true, true]);
+    },
+    // kvlib.views.widgets.gqa.draw, with kit.whole_decades value limits
+    chart(s, r) {
+      const heads = { MHA: s.N_h, GQA: s.N_g, MQA: 1 };
+      const gib = (x) => toNumber(x) / 1073741824;
+      const series = ["MHA", "GQA", "MQA"].map((k) => ({ xs: GQA_CONTEXTS, ys: r.sweep[k].map(gib),
+        color: DATA.colors[k], marker: true, label: `${k}: ${plural(heads[k], "KV head")}` }));
+      const all = series.flatMap((x) => x.ys).filter((v) => v > 0);
+      const lo = 10 ** Math.floor(Math.log10(Math.min(...all) / 1.25));
+      const hi = 10 ** Math.ceil(Math.log10(Math.max(...all) * 1.25));
+      const yticks = [];
+      for (let e = Math.round(Math.log10(lo)); e <= Math.round(Math.log10(hi)); e++)
+        yticks.push([10 ** e, e >= 0 ? fmtInt(BigInt(10 ** e)) : String(10 ** e)]);
+      return chart({ title: `${plural(s.N_L, "layer")}, ${plural(s.N_h, "query head")}, head dim ${s.head_dim}, ${s.dtype}`,
+        xlabel: XLABEL, ylabel: "KV cache of one sequence (GiB)", x: [GQA_CONTEXTS[0] / 1.3, GQA_CONTEXTS.at(-1) * 1.3],
+        xticks: contextAxis(GQA_CONTEXTS), y: [lo, hi], yticks, series, vline: s.context,
+        legend: series.map((x) => ({ label: x.label, color: x.color, marker: true })) });
+    },
+    exact: (r) => ({ per_token: r.per_token, per_sequence: r.per_sequence, sweep: r.sweep }),
+  };
+
+  // ------------------------------------------------------------ notebook 07: cache and state
+  const HYBRID_CONTEXTS = contextTicks(1024, 1 << 20);
+  const CACHE_COLOR = "#0072B2", STATE_COLOR = "#882255";
+  const hybrid = {
+    controls: () => [
+      { name: "model", label: "model", type: "select", options: Object.entries(DATA.models).map(([n, m]) => [n, m.title]) },
+      { name: "context", label: "context", type: "range", options: HYBRID_CONTEXTS.map((t) => [t, formatContext(t)]) },
+    ],
+    // kvlib.views.widgets.hybrid.split (kvlib.models.estimate at bf16)
+    compute(s) {
+      const m = DATA.models[s.model], b = parse(DATA.dtypes.bf16), T = BigInt(s.context);
+      const kv = sum(m.groups.map((g) => groupBytesPerSequence(g, T, b)));
+      const state = sum(m.groups.map(groupStateBytes));
+      const cache = HYBRID_CONTEXTS.map((t) => sum(m.groups.map((g) => groupBytesPerSequence(g, BigInt(t), b))));
+      return { kv, state, total: add(kv, state), cache };
+    },
+    // kvlib.views.widgets.hybrid.render
+    render(s, r) {
+      const m = DATA.models[s.model];
+      const kinds = m.groups.map((g) => `${g.layers} ${g.kind}`).join(", ");
+      const longest = m.max_position_embeddings;
+      const beyond = longest && s.context > longest ? ` <i>Beyond the model's longest context (${fmtInt(longest)} tokens, its config's max_position_embeddings).</i>` : "";
+      return `<p><b>${esc(m.title)}</b> (${esc(m.label)}; ${kinds}), bf16, ${fmtInt(s.context)} tokens: ` +
+        `growing cache ${fmtSize(r.kv)} + constant state ${fmtSize(r.state)} = <b>${fmtSize(r.total)}</b>.${beyond}</p>`;
+    },
+    // kvlib.views.widgets.hybrid.draw
+    chart(s, r) {
+      const m = DATA.models[s.model], gib = (x) => toNumber(x) / 1073741824;
+      const cache = r.cache.map(gib), state = gib(r.state);
+      const longest = m.max_position_embeddings || HYBRID_CONTEXTS.at(-1);
+      const n = HYBRID_CONTEXTS.filter((t) => t <= longest).length;
+      // kvlib.views.widgets.hybrid.value_limits: 2^-10 .. 2^14 GiB, widened by 16x steps
+      let lo = 2 ** -10, hi = 2 ** 14;
+      const vals = [...cache, state].filter((v) => v > 0);
+      while (Math.min(...vals) / 2 < lo) lo /= 16;
+      while (Math.max(...vals) * 10 > hi) hi *= 16;
+      const yticks = [];
+      for (let v = lo; v <= hi; v *= 16) yticks.push([v, fmtSize(rat(BigInt(Math.round(v * 1073741824)), 1n))]);
+      const windowed = m.groups.some((g) => g.window !== null);
+      const series = [{ xs: HYBRID_CONTEXTS.slice(0, n), ys: cache.slice(0, n), color: CACHE_COLOR, marker: true, width: 2.5 }];
+      const legend = [{ label: "growing cache (attention layers" + (windowed ? "; windowed ones stop at their window)" : ")"), color: CACHE_COLOR, marker: true }];
+      if (n < HYBRID_CONTEXTS.length) {
+        series.push({ xs: HYBRID_CONTEXTS.slice(Math.max(n - 1, 0)), ys: cache.slice(Math.max(n - 1, 0)), color: CACHE_COLOR, marker: true, dash: "2 4", opacity: 0.45 });
+        legend.push({ label: "beyond the model's longest context", color: CACHE_COLOR, dash: "2 4", marker: true });
+      }
+      if (state > 0) {
+        series.push({ xs: [HYBRID_CONTEXTS[0] / 1.3, HYBRID_CONTEXTS.at(-1) * 1.3], ys: [state, state], color: STATE_COLOR, dash: "8 5", width: 2.5 });
+        legend.push({ label: "constant state (recurrent layers)", color: STATE_COLOR, dash: "8 5" });
+      }
+      const here = [gib(r.kv), state], k = HYBRID_CONTEXTS.indexOf(s.context);
+      const larger = here[0] >= here[1] ? 0 : 1;
+      const dots = [];
+      [[STATE_COLOR, 8, 1, r.state], [CACHE_COLOR, 5.5, 0, r.kv]].forEach(([color, radius, i, bytes]) => {
+        if (here[i] <= 0) return;
+        const up = i === larger, left = up ? k >= 2 : k > HYBRID_CONTEXTS.length - 3;
+        const dy = left === up ? 8 : 20;
+        dots.push({ x: s.context, y: here[i], color, r: radius, label: fmtSize(bytes),
+          dx: left ? -12 : 12, dy: up ? -dy : dy + 10, anchor: left ? "end" : "start" });
+      });
+      return chart({ title: `${m.title}, ${formatContext(s.context)} tokens: ${fmtSize(r.total)} in all`,
+        xlabel: XLABEL, ylabel: "one sequence (log scale)", x: [HYBRID_CONTEXTS[0] / 1.3, HYBRID_CONTEXTS.at(-1) * 1.3],
+        xticks: contextAxis(HYBRID_CONTEXTS), y: [lo, hi], yticks, series, vline: s.context, dots, legend });
+    },
+    exact: (r) => ({ kv: r.kv, state: r.state, total: r.total, cache: r.cache }),
+  };
+
+  const EXPLORERS = { gqa, hybrid };
+
+  // ------------------------------------------------------------ controls -> compute -> readout + chart
+  const jsonExact = (x) => JSON.stringify(x, (k, v) => (Array.isArray(v) && v.length === 2 &&
+    typeof v[0] === "bigint" ? ratText(v) : typeof v === "bigint" ? v.toString() : v));
+
+  function mount(el) {
+    const ex = EXPLORERS[el.dataset.explorer];
+    if (!ex) return;
+    const values = JSON.parse(el.dataset.init || "{}");
+    const form = document.createElement("form");
+    form.className = "kvlib-controls";
+    form.addEventListener("submit", (e) => e.preventDefault());
+    const readout = document.createElement("div");
+    readout.className = "kvlib-readout";
+    const plot = document.createElement("div");
+    plot.className = "kvlib-chart";
+    const inputs = {};
+    const number = (spec, raw) => (typeof spec.options[0][0] === "number" ? Number(raw) : raw);
+
+    function setOptions(name, options, value) {
+      const spec = specs.find((c) => c.name === name);
+      spec.options = options;
+      const input = inputs[name];
+      if (spec.type === "select") {
+        input.innerHTML = options.map(([v, label]) => `<option value="${v}">${esc(label)}</option>`).join("");
+        input.value = String(value);
+      } else {
+        input.max = String(options.length - 1);
+        input.value = String(options.findIndex(([v]) => v === value));
+        input.nextSibling.textContent = options[Number(input.value)][1];
+      }
+    }
+    const specs = ex.controls(values);
+    for (const spec of specs) {
+      const row = document.createElement("label");
+      row.className = "kvlib-control";
+      row.innerHTML = `<span class="kvlib-control-label">${esc(spec.label)}</span>`;
+      let input;
+      if (spec.type === "select") {
+        input = document.createElement("select");
+      } else {
+        input = document.createElement("input");
+        input.type = "range"; input.min = "0"; input.step = "1";
+      }
+      input.name = spec.name;
+      row.appendChild(input);
+      if (spec.type === "range") row.appendChild(document.createElement("output"));
+      form.appendChild(row);
+      inputs[spec.name] = input;
+      setOptions(spec.name, spec.options, values[spec.name]);
+      input.addEventListener("input", (ev) => {
+        const sp = specs.find((c) => c.name === spec.name);
+        values[spec.name] = spec.type === "select" ? number(sp, input.value) : sp.options[Number(input.value)][0];
+        if (spec.type === "range") input.nextSibling.textContent = sp.options[Number(input.value)][1];
+        if (ex.adjust) ex.adjust(spec.name, values, setOptions);
+        update(ev.timeStamp);
+      });
+    }
+    let updates = 0;
+    function update(t0) {
+      try {
+        const r = ex.compute(values);
+        readout.innerHTML = ex.render(values, r);
+        plot.innerHTML = ex.chart(values, r);
+        el.dataset.exact = jsonExact(ex.exact(r));
+        el.dataset.state = JSON.stringify(values);
+        el.classList.remove("kvlib-error");
+      } catch (err) {
+        readout.textContent = `error: ${err.message}`;
+        el.classList.add("kvlib-error");
+      }
+      updates += 1;
+      const n = updates;
+      // input-to-redraw: from the input event to the next frame (the chart painted with it)
+      requestAnimationFrame(() => { el.dataset.redrawMs = (performance.now() - t0).toFixed(1); el.dataset.updates = String(n); });
+    }
+    el.replaceChildren(form, readout, plot);
+    update(performance.now());
+  }
+
+  window.KVLIB_EXPLORERS = { evaluate, fmtSize, formatContext, mount, parse };
+  const start = () => document.querySelectorAll(".kvlib-explorer").forEach(mount);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
