@@ -81,6 +81,7 @@ the controls yourself, clone the repository, run `make lab`, open `notebooks/{na
 LIVE_EXPLORERS = {
     "gqa_explorer": ("gqa", "kvlib.views.widgets.gqa"),
     "hybrid_explorer": ("hybrid", "kvlib.views.widgets.hybrid"),
+    "model_explorer": ("models", "kvlib.views.widgets.models"),
 }
 LIVE_EXPLORER_NOTE = """\
 ```{{admonition}} Live explorer
@@ -93,6 +94,8 @@ kvlib's SymPy formulas (exact integers), with a chart that follows the controls.
 <div class="kvlib-explorer" data-explorer="{kind}" data-init="{init}"></div>
 """
 LIVE_EXPLORER_EXTRA = {
+    "models": " Reading a pasted config.json needs the notebook (`make lab`, open "
+              "`notebooks/{name}`); the page offers the bundled models.",
     "hybrid": " Reading a pasted config.json needs the notebook (`make lab`, open "
               "`notebooks/{name}`); the page offers the bundled models.",
 }

@@ -319,7 +319,96 @@
     exact: (r) => ({ kv: r.kv, state: r.state, total: r.total, cache: r.cache }),
   };
 
-  const EXPLORERS = { gqa, hybrid };
+  // ------------------------------------------------------------ notebook 05: a model, by layer group
+  // kvlib.views.widgets.kit.steady_limit: the least 1, 2, 2.5 or 5 x 10^k >= 1.3 x value
+  function steadyLimit(value, room = 1.3) {
+    const need = value * room, k = Math.floor(Math.log10(need));
+    for (const e of [k, k + 1]) for (const s of [1, 2, 2.5, 5]) if (s * 10 ** e >= need) return s * 10 ** e;
+    return 10 ** (k + 1);
+  }
+  // Python's f"{x:,g}" for the tick values of a bar chart (at most 6 significant digits)
+  const fmtG = (x) => { const t = String(Number(x.toPrecision(6))); const [i, f] = t.split(".");
+    return f === undefined ? commas(i) : `${commas(i)}.${f}`; };
+
+  // opts: title, xlabel, bars: [{name, value (axis unit), label, color}]; the first on top.
+  function barChart(o) {
+    const W = 760, L = 150, R = 24, T = 34, B = 48, row = 34;
+    const H = T + B + row * o.bars.length;
+    const top = Math.max(0, ...o.bars.map((b) => b.value));
+    const end = top > 0 ? steadyLimit(top) : 1;
+    const X = (v) => L + v / end * (W - L - R);
+    const f = (v) => v.toFixed(1);
+    const out = [`<svg class="kvlib-svg" viewBox="0 0 ${W} ${H}" width="100%" role="img" ` +
+      `xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
+      `<title>${esc(o.title)}</title>`,
+      `<text class="kvlib-chart-title" x="${(L + W - R) / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${esc(o.title)}</text>`];
+    const step = steadyLimit(end / 5, 1) <= end / 4 ? steadyLimit(end / 5, 1) : end / 4;
+    for (let i = 0; i * step <= end * (1 + 1e-9); i++) {
+      const v = i * step;
+      out.push(`<line x1="${f(X(v))}" x2="${f(X(v))}" y1="${T}" y2="${H - B}" stroke="#e3e3e3"/>`,
+        `<text x="${f(X(v))}" y="${H - B + 16}" text-anchor="middle">${fmtG(v)}</text>`);
+    }
+    o.bars.forEach((b, i) => {
+      const y = T + i * row + 6, h = row - 12;
+      out.push(`<rect class="kvlib-bar" x="${L}" y="${y}" width="${f(X(b.value) - L)}" height="${h}" fill="${b.color}" stroke="#333" stroke-width="0.5"/>`,
+        `<text x="${L - 8}" y="${y + h / 2 + 4}" text-anchor="end">${esc(b.name)}</text>`,
+        `<text class="kvlib-bar-label" x="${f(X(b.value) + 5)}" y="${y + h / 2 + 5}" font-size="13">${esc(b.label)}</text>`);
+    });
+    out.push(`<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
+      `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 10}" text-anchor="middle">${esc(o.xlabel)}</text>`,
+      `</svg>`);
+    return out.join("");
+  }
+
+  const MODEL_CONTEXTS = contextTicks(1024, 1 << 20);
+  const models = {
+    controls: () => [
+      { name: "model", label: "model", type: "select", options: Object.entries(DATA.models).map(([n, m]) => [n, m.title]) },
+      { name: "context", label: "context", type: "range", options: MODEL_CONTEXTS.map((t) => [t, formatContext(t)]) },
+      { name: "batch", label: "batch", type: "range", options: Array.from({ length: 256 }, (_, i) => [i + 1, `${i + 1}`]) },
+      { name: "kv_dtype", label: "KV dtype", type: "select", options: Object.keys(DATA.dtypes).map((k) => [k, k]) },
+    ],
+    // kvlib.views.widgets.models.breakdown (kvlib.models.estimate.estimate)
+    compute(s) {
+      const m = DATA.models[s.model], b = parse(DATA.dtypes[s.kv_dtype]);
+      const T = BigInt(s.context), B = BigInt(s.batch);
+      const groups = m.groups.map((g) => {
+        const perToken = groupBytesPerToken(g, b), batch = groupBytesPerBatch(g, T, B, b);
+        const state = groupStateBytes(g);
+        return { g, per_token: perToken, cached_tokens: cachedTokens(g, T), per_batch: batch,
+          state, held: add(batch, mul(state, [B, 1n])) };
+      });
+      const kvTotal = sum(groups.map((x) => x.per_batch)), state = sum(groups.map((x) => x.state));
+      return { groups, kv_per_token: sum(groups.map((x) => x.per_token)),
+        kv_per_sequence: sum(m.groups.map((g) => groupBytesPerSequence(g, T, b))),
+        kv_total: kvTotal, state, total: add(kvTotal, mul(state, [B, 1n])) };
+    },
+    // kvlib.views.widgets.models.render
+    render(s, r) {
+      const m = DATA.models[s.model], seqs = `sequence${s.batch > 1 ? "s" : ""}`;
+      const rows = r.groups.map((x) => [x.g.kind, `${x.g.layers}`, x.g.window === null ? "" : fmtInt(x.g.window),
+        ...(isGrowing(x.g) ? [fmtInt(x.cached_tokens), fmtSize(x.per_token)] : ["state", "-"]), fmtSize(x.held)]);
+      rows.push(["all", `${m.num_layers}`, "", "", fmtSize(r.kv_per_token), fmtSize(r.total)].map((v) => (v ? `<b>${v}</b>` : "")));
+      const limit = m.max_position_embeddings;
+      const warn = limit !== null && s.context > limit ? `<p style="color:#b00"><b>Beyond this model's max_position_embeddings (${fmtInt(limit)}).</b></p>` : "";
+      return `<p><b>${esc(m.title)}</b> (${esc(m.label)}), ${s.kv_dtype}, ${fmtInt(s.context)} tokens x ${s.batch} ${seqs}</p>${warn}` +
+        htmlTable(["kind", "layers", "window", "tokens kept", "per token", `x ${s.batch} ${seqs}`], rows,
+          [false, true, true, true, true, true]);
+    },
+    // kvlib.views.widgets.models.draw
+    chart(s, r) {
+      const m = DATA.models[s.model];
+      return barChart({ title: `${m.title}: ${formatContext(s.context)} tokens x ${s.batch}, ${s.kv_dtype}; total ${fmtSize(r.total)}`,
+        xlabel: "KV cache (and state) of the batch (GiB)",
+        bars: r.groups.map((x) => ({ name: `${x.g.layers} ${x.g.kind}${x.g.window ? ` ${fmtInt(x.g.window)}` : ""}`,
+          value: toNumber(x.held) / 1073741824, label: fmtSize(x.held), color: DATA.kind_colors[x.g.kind] })) });
+    },
+    exact: (r) => ({ groups: r.groups.map((x) => ({ per_token: x.per_token, cached_tokens: x.cached_tokens,
+      per_batch: x.per_batch, state: x.state, held: x.held })), kv_per_token: r.kv_per_token,
+      kv_per_sequence: r.kv_per_sequence, kv_total: r.kv_total, state: r.state, total: r.total }),
+  };
+
+  const EXPLORERS = { gqa, hybrid, models };
 
   // ------------------------------------------------------------ controls -> compute -> readout + chart
   const jsonExact = (x) => JSON.stringify(x, (k, v) => (Array.isArray(v) && v.length === 2 &&

@@ -34,6 +34,7 @@ from kvlib.core.formulas import KINDS, STATES
 from kvlib.core.notation import by_name
 from kvlib.models.catalog import BUNDLED, attention_label, load_model
 from kvlib.models.spec import EMPTY, GROWING, STATEFUL
+from kvlib.views.figures.models import KIND_COLORS
 from kvlib.views.style import COLORS
 
 __all__ = ["ATTENTION_QUANTITIES", "STATE_QUANTITIES", "expressions", "derivation_sha256",
@@ -135,6 +136,7 @@ def data() -> dict:
                   "empty": sorted(map(str, EMPTY))},
         "dtypes": {k: _number(v) for k, v in DTYPE_BYTES.items()},
         "colors": dict(COLORS),
+        "kind_colors": {str(k): v for k, v in KIND_COLORS.items()},
     }
 
 

@@ -7,7 +7,7 @@ re-offers another) is set through the page's own controls; after each:
 - the page's exact numbers (BigInt, ``data-exact``) equal kvlib's Python results, and its
   readout reads as kvlib's ``render`` does (both set into the page and read as text);
 - the chart was redrawn: its title, legend and value-axis label are those of the notebook's
-  Matplotlib figure (kvlib's ``draw`` on a figure here), and its lines moved;
+  Matplotlib figure (kvlib's ``draw`` on a figure here), and its lines or bars moved;
 - the time from the input event to the next frame is under 150 ms.
 
 No request leaves ``file://`` (every request is intercepted). The formulas in the page must be
@@ -31,6 +31,7 @@ from kvlib.models.catalog import BUNDLED
 from kvlib.views import book_js
 from kvlib.views.widgets import gqa as gqa_widget
 from kvlib.views.widgets import hybrid as hybrid_widget
+from kvlib.views.widgets import models as models_widget
 
 REDRAW_LIMIT_MS = 150
 REDRAW_MS: dict[str, list[float]] = {}
@@ -271,6 +272,58 @@ def test_hybrid_explorer_equals_kvlib(open_page):
         if previous is not None:
             assert chart["svg"] != previous["svg"], f"the chart did not change for {model}"
         previous = chart
+    assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
+
+
+# ------------------------------------------------------------------ notebook 05
+
+MODEL_SAMPLES = (
+    [("gemma-3-27b", 131072, 8, "bf16"),  # the notebook's start
+     ("falcon-7b", 1024, 1, "bf16"),  # one sequence (singular), the smallest context
+     ("deepseek-v3.2", 4096, 3, "int4")]  # half bytes, and the indexer's 33/32
+    + [(m, 1 << 20, 256, "fp32") for m in BUNDLED]  # every model, largest context and batch
+    + [("llama-3-70b", 2048, 255, "fp8"), ("nemotron-h-56b", 262144, 200, "fp16")])
+
+
+def test_model_explorer_equals_kvlib(open_page):
+    page = open_page("05_real_models")
+    contexts, batches = list(models_widget.CONTEXTS), list(range(1, 257))
+    previous = None
+    for model, context, batch, dtype in MODEL_SAMPLES:
+        page.act("model", model)
+        page.act("context", context, contexts)
+        page.act("batch", batch, batches)
+        page.act("kv_dtype", dtype)
+        sample = {"model": model, "context": context, "batch": batch, "kv_dtype": dtype}
+        assert page.state() == sample
+        e = models_widget.breakdown(model, context, batch, dtype)
+        assert page.exact() == {
+            "groups": [{"per_token": _text(g.bytes_per_token),
+                        "cached_tokens": _text(g.cached_tokens),
+                        "per_batch": _text(g.bytes_per_batch),
+                        "state": _text(g.state_bytes_per_sequence),
+                        "held": _text(models_widget._held(e, g))} for g in e.groups],
+            "kv_per_token": _text(e.kv_bytes_per_token),
+            "kv_per_sequence": _text(e.kv_bytes_per_sequence),
+            "kv_total": _text(e.kv_bytes_total), "state": _text(e.state_bytes_per_sequence),
+            "total": _text(e.total_bytes)}, sample
+        assert page.readout_text() == page.as_text(models_widget.render(e)), sample
+        chart = page.explorer.evaluate("""el => ({
+          svg: el.querySelector('.kvlib-chart svg').outerHTML,
+          title: el.querySelector('.kvlib-chart-title').textContent,
+          xlabel: el.querySelector('.kvlib-xlabel').textContent,
+          labels: Array.from(el.querySelectorAll('.kvlib-bar-label')).map(t => t.textContent),
+          bars: el.querySelectorAll('.kvlib-bar').length})""")
+        fig = Figure(figsize=(9, 3))
+        models_widget.draw(fig, e)
+        ax = fig.axes[0]
+        assert chart["title"] == ax.get_title()
+        assert chart["xlabel"] == ax.get_xlabel()
+        assert chart["labels"] == [t.get_text() for t in ax.texts]
+        assert chart["bars"] == len(e.groups)
+        if previous is not None:
+            assert chart["svg"] != previous, f"the chart did not change for {sample}"
+        previous = chart["svg"]
     assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
 
 
