@@ -82,6 +82,7 @@ LIVE_EXPLORERS = {
     "gqa_explorer": ("gqa", "kvlib.views.widgets.gqa"),
     "hybrid_explorer": ("hybrid", "kvlib.views.widgets.hybrid"),
     "model_explorer": ("models", "kvlib.views.widgets.models"),
+    "rope_explorer": ("rope", "kvlib.views.widgets.mla"),
 }
 LIVE_EXPLORER_NOTE = """\
 ```{{admonition}} Live explorer
@@ -190,8 +191,9 @@ def _sync_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> set[Path]:
 def live_explorer(source: str) -> tuple[str, dict] | None:
     """(page explorer, starting values) for a cell that calls a live explorer, else None.
 
-    The starting values are the call's literal keywords over the function's defaults (a
-    keyword that is not a literal, such as notebook 04's ``start=price_view``, is left out)."""
+    The starting values are the call's literal keywords over the function's defaults; a
+    keyword that is not a literal (notebook 04's ``start=price_view``) or a default of None
+    is left out, and the page's explorer starts there from kvlib's own start."""
     for node in ast.walk(ast.parse(source)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in LIVE_EXPLORERS):
@@ -205,7 +207,7 @@ def live_explorer(source: str) -> tuple[str, dict] | None:
                 init[kw.arg] = ast.literal_eval(kw.value)
             except ValueError:
                 pass
-        return kind, init
+        return kind, {k: v for k, v in init.items() if v is not None}
     return None
 
 

@@ -88,10 +88,16 @@
     return [m, exp];
   }
 
-  // Python's f"{float(n/d):,.{digits}f}": the double's exact value rounded half to even.
-  function fixed(r, digits) {
-    if (r[0] === 0n) return (0).toFixed(digits);
-    const [m, e] = nearestDouble(r[0], r[1]);
+  // A positive finite double's exact value, [mantissa, exp]: value = mantissa * 2^exp.
+  function doubleParts(x) {
+    const view = new DataView(new ArrayBuffer(8));
+    view.setFloat64(0, x);
+    const bits = view.getBigUint64(0), e = Number((bits >> 52n) & 0x7ffn);
+    const m = bits & ((1n << 52n) - 1n);
+    return e === 0 ? [m, -1074] : [m | (1n << 52n), e - 1075];
+  }
+  // Python's f"{x:,.{digits}f}" of the double [m, e]: its exact value rounded half to even.
+  function fixedParts([m, e], digits) {
     const scale = 10n ** BigInt(digits);
     let num = m * scale, den = 1n;
     if (e >= 0) num <<= BigInt(e); else den <<= BigInt(-e);
@@ -101,6 +107,13 @@
     const head = commas(s.slice(0, s.length - digits));
     return digits ? `${head}.${s.slice(s.length - digits)}` : head;
   }
+  // f"{float(Fraction(n, d)):,.{digits}f}" for a rational r >= 0
+  const fixed = (r, digits) => (r[0] === 0n ? (0).toFixed(digits) : fixedParts(nearestDouble(r[0], r[1]), digits));
+  // f"{x:,.{digits}f}" for a double x
+  const fixedNumber = (x, digits) => (x === 0 ? (0).toFixed(digits)
+    : (x < 0 ? "-" : "") + fixedParts(doubleParts(Math.abs(x)), digits));
+  // float(Fraction(n, d)), correctly rounded
+  const toDouble = (r) => { if (r[0] === 0n) return 0; const [m, e] = nearestDouble(r[0], r[1]); return Number(m) * 2 ** e; };
 
   // kvlib.core.units.fmt_bytes / auto_unit / fmt_size
   function fmtBytes(r, unit, digits = 2) {
@@ -408,7 +421,82 @@
       kv_per_sequence: r.kv_per_sequence, kv_total: r.kv_total, state: r.state, total: r.total }),
   };
 
-  const EXPLORERS = { gqa, hybrid, models };
+  // ------------------------------------------------------------ notebook 04: what decoupled RoPE costs
+  const ROPE = DATA.rope, ROPE_CONTEXTS = contextTicks(1024, 131072);
+  const big = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, [BigInt(v), 1n]]));
+  // kvlib.views.widgets.mla._step_sizes: (a) and (a') rotate keys d_QK + d_R wide
+  function stepSizes(s) {
+    const step = {}; for (const k of ["N_h", "d_in", "d_QK", "d_V", "d_L", "d_Lq"]) step[k] = s[k];
+    return { a: { ...step, d_QK: s.d_QK + s.d_R }, naive: { ...step, d_QK: s.d_QK + s.d_R }, b: { ...step, d_R: s.d_R } };
+  }
+  const logTicks = (lo, hi) => { const out = [];
+    for (let e = Math.ceil(Math.log10(lo)); e <= Math.floor(Math.log10(hi)); e++)
+      out.push([10 ** e, e >= 0 ? fmtInt(BigInt(10 ** e)) : String(Number((10 ** e).toPrecision(1)))]);
+    return out; };
+  const rope = {
+    defaults: ROPE.start,  // kvlib.views.widgets.mla: DeepSeek V2 at 128K tokens
+    controls: () => [
+      { name: "d_L", label: "latent d_L", type: "select", options: ROPE.options.d_L.map((n) => [n, `${n}`]) },
+      { name: "d_R", label: "RoPE width d_R", type: "select", options: ROPE.options.d_R.map((n) => [n, `${n}`]) },
+      { name: "N_h", label: "heads N_h", type: "select", options: ROPE.options.N_h.map((n) => [n, `${n}`]) },
+      { name: "context", label: "context", type: "range", options: ROPE_CONTEXTS.map((t) => [t, formatContext(t)]) },
+    ],
+    // kvlib.views.widgets.mla.rope_price
+    compute(c) {
+      const s = { ...ROPE.sizes, d_L: c.d_L, d_R: c.d_R, N_h: c.N_h };
+      const cacheA = big({ N_L: s.N_L, d_L: s.d_L, b: s.b }), cacheB = { ...cacheA, d_R: [BigInt(s.d_R), 1n] };
+      const step = stepSizes(s), N = (t) => ({ N_KV: [BigInt(t), 1n] });
+      const perToken = { a: evaluate("MLA.bytes_per_token", cacheA), b: evaluate("MLA+RoPE.bytes_per_token", cacheB) };
+      const perSeq = { a: evaluate("MLA.bytes_per_sequence", { ...cacheA, ...N(c.context) }),
+        b: evaluate("MLA+RoPE.bytes_per_sequence", { ...cacheB, ...N(c.context) }) };
+      const flopsAt = (k, t) => evaluate(`decode:${ROPE.designs[k]}.flops`, { ...big(step[k]), ...N(t) });
+      const flops = {}, sweepFlops = {};
+      for (const k of ["a", "naive", "b"]) { flops[k] = flopsAt(k, c.context); sweepFlops[k] = ROPE_CONTEXTS.map((t) => flopsAt(k, t)); }
+      return { sizes: s, per_token: perToken, per_sequence: perSeq, flops,
+        extra: add(rat(perToken.b[0] * perToken.a[1], perToken.b[1] * perToken.a[0]), [-1n, 1n]),
+        speedup: toDouble(rat(flops.a[0] * flops.b[1], flops.a[1] * flops.b[0])),
+        naive_speedup: toDouble(rat(flops.naive[0] * flops.b[1], flops.naive[1] * flops.b[0])),
+        sweep_bytes: { a: ROPE_CONTEXTS.map((t) => evaluate("MLA.bytes_per_sequence", { ...cacheA, ...N(t) })),
+          b: ROPE_CONTEXTS.map((t) => evaluate("MLA+RoPE.bytes_per_sequence", { ...cacheB, ...N(t) })) },
+        sweep_flops: sweepFlops };
+    },
+    // kvlib.views.widgets.mla.render
+    render(c, r) {
+      const rows = [["a", "a"], ["naive", "a"], ["b", "b"]].map(([k, x]) => [ROPE.labels[k], fmtInt(r.per_token[x][0]),
+        fmtSize(r.per_token[x]), fmtSize(r.per_sequence[x]), fixedNumber(toNumber(r.flops[k]) / 1e9, 2)]);
+      const fc = formatContext(c.context), pct = toDouble(r.extra) * 100;
+      return htmlTable(["design", "bytes/token", "per token", `${fc} tokens`, "GFLOPs/step/layer"], rows,
+        [false, true, true, true, true]) +
+        `<p>decoupling costs <b>${pct >= 0 ? "+" : ""}${fixedNumber(pct, 1)}%</b> cache and makes a decode step ` +
+        `<b>${fixedNumber(r.speedup, 0)}x</b> cheaper than (a) at ${fc} tokens ` +
+        `(${fixedNumber(r.naive_speedup, 0)}x cheaper than the naive extreme (a'))</p>`;
+    },
+    // kvlib.views.widgets.mla.draw, on the live view's steady value axes (value_limits)
+    chart(c, r) {
+      const s = r.sizes, fc = formatContext(c.context), colors = DATA.colors;
+      const series = { left: [["a", colors.MLA, null], ["b", colors["MLA+RoPE"], null]],
+        right: [["naive", colors.MLA, "2 4"], ["a", colors.MLA, null], ["b", colors["MLA+RoPE"], null]] };
+      const panel = (side, title, ylabel, sweep, unit, lim) => {
+        const lines = series[side].map(([k, color, dash]) => ({ xs: ROPE_CONTEXTS, ys: sweep[k].map((x) => toNumber(x) / unit),
+          color, dash, marker: true, label: ROPE.legend[side][k] }));
+        return chart({ title, xlabel: XLABEL, ylabel, x: [ROPE_CONTEXTS[0] / 1.3, ROPE_CONTEXTS.at(-1) * 1.3],
+          xticks: contextAxis(ROPE_CONTEXTS), y: lim, yticks: logTicks(lim[0], lim[1]), series: lines, vline: c.context,
+          legend: [...lines.map((l) => ({ label: l.label, color: l.color, dash: l.dash, marker: true })),
+            { label: "selected context", color: "black", dash: "2 3" }] });
+      };
+      const pct = fixedNumber(toDouble(r.extra) * 100, 1);
+      return `<div class="kvlib-suptitle">${s.N_L} layers, ${s.N_h} heads, d_L = ${s.d_L}, d_R = ${s.d_R}, ` +
+        `bf16: +${pct}% bytes buys ${fixedNumber(r.speedup, 0)}x fewer FLOPs than (a) at ${fc}</div>` +
+        `<div class="kvlib-panels">` +
+        panel("left", "Cache: what (b) adds", "KV cache, one sequence (GiB, log scale)", r.sweep_bytes, 1073741824, ROPE.value_limits[0]) +
+        panel("right", "Compute: what (b) saves", "GFLOPs per decode step per layer (log scale)", r.sweep_flops, 1e9, ROPE.value_limits[1]) +
+        `</div>`;
+    },
+    exact: (r) => ({ per_token: r.per_token, per_sequence: r.per_sequence, flops: r.flops, extra: r.extra,
+      sweep_bytes: r.sweep_bytes, sweep_flops: r.sweep_flops }),
+  };
+
+  const EXPLORERS = { gqa, hybrid, models, rope };
 
   // ------------------------------------------------------------ controls -> compute -> readout + chart
   const jsonExact = (x) => JSON.stringify(x, (k, v) => (Array.isArray(v) && v.length === 2 &&
@@ -417,7 +505,7 @@
   function mount(el) {
     const ex = EXPLORERS[el.dataset.explorer];
     if (!ex) return;
-    const values = JSON.parse(el.dataset.init || "{}");
+    const values = { ...(ex.defaults || {}), ...JSON.parse(el.dataset.init || "{}") };
     const form = document.createElement("form");
     form.className = "kvlib-controls";
     form.addEventListener("submit", (e) => e.preventDefault());

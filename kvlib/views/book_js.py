@@ -29,6 +29,7 @@ from fractions import Fraction
 import sympy as sp
 from sympy.printing.jscode import JavascriptCodePrinter
 
+from kvlib.core.decode_cost import PATHS
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.formulas import KINDS, STATES
 from kvlib.core.notation import by_name
@@ -73,7 +74,8 @@ class _BigIntPrinter(JavascriptCodePrinter):
 
 def expressions() -> dict[str, sp.Expr]:
     """Every exported expression by its key ``"<kind>.<quantity>"`` ("GQA.bytes_per_sequence",
-    "Mamba2.bytes_per_sequence"), in a fixed order."""
+    "Mamba2.bytes_per_sequence"; a decode path of :data:`kvlib.core.decode_cost.PATHS`:
+    ``"decode:<path>.flops"``, FLOPs of one decode step of one layer), in a fixed order."""
     out = {}
     for name, att in KINDS.items():
         for q in ATTENTION_QUANTITIES:
@@ -81,6 +83,8 @@ def expressions() -> dict[str, sp.Expr]:
     for name, state in STATES.items():
         for q in STATE_QUANTITIES:
             out[f"{name}.{q}"] = getattr(state.symbolic, q)
+    for name, path in PATHS.items():
+        out[f"decode:{name}.flops"] = path.flops
     return out
 
 
@@ -115,9 +119,23 @@ def _number(x) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
+def _rope() -> dict:
+    """Notebook 04's explorer: DeepSeek V2's sizes, the three designs' decode paths, labels,
+    the controls' choices and the value axes that span them all (kvlib.views.widgets.mla)."""
+    from kvlib.views.widgets import mla
+
+    designs = {k: next(name for name, q in PATHS.items() if q is p)
+               for k, p in mla.DESIGNS.items()}
+    return {"sizes": dict(mla.DEEPSEEK_V2), "designs": designs,
+            "labels": dict(mla.LABELS), "legend": mla._LEGEND, "options": mla.OPTIONS,
+            "start": dict(mla._START),
+            "value_limits": mla.value_limits(*(mla.OPTIONS[k] for k in ("d_L", "d_R", "N_h")))}
+
+
 def data() -> dict:
     """What the explorers read besides the formulas: the bundled models (title, attention
-    label, layer groups, longest context), the KV dtypes' bytes per element, the house colours."""
+    label, layer groups, longest context), the KV dtypes' bytes per element, the house colours,
+    notebook 04's fixed sizes (:func:`_rope`)."""
     models = {}
     for name, bundled in BUNDLED.items():
         spec = load_model(name)
@@ -137,6 +155,7 @@ def data() -> dict:
         "dtypes": {k: _number(v) for k, v in DTYPE_BYTES.items()},
         "colors": dict(COLORS),
         "kind_colors": {str(k): v for k, v in KIND_COLORS.items()},
+        "rope": _rope(),
     }
 
 

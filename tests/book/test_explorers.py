@@ -26,11 +26,13 @@ from fractions import Fraction
 import pytest
 from matplotlib.figure import Figure
 
+from kvlib.core.decode_cost import PATHS
 from kvlib.core.formulas import KINDS, STATES
 from kvlib.models.catalog import BUNDLED
 from kvlib.views import book_js
 from kvlib.views.widgets import gqa as gqa_widget
 from kvlib.views.widgets import hybrid as hybrid_widget
+from kvlib.views.widgets import mla as rope_widget
 from kvlib.views.widgets import models as models_widget
 
 REDRAW_LIMIT_MS = 150
@@ -327,6 +329,56 @@ def test_model_explorer_equals_kvlib(open_page):
     assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
 
 
+# ------------------------------------------------------------------ notebook 04
+
+ROPE_SAMPLES = [
+    dict(d_L=512, d_R=64, N_h=128, context=131072),  # the notebook's start: DeepSeek V2, 128K
+    dict(d_L=1024, d_R=128, N_h=128, context=131072),  # the largest of every control
+    dict(d_L=128, d_R=16, N_h=8, context=1024),  # the smallest
+    dict(d_L=384, d_R=32, N_h=16, context=8192),
+    dict(d_L=768, d_R=128, N_h=64, context=65536),
+]
+
+
+def test_rope_explorer_equals_kvlib(open_page):
+    page = open_page("04_rope_decoupling")
+    contexts = [int(t) for t in rope_widget.CONTEXTS]
+    previous = None
+    for sample in ROPE_SAMPLES:
+        for name in ("d_L", "d_R", "N_h"):
+            page.act(name, sample[name])
+        page.act("context", sample["context"], contexts)
+        assert page.state() == sample
+        r = rope_widget.rope_price(**sample)
+        assert page.exact() == {
+            "per_token": {k: _text(v) for k, v in r.per_token.items()},
+            "per_sequence": {k: _text(v) for k, v in r.per_sequence.items()},
+            "flops": {k: _text(v) for k, v in r.flops.items()}, "extra": _text(r.extra),
+            "sweep_bytes": {k: [_text(int(x)) for x in v] for k, v in r.sweep_bytes.items()},
+            "sweep_flops": {k: [_text(int(x)) for x in v] for k, v in r.sweep_flops.items()},
+        }, sample
+        assert page.readout_text() == page.as_text(rope_widget.render(r)), sample
+        chart = page.explorer.evaluate("""el => ({
+          svg: el.querySelector('.kvlib-chart').innerHTML,
+          suptitle: el.querySelector('.kvlib-suptitle').textContent,
+          titles: Array.from(el.querySelectorAll('.kvlib-chart-title')).map(t => t.textContent),
+          ylabels: Array.from(el.querySelectorAll('.kvlib-ylabel')).map(t => t.textContent),
+          legends: Array.from(el.querySelectorAll('.kvlib-legend')).map(
+            g => Array.from(g.querySelectorAll('text')).map(t => t.textContent))})""")
+        fig = Figure(figsize=rope_widget.FIGSIZE)
+        rope_widget.draw(fig, r)
+        assert chart["suptitle"] == (fig._suptitle.get_text().replace("$d_L$", "d_L")
+                                     .replace("$d_R$", "d_R"))
+        assert chart["titles"] == [ax.get_title() for ax in fig.axes]
+        assert chart["ylabels"] == [ax.get_ylabel() for ax in fig.axes]
+        assert chart["legends"] == [[t.get_text() for t in ax.get_legend().get_texts()]
+                                    for ax in fig.axes]
+        if previous is not None:
+            assert chart["svg"] != previous, f"the chart did not change for {sample}"
+        previous = chart["svg"]
+    assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
+
+
 # ------------------------------------------------------------------ the formulas themselves
 
 def test_page_formulas_are_kvlib_derivation(open_page):
@@ -359,7 +411,9 @@ def test_built_module_is_what_kvlib_prints(full_book):
 
 
 def _formula(key: str):
-    kind, quantity = key.split(".", 1)
+    kind, quantity = key.rsplit(".", 1)
+    if kind.startswith("decode:"):
+        return PATHS[kind.removeprefix("decode:")].formula
     return getattr(KINDS[kind] if kind in KINDS else STATES[kind], quantity)
 
 
@@ -380,6 +434,8 @@ def test_every_generated_formula_is_exact(open_page):
                     values[a] = rng.choice([1, 4096, 1 << 20, 10_000_019])
                 else:
                     values[a] = rng.randint(1, 70_000)
+            if "N_g" in values and "N_h" in values:  # KV heads divide query heads
+                values["N_h"] = values["N_g"] * rng.randint(1, 64)
             cases.append((key, values, _text(f(**values))))
     got = page.page.evaluate("""cases => cases.map(([key, values]) => {
       const E = KVLIB_EXPLORERS, v = {};
