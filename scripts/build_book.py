@@ -11,8 +11,13 @@ publish the result). This script prepares a source folder for Sphinx, then runs 
    page includes its sections), ``figures/``, and a copy of every notebook with two changes:
    - exercise solutions (cell tag ``solution``) get MyST-NB's ``hide-cell`` tag: input and output
      are folded behind a "Show solution" button;
-   - after each live-widget cell (one that builds a kvlib Explorer), a note says that the book
-     shows the widget's static output and how to run it live.
+   - after each live-widget cell (one that builds a kvlib Explorer): where the page has the
+     explorer (:data:`LIVE_EXPLORERS`: notebooks 02, 04, 05, 07; issue 27), a note and the
+     explorer itself, which runs in the page; elsewhere a note that the book shows the widget's
+     static output and how to run it live;
+   - ``_static/kvlib_formulas.js``: kvlib's SymPy formulas printed as JavaScript, with the
+     bundled models as data (:mod:`kvlib.views.book_js`), which the page's explorers
+     (``book/_static/kvlib_explorers.js``) call.
    Files are rewritten only when their content changes, so Sphinx rebuilds only what changed.
 3. ``sphinx-build -b html`` into ``build/book/``; open ``build/book/index.html``.
 
