@@ -88,6 +88,7 @@ LIVE_EXPLORERS = {
     "hybrid_explorer": ("hybrid", "kvlib.views.widgets.hybrid"),
     "model_explorer": ("models", "kvlib.views.widgets.models"),
     "rope_explorer": ("rope", "kvlib.views.widgets.mla"),
+    "planner_explorer": ("planner", "kvlib.views.widgets.capacity"),
 }
 LIVE_EXPLORER_NOTE = """\
 ```{{admonition}} Live explorer
@@ -100,6 +101,8 @@ kvlib's SymPy formulas (exact integers), with a chart that follows the controls.
 <div class="kvlib-explorer" data-explorer="{kind}" data-init="{init}"></div>
 """
 LIVE_EXPLORER_EXTRA = {
+    "planner": " Planning a pasted config.json (and its parameter count) needs the notebook "
+               "(`make lab`, open `notebooks/{name}`); the page offers the bundled models.",
     "models": " Reading a pasted config.json needs the notebook (`make lab`, open "
               "`notebooks/{name}`); the page offers the bundled models.",
     "hybrid": " Reading a pasted config.json needs the notebook (`make lab`, open "

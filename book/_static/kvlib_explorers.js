@@ -496,7 +496,162 @@
       sweep_bytes: r.sweep_bytes, sweep_flops: r.sweep_flops }),
   };
 
-  const EXPLORERS = { gqa, hybrid, models, rope };
+  // ------------------------------------------------------------ notebook 06: the capacity planner
+  // kvlib.serving.deployment / kv / plan / context_search, for one TP rank's layer groups
+  // (sharded by kvlib at build time) and the weights kvlib counted per weight dtype and TP.
+  const PLAN = DATA.planner, PLAN_CONTEXTS = contextTicks(1024, 1 << 20);
+  const UTILS = Array.from({ length: 49 }, (_, i) => 50 + i);  // 0.50 .. 0.98, in hundredths
+  const DEC = { KB: 1000n, MB: 1000n ** 2n, GB: 1000n ** 3n };
+  const fmtDec = (r, unit) => { const v = rat(r[0], r[1] * (unit === "B" ? 1n : DEC[unit]));
+    if (v[1] === 1n) return `${fmtInt(v[0])} ${unit}`;
+    return `${fixedSigned(v, 2).replace(/0+$/, "").replace(/\.$/, "")} ${unit}`; };
+  const fixedSigned = (r, digits) => (r[0] < 0n ? "-" + fixed([-r[0], r[1]], digits) : fixed(r, digits));
+  // plan.py's _gb, and capacity.render's gb (kit.fmt_size's rule in decimal units)
+  const gbOnly = (n) => fmtDec([BigInt(n), 1n], "GB");
+  const gb = (n) => fmtDec([BigInt(n), 1n], ["GB", "MB", "KB"].find((u) => BigInt(n) >= DEC[u]) || "B");
+  const ceilDiv = (a, b) => (a + b - 1n) / b;  // a >= 0, b > 0
+  const gFormat = (x) => String(Number(x.toPrecision(6)));
+  // kvlib.serving.kv.kv_bytes_per_sequence_per_gpu: whole blocks of each rank group, ceiled
+  function kvPerSequencePerGpu(groups, T, b, bs) {
+    const total = sum(groups.map((g) => {
+      const cached = cachedTokens(g, T), slots = ceilDiv(cached, bs) * bs;
+      return evaluate(`${g.attention}.bytes_per_sequence`, groupValues(g, { N_L: BigInt(g.layers), b, N_KV: slots }));
+    }));
+    return ceilDiv(total[0], total[1]);
+  }
+  const planner = {
+    defaults: PLAN.start,
+    controls: () => [
+      { name: "model", label: "model", type: "select", options: Object.keys(PLAN.models).map((n) => [n, DATA.models[n].title]) },
+      { name: "gpu", label: "GPU", type: "select", options: Object.keys(PLAN.gpus).map((n) => [n, n]) },
+      { name: "gpus", label: "GPUs", type: "select", options: PLAN.gpu_counts.map((n) => [n, `${n}`]) },
+      { name: "tp", label: "TP", type: "select", options: PLAN.tps.map((n) => [n, `${n}`]) },
+      { name: "weight_dtype", label: "weights", type: "select", options: PLAN.weight_dtypes.map((k) => [k, k]) },
+      { name: "kv_dtype", label: "KV dtype", type: "select", options: Object.keys(DATA.dtypes).map((k) => [k, k]) },
+      { name: "context", label: "context", type: "range", options: PLAN_CONTEXTS.map((t) => [t, formatContext(t)]) },
+      { name: "gpu_mem_util", label: "gpu_memory_util", type: "range", options: UTILS.map((u) => [u / 100, (u / 100).toFixed(2)]) },
+      { name: "sessions", label: "sessions", type: "range", options: Array.from({ length: 256 }, (_, i) => [i + 1, `${i + 1}`]) },
+    ],
+    // kvlib.views.widgets.capacity.planner -> Deployment(...).plan(context), max_context(sessions)
+    compute(s) {
+      const m = PLAN.models[s.model], gpu = PLAN.gpus[s.gpu];
+      if (s.gpus % s.tp) throw new Error(`gpus=${s.gpus} must be a multiple of tensor_parallel_size=${s.tp} (each data-parallel replica is one TP group)`);
+      const w = m.weights[`${s.weight_dtype} ${s.tp}`], layout = m.tp[s.tp];
+      if (w.error) throw new Error(w.error);
+      if (layout.error) throw new Error(layout.error);
+      const b = parse(DATA.dtypes[s.kv_dtype]), bs = BigInt(PLAN.block_size), T = BigInt(s.context);
+      const util = rat(BigInt(Math.round(s.gpu_mem_util * 100)), 100n);
+      const total = BigInt(gpu.total), usable = ceilDiv(util[0] * total, util[1]);
+      const weights = BigInt(w.weights), overhead = BigInt(PLAN.overhead);
+      const budget = usable - weights - overhead;
+      const state = sum(layout.states.map(groupStateBytes));
+      const stateInt = state[0] / state[1];
+      const perSeq = kvPerSequencePerGpu(layout.groups, T, b, bs);
+      const live = kvPerSequencePerGpu(layout.groups, T, b, 1n) + stateInt;
+      const pos = budget > 0n ? budget : 0n;
+      const perReplica = pos / (perSeq + stateInt);
+      const replicas = BigInt(s.gpus / s.tp);
+      let fits = true, reason = "";
+      if (budget <= 0n) {
+        fits = false;
+        reason = `does not fit: weights ${gbOnly(weights)} + overhead ${gbOnly(overhead)} = ${gbOnly(weights + overhead)} per GPU exceed the ` +
+          `usable ${gbOnly(usable)} (gpu_memory_utilization ${gFormat(toDouble(util))} x ${gbOnly(total)} ${s.gpu}); use ` +
+          `more tensor parallelism, smaller weights or a larger GPU`;
+      } else if (perReplica === 0n) {
+        fits = false;
+        reason = `does not fit: the KV budget of ${gbOnly(budget)} per GPU holds no sequence of ${fmtInt(T)} tokens (one needs ${gbOnly(perSeq + stateInt)} per GPU)`;
+      }
+      const used = perReplica * (perSeq + stateInt), bw = BigInt(gpu.bandwidth);
+      let bound = null, uniform = null, experts = null;
+      if (perReplica > 0n) {
+        bound = toDouble(rat(BigInt(w.read) + perReplica * live, bw));
+        if (w.moe) {  // uniform routing: E (1 - (1 - k/E)^B) distinct experts per MoE layer (in doubles)
+          const [E, k, layers, expert] = w.moe, B = Number(perReplica);
+          const distinct = E * (1 - Math.pow(1 - k / E, B));
+          const bpw = toNumber(parse(w.bpw));
+          const read = (w.base + layers * (distinct - k) * expert) * bpw / s.tp;
+          uniform = (read + Number(perReplica * live)) / Number(bw);
+          experts = Number(fixedNumber(distinct, 2).replace(/,/g, ""));
+        }
+      }
+      // kvlib.serving.context_search.max_context: the most whole blocks at which `sessions` fit
+      const hi = BigInt(DATA.models[s.model].max_position_embeddings || 2 ** 24);
+      const S = BigInt(s.sessions);
+      const fitsAt = (t) => S * (kvPerSequencePerGpu(layout.groups, t, b, bs) + stateInt) <= budget;
+      let maxContext = 0n;
+      if (budget > 0n && fitsAt(1n)) {
+        if (hi <= 1n) maxContext = 1n;
+        else {
+          let lo = 1n, top = ceilDiv(hi, bs);
+          while (lo < top) {
+            const mid = (lo + top + 1n) / 2n;
+            const t = mid * bs < hi ? mid * bs : hi;
+            if (fitsAt(t)) lo = mid; else top = mid - 1n;
+          }
+          maxContext = lo * bs < hi ? lo * bs : hi;
+        }
+      }
+      return { total, usable, weights, overhead, budget, perSeq, state: stateInt, perReplica, replicas,
+        maxSequences: perReplica * replicas, used, free: pos - used, fits, reason, bound, uniform, experts,
+        moe: w.moe, maxContext, label: w.label, basis: gpu.basis, util };
+    },
+    // kvlib.views.widgets.capacity.render
+    render(s, r) {
+      const fc = formatContext(s.context);
+      const rows = [
+        [r.basis === "cuda" ? "memory per GPU (CUDA total)" : "memory per GPU (datasheet)", gb(r.total)],
+        [`usable (x ${gFormat(toDouble(r.util))})`, gb(r.usable)],
+        [`weights (${esc(r.label)}, / TP ${s.tp})`, gb(r.weights)],
+        ["activations, NCCL, graphs", gb(r.overhead)],
+        ["KV budget", gb(r.budget)],
+        [`KV per ${fc} session (${s.kv_dtype})`, gb(r.perSeq)],
+        ["max concurrent sessions", `${fmtInt(r.maxSequences)} (${r.replicas} replica${r.replicas > 1n ? "s" : ""} x ${fmtInt(r.perReplica)})`],
+        [`max context at ${s.sessions} sessions per replica`, r.maxContext ? `${fmtInt(r.maxContext)} tokens` : "none fits"],
+        ["decode step at full batch", r.bound !== null ? `>= ${fixedNumber(r.bound * 1e3, 2)} ms` : "-"],
+      ];
+      if (r.uniform !== null)
+        rows.push([`uniform routing (${gFormat(r.experts)} of ${r.moe[0]} experts per layer)`, `${fixedNumber(r.uniform * 1e3, 2)} ms`]);
+      const limit = DATA.models[s.model].max_position_embeddings;
+      let warn = r.fits ? "" : `<p style="color:#b00;margin:2px 0"><b>${esc(r.reason)}</b></p>`;
+      if (limit !== null && s.context > limit)
+        warn += `<p style="color:#b00;margin:2px 0"><b>context ${fmtInt(s.context)} exceeds the model's max_position_embeddings (${fmtInt(limit)})</b></p>`;
+      return warn + htmlTable([`${s.model}, per GPU`, ""], rows, [false, true]);
+    },
+    // kvlib.views.figures.capacity.plot_budget, as the planner's draw updates it
+    chart(s, r) {
+      const W = 760, H = 190, L = 150, R = 110, T = 62, B = 48;
+      const GB = 1e9, segs = [["weights", r.weights], ["overhead", r.overhead], ["KV in use", r.used], ["KV free", r.free]];
+      const colors = { weights: "#0072B2", overhead: "#999999", "KV in use": "#D55E00", "KV free": "#F0E442" };
+      const hbm = Number(r.total) / GB, usable = Number(r.usable) / GB;
+      let left = 0; const bars = [];
+      for (const [name, v] of segs) { const w = Number(v) / GB; if (w > 0) bars.push([name, left, w]); left += Math.max(w, 0); }
+      const end = Math.max(left, hbm) * 1.18;
+      const X = (v) => L + v / end * (W - L - R), f = (v) => v.toFixed(1);
+      const verdict = r.fits ? `${fmtInt(r.perReplica)} x ${formatContext(s.context)}` : "does not fit";
+      const out = [`<svg class="kvlib-svg" viewBox="0 0 ${W} ${H}" width="100%" role="img" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
+        `<text class="kvlib-chart-title" x="${(L + W - R) / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">${esc(`${s.model}: one GPU's memory at ${formatContext(s.context)}`)}</text>`,
+        `<g class="kvlib-legend">`];
+      Object.entries(colors).forEach(([name, c], i) => out.push(`<rect x="${L + i * 130}" y="30" width="14" height="10" fill="${c}"/><text x="${L + i * 130 + 18}" y="39">${name}</text>`));
+      out.push(`</g>`);
+      const step = steadyLimit(end / 6, 1);
+      for (let v = 0; v <= end; v += step)
+        out.push(`<line x1="${f(X(v))}" x2="${f(X(v))}" y1="${T}" y2="${H - B}" stroke="#e3e3e3"/><text x="${f(X(v))}" y="${H - B + 16}" text-anchor="middle">${fmtG(v)}</text>`);
+      const y0 = T + 14, h = H - B - T - 28;
+      for (const [name, x, w] of bars) out.push(`<rect class="kvlib-bar" x="${f(X(x))}" y="${y0}" width="${f(X(x + w) - X(x))}" height="${h}" fill="${colors[name]}"><title>${name}</title></rect>`);
+      out.push(`<line x1="${f(X(usable))}" x2="${f(X(usable))}" y1="${y0 - 6}" y2="${y0 + h + 6}" stroke="black" stroke-width="1.8" stroke-dasharray="5 3"/>`,
+        `<line x1="${f(X(hbm))}" x2="${f(X(hbm))}" y1="${y0 - 6}" y2="${y0 + h + 6}" stroke="black" stroke-width="1.8"/>`,
+        `<text class="kvlib-verdict" x="${f(X(Math.max(left, hbm)) + 6)}" y="${y0 + h / 2 + 5}" font-size="13">${esc(verdict)}</text>`,
+        `<text class="kvlib-ylabel" x="${L - 8}" y="${y0 + h / 2 + 4}" text-anchor="end">${esc(`${s.gpus} x ${s.gpu}, TP=${s.tp}`)}</text>`,
+        `<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
+        `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 10}" text-anchor="middle">memory per GPU (GB); dashed: usable, solid: all</text></svg>`);
+      return out.join("");
+    },
+    exact: (r) => ({ total: r.total, usable: r.usable, weights: r.weights, budget: r.budget, per_sequence: r.perSeq,
+      state: r.state, per_replica: r.perReplica, max_sequences: r.maxSequences, used: r.used, free: r.free,
+      max_context: r.maxContext }),
+  };
+
+  const EXPLORERS = { gqa, hybrid, models, rope, planner };
 
   // ------------------------------------------------------------ controls -> compute -> readout + chart
   const jsonExact = (x) => JSON.stringify(x, (k, v) => (Array.isArray(v) && v.length === 2 &&
@@ -564,8 +719,12 @@
         el.dataset.exact = jsonExact(ex.exact(r));
         el.dataset.state = JSON.stringify(values);
         el.classList.remove("kvlib-error");
-      } catch (err) {
-        readout.textContent = `error: ${err.message}`;
+      } catch (err) {  // kvlib.views.widgets.kit.Explorer: say so, show no stale numbers or chart
+        readout.innerHTML = `<div class="kvlib-message"><b style="color:#b00">${esc(err.message)}</b></div>` +
+          `<i>(no result for this setting)</i>`;
+        plot.innerHTML = "";
+        el.dataset.exact = "null";
+        el.dataset.state = JSON.stringify(values);
         el.classList.add("kvlib-error");
       }
       updates += 1;

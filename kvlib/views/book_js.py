@@ -23,6 +23,7 @@ kvlib derives today (tests/book/test_explorers.py).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from fractions import Fraction
 
@@ -35,6 +36,8 @@ from kvlib.core.formulas import KINDS, STATES
 from kvlib.core.notation import by_name
 from kvlib.models.catalog import BUNDLED, attention_label, load_model
 from kvlib.models.spec import EMPTY, GROWING, STATEFUL
+from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES
+from kvlib.serving.kv import DEFAULT_BLOCK_SIZE
 from kvlib.views.figures.models import KIND_COLORS
 from kvlib.views.style import COLORS
 
@@ -132,6 +135,61 @@ def _rope() -> dict:
             "value_limits": mla.value_limits(*(mla.OPTIONS[k] for k in ("d_L", "d_R", "N_h")))}
 
 
+def _group(g) -> dict:
+    return {"kind": str(g.kind), "layers": g.layers, "attention": g.attention,
+            "sizes": {k: _number(v) for k, v in g.sizes.items()}, "window": g.window}
+
+
+def _planner() -> dict:
+    """Notebook 06's planner: the GPU catalog, and what kvlib works out per model, weight dtype
+    and TP before any context is chosen: the layer groups as one TP rank holds them
+    (:func:`kvlib.serving.sharding.shard`, ``shard_state``), the weights per GPU, the weight
+    bytes a decode step reads, the MoE layout for uniform routing, or the error kvlib raises
+    for that combination (a TP the heads do not allow)."""
+    from kvlib.serving.decode import read_params
+    from kvlib.serving.deployment import Deployment
+    from kvlib.serving.gpus import CATALOG
+    from kvlib.serving.sharding import shard, shard_state
+    from kvlib.views.widgets import capacity
+
+    explorer = inspect.signature(capacity.planner_explorer).parameters
+    gpus = {name: {"total": g.total_memory_bytes, "bandwidth": g.bandwidth,
+                   "basis": "cuda" if g.cuda_total_bytes is not None else "datasheet"}
+            for name, g in CATALOG.items()}
+    tps, weights = capacity.TP_OPTIONS, capacity.WEIGHT_OPTIONS
+    models = {}
+    for name in capacity.MODELS:
+        spec = load_model(name)
+        per_tp, per_weights = {}, {}
+        for tp in tps:
+            try:
+                per_tp[tp] = {"groups": [_group(shard(g, tp)[0]) for g in spec.groups if g.grows],
+                              "states": [_group(shard_state(g, tp)) for g in spec.groups
+                                         if g.kind in STATEFUL]}
+            except ValueError as e:
+                per_tp[tp] = {"error": str(e)}
+            for w in weights:
+                try:
+                    d = Deployment(spec, next(iter(CATALOG)), tp, tp, weight_dtype=w)
+                    d.state_bytes_per_sequence_per_gpu  # noqa: B018 (raises for a bad split)
+                    layout = d.routing()
+                    per_weights[f"{w} {tp}"] = {
+                        "weights": d.weights_bytes_per_gpu, "label": d.weights_label,
+                        "read": d.decode_read_bytes_per_gpu(),
+                        "base": read_params(d.active, d.config),
+                        "bpw": _number(d.bytes_per_weight),
+                        "moe": None if layout is None else [
+                            layout.experts, layout.per_token, layout.moe_layers,
+                            layout.expert_params]}
+                except ValueError as e:
+                    per_weights[f"{w} {tp}"] = {"error": str(e)}
+        models[name] = {"tp": per_tp, "weights": per_weights}
+    return {"gpus": gpus, "models": models, "tps": list(tps), "weight_dtypes": list(weights),
+            "gpu_counts": list(capacity.GPU_COUNTS), "overhead": DEFAULT_OVERHEAD_BYTES,
+            "block_size": DEFAULT_BLOCK_SIZE,
+            "start": {k: p.default for k, p in explorer.items()}}
+
+
 def data() -> dict:
     """What the explorers read besides the formulas: the bundled models (title, attention
     label, layer groups, longest context), the KV dtypes' bytes per element, the house colours,
@@ -156,6 +214,7 @@ def data() -> dict:
         "colors": dict(COLORS),
         "kind_colors": {str(k): v for k, v in KIND_COLORS.items()},
         "rope": _rope(),
+        "planner": _planner(),
     }
 
 

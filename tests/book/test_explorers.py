@@ -30,6 +30,7 @@ from kvlib.core.decode_cost import PATHS
 from kvlib.core.formulas import KINDS, STATES
 from kvlib.models.catalog import BUNDLED
 from kvlib.views import book_js
+from kvlib.views.widgets import capacity as capacity_widget
 from kvlib.views.widgets import gqa as gqa_widget
 from kvlib.views.widgets import hybrid as hybrid_widget
 from kvlib.views.widgets import mla as rope_widget
@@ -373,6 +374,79 @@ def test_rope_explorer_equals_kvlib(open_page):
         assert chart["ylabels"] == [ax.get_ylabel() for ax in fig.axes]
         assert chart["legends"] == [[t.get_text() for t in ax.get_legend().get_texts()]
                                     for ax in fig.axes]
+        if previous is not None:
+            assert chart["svg"] != previous, f"the chart did not change for {sample}"
+        previous = chart["svg"]
+    assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
+
+
+# ------------------------------------------------------------------ notebook 06
+
+PLAN_START = dict(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dtype="checkpoint",
+                  kv_dtype="bf16", context=131072, gpu_mem_util=0.92, sessions=8)
+PLAN_SAMPLES = [
+    PLAN_START,  # the notebook's start
+    {**PLAN_START, "model": "deepseek-v3", "gpus": 8, "tp": 8, "kv_dtype": "fp8",
+     "context": 1 << 20, "sessions": 1},  # MoE (uniform routing), 1M tokens, past its longest
+    {**PLAN_START, "model": "nemotron-3-ultra-550b-a55b", "gpus": 16, "tp": 8, "sessions": 256,
+     "context": 262144, "gpu_mem_util": 0.98},  # the largest hybrid, 2 replicas
+    {**PLAN_START, "model": "llama-3-70b", "gpus": 1, "tp": 1, "context": 8192},  # no fit
+    {**PLAN_START, "model": "qwen2.5-7b", "gpus": 8, "tp": 8},  # a TP the heads refuse
+    {**PLAN_START, "model": "qwen2.5-7b", "gpus": 2, "tp": 4},  # GPUs not a multiple of TP
+    {**PLAN_START, "model": "qwen3-next-80b-a3b", "gpus": 4, "tp": 4, "weight_dtype": "int4",
+     "kv_dtype": "int4", "context": 1024, "gpu_mem_util": 0.5, "sessions": 3},
+    {**PLAN_START, "model": "gemma-3-27b", "gpu": "L4", "gpus": 2, "tp": 2, "weight_dtype": "fp8",
+     "context": 32768, "sessions": 2},  # sliding windows on a small GPU
+]
+
+
+def test_planner_explorer_equals_kvlib(open_page):
+    page = open_page("06_capacity_planning")
+    contexts = list(capacity_widget.CONTEXTS)
+    utils = [round(0.5 + i / 100, 2) for i in range(49)]
+    order = ("model", "gpu", "gpus", "tp", "weight_dtype", "kv_dtype")
+    previous = None
+    for sample in PLAN_SAMPLES:
+        page.act("gpus", 16)  # GPUs first to 16, so that no intermediate TP is refused...
+        for name in order:
+            page.act(name, sample[name])
+        page.act("context", sample["context"], contexts)
+        page.act("gpu_mem_util", sample["gpu_mem_util"], utils)
+        page.act("sessions", sample["sessions"], list(range(1, 257)))
+        assert page.state() == sample
+        try:
+            r = capacity_widget.planner(**sample)
+        except ValueError as e:  # the notebook's explorer shows the message and no result
+            assert page.exact() is None
+            assert page.explorer.locator(".kvlib-message").inner_text() == str(e), sample
+            assert "(no result for this setting)" in page.readout_text()
+            continue
+        p = r.plan
+        assert page.exact() == {
+            "total": _text(p.total_memory_bytes_per_gpu), "usable": _text(p.usable_bytes_per_gpu),
+            "weights": _text(p.weights_bytes_per_gpu), "budget": _text(p.kv_budget_bytes_per_gpu),
+            "per_sequence": _text(p.kv_bytes_per_sequence_per_gpu),
+            "state": _text(p.state_bytes_per_sequence_per_gpu),
+            "per_replica": _text(p.max_sequences_per_replica),
+            "max_sequences": _text(p.max_sequences), "used": _text(p.kv_used_bytes_per_gpu),
+            "free": _text(p.kv_free_bytes_per_gpu), "max_context": _text(r.max_context)}, sample
+        assert page.readout_text() == page.as_text(capacity_widget.render(r)), sample
+        chart = page.explorer.evaluate("""el => ({
+          svg: el.querySelector('.kvlib-chart svg').outerHTML,
+          title: el.querySelector('.kvlib-chart-title').textContent,
+          verdict: el.querySelector('.kvlib-verdict').textContent,
+          label: el.querySelector('.kvlib-ylabel').textContent,
+          xlabel: el.querySelector('.kvlib-xlabel').textContent,
+          legend: Array.from(el.querySelectorAll('.kvlib-legend text'))
+            .map(t => t.textContent)})""")
+        fig = Figure(figsize=(9, 2.2))
+        capacity_widget.draw(fig, r)
+        ax = fig.axes[0]
+        assert chart["title"] == ax.get_title()
+        assert chart["verdict"] == ax.texts[0].get_text()
+        assert chart["label"] == ax.get_yticklabels()[0].get_text()
+        assert chart["xlabel"] == ax.get_xlabel()
+        assert chart["legend"] == [t.get_text() for t in ax.get_legend().get_texts()]
         if previous is not None:
             assert chart["svg"] != previous, f"the chart did not change for {sample}"
         previous = chart["svg"]
