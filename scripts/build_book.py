@@ -12,7 +12,7 @@ publish the result). This script prepares a source folder for Sphinx, then runs 
    - exercise solutions (cell tag ``solution``) get MyST-NB's ``hide-cell`` tag: input and output
      are folded behind a "Show solution" button;
    - after each live-widget cell (one that builds a kvlib Explorer): where the page has the
-     explorer (:data:`LIVE_EXPLORERS`: notebooks 02, 04, 05, 07; issue 27), a note and the
+     explorer (:data:`LIVE_EXPLORERS`: notebooks 02, 04-07; issue 27), a note and the
      explorer itself, which runs in the page; elsewhere a note that the book shows the widget's
      static output and how to run it live;
    - ``_static/kvlib_formulas.js``: kvlib's SymPy formulas printed as JavaScript, with the
@@ -33,8 +33,6 @@ import argparse
 import ast
 import base64
 import hashlib
-import importlib
-import inspect
 import io
 import json
 import os
@@ -196,20 +194,36 @@ def _sync_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> set[Path]:
     return written
 
 
+def _literal_defaults(module: str, name: str) -> dict:
+    """The literal defaults of function ``name`` in kvlib module ``module``, read from its
+    source (importing the widgets would cost the build seconds of Matplotlib and ipywidgets)."""
+    tree = ast.parse((REPO / (module.replace(".", "/") + ".py")).read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    args = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
+    pairs = [*zip(args, fn.args.defaults, strict=True),
+             *((a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
+               if d is not None)]
+    out = {}
+    for arg, default in pairs:
+        try:
+            out[arg.arg] = ast.literal_eval(default)
+        except ValueError:  # a name or a call (CHECKPOINT): the page takes kvlib's start
+            pass
+    return out
+
+
 def live_explorer(source: str) -> tuple[str, dict] | None:
     """(page explorer, starting values) for a cell that calls a live explorer, else None.
 
-    The starting values are the call's literal keywords over the function's defaults; a
-    keyword that is not a literal (notebook 04's ``start=price_view``) or a default of None
+    The starting values are the call's literal keywords over the function's literal defaults;
+    a keyword or default that is not a literal (notebook 04's ``start=price_view``), or None,
     is left out, and the page's explorer starts there from kvlib's own start."""
     for node in ast.walk(ast.parse(source)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in LIVE_EXPLORERS):
             continue
         kind, module = LIVE_EXPLORERS[node.func.id]
-        fn = getattr(importlib.import_module(module), node.func.id)
-        init = {k: p.default for k, p in inspect.signature(fn).parameters.items()
-                if p.default is not inspect.Parameter.empty}
+        init = _literal_defaults(module, node.func.id)
         for kw in node.keywords:
             try:
                 init[kw.arg] = ast.literal_eval(kw.value)
@@ -217,6 +231,22 @@ def live_explorer(source: str) -> tuple[str, dict] | None:
                 pass
         return kind, {k: v for k, v in init.items() if v is not None}
     return None
+
+
+def formulas_module(stamp: Path) -> tuple[str, bytes | None]:
+    """(digest of kvlib's sources, the text of ``kvlib_formulas.js``), the text None when
+    ``stamp`` holds the same digest: the file was generated from these sources (a rebuild
+    skips the seconds of SymPy printing and planning; :func:`kvlib.views.book_js.module_text`)."""
+    digest = hashlib.sha256()
+    for f in sorted((REPO / "kvlib").rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".json") and "__pycache__" not in f.parts:
+            digest.update(f.relative_to(REPO).as_posix().encode() + b"\0" + f.read_bytes())
+    key = digest.hexdigest()
+    if stamp.exists() and stamp.read_text().strip() == key:
+        return key, None
+    from kvlib.views.book_js import module_text  # SymPy -> JavaScript (issue 27)
+
+    return key, module_text().encode()
 
 
 def book_notebook(path: Path) -> nbformat.NotebookNode:
@@ -268,11 +298,14 @@ def stage(src: Path, notebooks: list[Path], pages: Path | None = None) -> None:
         out = src / "notebooks" / nb_path.name
         _write_if_changed(out, nbformat.writes(book_notebook(nb_path)).encode())
         keep.add(out)
-    from kvlib.views.book_js import module_text  # SymPy -> JavaScript (issue 27)
-
-    formulas = src / "_static" / FORMULAS_JS
-    _write_if_changed(formulas, module_text().encode())
-    keep.add(formulas)
+    formulas, stamp = src / "_static" / FORMULAS_JS, src / f".{FORMULAS_JS}.sha256"
+    if not formulas.exists():
+        stamp.unlink(missing_ok=True)
+    key, text = formulas_module(stamp)
+    if text is not None:
+        _write_if_changed(formulas, text)
+        stamp.write_text(key + "\n")
+    keep |= {formulas, stamp}
     mathjax = src / "_static" / "mathjax"
     install_mathjax(mathjax)
     for f in src.rglob("*"):
