@@ -240,7 +240,8 @@
       const rows = ["MHA", "GQA", "MQA"].map((k) => {
         const ratio = rat(r.per_token.MHA[0] * r.per_token[k][1], r.per_token.MHA[1] * r.per_token[k][0]);
         const g = ratio[1] === 1n ? `${ratio[0]}` : String(Number(toNumber(ratio).toPrecision(6)));
-        return [k, `${heads[k]}`, ratText(r.per_token[k]).includes("/") ? String(toNumber(r.per_token[k])) : fmtInt(r.per_token[k][0]),
+        // bytes per token are whole for every offered shape (2 x head dim elements per head)
+        return [k, `${heads[k]}`, r.per_token[k][1] === 1n ? fmtInt(r.per_token[k][0]) : ratText(r.per_token[k]),
           fmtSize(r.per_token[k]), fmtSize(r.per_sequence[k]), `${g}x`];
       });
       return htmlTable(["attention", "KV heads", "bytes/token", "per token",

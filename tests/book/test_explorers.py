@@ -522,6 +522,28 @@ def test_every_generated_formula_is_exact(open_page):
     assert any(int(w.split("/")[0]) > 2**53 for w in want)  # BigInt needed, and exact
 
 
+def test_number_formatting_is_kvlibs(open_page):
+    """The page's fmt_size and format_context print what kvlib's do, ties and 2^53 included
+    (Python rounds a float half to even on its exact value; JavaScript's toFixed does not)."""
+    from kvlib.core.units import fmt_size
+    from kvlib.views.style import format_context
+
+    page = open_page("02_gqa_and_mqa")
+    rng = random.Random(26)
+    sizes = [Fraction(9, 8), Fraction(1125, 1000), Fraction(1, 3), Fraction(5, 1000),
+             Fraction(2**53 + 1), Fraction(2**70 + 1, 3), Fraction(1023), Fraction(1024),
+             Fraction(3 * 2**29), Fraction(5 * 2**37, 2), Fraction(10**15 + 5, 8)]
+    sizes += [Fraction(rng.randint(1, 2**64), rng.choice([1, 2])) for _ in range(300)]
+    sizes += [Fraction(rng.randint(1, 2**20) * 2**rng.randint(0, 40), 1000) for _ in range(300)]
+    got = page.page.evaluate(
+        "xs => xs.map(x => KVLIB_EXPLORERS.fmtSize(KVLIB_EXPLORERS.parse(x)))",
+        [_text(x) for x in sizes])
+    assert got == [fmt_size(x) for x in sizes]
+    contexts = [1, 500, 1024, 1536, 131072, 1 << 20, 3 << 20, (1 << 20) + 1024]
+    got = page.page.evaluate("ts => ts.map(t => KVLIB_EXPLORERS.formatContext(t))", contexts)
+    assert got == [format_context(t) for t in contexts]
+
+
 # ------------------------------------------------------------------ output blocks wrap
 
 def test_output_blocks_wrap(full_book, context):
