@@ -11,8 +11,13 @@ publish the result). This script prepares a source folder for Sphinx, then runs 
    page includes its sections), ``figures/``, and a copy of every notebook with two changes:
    - exercise solutions (cell tag ``solution``) get MyST-NB's ``hide-cell`` tag: input and output
      are folded behind a "Show solution" button;
-   - after each live-widget cell (one that builds a kvlib Explorer), a note says that the book
-     shows the widget's static output and how to run it live.
+   - after each live-widget cell (one that builds a kvlib Explorer): where the page has the
+     explorer (:data:`LIVE_EXPLORERS`: notebooks 02, 04-07; issue 27), a note and the
+     explorer itself, which runs in the page; elsewhere a note that the book shows the widget's
+     static output and how to run it live;
+   - ``_static/kvlib_formulas.js``: kvlib's SymPy formulas printed as JavaScript, with the
+     bundled models as data (:mod:`kvlib.views.book_js`), which the page's explorers
+     (``book/_static/kvlib_explorers.js``) call.
    Files are rewritten only when their content changes, so Sphinx rebuilds only what changed.
 3. ``sphinx-build -b html`` into ``build/book/``; open ``build/book/index.html``.
 
@@ -25,9 +30,11 @@ Usage: python scripts/build_book.py [--out build/book] [--pages DIR] [--notebook
 from __future__ import annotations
 
 import argparse
+import ast
 import base64
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -36,12 +43,15 @@ import sys
 import tarfile
 import tempfile
 import time
+from html import escape
 from pathlib import Path
 
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
+if str(REPO) not in sys.path:  # this checkout's kvlib, which generates the explorers' formulas
+    sys.path.insert(0, str(REPO))
 
 # MathJax: the npm package, pinned by version and by the sha512 the registry publishes
 # (`npm view mathjax@3.2.2 dist.integrity`). A different tarball fails the build.
@@ -68,6 +78,35 @@ shows its computation with fixed values in the static output just before it. To 
 the controls yourself, clone the repository, run `make lab`, open `notebooks/{name}` and choose
 *Run > Run All Cells*.
 ```"""
+
+# Explorers that run in the page (issue 27): the function a cell calls -> the page's explorer
+# (book/_static/kvlib_explorers.js) and the kvlib module whose defaults it starts from.
+LIVE_EXPLORERS = {
+    "gqa_explorer": ("gqa", "kvlib.views.widgets.gqa"),
+    "hybrid_explorer": ("hybrid", "kvlib.views.widgets.hybrid"),
+    "model_explorer": ("models", "kvlib.views.widgets.models"),
+    "rope_explorer": ("rope", "kvlib.views.widgets.mla"),
+    "planner_explorer": ("planner", "kvlib.views.widgets.capacity"),
+}
+LIVE_EXPLORER_NOTE = """\
+```{{admonition}} Live explorer
+:class: tip kvlib-live-widget
+The explorer below runs in this page, with no kernel and no network: the same controls and
+readout as the notebook's widget, computed by JavaScript that the book's build generated from
+kvlib's SymPy formulas (exact integers), with a chart that follows the controls.{extra}
+```
+
+<div class="kvlib-explorer" data-explorer="{kind}" data-init="{init}"></div>
+"""
+LIVE_EXPLORER_EXTRA = {
+    "planner": " Planning a pasted config.json (and its parameter count) needs the notebook "
+               "(`make lab`, open `notebooks/{name}`); the page offers the bundled models.",
+    "models": " Reading a pasted config.json needs the notebook (`make lab`, open "
+              "`notebooks/{name}`); the page offers the bundled models.",
+    "hybrid": " Reading a pasted config.json needs the notebook (`make lab`, open "
+              "`notebooks/{name}`); the page offers the bundled models.",
+}
+FORMULAS_JS = "kvlib_formulas.js"  # generated into _static by kvlib.views.book_js
 
 
 class BookBuildError(RuntimeError):
@@ -155,6 +194,61 @@ def _sync_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> set[Path]:
     return written
 
 
+def _literal_defaults(module: str, name: str) -> dict:
+    """The literal defaults of function ``name`` in kvlib module ``module``, read from its
+    source (importing the widgets would cost the build seconds of Matplotlib and ipywidgets)."""
+    tree = ast.parse((REPO / (module.replace(".", "/") + ".py")).read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    args = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
+    pairs = [*zip(args, fn.args.defaults, strict=True),
+             *((a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
+               if d is not None)]
+    out = {}
+    for arg, default in pairs:
+        try:
+            out[arg.arg] = ast.literal_eval(default)
+        except ValueError:  # a name or a call (CHECKPOINT): the page takes kvlib's start
+            pass
+    return out
+
+
+def live_explorer(source: str) -> tuple[str, dict] | None:
+    """(page explorer, starting values) for a cell that calls a live explorer, else None.
+
+    The starting values are the call's literal keywords over the function's literal defaults;
+    a keyword or default that is not a literal (notebook 04's ``start=price_view``), or None,
+    is left out, and the page's explorer starts there from kvlib's own start."""
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in LIVE_EXPLORERS):
+            continue
+        kind, module = LIVE_EXPLORERS[node.func.id]
+        init = _literal_defaults(module, node.func.id)
+        for kw in node.keywords:
+            try:
+                init[kw.arg] = ast.literal_eval(kw.value)
+            except ValueError:
+                pass
+        return kind, {k: v for k, v in init.items() if v is not None}
+    return None
+
+
+def formulas_module(stamp: Path) -> tuple[str, bytes | None]:
+    """(digest of kvlib's sources, the text of ``kvlib_formulas.js``), the text None when
+    ``stamp`` holds the same digest: the file was generated from these sources (a rebuild
+    skips the seconds of SymPy printing and planning; :func:`kvlib.views.book_js.module_text`)."""
+    digest = hashlib.sha256()
+    for f in sorted((REPO / "kvlib").rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".json") and "__pycache__" not in f.parts:
+            digest.update(f.relative_to(REPO).as_posix().encode() + b"\0" + f.read_bytes())
+    key = digest.hexdigest()
+    if stamp.exists() and stamp.read_text().strip() == key:
+        return key, None
+    from kvlib.views.book_js import module_text  # SymPy -> JavaScript (issue 27)
+
+    return key, module_text().encode()
+
+
 def book_notebook(path: Path) -> nbformat.NotebookNode:
     """The notebook as the book shows it: solutions folded, a note after each live widget."""
     nb = nbformat.read(path, as_version=4)
@@ -174,7 +268,14 @@ def book_notebook(path: Path) -> nbformat.NotebookNode:
                         if o.get("output_type") not in ("display_data", "execute_result")
                         or o.get("data")]
         if BUILDS_EXPLORER.search(cell.source):
-            note = nbformat.v4.new_markdown_cell(LIVE_WIDGET_NOTE.format(name=path.name))
+            live = live_explorer(cell.source)
+            if live is None:
+                note = nbformat.v4.new_markdown_cell(LIVE_WIDGET_NOTE.format(name=path.name))
+            else:
+                kind, init = live
+                extra = LIVE_EXPLORER_EXTRA.get(kind, "").format(name=path.name)
+                note = nbformat.v4.new_markdown_cell(LIVE_EXPLORER_NOTE.format(
+                    kind=kind, init=escape(json.dumps(init, sort_keys=True)), extra=extra))
             note.id = f"kvlib-live-widget-{len(cells)}"  # fixed: an unchanged copy stays as is
             cells.append(note)
     nb.cells = cells
@@ -197,6 +298,14 @@ def stage(src: Path, notebooks: list[Path], pages: Path | None = None) -> None:
         out = src / "notebooks" / nb_path.name
         _write_if_changed(out, nbformat.writes(book_notebook(nb_path)).encode())
         keep.add(out)
+    formulas, stamp = src / "_static" / FORMULAS_JS, src / f".{FORMULAS_JS}.sha256"
+    if not formulas.exists():
+        stamp.unlink(missing_ok=True)
+    key, text = formulas_module(stamp)
+    if text is not None:
+        _write_if_changed(formulas, text)
+        stamp.write_text(key + "\n")
+    keep |= {formulas, stamp}
     mathjax = src / "_static" / "mathjax"
     install_mathjax(mathjax)
     for f in src.rglob("*"):

@@ -51,6 +51,20 @@ def build_book():
 
 
 @pytest.fixture(scope="session")
+def full_book(build_book, tmp_path_factory):
+    """The whole book, built once per session (strict) into a temporary folder; the page test
+    and the explorer test read the same build."""
+    import time
+
+    out = tmp_path_factory.mktemp("book") / "book"
+    notebooks = sorted((REPO / "notebooks").glob("*.ipynb"))
+    t0 = time.perf_counter()
+    build_book.build(out, notebooks, strict=True)
+    print(f"book built in {time.perf_counter() - t0:.1f} s")
+    return out
+
+
+@pytest.fixture(scope="session")
 def browser(playwright_session):
     pw = playwright_session  # one driver per run (tests/conftest.py)
     # Debian's chromium, started and stopped by playwright (never a browser download).

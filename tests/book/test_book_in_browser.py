@@ -12,7 +12,6 @@ system. test_book_catches_breakage.py shows that a broken page fails these check
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import nbformat
@@ -44,12 +43,8 @@ def expected(path: Path, explorer: re.Pattern) -> Expect:
 
 
 @pytest.fixture(scope="module")
-def book(build_book, tmp_path_factory):
-    out = tmp_path_factory.mktemp("book") / "book"
-    t0 = time.perf_counter()
-    build_book.build(out, NOTEBOOKS, strict=True)
-    print(f"book built in {time.perf_counter() - t0:.1f} s")
-    return out
+def book(full_book):
+    return full_book
 
 
 @pytest.fixture(scope="module")

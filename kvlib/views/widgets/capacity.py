@@ -29,6 +29,8 @@ __all__ = ["PlannerResult", "planner", "render", "draw", "planner_explorer", "MO
 MODELS = tuple(BUNDLED)  # every bundled model; the dropdown shows their titles
 CONTEXTS = context_ticks(1024, 1 << 20)  # 1K .. 1M tokens
 UNIT = "GB"  # GPU memory is sold in GB
+GPU_COUNTS = TP_OPTIONS = (1, 2, 4, 8, 16)  # the GPUs and TP dropdowns
+WEIGHT_OPTIONS = (CHECKPOINT, "bf16", "fp8", "int4")  # the weights dropdown
 # Plan fields of the budget bar that a planner's plan may leave at 0 (no draft model here)
 _PLACEHOLDERS = ("overhead_bytes_per_gpu", "kv_used_bytes_per_gpu", "kv_free_bytes_per_gpu")
 
@@ -161,9 +163,9 @@ def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4,
     c = dict(
         model=dropdown([(BUNDLED[n].title, n) for n in MODELS], model, "model"),
         gpu=dropdown(list(CATALOG), gpu, "GPU"),
-        gpus=dropdown([1, 2, 4, 8, 16], gpus, "GPUs"),
-        tp=dropdown([1, 2, 4, 8, 16], tp, "TP"),
-        weight_dtype=dropdown([CHECKPOINT, "bf16", "fp8", "int4"], weight_dtype, "weights"),
+        gpus=dropdown(list(GPU_COUNTS), gpus, "GPUs"),
+        tp=dropdown(list(TP_OPTIONS), tp, "TP"),
+        weight_dtype=dropdown(list(WEIGHT_OPTIONS), weight_dtype, "weights"),
         kv_dtype=dropdown(list(DTYPE_BYTES), kv_dtype, "KV dtype"),
         context=widgets.SelectionSlider(
             options=[(format_context(t), t) for t in CONTEXTS],

@@ -1,0 +1,242 @@
+"""The book's live explorers: kvlib's formulas printed as JavaScript, and their data (issue 27).
+
+One job: turn the SymPy expressions of :mod:`kvlib.core.formulas` (every attention kind of
+``KINDS``, every state kind of ``STATES``) into a JavaScript file that a static page can run,
+with no second, hand-typed copy of any formula. ``scripts/build_book.py`` writes
+:func:`module_text` into the book's ``_static/kvlib_formulas.js``; the page's explorers
+(``book/_static/kvlib_explorers.js``, plain JavaScript) call only what it defines.
+
+Exact, as kvlib is: every formula is printed with SymPy's JavaScript printer
+(``sympy.printing.jscode``) as a numerator and a denominator over JavaScript ``BigInt``
+(integers of any size, so a count past 2^53 stays exact). A symbol that may be a fraction
+(``b``: half a byte for int4) is passed as its own numerator and denominator, so::
+
+    GQA.bytes_per_token = N_L N_g b (d_QK + d_V)
+    ->  num: N_L*N_g*b__n*(d_QK + d_V)   den: b__d
+
+The file also holds the bundled models' layer groups, the KV dtypes and the sizes the
+explorers offer (:func:`data`), and ``derivation_sha256``: the SHA-256 of every exported
+expression (``sympy.srepr``), so a test can tell that the page's formulas are the ones
+kvlib derives today (tests/book/test_explorers.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from fractions import Fraction
+
+import sympy as sp
+from sympy.printing.jscode import JavascriptCodePrinter
+
+from kvlib.core.decode_cost import PATHS
+from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.core.formulas import KINDS, STATES
+from kvlib.core.notation import by_name
+from kvlib.models.catalog import BUNDLED, attention_label, load_model
+from kvlib.models.spec import EMPTY, GROWING, STATEFUL
+from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES
+from kvlib.serving.kv import DEFAULT_BLOCK_SIZE
+from kvlib.views.figures.models import KIND_COLORS
+from kvlib.views.style import COLORS
+
+__all__ = ["ATTENTION_QUANTITIES", "STATE_QUANTITIES", "expressions", "derivation_sha256",
+           "js_formula", "data", "module_text"]
+
+ATTENTION_QUANTITIES = ("elements_per_token_layer", "bytes_per_token", "bytes_per_sequence",
+                        "bytes_per_batch")
+STATE_QUANTITIES = ("bytes_per_sequence", "bytes_per_batch")
+
+
+class _BigIntPrinter(JavascriptCodePrinter):
+    """SymPy's JavaScript printer, with every integer a ``BigInt`` literal (``33n``) and
+    integer powers as ``**``: BigInt arithmetic has no ``Math.pow`` and no mixing with
+    Numbers. A rational constant is refused: the caller prints numerator and denominator."""
+
+    def _print_Integer(self, expr):
+        return f"{expr.p}n"
+
+    _print_One = _print_Zero = _print_NegativeOne = _print_Integer
+
+    def _print_Rational(self, expr):
+        raise ValueError(f"a rational constant {expr} reached the BigInt printer")
+
+    def _print_Half(self, expr):
+        return self._print_Rational(expr)
+
+    def _print_Pow(self, expr, rational=False):
+        base, exp = expr.args
+        if not (exp.is_Integer and exp > 0):
+            raise ValueError(f"only positive integer powers print as BigInt: {expr}")
+        return f"({self._print(base)})**{exp.p}n"
+
+    def _print_Symbol(self, expr):
+        return f"v.{expr.name}"
+
+
+def expressions() -> dict[str, sp.Expr]:
+    """Every exported expression by its key ``"<kind>.<quantity>"`` ("GQA.bytes_per_sequence",
+    "Mamba2.bytes_per_sequence"; a decode path of :data:`kvlib.core.decode_cost.PATHS`:
+    ``"decode:<path>.flops"``, FLOPs of one decode step of one layer), in a fixed order."""
+    out = {}
+    for name, att in KINDS.items():
+        for q in ATTENTION_QUANTITIES:
+            out[f"{name}.{q}"] = getattr(att.symbolic, q)
+    for name, state in STATES.items():
+        for q in STATE_QUANTITIES:
+            out[f"{name}.{q}"] = getattr(state.symbolic, q)
+    for name, path in PATHS.items():
+        out[f"decode:{name}.flops"] = path.flops
+    return out
+
+
+def derivation_sha256(exprs: dict[str, sp.Expr] | None = None) -> str:
+    """SHA-256 of the exported expressions (their ``srepr``, by key): changes with the
+    derivation, whatever the printer does."""
+    exprs = expressions() if exprs is None else exprs
+    text = "\n".join(f"{k} {sp.srepr(e)}" for k, e in exprs.items())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def js_formula(expr: sp.Expr) -> dict:
+    """``{"args": [...], "fractional": [...], "num": "...", "den": "..."}`` for one expression.
+
+    args: the symbol names it takes (kvlib's order); fractional: those passed as numerator and
+    denominator (``b`` -> ``b__n``, ``b__d``); num, den: BigInt JavaScript expressions in
+    ``v``, the object of arguments, whose quotient is the expression, exactly."""
+    symbols = sorted(expr.free_symbols, key=lambda s: s.name)
+    fractional = [s for s in symbols if not by_name(s.name).integer]
+    swap = {s: sp.Symbol(f"{s.name}__n", positive=True, integer=True)
+            / sp.Symbol(f"{s.name}__d", positive=True, integer=True) for s in fractional}
+    num, den = sp.fraction(sp.together(expr.subs(swap)))
+    num, den = sp.factor(num), sp.factor(den)
+    printer = _BigIntPrinter()
+    return {"args": [s.name for s in symbols], "fractional": [s.name for s in fractional],
+            "num": printer.doprint(num), "den": printer.doprint(den)}
+
+
+def _number(x) -> str:
+    """An exact number as text for the page: "2", "1/2"."""
+    f = Fraction(x)
+    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
+
+
+def _rope() -> dict:
+    """Notebook 04's explorer: DeepSeek V2's sizes, the three designs' decode paths, labels,
+    the controls' choices and the value axes that span them all (kvlib.views.widgets.mla)."""
+    from kvlib.views.widgets import mla
+
+    designs = {k: next(name for name, q in PATHS.items() if q is p)
+               for k, p in mla.DESIGNS.items()}
+    return {"sizes": dict(mla.DEEPSEEK_V2), "designs": designs,
+            "labels": dict(mla.LABELS), "legend": mla._LEGEND, "options": mla.OPTIONS,
+            "start": dict(mla._START),
+            "value_limits": mla.value_limits(*(mla.OPTIONS[k] for k in ("d_L", "d_R", "N_h")))}
+
+
+def _group(g) -> dict:
+    return {"kind": str(g.kind), "layers": g.layers, "attention": g.attention,
+            "sizes": {k: _number(v) for k, v in g.sizes.items()}, "window": g.window}
+
+
+def _planner() -> dict:
+    """Notebook 06's planner: the GPU catalog, and what kvlib works out per model, weight dtype
+    and TP before any context is chosen: the layer groups as one TP rank holds them
+    (:func:`kvlib.serving.sharding.shard`, ``shard_state``), the weights per GPU, the weight
+    bytes a decode step reads, the MoE layout for uniform routing, or the error kvlib raises
+    for that combination (a TP the heads do not allow)."""
+    from kvlib.serving.decode import read_params
+    from kvlib.serving.deployment import Deployment
+    from kvlib.serving.gpus import CATALOG
+    from kvlib.serving.sharding import shard, shard_state
+    from kvlib.views.widgets import capacity
+
+    explorer = inspect.signature(capacity.planner_explorer).parameters
+    gpus = {name: {"total": g.total_memory_bytes, "bandwidth": g.bandwidth,
+                   "basis": "cuda" if g.cuda_total_bytes is not None else "datasheet"}
+            for name, g in CATALOG.items()}
+    tps, weights = capacity.TP_OPTIONS, capacity.WEIGHT_OPTIONS
+    models = {}
+    for name in capacity.MODELS:
+        spec = load_model(name)
+        per_tp, per_weights = {}, {}
+        for tp in tps:
+            try:
+                per_tp[tp] = {"groups": [_group(shard(g, tp)[0]) for g in spec.groups if g.grows],
+                              "states": [_group(shard_state(g, tp)) for g in spec.groups
+                                         if g.kind in STATEFUL]}
+            except ValueError as e:
+                per_tp[tp] = {"error": str(e)}
+            for w in weights:
+                try:
+                    d = Deployment(spec, next(iter(CATALOG)), tp, tp, weight_dtype=w)
+                    d.state_bytes_per_sequence_per_gpu  # noqa: B018 (raises for a bad split)
+                    layout = d.routing()
+                    per_weights[f"{w} {tp}"] = {
+                        "weights": d.weights_bytes_per_gpu, "label": d.weights_label,
+                        "read": d.decode_read_bytes_per_gpu(),
+                        "base": read_params(d.active, d.config),
+                        "bpw": _number(d.bytes_per_weight),
+                        "moe": None if layout is None else [
+                            layout.experts, layout.per_token, layout.moe_layers,
+                            layout.expert_params]}
+                except ValueError as e:
+                    per_weights[f"{w} {tp}"] = {"error": str(e)}
+        models[name] = {"tp": per_tp, "weights": per_weights}
+    return {"gpus": gpus, "models": models, "tps": list(tps), "weight_dtypes": list(weights),
+            "gpu_counts": list(capacity.GPU_COUNTS), "overhead": DEFAULT_OVERHEAD_BYTES,
+            "block_size": DEFAULT_BLOCK_SIZE,
+            "start": {k: p.default for k, p in explorer.items()}}
+
+
+def data() -> dict:
+    """What the explorers read besides the formulas: the bundled models (title, attention
+    label, layer groups, longest context), the KV dtypes' bytes per element, the house colours,
+    notebook 04's fixed sizes (:func:`_rope`)."""
+    models = {}
+    for name, bundled in BUNDLED.items():
+        spec = load_model(name)
+        models[name] = {
+            "title": bundled.title,
+            "label": attention_label(spec),
+            "max_position_embeddings": spec.max_position_embeddings,
+            "num_layers": spec.num_layers,
+            "groups": [{"kind": str(g.kind), "layers": g.layers, "attention": g.attention,
+                        "sizes": {k: _number(v) for k, v in g.sizes.items()},
+                        "window": g.window} for g in spec.groups],
+        }
+    return {
+        "models": models,
+        "kinds": {"growing": sorted(map(str, GROWING)), "stateful": sorted(map(str, STATEFUL)),
+                  "empty": sorted(map(str, EMPTY))},
+        "dtypes": {k: _number(v) for k, v in DTYPE_BYTES.items()},
+        "colors": dict(COLORS),
+        "kind_colors": {str(k): v for k, v in KIND_COLORS.items()},
+        "rope": _rope(),
+        "planner": _planner(),
+    }
+
+
+def module_text() -> str:
+    """The whole ``kvlib_formulas.js``: a classic script (it runs from ``file://``, where
+    browsers refuse ES modules) that sets ``window.KVLIB_GENERATED``."""
+    exprs = expressions()
+    formulas = {}
+    for key, expr in exprs.items():
+        f = js_formula(expr)
+        args = ", ".join(json.dumps(a) for a in f["args"])
+        frac = ", ".join(json.dumps(a) for a in f["fractional"])
+        formulas[key] = (f"{{args: [{args}], fractional: [{frac}],\n"
+                         f"    num: (v) => {f['num']},\n    den: (v) => {f['den']}}}")
+    body = ",\n  ".join(f"{json.dumps(k)}: {v}" for k, v in formulas.items())
+    return (
+        "// Generated by kvlib.views.book_js at book build time from kvlib's SymPy expressions\n"
+        "// (sympy.printing.jscode, BigInt). Do not edit: scripts/build_book.py writes it again.\n"
+        "window.KVLIB_GENERATED = {\n"
+        f"derivation_sha256: {json.dumps(derivation_sha256(exprs))},\n"
+        f"sympy: {json.dumps(sp.__version__)},\n"
+        f"formulas: {{\n  {body}\n}},\n"
+        f"data: {json.dumps(data(), sort_keys=True)}\n"
+        "};\n"
+    )
