@@ -30,8 +30,9 @@ ATTENTION_EXAMPLES = {
     "MQA": [("Falcon 7B", "falcon-7b"), ("Llama 3 70B with one KV head",
                                           dict(N_L=80, N_h=64, d_QK=128, d_V=128))],
     "MLA": [("DeepSeek V2, latent alone", dict(N_L=60, d_L=512)),
-            ("DeepSeek V3, latent alone", dict(N_L=61, d_L=512))],
-    "MLA+RoPE": [("DeepSeek V2", "deepseek-v2"), ("DeepSeek V3", "deepseek-v3")],
+            ("DeepSeek V2 Lite's shape (27 layers, latent 512), latent alone",
+             dict(N_L=27, d_L=512))],
+    "MLA+RoPE": [("DeepSeek V2", "deepseek-v2"), ("GLM-5", "glm-5")],
     "Indexer": [("DeepSeek V3.2", "deepseek-v3.2"), ("a 256-wide indexer key, 61 layers",
                                                      dict(N_L=61, d_I=256, b=1))],
 }
@@ -43,9 +44,8 @@ STATE_EXAMPLES = {
     "Mamba2": [("Nemotron-H 56B", "nemotron-h-56b"), ("Nemotron 3 Nano 30B-A3B",
                                                        "nemotron-3-nano-30b-a3b")],
     "Gated DeltaNet": [("Qwen3-Next 80B-A3B", "qwen3-next-80b-a3b"),
-                       ("Qwen3-Next 80B-A3B with a float32 recurrent state",
-                        dict(N_L=36, d_conv=4, N_lk=16, d_lk=128, N_lv=32, d_lv=128, b_c=2,
-                             b_s=4))],
+                       ("Qwen3.5 27B (float32 recurrent state, as its config asks)",
+                        "qwen3.5-27b")],
     "Lightning attention": [("70 layers of 64 heads of 128, bf16",
                              dict(N_L=70, N_h=64, d_QK=128, d_V=128, b_s=2)),
                             ("the same in float32", dict(N_L=70, N_h=64, d_QK=128, d_V=128,
@@ -61,8 +61,8 @@ STATE_EXAMPLES = {
 CAPACITY_EXAMPLES = [
     ("Llama 3.1 70B on 4 x H200, TP 4, 131,072 tokens (blog post A's example)",
      "llama-3.1-70b", "H200", 4, 4, 131_072, {}),
-    ("Llama 3.1 8B on one L40S, fp8 cache, bf16 weights, 8,192 tokens (exercise 06.3)",
-     "llama-3.1-8b", "L40S", 1, 1, 8192, {"kv_dtype": "fp8", "weight_dtype": "bf16"}),
+    ("Qwen3 32B on 2 x H100 80GB, TP 2, fp8 cache, 65,536 tokens",
+     "qwen3-32b", "H100-80GB", 2, 2, 65_536, {"kv_dtype": "fp8"}),
 ]
 _DECIMAL = {"KiB": "KB", "MiB": "MB", "GiB": "GB", "TiB": "TB"}
 
@@ -110,21 +110,26 @@ def _capacity() -> list[str]:
               "$W_{GPU}$ the weights one GPU holds; $O$ the non-KV memory vLLM measures at "
               "start-up (activations, CUDA graphs, NCCL buffers: `kvlib plan` takes 4 GiB "
               "unless told); $c_{GPU}$ the cache bytes per token per GPU above; "
-              "$N_{KV}$ the tokens of one session.", ""]
+              "$N_{KV}$ the tokens of one session, rounded up to whole blocks of 16 (vLLM's "
+              "default block size).", ""]
     for label, plan, _, T in plans:
         value = sessions.subs({u: plan.gpu_mem_util, M: plan.total_memory_bytes_per_gpu,
                                W: plan.weights_bytes_per_gpu, O: plan.overhead_bytes_per_gpu,
                                N_KV: T, c: plan.kv_bytes_per_sequence_per_gpu // T})
         assert value == plan.max_sequences_per_replica, (label, value)
-        lines.append(f"- {label}: ceil({float(plan.gpu_mem_util):g} x "
-                     f"{_readable(plan.total_memory_bytes_per_gpu)}) - weights "
-                     f"{_readable(plan.weights_bytes_per_gpu)} - overhead "
-                     f"{_readable(plan.overhead_bytes_per_gpu)} leaves "
-                     f"{_readable(plan.kv_budget_bytes_per_gpu)}: **{value}** sessions")
+        lines.append(f"- {label}: M = {_readable(plan.total_memory_bytes_per_gpu)}; "
+                     f"ceil({float(plan.gpu_mem_util):g} M) = "
+                     f"{plan.usable_bytes_per_gpu:,} B; minus the weights "
+                     f"({_readable(plan.weights_bytes_per_gpu)}) and the overhead "
+                     f"({_readable(plan.overhead_bytes_per_gpu)}) leaves "
+                     f"{_readable(plan.kv_budget_bytes_per_gpu)}; one session is "
+                     f"{_readable(plan.kv_bytes_per_sequence_per_gpu)} per GPU: "
+                     f"**{value}** sessions")
     lines += ["", "### Decode step, a lower bound", "",
               rf"$$t_{{step}} \ge {sp.latex(step, order='none')}$$", "",
-              "Symbols: $R_W$ the weight bytes one GPU reads per step (an MoE reads the "
-              "experts its batch routes to); $B$ the sessions decoding together; $BW$ the "
+              "Symbols: $R_W$ the weight bytes one GPU reads per step (not the input "
+              "embedding, a lookup of one row per token; an MoE reads only the experts its "
+              "batch routes to); $B$ the sessions decoding together; $BW$ the "
               "GPU's memory bandwidth (bytes/s, its datasheet). Reading is the floor: the "
               "arithmetic and the kernels' overheads only add to it.", ""]
     for label, plan, _, T in plans:

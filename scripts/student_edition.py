@@ -23,15 +23,16 @@ from kvlib.views.exercises import ANSWERS
 ROOT = Path(__file__).resolve().parent.parent
 
 # What each kind of answer is written in (kvlib.views.exercises.reading).
-UNITS = {"bytes": "bytes, or text with a unit: '512 KiB'", "count": "a whole number",
-         "ratio": "a number, '3.8x', '11.1%' or '1/9'", "seconds": "seconds, or '15.2 ms'",
+# The formats are examples, none of them an exercise's answer (tests/test_exercises.py).
+UNITS = {"bytes": "bytes, or text with a unit: '96 KiB'", "count": "a whole number",
+         "ratio": "a number, '2.5x', '40%' or '2/5'", "seconds": "seconds, or '12.3 ms'",
          "exception": "an exception class, e.g. KeyError"}
 
 # The full notebooks' paragraph on folded solutions, up to the end of its paragraph.
 FOLDED = re.compile(r"Each solution's code is folded.*?(?=\n\n|\Z)", re.S)
 ANSWER_HERE = ("Answer each exercise in the cell below it: set its variables, then run the cell. "
                "`check` says right, or not yet with a hint; it reads numbers with units and "
-               "thousands separators (\"512 KiB\", \"30,517 tokens\"). The worked solutions are "
+               "thousands separators (\"96 KiB\", \"4,567 tokens\"). The worked solutions are "
                "in the full notebooks, in `notebooks/`.")
 
 
@@ -43,7 +44,8 @@ def answer_cell(exercise: str) -> nbformat.NotebookNode:
     lines = [f"# Exercise {exercise}: your answers, then run the cell.",
              "from kvlib.views.exercises import check", ""]
     lines += [f"{p.name} = ...  # {p.what}: {UNITS[p.kind]}" for p in parts]
-    lines.append(f'check("{exercise}", {", ".join(p.name for p in parts)})')
+    # The semicolon keeps the cell from also showing check's True/False as its result.
+    lines.append(f'check("{exercise}", {", ".join(p.name for p in parts)});')
     return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": ["answer"]})
 
 

@@ -4,7 +4,9 @@ them, and nothing a learner passes makes check() raise."""
 
 import re
 from fractions import Fraction
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 import sympy as sp
@@ -12,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvlib.views.exercises import ANSWERS, check, solution, verdict
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Right answers, by hand from the exercise statements (never from kvlib).
 RIGHT = {
@@ -70,6 +74,10 @@ def test_the_right_answers_pass(exercise, capsys):
     ("06.3", (43, 0.0441)), ("06.3", (43, "44.09 ms")),
     ("02.3", ("ValueError",)), ("02.3", ("valueerror",)), ("02.3", (ValueError("x"),)),
     ("1.1", (524_288, 2**31)),
+    ("01.1", ("524 KB", "2.15 GB")),  # decimal units, rounded to three digits
+    ("03.3", ("262,144 FLOPs", "81,920", "256 FLOP/B", "1 flops/byte")),
+    ("05.1", (1_107_296_256, "3.8x")),  # a ratio to two digits
+    ("06.3", (43, "44091 us")),
 ])
 def test_answers_as_learners_write_them(exercise, answers):
     right, message = verdict(exercise, *answers)
@@ -96,11 +104,62 @@ def test_answers_as_learners_write_them(exercise, answers):
     ("05.3", (100 * 2**30 // (61 * 576 * 2 * 131_072),), "bf16 cache"),
     ("07.2", (36 * (3 * 8192 * 2 + 32 * 128 * 128 * 2),), "float32"),
     ("07.2", (36 * (3 * 8192 * 4 + 32 * 128 * 128 * 4),), "convolution state stays bf16"),
-    ("04.3", (60 * 576 * 2, 60 * 576 * 131_072), "factor 2"),  # bf16 instead of fp8
+    ("04.3", (60 * 576 * 2, 60 * 576 * 131_072), "that is bf16"),
+    ("01.2", (30_518,), "round down"),
+    ("01.2", (80 * 10**9 // (80 * 64 * 128 * 2),), "factor 2"),  # K or V only: 61,035
+    ("01.3", (192 * 31 * 32 // 2, 32), "to step 32 included"),
+    ("02.1", (131_072, "1/4"), "upside down"),
+    ("02.1", (131_072, "75%"), "the share saved"),
+    ("05.3", (100 * 2**30 // (61 * 512 * 131_072),), "RoPE key"),  # 26 without the RoPE key
+    ("06.1", (42,), "32,768"),  # 32,000-token sessions
+    ("06.1", (38,), "not of the datasheet's 80 GB"),
+    ("06.3", (43, "45.3 ms"), "reads every weight"),
+    ("06.3", (43, "44.09"), "milliseconds"),
+    ("07.1", ("73.1",), "% sign"),
+    ("07.1", ("57.8%",), "float32"),  # the SSM state taken as bf16
 ])
 def test_a_usual_slip_gets_its_own_hint(exercise, answers, hint):
     right, message = verdict(exercise, *answers)
     assert not right and hint in message, message
+
+
+@pytest.mark.parametrize("exercise, answers", [
+    ("01.2", ("3.05e4",)),  # a count must be exact, even in scientific notation
+    ("01.2", ("30,500",)), ("05.1", (1_107_296_256, "4x")),  # one digit is not enough
+])
+def test_a_rounded_answer_that_is_not_precise_enough_is_not_right(exercise, answers):
+    assert not verdict(exercise, *answers)[0]
+
+
+def test_no_example_shown_to_learners_is_an_answer():
+    """The formats check() and the student edition show ("96 KiB", "4,567 tokens", ...) must
+    not be any exercise's answer, or the page gives it away (issue 26, fresh-eyes walk)."""
+    import importlib.util
+
+    from kvlib.views.exercises import reading
+    spec = importlib.util.spec_from_file_location("student",
+                                                  ROOT / "scripts" / "student_edition.py")
+    student = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(student)
+    workshop = (ROOT / "docs" / "workshop.md").read_text()
+    intros = [c.source.split("**1.**")[0] for path in sorted((ROOT / "notebooks").glob("0*.ipynb"))
+              for c in nbformat.read(path, as_version=4).cells if "## Exercises" in c.source]
+    shown = " ".join([*reading._EXAMPLE.values(), *student.UNITS.values(), student.ANSWER_HERE,
+                      *re.findall(r"type them \(([^)]*)\)", workshop),
+                      *(intro.split("## Exercises")[1] for intro in intros)])
+    for exercise in ANSWERS.values():
+        for part in exercise.parts:
+            want = part.value()
+            if part.kind == "exception":
+                assert want not in shown, want
+                continue
+            for example in re.findall(r"[\d.,/]+\s*(?:%|x|KiB|MB|ms|tokens)?", shown):
+                try:
+                    r = reading.read(example.strip(), part.kind)
+                except reading.Unreadable:
+                    continue
+                assert r.value == 0 or not r.rounds_to(want) or r.value < 10, \
+                    (part.what, example)
 
 
 def test_one_of_two_answers_says_which_is_right_and_what_is_missing():

@@ -33,20 +33,38 @@ def test_every_formula_is_on_the_sheet_with_two_worked_numbers():
     # hand values: Llama 3.1 70B 80 x 2 x 8 x 128 x 2; DeepSeek V2 60 x 576 x 2
     assert "- Llama 3.1 70B (`llama-3.1-70b`, meta-llama/Llama-3.1-70B): 327,680 B" in text
     assert "- DeepSeek V2 (`deepseek-v2`, deepseek-ai/DeepSeek-V2): 69,120 B" in text
-    assert f"{36 * (3 * 8192 * 2 + 32 * 128 * 128 * 4):,} B" in text  # Qwen3-Next, fp32 state
+    # Qwen3.5 27B: 48 Gated DeltaNet layers, conv rows 3 x (2 x 16 x 128 + 48 x 128) in bf16,
+    # recurrent state 48 heads x 128 x 128 in float32
+    assert f"{48 * (3 * (2 * 16 * 128 + 48 * 128) * 2 + 48 * 128 * 128 * 4):,} B" in text
 
 
-def test_capacity_formulas_reproduce_notebook_06_by_hand():
-    """Notebook 06's formulas on the sheet (issue 26): exercise 06.3 by hand. L40S: CUDA
-    total 44.42 GiB; ceil(0.92 x it) - 8.03B x 2 B of bf16 weights - 4 GiB, over 8,192 tokens
-    x 32 layers x 8 KV heads x 256 x 1 B (fp8) = 512 MiB a session: 43 sessions."""
+def test_capacity_formulas_reproduce_blog_post_as_example_by_hand():
+    """Notebook 06's formulas on the sheet (issue 26), blog post A's 4 x H200 example by hand.
+    H200: CUDA total 139.81 GiB; ceil(0.92 x it) - Llama 3.1 70B's bf16 weights over TP 4
+    (70,553,706,496 parameters; the 1,318,912 of the norms whole on every GPU) - 4 GiB, over
+    131,072 tokens x 80 layers x 2 KV heads per GPU x 256 x 2 B = 10 GiB a session: 9."""
     text = (ROOT / "docs" / "formula_sheet.md").read_text(encoding="utf-8")
-    usable = -(-(4442 * 2**30 // 100) * 92 // 100)
-    budget = usable - 8_030_000_000 * 2 - 4 * 2**30
-    assert budget // (32 * 8 * 256 * 8192) == 43
-    assert f"leaves {budget:,} B" in text and "**43** sessions" in text
-    # Blog post A's example: 4 x H200 at TP 4, 128K: 80 x 2 heads x 256 x 2 B per token per GPU
+    usable = -(-(13981 * 2**30 // 100) * 92 // 100)
+    weights = (70_553_706_496 - 1_318_912) * 2 // 4 + 1_318_912 * 2
+    budget = usable - weights - 4 * 2**30
+    assert budget // (80 * 2 * 256 * 2 * 131_072) == 9
+    assert f"ceil(0.92 M) = {usable:,} B" in text and f"leaves {budget:,} B" in text
+    assert "**9** sessions" in text
     assert f"{80 * 2 * 256 * 2:,} B = 80 KiB = 81.92 KB per token per GPU" in text
+
+
+def test_the_sheet_gives_no_exercise_away():
+    """The workshop keeps the sheet on the projector while the room does the exercises."""
+    from kvlib.views.exercises import ANSWERS
+
+    text = (ROOT / "docs" / "formula_sheet.md").read_text(encoding="utf-8")
+    for exercise, answer in ANSWERS.items():
+        for part in answer.parts:
+            value = part.value()
+            if part.kind == "bytes":
+                assert f"{value:,} B" not in text, (exercise, part.what)
+            elif part.kind == "count" and part.unit == "sessions":
+                assert f"**{value}** sessions" not in text, (exercise, part.what)
 
 
 def test_large_values_print_in_a_unit_a_projector_reads():

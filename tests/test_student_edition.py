@@ -47,11 +47,11 @@ def test_every_exercise_is_checked_with_all_its_answers(edition):
         for c in nb["cells"]:
             if "answer" in c["metadata"].get("tags", []):
                 call = "".join(c["source"]).splitlines()[-1]
-                assert call.startswith('check("'), (path.name, call)
+                assert call.startswith('check("') and call.endswith(");"), (path.name, call)
                 checked.append(call)
     assert len(checked) == 21
-    assert 'check("01.1", per_token, per_sequence)' in checked
-    assert 'check("06.1", sessions)' in checked and 'check("07.1", share)' in checked
+    assert 'check("01.1", per_token, per_sequence);' in checked
+    assert 'check("06.1", sessions);' in checked and 'check("07.1", share);' in checked
 
 
 def test_no_promise_of_solutions_it_does_not_contain(edition):

@@ -64,7 +64,7 @@ def test_the_workshop_fills_three_hours_with_setup_breaks_and_questions():
         clock += m
     blocks = [r[1] for r in rows]
     assert blocks[0] == "Setup check" and blocks[-1] == "Wrap-up and questions"
-    assert "Break" in blocks and blocks.count("Questions") >= 2
+    assert "Break" in blocks and "Questions" in blocks
     taught = [b[:2] for b in blocks if b[:2].isdigit()]
     assert taught == ["01", "02", "03", "04", "05", "06", "07"]
 

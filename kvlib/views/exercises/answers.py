@@ -93,6 +93,17 @@ def _nemotron_8k():
     return estimate("nemotron-h-56b", context=8192)
 
 
+def _nemotron_bf16_share() -> Fraction:
+    """The share if the SSM state were bf16 too: the Mamba2 formula with b_s = 2, on the
+    sizes kvlib reads from the config."""
+    group = next(g for g in load_model("nemotron-h-56b").groups if g.attention == "Mamba2")
+    sizes = {"N_L": group.layers, **group.sizes, "b_c": 2, "b_s": 2}
+    formula = STATES["Mamba2"].bytes_per_sequence
+    state = formula(**{k: v for k, v in sizes.items() if k in formula.args})
+    kv = _nemotron_8k().kv_bytes_per_sequence
+    return Fraction(state, state + kv)
+
+
 def _at_1m(model: str) -> int:
     return load_model(model).total_bytes_per_sequence(1 << 20, 2)
 
@@ -119,7 +130,9 @@ ANSWERS: dict[str, Exercise] = {
         Part("total", "multiply-adds of the whole loop", "count",
              lambda: sum(_section_2_macs()),
              lambda: {sum(_section_2_macs()) // 2: "count both the scores (K) and the "
-                      "weighted sum (V): d_QK + d_V per head per cached token"},
+                      "weighted sum (V): d_QK + d_V per head per cached token",
+                      sum(_section_2_macs()[:-1]): "step t attends over t tokens, from step 1 "
+                      "to step 32 included"},
              unit="multiply-adds"),
         Part("step_ratio", "step 32's work over step 1's", "ratio",
              lambda: Fraction(_section_2_macs()[-1], _section_2_macs()[0])),
@@ -131,7 +144,10 @@ ANSWERS: dict[str, Exercise] = {
                       "that is MHA: Mistral 7B has 8 KV heads, not 32"}),
         Part("saving", "times less than its MHA form", "ratio",
              lambda: Fraction(MHA.bytes_per_token(N_L=32, N_h=32, d_QK=128, d_V=128, b=2),
-                              GQA.bytes_per_token(**_MISTRAL_7B))),
+                              GQA.bytes_per_token(**_MISTRAL_7B)),
+             lambda: {1 - Fraction(GQA.bytes_per_token(**_MISTRAL_7B), MHA.bytes_per_token(
+                 N_L=32, N_h=32, d_QK=128, d_V=128, b=2)):
+                 "that is the share saved; the question asks how many times less"}),
     )),
     "02.2": Exercise((
         Part("kv_heads", "the most KV heads that cache less than Llama 3 70B", "count",
@@ -191,9 +207,13 @@ ANSWERS: dict[str, Exercise] = {
     )),
     "04.3": Exercise((
         Part("per_token", "bytes per token", "bytes",
-             lambda: MLA_ROPE.bytes_per_token(N_L=60, d_L=512, d_R=64, b=1)),
+             lambda: MLA_ROPE.bytes_per_token(N_L=60, d_L=512, d_R=64, b=1),
+             lambda: {MLA_ROPE.bytes_per_token(N_L=60, d_L=512, d_R=64, b=2):
+                      "that is bf16: fp8 is 1 byte per element"}),
         Part("per_sequence", "bytes per 131,072-token sequence", "bytes",
-             lambda: MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=1, N_KV=_K)),
+             lambda: MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=1, N_KV=_K),
+             lambda: {MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=2, N_KV=_K):
+                      "that is bf16: fp8 is 1 byte per element"}),
     )),
     "05.1": Exercise((
         Part("per_sequence", "bytes per sequence", "bytes", _gemma_8k,
@@ -218,11 +238,20 @@ ANSWERS: dict[str, Exercise] = {
                                               kv_dtype="fp8").kv_bytes_per_sequence,
              lambda: {100 * 2**30 // estimate("deepseek-v3", context=_K,
                                               kv_dtype="bf16").kv_bytes_per_sequence:
-                      "that is a bf16 cache: fp8 is 1 byte per element"}, unit="sequences"),
+                      "that is a bf16 cache: fp8 is 1 byte per element",
+                      100 * 2**30 // MLA.bytes_per_sequence(N_L=61, d_L=512, b=1, N_KV=_K):
+                      "the decoupled RoPE key (qk_rope_head_dim 64) is cached too"},
+             unit="sequences"),
     )),
     "06.1": Exercise((
-        Part("sessions", "sessions of 32K per TP group", "count",
+        Part("sessions", "sessions of 32,768 tokens per TP group", "count",
              lambda: _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768).max_sequences,
+             lambda: {_plan("llama-3.1-70b", "H100-80GB", 8, 8, 32000).max_sequences:
+                      "32K tokens is 32,768 (2^15), not 32,000",
+                      _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768,
+                            memory="datasheet").max_sequences:
+                      "vLLM takes its share of the memory CUDA reports (79.22 GiB for an "
+                      "H100 80GB), not of the datasheet's 80 GB"},
              unit="sessions"),
     )),
     "06.2": Exercise((
@@ -234,17 +263,23 @@ ANSWERS: dict[str, Exercise] = {
                            dcp=8).max_sequences, unit="sessions"),
     )),
     "06.3": Exercise((
-        Part("sessions", "sessions of 8K", "count",
+        Part("sessions", "sessions of 8,192 tokens", "count",
              lambda: _plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
                            weight_dtype="bf16").max_sequences, unit="sessions"),
         Part("step_seconds", "decode-step lower bound at that batch", "seconds",
              lambda: Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
-                                    weight_dtype="bf16").decode_step_seconds_lower_bound)),
+                                    weight_dtype="bf16").decode_step_seconds_lower_bound),
+             lambda: {Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
+                                     weight_dtype="bf16").decode_step_seconds_all_weights):
+                      "that reads every weight: the input embedding is a lookup of one row "
+                      "per token, not read whole (notebook 06, section 10)"}),
     )),
     "07.1": Exercise((
         Part("share", "share of the sequence that is Mamba2 state", "ratio",
              lambda: Fraction(_nemotron_8k().state_bytes_per_sequence,
-                              _nemotron_8k().total_bytes_per_sequence)),
+                              _nemotron_8k().total_bytes_per_sequence),
+             lambda: {_nemotron_bf16_share(): "Nemotron-H's SSM state is float32 in vLLM "
+                                              "(4 bytes; its convolution state is bf16)"}),
     )),
     "07.2": Exercise((
         Part("state", "bytes of state per sequence", "bytes",

@@ -1,7 +1,7 @@
 """Read what a learner typed as an answer: a number, its unit, and how precise it is.
 
-``read(" 512 kib ", "bytes")`` is 524,288 B exactly; ``read("30,517 tokens", "count")`` is
-30,517; ``read("11.1%", "ratio")`` is 0.111 give or take 0.0005 (the last digit typed);
+``read(" 96 kib ", "bytes")`` is 98,304 B exactly; ``read("4,567 tokens", "count")`` is
+4,567; ``read("12.3%", "ratio")`` is 0.123 give or take 0.0005 (the last digit typed);
 ``read(ValueError, "exception")`` is the name ``"ValueError"``. Anything that is not an
 answer of that kind raises :class:`Unreadable`, whose message is one line saying what was
 expected: the checker prints it instead of a traceback.
@@ -30,13 +30,15 @@ _RATIO = {"x": 1, "×": 1, "times": 1, "%": Fraction(1, 100), "percent": Fractio
 _SECONDS = {"s": 1, "sec": 1, "second": 1, "seconds": 1, "ms": Fraction(1, 1000),
             "millisecond": Fraction(1, 1000), "milliseconds": Fraction(1, 1000),
             "us": Fraction(1, 10**6), "µs": Fraction(1, 10**6)}
+_PER_BYTE = {"flop/b", "flops/b", "flop/byte", "flops/byte", "flops per byte"}
 _COUNTED = {"token", "tokens", "sequence", "sequences", "seqs", "session", "sessions",
             "request", "requests", "head", "heads", "kv heads", "element", "elements", "flop",
             "flops", "multiply-adds", "multiply-add", "macs", "mac", "layers"}
 KINDS = ("bytes", "count", "ratio", "seconds", "exception")
-_EXAMPLE = {"bytes": "524288, '512 KiB' or '2.5 MB'", "count": "30517 or '30,517 tokens'",
-            "ratio": "3.76, '3.76x', '11.1%' or '1/9'", "seconds": "0.0152 or '15.2 ms'",
-            "exception": "ValueError"}
+# Examples in messages are no exercise's answer (tests/test_exercises.py checks).
+_EXAMPLE = {"bytes": "98304, '96 KiB' or '2.5 MB'", "count": "4567 or '4,567 tokens'",
+            "ratio": "2.5, '2.5x', '40%' or '2/5'", "seconds": "0.0123 or '12.3 ms'",
+            "exception": "KeyError"}
 
 # A number as people type it: 30517, 30,517, 30_517, 30 517, 2.5, .5, 2.5e9.
 _NUMBER = re.compile(r"^(?P<num>[+-]?(?:\d[\d,_' \u00a0\u2009\u202f]*)?(?:\.\d+)?"
@@ -104,7 +106,7 @@ def _number(answer, kind: str) -> Reading:
     raise Unreadable(f"expected {_expected(kind)}; got {type(answer).__name__} {answer!r}")
 
 
-def _text(text: str, kind: str) -> Reading:
+def _text(text: str, kind: str, named: str = "") -> Reading:
     fraction = _FRACTION.match(text)
     if fraction and kind == "ratio":
         return Reading(Fraction(int(fraction.group(1)), int(fraction.group(2))))
@@ -121,16 +123,20 @@ def _text(text: str, kind: str) -> Reading:
         whole = re.sub(r"\D", "", whole)
     plain = f"{mantissa[0] if mantissa[0] in '+-' else ''}{whole or '0'}.{decimals or '0'}"
     value = Fraction(plain) * Fraction(10) ** int(exponent or 0)
-    factor = _unit_factor(unit, kind, text)
+    factor = _unit_factor(unit, kind, text, named)
     significant = len((whole + decimals).lstrip("0")) or 1
     ulp = Fraction(1, 10 ** len(decimals)) * Fraction(10) ** int(exponent or 0) * factor
-    tolerance = ulp / 2 if significant >= 3 and (decimals or exponent) else Fraction(0)
+    # A rounded answer is right to the digits typed: 7.63 GiB, 524 KB, 3.76x, 3.8x. A count is
+    # a whole number and must be exact (3.05e4 is not 30,517 tokens).
+    rounded = bool(decimals or exponent or factor != 1)
+    enough = significant >= (2 if kind == "ratio" else 3)
+    tolerance = ulp / 2 if rounded and enough and kind != "count" else Fraction(0)
     return Reading(value * factor, tolerance, ulp / 2)
 
 
-def _unit_factor(unit: str, kind: str, text: str) -> Fraction:
+def _unit_factor(unit: str, kind: str, text: str, named: str = "") -> Fraction:
     unit = unit.strip().rstrip(".")
-    if not unit:
+    if not unit or unit == named.lower() or (named == "FLOP/B" and unit in _PER_BYTE):
         return Fraction(1)
     table = {"bytes": _BYTES, "ratio": _RATIO, "seconds": _SECONDS}.get(kind, {})
     if unit in table:
@@ -142,9 +148,10 @@ def _unit_factor(unit: str, kind: str, text: str) -> Fraction:
     raise Unreadable(f"cannot read the unit {unit!r} in {text!r}; expected {_expected(kind)}")
 
 
-def read(answer, kind: str) -> Reading:
-    """``answer`` (a number, or text such as "512 KiB", "30,517 tokens", "11.1%") read as
-    ``kind`` ("bytes", "count", "ratio", "seconds" or "exception"). Raises Unreadable."""
+def read(answer, kind: str, named: str = "") -> Reading:
+    """``answer`` (a number, or text such as "96 KiB", "4,567 tokens", "40%") read as
+    ``kind`` ("bytes", "count", "ratio", "seconds" or "exception"); ``named``: one more unit
+    word the answer may carry ("FLOP/B", "sessions"). Raises Unreadable."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if kind == "exception":
@@ -156,5 +163,5 @@ def read(answer, kind: str) -> Reading:
             return Reading(None, name=answer.strip().replace(" ", ""))
         raise Unreadable(f"expected {_expected(kind)} (the class, or its name); got {answer!r}")
     if isinstance(answer, str):
-        return _text(answer, kind)
+        return _text(answer, kind, named)
     return _number(answer, kind)
