@@ -18,6 +18,7 @@ from kvlib.core.formulas import GQA, KINDS, STATES
 from kvlib.core.notation import ALL_SYMBOLS, N_g
 from kvlib.core.units import auto_unit, describe
 from kvlib.models.catalog import BUNDLED, load_model
+from kvlib.serving import capacity_formulas as cf
 from kvlib.serving.deployment import DEFAULT_GPU_MEM_UTIL, Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,12 +78,10 @@ def _readable(n_bytes: int) -> str:
 def _capacity() -> list[str]:
     """Notebook 06's three capacity formulas, as SymPy expressions built on the GQA cache
     formula, each with two plans from kvlib's planner that the formula must reproduce."""
-    TP, u, M, W, O, R, BW, N_KV, B = sp.symbols(
-        "TP u M W_GPU O R_W BW N_KV B", positive=True)
+    TP = sp.Symbol("TP", positive=True)
     per_gpu = GQA.symbolic.bytes_per_token.subs(N_g.symbol, N_g.symbol / sp.Min(TP, N_g.symbol))
-    c = sp.Symbol("c_GPU", positive=True)
-    sessions = sp.floor(sp.Add(sp.ceiling(u * M), -W, -O, evaluate=False) / (N_KV * c))
-    step = sp.Add(R, B * N_KV * c, evaluate=False) / BW
+    u, M, W, O, S, R, B, K, BW = (cf.SYMBOLS[k] for k in ("u", "M", "W", "O", "S", "R", "B",
+                                                          "K", "BW"))
     plans = [(label, Deployment(load_model(m), gpu, n, tp, **o).plan(T), tp, T)
              for label, m, gpu, n, tp, T, o in CAPACITY_EXAMPLES]
     lines = ["## Capacity: bytes per GPU, sessions, decode time (notebook 06)", "",
@@ -104,18 +103,19 @@ def _capacity() -> list[str]:
         assert value * T == plan.kv_bytes_per_sequence_per_gpu, (label, value)
         lines.append(f"- {label}: {_readable(value)} per token per GPU")
     lines += ["", "### Sessions per TP group", "",
-              f"$$B_{{max}} = {sp.latex(sessions, order='none')}$$", "",
+              f"$$B_{{max}} = {sp.latex(cf.SESSIONS, order='none')}$$", "",
               f"Symbols: $u$ `gpu_memory_utilization` ({float(DEFAULT_GPU_MEM_UTIL)} unless set, "
               "vLLM 0.33.0); $M$ the memory CUDA reports for one GPU, not the datasheet's; "
               "$W_{GPU}$ the weights one GPU holds; $O$ the non-KV memory vLLM measures at "
               "start-up (activations, CUDA graphs, NCCL buffers: `kvlib plan` takes 4 GiB "
-              "unless told); $c_{GPU}$ the cache bytes per token per GPU above; "
-              "$N_{KV}$ the tokens of one session, rounded up to whole blocks of 16 (vLLM's "
-              "default block size).", ""]
-    for label, plan, _, T in plans:
-        value = sessions.subs({u: plan.gpu_mem_util, M: plan.total_memory_bytes_per_gpu,
-                               W: plan.weights_bytes_per_gpu, O: plan.overhead_bytes_per_gpu,
-                               N_KV: T, c: plan.kv_bytes_per_sequence_per_gpu // T})
+              "unless told); $S$ one session's bytes on one GPU: the cache per token per GPU "
+              "above times its tokens, rounded up to whole blocks of 16 (vLLM's default "
+              "block size), plus any constant state. The planner evaluates this expression "
+              "(`kvlib.serving.capacity_formulas`).", ""]
+    for label, plan, _, _ in plans:
+        value = cf.SESSIONS.subs({u: plan.gpu_mem_util, M: plan.total_memory_bytes_per_gpu,
+                                  W: plan.weights_bytes_per_gpu, O: plan.overhead_bytes_per_gpu,
+                                  S: plan.kv_bytes_per_sequence_per_gpu})
         assert value == plan.max_sequences_per_replica, (label, value)
         lines.append(f"- {label}: M = {_readable(plan.total_memory_bytes_per_gpu)}; "
                      f"ceil({float(plan.gpu_mem_util):g} M) = "
@@ -126,17 +126,18 @@ def _capacity() -> list[str]:
                      f"{_readable(plan.kv_bytes_per_sequence_per_gpu)} per GPU: "
                      f"**{value}** sessions")
     lines += ["", "### Decode step, a lower bound", "",
-              rf"$$t_{{step}} \ge {sp.latex(step, order='none')}$$", "",
+              rf"$$t_{{step}} \ge {sp.latex(cf.STEP, order='none')}$$", "",
               "Symbols: $R_W$ the weight bytes one GPU reads per step (not the input "
               "embedding, a lookup of one row per token; an MoE reads only the experts its "
-              "batch routes to); $B$ the sessions decoding together; $BW$ the "
+              "batch routes to); $B$ the sessions decoding together; $K$ one session's cache "
+              "bytes read per step on one GPU; $BW$ the "
               "GPU's memory bandwidth (bytes/s, its datasheet). Reading is the floor: the "
               "arithmetic and the kernels' overheads only add to it.", ""]
-    for label, plan, _, T in plans:
+    for label, plan, _, _ in plans:
         n = plan.max_sequences_per_replica
-        value = step.subs({R: plan.decode_weights_read_bytes_per_gpu, B: n, N_KV: T,
-                           c: plan.kv_bytes_per_sequence_per_gpu // T,
-                           BW: plan.bandwidth_bytes_per_second})
+        value = cf.STEP.subs({R: plan.decode_weights_read_bytes_per_gpu, B: n,
+                              K: plan.live_kv_bytes_per_sequence_per_gpu,
+                              BW: plan.bandwidth_bytes_per_second})
         assert abs(float(value) - plan.decode_step_seconds_lower_bound) < 1e-12, label
         read = int(value * plan.bandwidth_bytes_per_second)
         lines.append(f"- {label}, {n} sessions: reads {_readable(read)} per step at "

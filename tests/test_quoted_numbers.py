@@ -443,22 +443,29 @@ def _check(name: str, said: str, how, shown: str) -> str | None:
 NOTEBOOKS = sorted(p.name for p in NB.glob("*.ipynb"))
 
 
+def _audit(where: str, said_at: list[tuple[str, str]], exempt: dict, shown: str,
+           table: str) -> None:
+    """Every quantity ``said`` (at ``place``) is listed in ``exempt`` and passes its check, or
+    is shown in ``shown``; and ``exempt`` lists nothing no longer said."""
+    used, wrong = set(), []
+    for place, said in said_at:
+        if said in exempt:
+            used.add(said)
+            why = _check(where, said, exempt[said], shown)
+            if why:
+                wrong.append(f"{place}{said!r}: {why}")
+        elif not _shows(shown, said):
+            wrong.append(f"{place}{said!r} is in no output and not listed in {table}")
+    stale = sorted(set(exempt) - used)
+    assert not wrong, f"{where}:\n" + "\n".join(wrong)
+    assert not stale, f"{where}: {table} lists what the text no longer says: {stale}"
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_quantity_in_the_prose_is_shown_or_checked(name):
-    shown, exempt = _outputs(NB / name), EXEMPT.get(name, {})
-    used, wrong = set(), []
-    for cell, text in prose_cells(NB / name):
-        for said in quantities(text):
-            if said in exempt:
-                used.add(said)
-                why = _check(name, said, exempt[said], shown)
-                if why:
-                    wrong.append(f"{cell}: {said!r}: {why}")
-            elif not _shows(shown, said):
-                wrong.append(f"{cell}: {said!r} is in no output and not listed in EXEMPT")
-    stale = sorted(set(exempt) - used)
-    assert not wrong, f"{name}:\n" + "\n".join(wrong)
-    assert not stale, f"{name}: EXEMPT lists what the prose no longer says: {stale}"
+    said_at = [(f"{cell}: ", said) for cell, text in prose_cells(NB / name)
+               for said in quantities(text)]
+    _audit(name, said_at, EXEMPT.get(name, {}), _outputs(NB / name), "EXEMPT")
 
 
 def test_quantities_are_found():
@@ -617,15 +624,5 @@ def _text_quantities(page: str) -> list[str]:
 @pytest.mark.parametrize("page", PAGES)
 def test_every_quantity_on_the_page_is_shown_or_checked(page):
     every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb")))
-    exempt, used, wrong = DOC_EXEMPT.get(page, {}), set(), []
-    for said in _text_quantities(page):
-        if said in exempt:
-            used.add(said)
-            why = _check(page, said, exempt[said], every)
-            if why:
-                wrong.append(f"{said!r}: {why}")
-        elif not _shows(every, said):
-            wrong.append(f"{said!r} is in no notebook output and not listed in DOC_EXEMPT")
-    stale = sorted(set(exempt) - used)
-    assert not wrong, f"{page}:\n" + "\n".join(wrong)
-    assert not stale, f"{page}: DOC_EXEMPT lists what the page no longer says: {stale}"
+    _audit(page, [("", said) for said in _text_quantities(page)], DOC_EXEMPT.get(page, {}),
+           every, "DOC_EXEMPT")

@@ -75,6 +75,7 @@ def _m(name, title, repo, params, note, active=None, copy="") -> BundledModel:
 # these were collected: each file is a public GitHub copy of the model's config.json.
 _AIC = ("copied from ai-dynamo/aiconfigurator @095f58a5 "
         "(aic-core/src/aiconfigurator_core/model_configs/)")
+_AIC_NEWER = _AIC.replace("@095f58a5", "@0b077da5")  # the 2026 families' later commit
 
 
 BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
@@ -138,24 +139,24 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
     # tests/fixtures/configs/SOURCES.md and below)
     _m("qwen3.5-27b", "Qwen3.5 27B", "Qwen/Qwen3.5-27B", 27e9,
        "27B, as the model's name states (kvlib has no parameter counter for qwen3_5 yet)",
-       copy=f"{_AIC.replace('@095f58a5', '@0b077da5')}, blob bde2be7f34a1"),
+       copy=f"{_AIC_NEWER}, blob bde2be7f34a1"),
     _m("qwen3.6-35b-a3b", "Qwen3.6 35B-A3B", "Qwen/Qwen3.6-35B-A3B", 35e9,
        "35B total, 3B active, as the model's name states", 3e9,
        copy="copied from ai-dynamo/aiconfigurator @21555d0a (src/aiconfigurator/model_configs/"
             "Qwen--Qwen3.6-35B-A3B_config.json, branch simonec/layerwise-moe), blob b3de40f40a9f"),
     _m("glm-5", "GLM-5", "zai-org/GLM-5", 744e9,
        "744B total, 40B activated (GLM-5 technical report, arXiv:2602.15763, architecture "
-       "table)", 40e9, copy=f"{_AIC.replace('@095f58a5', '@0b077da5')}, blob a34ad26ab367"),
+       "table)", 40e9, copy=f"{_AIC_NEWER}, blob a34ad26ab367"),
     _m("nemotron-3-ultra-550b-a55b", "Nemotron 3 Ultra 550B-A55B",
        "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 550e9,
        "550B total, 55B active, as the model's name states (kvlib's count from the config: "
-       "549.3B)", 55e9, copy=f"{_AIC.replace('@095f58a5', '@0b077da5')}, blob 1919ced0bfec"),
+       "549.3B)", 55e9, copy=f"{_AIC_NEWER}, blob 1919ced0bfec"),
     _m("gpt-oss-120b", "gpt-oss 120B", "openai/gpt-oss-120b", 116.8e9,
        "116.8B total, 5.1B activated per token (gpt-oss model card, arXiv:2508.10925)", 5.1e9,
-       copy=f"{_AIC.replace('@095f58a5', '@0b077da5')}, blob 2dbc99f5a0ec"),
+       copy=f"{_AIC_NEWER}, blob 2dbc99f5a0ec"),
     _m("minimax-m2.5", "MiniMax-M2.5", "MiniMaxAI/MiniMax-M2.5", 230e9,
        "230B total, 10B active, MiniMax-M2's model card (M2.5 keeps its architecture)", 10e9,
-       copy=f"{_AIC.replace('@095f58a5', '@0b077da5')}, blob b88d057a4df1"),
+       copy=f"{_AIC_NEWER}, blob b88d057a4df1"),
 )}
 
 

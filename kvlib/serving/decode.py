@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kvlib.core import validate
+from kvlib.serving import capacity_formulas
 
 __all__ = [
     "MoELayout", "moe_layout", "expected_distinct_experts", "input_embedding_params",
@@ -157,9 +158,10 @@ def decode_step_seconds(weights_bytes, kv_bytes_per_sequence, batch, bandwidth):
 
     ``weights_bytes`` is what the step reads of the weights (for the lower bound:
     :func:`read_params` x bytes per weight / tp); ``batch`` may be a NumPy array
-    (returns floats).
+    (returns floats). The formula is :data:`kvlib.serving.capacity_formulas.STEP`.
     """
-    return (weights_bytes + batch * kv_bytes_per_sequence) / bandwidth
+    return capacity_formulas.step_seconds(weights_bytes, kv_bytes_per_sequence, batch,
+                                          bandwidth)
 
 
 def cache_dominates_at(weights_bytes: int, kv_bytes_per_sequence: int) -> int:

@@ -30,7 +30,7 @@ from functools import cached_property
 from kvlib.core import validate
 from kvlib.core.dtypes import bytes_per_element
 from kvlib.models.spec import ModelSpec
-from kvlib.serving import context_search
+from kvlib.serving import capacity_formulas, context_search
 from kvlib.serving.decode import (
     derived_active_params,
     moe_layout,
@@ -252,7 +252,7 @@ class Deployment:
     @property
     def usable_bytes_per_gpu(self) -> int:
         """vLLM's requested_memory: ceil(gpu_memory_utilization x total)."""
-        return math.ceil(self.gpu_mem_util * self.total_memory_bytes_per_gpu)
+        return capacity_formulas.usable(self.gpu_mem_util, self.total_memory_bytes_per_gpu)
 
     @property
     def active(self) -> int:
@@ -328,8 +328,9 @@ class Deployment:
     @property
     def kv_budget_bytes_per_gpu(self) -> int:
         """Usable memory left for the cache; negative when the weights do not fit."""
-        return (self.usable_bytes_per_gpu - self.weights_bytes_per_gpu
-                - self.draft_weights_bytes_per_gpu - self.overhead_bytes)
+        return capacity_formulas.kv_budget(
+            self.gpu_mem_util, self.total_memory_bytes_per_gpu,
+            self.weights_bytes_per_gpu + self.draft_weights_bytes_per_gpu, self.overhead_bytes)
 
     def target_kv_per_sequence(self, context: int, block_size: int | None = None) -> int:
         bs = self.block_size if block_size is None else block_size
@@ -368,8 +369,10 @@ class Deployment:
                         self.bytes_per_sequence_per_gpu(context))
 
     def max_sequences_per_replica(self, context: int) -> int:
-        budget = self.kv_budget_bytes_per_gpu
-        return max(0, budget) // self.bytes_per_sequence_per_gpu(context)
+        return capacity_formulas.sessions(
+            self.gpu_mem_util, self.total_memory_bytes_per_gpu,
+            self.weights_bytes_per_gpu + self.draft_weights_bytes_per_gpu, self.overhead_bytes,
+            self.bytes_per_sequence_per_gpu(context))
 
     def max_context(self, sequences: int, limit: int | None = None) -> int:
         """The longest context (tokens) at which ``sequences`` sequences fit per replica.

@@ -720,6 +720,17 @@ def _check_requested(c: _Checks, f: Found, total: str, util: str, printed: str) 
           _near(printed, lo * u, hi * u))
 
 
+def _check_kv_left(c: _Checks, f: Found, what: str, printed: str, requested: Fraction,
+                   weights: Fraction, non_torch: Fraction, peak: Fraction) -> None:
+    """V0's KV memory = what vLLM may use - weights - non-torch - activation peak, each term
+    printed to 0.01 GiB (so the sum may be off by 0.005 per term)."""
+    est = requested - weights - non_torch - peak
+    c.add(f, what, printed + " GiB", f"{_g(est)} GiB ± 0.02",
+          f"{_g(requested)} - weights {_g(weights)} - non-torch {_g(non_torch)} - activation "
+          f"peak {_g(peak)} (each rounded: ± 0.005 apiece)",
+          abs(est - _frac(printed)) <= 5 * HALF)
+
+
 def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
     kv: Found | None = None  # the last budget line giving the KV memory, and its value
     kv_value: str | None = None
@@ -733,11 +744,8 @@ def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
         elif f.kind == "v0_budget":
             req = table.get("requested")
             if req is not None:
-                est = _frac(req.values[2]) - _frac(v[0]) - _frac(v[1]) - _frac(v[2])
-                c.add(f, "KV cache memory", v[3] + " GiB", f"{_g(est)} GiB ± 0.02",
-                      f"{req.values[2]} - weights {v[0]} - non-torch {v[1]} - activation peak "
-                      f"{v[2]} (each rounded: ± 0.005 apiece)",
-                      abs(est - _frac(v[3])) <= 5 * HALF)
+                _check_kv_left(c, f, "KV cache memory", v[3],
+                               *(_frac(x) for x in (req.values[2], v[0], v[1], v[2])))
             kv, kv_value = f, v[3]
         elif f.kind == "v0_profile":
             total, peak, non_torch, kv_size, util = v[0], v[2], v[4], v[5], v[6]
@@ -760,12 +768,8 @@ def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
                 keys = ("the current vLLM instance can use", "model weights take",
                         "non_torch_memory", "PyTorch activation peak memory")
                 if all(k in table for k in keys):
-                    r, w, n, p = (_frac(table[k].values[1]) for k in keys)
-                    est = r - w - n - p
-                    c.add(f, "available_kv_cache_memory", v[1] + " GiB", f"{_g(est)} GiB ± 0.02",
-                          f"{_g(r)} - weights {_g(w)} - non-torch {_g(n)} - activation peak "
-                          f"{_g(p)} (each rounded: ± 0.005 apiece)",
-                          abs(est - _frac(v[1])) <= 5 * HALF)
+                    _check_kv_left(c, f, "available_kv_cache_memory", v[1],
+                                   *(_frac(table[k].values[1]) for k in keys))
                 kv, kv_value = f, v[1]
         elif f.kind == "blocks":
             blocks = f
