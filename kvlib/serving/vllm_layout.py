@@ -66,10 +66,24 @@ from kvlib.serving.gpus import GPU, get_gpu
 from kvlib.serving.kv import vllm_sliding_window_tokens
 from kvlib.serving.sharding import shard, shard_state
 
-__all__ = ["VLLM_RELEASE", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_batched_tokens",
+__all__ = ["VLLM_RELEASE", "VLLM_RELEASES", "vllm_release", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_batched_tokens",
            "state_page_bytes"]
 
-VLLM_RELEASE = "0.33.0"
+VLLM_RELEASES = ("0.34.0", "0.33.0")  # newest first; the first is the default
+VLLM_RELEASE = "0.33.0"  # the release the rules below were traced in (0.34.0: see release=)
+
+
+def vllm_release(release: str | None) -> str:
+    """The vLLM release named by ``release`` ("0.34", "0.34.0", "v0.33.0"; None: the
+    newest, :data:`VLLM_RELEASES`\ [0]); ValueError naming the value otherwise."""
+    if release is None:
+        return VLLM_RELEASES[0]
+    text = str(release).strip().lstrip("v")
+    for r in VLLM_RELEASES:
+        if text in (r, r.rsplit(".", 1)[0]):
+            return r
+    raise ValueError(f"vLLM release must be one of {', '.join(VLLM_RELEASES)}, "
+                     f"got {release!r}")
 GiB = 1024**3
 
 
@@ -335,13 +349,16 @@ def _unify_page_size(model: ModelSpec, buckets: dict, per_token: dict, bs: int, 
 def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp: int = 1,
                 gpu: GPU | str = "H200", *, batched_tokens: int | None = None,
                 async_scheduling: bool = True, prefix_caching: bool = True,
-                block_size: int | None = None) -> VllmLayout:
+                block_size: int | None = None, release: str | None = None) -> VllmLayout:
     """vLLM's block layout for ``model`` on one TP rank (see the module docstring).
+
+    release: the vLLM release whose rules apply (:func:`vllm_release`; default the newest).
 
     block_size: ``--block-size`` (vLLM still raises it for a hybrid model).
     batched_tokens: ``max_num_batched_tokens`` (default: ``vllm serve``'s for the GPU).
     """
     gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    release = vllm_release(release)
     N = validate.positive_int("max_model_len", max_model_len)
     tp = validate.positive_int("tensor_parallel_size", tp)
     b = bytes_per_element(kv_dtype)
