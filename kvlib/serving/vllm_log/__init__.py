@@ -1,0 +1,51 @@
+"""A vLLM start-up log, read and checked number by number (issue 24, ``kvlib explain-log``).
+
+:func:`read_log` finds the lines vLLM prints about memory while it starts (V1 engines of
+0.8 to 0.33, and the V0 engine's "Memory profiling" / "# GPU blocks" lines);
+:func:`explain` works each number out again with kvlib's formulas and says whether it
+agrees. Pure functions: nothing here prints.
+
+**What is taken as given.** The memory vLLM *measures* (weights, activation peak,
+non-torch memory, CUDA graphs, hence "Available KV cache memory") is not a formula kvlib
+owns: those lines are checked for their arithmetic only. Every number vLLM *derives* from
+them (blocks, tokens, concurrency, block sizes, padding) is recomputed from the model's
+config through :func:`kvlib.serving.vllm_layout.vllm_layout` (pages, groups, padding
+layers, per-rank heads under tensor parallelism).
+
+**Rounding.** A GiB figure printed to 2 decimals (``%.2f``, or 0.33's
+``str(round(x, 2))``) stands for every byte count within 0.005 GiB of it, so a KV budget
+line allows an interval of block counts, and a printed count is accepted when some block
+count in that interval gives it. Where the same rank prints its budget in bytes (0.10's
+"Current kv cache memory in use is N bytes"), the check is exact. Sums of rounded terms
+carry each term's half-step.
+
+**Releases** (the formulas differ; :data:`RULES`):
+
+* ``v0``: the V0 engine. ``num_gpu_blocks = int(kv // block bytes)``, block bytes = layers x
+  block x (K + V) x dtype bytes for every attention layer (vllm 0.8.5 worker/cache_engine.py);
+  tokens = blocks x block; concurrency = blocks x block / max_model_len (executor_base.py).
+* ``v1-0.8``: ``num_blocks = avail // page // layers``; tokens = blocks x block; concurrency
+  = tokens / max_model_len (0.8.5 v1/core/kv_cache_utils.py).
+* ``v1-0.11``: two lines; ``num_blocks = avail // page // group size``; tokens =
+  ``num_blocks // groups x block``; concurrency = blocks / blocks one request needs summed
+  over groups (0.11.0 v1/core/kv_cache_utils.py:780-795, 1076-1092). Used for every V1 log
+  that prints "GPU KV cache size" and "Maximum concurrency" on two lines (0.9 onwards).
+* ``v1-0.33``: one line "GPU KV cache size: N tokens, Maximum concurrency for L tokens per
+  request: Zx"; ``num_blocks = avail // bytes per block`` (min over ranks); concurrency as
+  above; tokens = ``int(concurrency x max_model_len)`` (0.33.0 kv_cache_utils.py:1078-1154).
+"""
+
+from kvlib.serving.vllm_log.checks import explain
+from kvlib.serving.vllm_log.numbers import Check, Explanation
+from kvlib.serving.vllm_log.reading import (
+                                            Found,
+                                            LogLine,
+                                            VllmLog,
+                                            model_name,
+                                            read_log,
+                                            read_log_text,
+)
+from kvlib.serving.vllm_log.rules import RULES
+
+__all__ = ["LogLine", "Found", "VllmLog", "Check", "Explanation", "RULES", "read_log",
+           "read_log_text", "model_name", "explain"]

@@ -1,0 +1,192 @@
+"""Reading a vLLM start-up log: which lines are vLLM's memory lines, what they print, which
+TP rank printed them (``kvlib explain-log``, issue 24; the checks are in :mod:`.checks`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["LogLine", "Found", "VllmLog", "read_log", "read_log_text", "model_name"]
+
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of the log: its 1-based number, its text, and the TP rank that printed it
+    (from a ``(Worker_TP3 ...)`` or ``rank=3`` prefix; None when the line does not say)."""
+
+    number: int
+    text: str
+    rank: int | None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A recognised line: its kind and the numbers it prints, as printed (strings)."""
+
+    kind: str
+    line: LogLine
+    values: tuple
+
+
+@dataclass
+class VllmLog:
+    """What :func:`read_log` found: the recognised lines in order, the engine's settings
+    (``model``, ``tensor_parallel_size``, ``kv_cache_dtype``, ``dtype``, ``max_seq_len``,
+    ...), the release, and ``non-default args``."""
+
+    lines: list[LogLine]
+    found: list[Found]
+    version: str | None = None
+    engine: dict = field(default_factory=dict)
+    args: dict = field(default_factory=dict)
+    v0: bool = False
+
+# ------------------------------------------------------------------------------- reading
+
+_NUM = r"(-?\d+(?:\.\d+)?)"
+_INT = r"(\d[\d,]*)"
+_PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
+    ("engine", r"Initializing (?:a V([01]) LLM engine|an LLM engine) \(v([^)\s]+)\) with "
+               r"config: (.*)"),
+    ("version", r"vLLM API server version (\d[\w.+-]*)"),
+    ("args", r"non-default args: (\{.*\})\s*$"),
+    ("capacity", r"(\w+(?: \+ host)?) KV cache size: " + _INT + r" tokens, Maximum concurrency "
+                 r"for " + _INT + r" tokens per request: " + _NUM + "x"),
+    ("tokens", r"GPU KV cache size: " + _INT + r" tokens\s*$"),
+    ("concurrency", r"Maximum concurrency for " + _INT + r" tokens per request: " + _NUM + "x"),
+    ("available", r"Available KV cache memory: " + _NUM + " GiB"),
+    ("blocks", r"(?:# )?(\w+) blocks: (\d+), # CPU blocks: (\d+)"),
+    ("v0_requested", r"total_gpu_memory \(" + _NUM + r"GiB\) x gpu_memory_utilization \("
+                     + _NUM + r"\) = " + _NUM + "GiB"),
+    ("v0_budget", r"model weights take " + _NUM + r"GiB; non_torch_memory takes " + _NUM
+                  + r"GiB; PyTorch activation peak memory takes " + _NUM + r"GiB; the rest of "
+                  r"the memory reserved for KV Cache is " + _NUM + "GiB"),
+    ("v0_profile", r"Memory profiling results: total_gpu_memory=" + _NUM + r"GiB "
+                   r"initial_memory_usage=" + _NUM + r"GiB peak_torch_memory=" + _NUM
+                   + r"GiB memory_usage_post_profile=" + _NUM + r"Gi?B non_torch_memory="
+                   + _NUM + r"GiB kv_cache_size=" + _NUM + r"GiB gpu_memory_utilization="
+                   + _NUM),
+    ("v0_table_start", r"Memory profiling results:\s*$"),
+    ("v0_row", r"(total_gpu_memory|gpu_memory_utilization|the current vLLM instance can use|"
+               r"model weights take|non_torch_memory|PyTorch activation peak memory|"
+               r"available_kv_cache_memory)\s+" + _NUM + r"(?:GiB)?\s*$"),
+    ("max_len_error", r"The model's max seq len \((\d+)\) is larger than the maximum number of "
+                      r"tokens that can be stored in KV cache \((\d+)\)"),
+    ("loading", r"(?:Model loading took|Loading model weights took) " + _NUM + r" (GiB|GB)"),
+    ("free_010", r"Free memory on device \(" + _NUM + "/" + _NUM + r" GiB\) on startup\. "
+                 r"Desired GPU memory utilization is \(" + _NUM + ", " + _NUM + r" GiB\)\. "
+                 r"Actual usage is " + _NUM + r" GiB for weight, " + _NUM + r" GiB for peak "
+                 r"activation, " + _NUM + r" GiB for non-torch memory, and " + _NUM
+                 + r" GiB for CUDAGraph memory\. Replace gpu_memory_utilization config with "
+                 r"`--kv-cache-memory=(-?\d+)`(?: \([-\d.]+ GiB\))? to fit into requested "
+                 r"memory, or `--kv-cache-memory=(-?\d+)`(?: \([-\d.]+ GiB\))? to fully utilize "
+                 r"gpu memory\. Current kv cache memory in use is " + _NUM + r" (bytes|GiB)"),
+    ("free_033", r"Free memory on device \(" + _NUM + "/" + _NUM + r" GiB\) on startup\. "
+                 r"Desired GPU memory utilization is \(" + _NUM + ", " + _NUM + r" GiB\)\. "
+                 r"Actual usage is " + _NUM + r" GiB for consumed memory \(weights \+ "
+                 r"non-torch\), " + _NUM + r" GiB for peak activation, and " + _NUM
+                 + r" GiB for CUDAGraph memory\. Replace gpu_memory_utilization config with "
+                 r"`--kv-cache-memory=(-?\d+)` \([-\d.]+ GiB\) to fit into requested memory, "
+                 r"or `--kv-cache-memory=(-?\d+)` \([-\d.]+ GiB\) to fully utilize gpu "
+                 r"memory\. Current kv cache memory in use is " + _NUM + " GiB"),
+    ("graphs", r"Graph capturing finished in \d+ secs?, took " + _NUM + " GiB"),
+    ("mamba_block", r"Setting attention block size to (\d+) tokens to ensure that attention "
+                    r"page size is >= mamba page size"),
+    ("mamba_pad", r"Padding mamba page size by " + _NUM + r"% to ensure that mamba page size "
+                  r"and attention page size are exactly equal"),
+    ("padding_layers", r"Add (\d+) padding layers, may waste at most " + _NUM
+                       + r"% KV cache memory"),
+    ("block_size", r"Setting kv cache block size to (\d+) for"),
+    ("batched", r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"),
+    ("failed", r"EngineCore failed to start|Engine core initialization failed"),
+]]
+_RANK = re.compile(r"\((?:\w*?Worker\w*?_TP(\d+)\w*|[^)]*\brank[= ](\d+))\b[^)]*\)")
+_ENGINE_KEYS = ("model", "dtype", "max_seq_len", "tensor_parallel_size",
+                "pipeline_parallel_size", "decode_context_parallel_size", "quantization",
+                "kv_cache_dtype", "enable_prefix_caching", "block_size")
+
+
+def _engine_settings(text: str) -> dict:
+    out = {}
+    for key in _ENGINE_KEYS:
+        m = re.search(rf"(?:^|, ){key}=('[^']*'|[^,]*)", text)
+        if m:
+            out[key] = m.group(1).strip().strip("'")
+    return out
+
+
+def _version_key(version: str | None) -> tuple[int, ...] | None:
+    m = re.match(r"(\d+)\.(\d+)", version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def read_log_text(text: str) -> VllmLog:
+    """Every recognised line of a log's text (see :data:`_PATTERNS`); ValueError when
+    nothing in it is a vLLM start-up line kvlib reads."""
+    lines = [LogLine(i, t.rstrip("\r"), None) for i, t in enumerate(text.split("\n"), 1)]
+    log = VllmLog(lines=[], found=[])
+    table = False
+    for raw in lines:
+        m_rank = _RANK.search(raw.text)
+        rank = None
+        if m_rank:
+            rank = int(m_rank.group(1) if m_rank.group(1) is not None else m_rank.group(2))
+        line = LogLine(raw.number, raw.text, rank)
+        log.lines.append(line)
+        for kind, pattern in _PATTERNS:
+            m = pattern.search(line.text)
+            if not m:
+                continue
+            if kind == "v0_row" and not table:
+                continue
+            values = m.groups()
+            if kind == "engine":
+                log.v0 = log.v0 or m.group(1) == "0"
+                log.version = log.version or m.group(2)
+                log.engine = _engine_settings(m.group(3))
+            elif kind == "version":
+                log.version = log.version or m.group(1)
+            elif kind == "args":
+                try:
+                    parsed = ast.literal_eval(m.group(1))
+                except (ValueError, SyntaxError):
+                    parsed = None
+                if isinstance(parsed, dict):
+                    log.args = parsed
+            table = kind in ("v0_table_start", "v0_row") or (table and kind == "v0_row")
+            log.found.append(Found(kind, line, values))
+            break
+        else:
+            table = table and not line.text.strip() == ""
+    if not any(f.kind not in ("version", "args", "failed") for f in log.found):
+        raise ValueError("not a vLLM start-up log: no line of it reports KV-cache memory, "
+                         "blocks or concurrency")
+    if any(f.kind in ("blocks", "v0_requested", "v0_budget", "v0_profile", "v0_table_start")
+           for f in log.found):
+        log.v0 = True
+    return log
+
+
+def read_log(path) -> VllmLog:
+    """:func:`read_log_text` of a file (FileNotFoundError if there is none; ValueError if
+    it is not text)."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{path} is a folder, not a log file")
+    if not p.is_file():
+        raise FileNotFoundError(f"no such log file: {path}")
+    try:
+        return read_log_text(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file (not UTF-8)") from None
+
+
+def model_name(log: VllmLog) -> str | None:
+    """The model the log names: the engine-config line's ``model=``, else
+    ``non-default args``' ``model``; None when neither says."""
+    name = log.engine.get("model") or log.args.get("model")
+    return str(name) if name else None
+

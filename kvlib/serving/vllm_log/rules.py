@@ -1,0 +1,199 @@
+"""What each vLLM release does with a budget: the rules a log is read by (:data:`RULES`), the
+settings the log gives or the user supplies, and kvlib's layout on one rank."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from kvlib.models.spec import STATEFUL, ModelSpec
+from kvlib.serving.gpus import get_gpu
+from kvlib.serving.sharding import shard
+from kvlib.serving.vllm_layout import VllmLayout, vllm_layout
+from kvlib.serving.vllm_log.reading import VllmLog, _version_key
+
+__all__ = ["RULES"]
+
+RULES = ("v0", "v1-0.8", "v1-0.11", "v1-0.27", "v1-0.28")
+
+
+# ------------------------------------------------------------------------------ the model
+
+@dataclass(frozen=True)
+class _Setup:
+    """What the checks need: the release's rules, and kvlib's layout on one rank."""
+
+    rules: str
+    tp: int
+    kv_dtype: str | None
+    layout: VllmLayout | None
+    v0_block_bytes: int | None
+    why_not: str  # why the layout is None
+    block_size: int
+
+
+_KV_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16",
+              "fp16": "fp16", "float32": "fp32", "float": "fp32", "fp8": "fp8",
+              "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+
+
+def _kv_dtype(log: VllmLog, given: str | None, notes: list[str]) -> str | None:
+    if given:
+        return given
+    raw = log.engine.get("kv_cache_dtype") or log.args.get("kv_cache_dtype")
+    if raw in (None, "auto"):
+        dtype = log.engine.get("dtype") or log.args.get("dtype")
+        if dtype is None:
+            notes.append("kv cache dtype: the log does not say; bf16 assumed (pass --kv-dtype)")
+            return "bf16"
+        return _KV_DTYPES.get(str(dtype).replace("torch.", ""))
+    found = _KV_DTYPES.get(str(raw))
+    if found is None:
+        notes.append(f"kv_cache_dtype={raw}: a layout kvlib does not model")
+    return found
+
+
+def _int_setting(log: VllmLog, key: str, given: int | None, default: int) -> int:
+    if given:
+        return given
+    raw = log.engine.get(key, log.args.get(key))
+    try:
+        return int(raw) if raw is not None else default
+    except ValueError:
+        return default
+
+
+def _rules(log: VllmLog) -> str:
+    if log.v0:
+        return "v0"
+    if any(f.kind == "capacity" for f in log.found):
+        return "v1-0.33"
+    key = _version_key(log.version)
+    if key is not None and key < (0, 9):
+        return "v1-0.8"
+    return "v1-0.11"
+
+
+def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: str | None,
+           gpu: str | None, notes: list[str]) -> _Setup:
+    rules = _rules(log)
+    tp_ = _int_setting(log, "tensor_parallel_size", tp, 1)
+    if tp is None and "tensor_parallel_size" not in log.engine and \
+            "tensor_parallel_size" not in log.args:
+        notes.append("tensor_parallel_size: the log does not say; 1 assumed (pass --tp)")
+    pp = _int_setting(log, "pipeline_parallel_size", None, 1)
+    dcp = _int_setting(log, "decode_context_parallel_size", None, 1)
+    dtype = _kv_dtype(log, kv_dtype, notes) if model is not None else None
+    bs_line = [f for f in log.found if f.kind == "block_size"]
+    user_bs = log.engine.get("block_size") or log.args.get("block_size")
+    block = int(bs_line[-1].values[0]) if bs_line else int(user_bs) if user_bs and \
+        str(user_bs).isdigit() else None
+    if model is None:
+        return _Setup(rules, tp_, None, None, None, "no model: the log names none (pass --model)",
+                      block or 16)
+    if tp is not None:  # a TP the model's heads do not allow is the user's slip: say so
+        for g in model.groups:
+            if g.grows:
+                try:
+                    shard(g, tp_)
+                except ValueError as e:
+                    raise ValueError(f"--tp {tp}: {e}") from None
+    if dtype is None:
+        return _Setup(rules, tp_, None, None, None, "the kv cache dtype is not one kvlib "
+                      "models", block or 16)
+    if pp > 1 or dcp > 1:
+        return _Setup(rules, tp_, dtype, None, None, "pipeline or decode-context parallelism: "
+                      "kvlib's vLLM layout is for tensor parallelism only", block or 16)
+    if rules == "v0":
+        if any(g.kind in STATEFUL for g in model.groups):
+            return _Setup(rules, tp_, dtype, None, None, "the V0 engine's state cache is not "
+                          "modelled", block or 16)
+        bs = block or 16
+        per_token = sum(shard(g, tp_)[0].bytes_per_token(_bytes(dtype)) for g in model.groups
+                        if g.grows)
+        return _Setup(rules, tp_, dtype, None, int(per_token * bs), "", bs)
+    batched = [f for f in log.found if f.kind == "batched"]
+    n_batched = int(batched[-1].values[0]) if batched else log.args.get("max_num_batched_tokens")
+    prefix = log.engine.get("enable_prefix_caching", log.args.get("enable_prefix_caching"))
+    prefix_on = str(prefix) != "False"
+    kwargs = dict(batched_tokens=n_batched, prefix_caching=prefix_on, block_size=block)
+
+    def layout(g):
+        return vllm_layout(model, _max_len(log), dtype, tp_, g, **kwargs)
+
+    try:
+        if gpu:
+            lay = layout(get_gpu(gpu))
+        else:
+            lays = {(x.block_size, x.bytes_per_block, x.blocks_per_request): x
+                    for x in (layout(get_gpu(n)) for n in ("H200", "L40S", "B200"))}
+            if len(lays) > 1:
+                return _Setup(rules, tp_, dtype, None, None, "vLLM's layout of this model "
+                              "depends on the GPU, which the log does not name (pass --gpu)",
+                              block or 16)
+            lay = next(iter(lays.values()))
+    except ValueError as e:
+        return _Setup(rules, tp_, dtype, None, None, f"kvlib's vLLM layout: {e}", block or 16)
+    if rules != "v1-0.33" and any(g.kind == "sliding" for g in lay.groups):
+        notes.append("sliding-window blocks per request follow vLLM 0.33's rule (window + "
+                     "in-flight tokens); older releases counted them differently")
+    return _Setup(rules, tp_, dtype, lay, None, "", lay.block_size)
+
+
+def _bytes(kv_dtype: str) -> Fraction:
+    from kvlib.core.dtypes import bytes_per_element
+    return Fraction(bytes_per_element(kv_dtype))
+
+
+def _max_len(log: VllmLog) -> int:
+    for f in log.found:
+        if f.kind == "capacity":
+            return int(f.values[2].replace(",", ""))
+        if f.kind == "concurrency":
+            return int(f.values[0].replace(",", ""))
+    raw = log.engine.get("max_seq_len") or log.args.get("max_model_len")
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return 2048  # only the blocks-per-request count uses it; the checks say so
+
+
+def _tokens_of(s: _Setup, blocks: int, max_len: int | None) -> int | None:
+    lay = s.layout
+    if s.rules == "v1-0.33":
+        return None if max_len is None else int(Fraction(blocks, lay.blocks_per_request)
+                                                * max_len)
+    if s.rules == "v1-0.8":
+        return blocks * lay.block_size
+    return blocks // len(lay.groups) * lay.block_size
+
+
+def _concurrency_of(s: _Setup, blocks: int, max_len: int) -> Fraction:
+    if s.rules == "v1-0.8":
+        return Fraction(blocks * s.layout.block_size, max_len)
+    return Fraction(blocks, s.layout.blocks_per_request)
+
+
+def _tokens_formula(s: _Setup, max_len: int | None) -> str:
+    lay = s.layout
+    if s.rules == "v1-0.33":
+        return (f"int(blocks / {lay.blocks_per_request:,} blocks per request x {max_len:,}) "
+                "(vLLM 0.33)")
+    if s.rules == "v1-0.8":
+        return f"blocks x block size {lay.block_size:,}"
+    return (f"blocks // {len(lay.groups)} KV-cache group{'s' if len(lay.groups) > 1 else ''} "
+            f"x block size {lay.block_size:,}")
+
+
+def _layout_words(s: _Setup) -> str:
+    lay = s.layout
+    per_layer = (f"{lay.group_size} layers x {lay.page_bytes:,} B page" if lay.page_bytes
+                 else f"{lay.group_size} layers' pages summed")
+    return (f"bytes per block = {per_layer} = {lay.bytes_per_block:,} B (TP={s.tp}, kv "
+            f"{s.kv_dtype}, block {lay.block_size:,})")
+
+
+def _budget_blocks(s: _Setup, lo: int, hi: int) -> list[int]:
+    b = s.layout.bytes_per_block
+    return list(range(max(0, lo) // b, max(0, hi) // b + 1))
+
