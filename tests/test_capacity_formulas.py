@@ -33,3 +33,48 @@ def test_step_floor_and_arrays():
     assert cf.step_seconds(16_060_000_000, 2**29, 43, 864 * 10**9) == \
         (16_060_000_000 + 43 * 2**29) / (864 * 10**9)
     assert list(cf.step_seconds(10, 2, np.array([1, 2]), 4)) == [3.0, 3.5]
+
+
+def test_extensible_budget_of_vllm_0_34_by_hand():
+    """vLLM 0.34.0's measured budget (extensible_kv_cache.py:592-618) on an H200, by hand.
+
+    M: the CUDA total, 139.81 GiB; in use at start M_0 = 0.5 GiB; weights Llama 3.1 70B bf16
+    over TP 4; resident non-KV O_R = 2.5 GiB; peak P = 3.5 GiB -> margin max(1 GiB, 0.75 P)
+    = 2.625 GiB. u = 1.0 (its default): min(M, M - 0.5 - 2.625 GiB) = M - 3.125 GiB.
+    """
+    total = 13981 * 2**30 // 100
+    weights = (70_553_706_496 - 1_318_912) * 2 // 4 + 1_318_912 * 2
+    peak, resident, in_use = 7 * 2**29, 5 * 2**29, 2**29
+    assert cf.margin(peak) == 2_818_572_288 == 21 * 2**27
+    assert cf.margin(2**29) == 2**30  # the floor: 0.75 x 0.5 GiB < 1 GiB
+    usable = total - in_use - 21 * 2**27
+    assert cf.usable_extensible(1, total, in_use, peak) == usable == 146_764_401_213
+    budget = usable - weights - resident - peak
+    assert cf.kv_budget_extensible(1, total, in_use, weights, resident, peak) == budget \
+        == 105_043_118_653
+    # 10 GiB a session (131,072 tokens, 80 KiB per token per GPU): 9 (9.78 floored)
+    assert budget // (10 * 2**30) == 9
+    # torch's reservation growth counts only when larger than the peak
+    assert cf.kv_budget_extensible(1, total, in_use, weights, resident, peak, 2**30) == budget
+    assert cf.kv_budget_extensible(1, total, in_use, weights, resident, peak,
+                                   4 * 2**30) == budget - 2**29
+
+
+def test_an_explicit_utilization_below_one_caps_the_0_34_budget():
+    # u = 0.92: ceil(0.92 M) < M - M_0 - margin, so the request binds (the cache shrinks)
+    total = 13981 * 2**30 // 100
+    peak, resident, in_use = 7 * 2**29, 5 * 2**29, 2**29
+    requested = -(-total * 92 // 100)
+    assert requested == 138_110_256_860
+    assert cf.usable_extensible(Fraction(92, 100), total, in_use, peak) == requested
+    assert cf.kv_budget_extensible(Fraction(92, 100), total, in_use, 0, resident, peak) == \
+        requested - resident - peak
+    # ROCm's 3 GiB floor is a parameter
+    assert cf.margin(2**30, floor=3 * 2**30) == 3 * 2**30
+
+
+def test_one_rule_per_release():
+    assert set(cf.RULES) == {"0.33.0", "0.34.0"}
+    assert cf.RULES["0.33.0"][2] is cf.KV_BUDGET
+    assert cf.RULES["0.34.0"][0] == "extensible"
+    assert cf.SYMBOLS["P"] in cf.KV_BUDGET_EXTENSIBLE.free_symbols

@@ -1,10 +1,33 @@
 """Notebook 06's capacity formulas, written once as SymPy expressions (docs/formula_sheet.md).
 
+One budget rule per vLLM release (:data:`RULES`, keyed by the release's name; docs/capacity.md
+cites each term's source line):
+
+* **0.33.0, profiled**: ``KV_BUDGET`` = ceil(u M) - W - O, u = 0.92 unless set
+  (vllm/config/cache.py:215; requested memory ``math.ceil(total x u)``,
+  vllm/v1/worker/utils.py:724-726; ``requested_memory - non_kv_cache_memory -
+  cudagraph_memory_estimate``, vllm/v1/worker/gpu_worker.py:753-757; the non-KV memory is
+  ``total_consumed + transient_peak_headroom``, vllm/utils/mem_utils.py:312-321).
+* **0.34.0, extensible** (the default on CUDA and ROCm, vllm/config/vllm.py:3180-3269): the
+  cache is sized after warmup and CUDA-graph capture, from memory measured then
+  (``measure_kv_cache_bytes``, vllm/v1/worker/extensible_kv_cache.py:592-618):
+  ``KV_BUDGET_EXTENSIBLE`` = min(ceil(u M), M - M_0 - margin) - W - O_R - max(P, T),
+  margin = max(1 GiB, floor(0.75 P)) (:64-65, 3 GiB on ROCm), u = 1.0 unless set
+  (``resolved_gpu_memory_utilization``, vllm/config/cache.py:495-502). vLLM's own form is
+  min(requested - used, free + committed - margin) - max(peak, growth); with used = W + O_R
+  (all that was taken since start-up but the committed cache) and free + committed =
+  M - M_0 - W - O_R it is the expression above. The block count is then capped by the
+  capacity reserved from the profiling estimate (vllm/v1/core/kv_cache_planning.py:1883-1884),
+  which is larger under kvlib's assumptions (it keeps no margin).
+* **kv_cache_memory_bytes** (both releases): the budget is the bytes given
+  (vllm/v1/worker/gpu_worker.py:656-681 in 0.33.0, :688-713 in 0.34.0); in 0.34.0 it also
+  turns the extensible cache off (vllm/config/vllm.py:3203-3207), so u resolves to 0.92.
+
 The planner (:class:`kvlib.serving.deployment.Deployment`, :func:`kvlib.serving.decode.
 decode_step_seconds`) evaluates these expressions, and the formula sheet prints them, so the
 arithmetic of a plan and the formula a reader sees are one thing:
 
-* ``USABLE``: vLLM 0.33.0's requested memory, ceil(u M) bytes per GPU (``request_memory``);
+* ``USABLE``: vLLM's requested memory (both releases), ceil(u M) bytes per GPU (``request_memory``);
 * ``KV_BUDGET``: what is left for the cache, ceil(u M) - W - O (negative when it does not fit);
 * ``SESSIONS``: whole sessions per TP group, floor(max(0, budget) / S);
 * ``STEP``: the decode-step floor, (R + B K) / BW seconds: weight bytes read plus the cache of
@@ -15,7 +38,13 @@ M the memory CUDA reports for one GPU (bytes); W the weights one GPU holds, a dr
 O the non-KV memory (activations, CUDA graphs); S the bytes of one session on one GPU (cache in
 whole blocks, plus any constant state); R the weight bytes one GPU reads per decode step; B the
 sessions decoding together; K the cache bytes of one session read per step; BW the bandwidth
-(bytes/s). Evaluation is exact for ``int`` and ``Fraction`` inputs.
+(bytes/s). 0.34.0's terms: M_0 the memory in use when vLLM starts (CUDA context, other
+processes; vLLM reads the free memory then, ``init_snapshot.free_memory``); O_R the non-KV memory
+resident after warmup and capture besides the weights (non-torch memory, the CUDA-graph pool);
+P the transient peak vLLM keeps free (at least the profiling peak plus the CUDA-graph estimate,
+vllm/v1/worker/gpu_worker.py:771-773 and 946); T the growth of torch's reservation over a
+sizing step (vllm/v1/worker/gpu/warmup.py:476); F the margin's floor. Evaluation is exact for
+``int`` and ``Fraction`` inputs (vLLM's int(0.75 x peak) is a float product; exact here).
 """
 
 from __future__ import annotations
@@ -25,16 +54,36 @@ from functools import cache
 
 import sympy as sp
 
-__all__ = ["SYMBOLS", "USABLE", "KV_BUDGET", "SESSIONS", "STEP", "usable", "kv_budget",
-           "sessions", "step_seconds"]
+__all__ = ["SYMBOLS", "USABLE", "KV_BUDGET", "SESSIONS", "STEP", "MARGIN",
+           "USABLE_EXTENSIBLE", "KV_BUDGET_EXTENSIBLE", "SESSIONS_EXTENSIBLE", "RULES",
+           "MARGIN_FLOOR_BYTES", "MARGIN_FRACTION", "usable", "kv_budget", "sessions",
+           "step_seconds", "margin", "usable_extensible", "kv_budget_extensible"]
 
 u, M, W, O, S, R, B, K, BW = sp.symbols("u M W_GPU O S R_W B K BW", positive=True)
-SYMBOLS = {"u": u, "M": M, "W": W, "O": O, "S": S, "R": R, "B": B, "K": K, "BW": BW}
+M0, OR, P, F = sp.symbols("M_0 O_R P F", positive=True)
+T = sp.Symbol("T", nonnegative=True)
+SYMBOLS = {"u": u, "M": M, "W": W, "O": O, "S": S, "R": R, "B": B, "K": K, "BW": BW,
+           "M0": M0, "OR": OR, "P": P, "T": T, "F": F}
+
+# vLLM 0.34.0, vllm/v1/worker/extensible_kv_cache.py:64-65 (CUDA; ROCm's floor is 3 GiB)
+MARGIN_FLOOR_BYTES = 1 << 30
+MARGIN_FRACTION = sp.Rational(3, 4)
 
 USABLE = sp.ceiling(u * M)
 KV_BUDGET = sp.Add(USABLE, -W, -O, evaluate=False)
 SESSIONS = sp.floor(sp.Max(0, KV_BUDGET) / S)
 STEP = sp.Add(R, B * K, evaluate=False) / BW
+
+MARGIN = sp.Max(F, sp.floor(MARGIN_FRACTION * P))
+USABLE_EXTENSIBLE = sp.Min(USABLE, sp.Add(M, -M0, -MARGIN, evaluate=False))
+KV_BUDGET_EXTENSIBLE = sp.Add(USABLE_EXTENSIBLE, -W, -OR, -sp.Max(P, T), evaluate=False)
+SESSIONS_EXTENSIBLE = sp.floor(sp.Max(0, KV_BUDGET_EXTENSIBLE) / S)
+
+# release -> (rule name, usable, KV budget, sessions); docs/capacity.md has their source lines
+RULES = {
+    "0.33.0": ("profiled", USABLE, KV_BUDGET, SESSIONS),
+    "0.34.0": ("extensible", USABLE_EXTENSIBLE, KV_BUDGET_EXTENSIBLE, SESSIONS_EXTENSIBLE),
+}
 
 
 @cache
@@ -62,3 +111,24 @@ def sessions(util, total: int, weights: int, overhead: int, per_session: int) ->
 def step_seconds(read_bytes, per_session_bytes, batch, bandwidth):
     """(read + batch x per-session cache) / bandwidth; ``batch`` may be a NumPy array."""
     return _compiled(STEP, (R, B, K, BW))(read_bytes, batch, per_session_bytes, bandwidth)
+
+
+def margin(peak: int, floor: int = MARGIN_FLOOR_BYTES) -> int:
+    """vLLM 0.34.0's sizing margin: max(floor, floor(0.75 x peak)) bytes."""
+    return _compiled(MARGIN, (P, F))(Fraction(peak), floor)
+
+
+def usable_extensible(util, total: int, in_use: int, peak: int,
+                      floor: int = MARGIN_FLOOR_BYTES) -> int:
+    """min(ceil(util x total), total - in_use - margin): what vLLM 0.34.0's extensible cache
+    may use on one GPU, before the resident non-KV memory and the peak kept free."""
+    return _compiled(USABLE_EXTENSIBLE, (u, M, M0, P, F))(Fraction(util), total, in_use,
+                                                         Fraction(peak), floor)
+
+
+def kv_budget_extensible(util, total: int, in_use: int, weights: int, resident: int, peak: int,
+                         growth: int = 0, floor: int = MARGIN_FLOOR_BYTES) -> int:
+    """vLLM 0.34.0's measured budget on one GPU (negative when nothing is left; vLLM clamps
+    it to 0): min(ceil(u M), M - M_0 - margin) - W - O_R - max(P, T)."""
+    return _compiled(KV_BUDGET_EXTENSIBLE, (u, M, M0, W, OR, P, T, F))(
+        Fraction(util), total, in_use, weights, resident, Fraction(peak), growth, floor)
