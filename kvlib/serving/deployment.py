@@ -1,12 +1,26 @@
 """A model on N GPUs, in vLLM's vocabulary: the memory budget and the cache per sequence.
 
+The budget follows the vLLM release named by ``vllm`` (default the newest,
+:data:`kvlib.serving.vllm_layout.VLLM_RELEASES`), its rule written once in
+:data:`kvlib.serving.capacity_formulas.RULES` (docs/capacity.md, with source lines):
+
+* **0.34.0** (extensible KV cache, on by default on CUDA and ROCm): the cache is sized after
+  warmup and CUDA-graph capture, min(ceil(u M), M - M_0 - margin) - W - O_R - P with
+  margin = max(1 GiB, 0.75 P) and u = 1.0 unless set (a smaller u now shrinks the cache).
+  vLLM measures M_0, O_R and P; kvlib assumes them (``in_use_bytes``, ``non_torch_bytes`` +
+  ``graph_pool_bytes``, ``activation_peak_bytes`` + ``graph_pool_bytes``) and says so.
+  Default block size 64.
+* **0.33.0** (profiled), as below. Default block size 16.
+* ``kv_cache_memory``: vLLM's ``kv_cache_memory_bytes``, the budget given outright (in 0.34.0
+  it also turns the extensible cache off).
+
 Budget per GPU, as vLLM 0.33.0 computes it: ``requested_memory`` =
 ceil(gpu_memory_utilization x the total CUDA reports) (``request_memory``,
 ``vllm/v1/worker/utils.py``), minus the non-KV memory measured at start-up
 (``determine_available_memory``, ``vllm/v1/worker/gpu_worker.py``;
 ``memory_profiling``, ``vllm/utils/mem_utils.py``): the weights, the profiling
 run's activation peak (``transient_peak_headroom``), non-torch memory (NCCL,
-cuBLAS handles: part of ``total_consumed``) and, by default since v0.21, the
+cuBLAS handles: part of ``total_consumed``) and, by default since v0.21.0, the
 CUDA-graph estimate (``cudagraph_memory_estimate``,
 ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``). kvlib counts the weights and
 lumps the other three into ``overhead_bytes`` (default 4 GiB). The total is the
@@ -46,6 +60,7 @@ from kvlib.serving.kv import (
     sequence_shares,
     state_bytes_per_sequence_per_gpu,
 )
+from kvlib.serving.vllm_layout import vllm_release
 from kvlib.serving.weights import (
     CheckpointWeights,
     checkpoint_weights,
@@ -54,12 +69,13 @@ from kvlib.serving.weights import (
 )
 
 __all__ = ["CHECKPOINT", "DEFAULT_GPU_MEM_UTIL", "DEFAULT_OVERHEAD_BYTES", "MEMORY_BASES",
-           "Deployment"]
+           "VLLM_DEFAULTS", "MEASURED_DEFAULTS", "Deployment"]
 
 GiB = 1024**3
 # vLLM 0.33.0's gpu_memory_utilization default: vllm/config/cache.py:215 (CacheConfig),
 # vllm/entrypoints/llm.py:196 (LLM), inherited by EngineArgs (engine/arg_utils.py:614);
-# 0.9 up to 0.11.
+# 0.9 up to 0.19.1, 0.92 from 0.20.0. 0.34.0 keeps 0.92 only with the extensible KV cache off
+# (CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION, vllm/config/cache.py:186).
 DEFAULT_GPU_MEM_UTIL = Fraction(92, 100)
 CHECKPOINT = "checkpoint"  # weight_dtype: the checkpoint's own format, read from its config
 # Activation peak at the profiling batch + non-torch memory (NCCL, cuBLAS) + the
@@ -67,6 +83,25 @@ CHECKPOINT = "checkpoint"  # weight_dtype: the checkpoint's own format, read fro
 # non-torch + 1.26 GiB activation peak for Llama-3-8B at TP=1 and 3.58 + 1.26 GiB at TP=2.
 DEFAULT_OVERHEAD_BYTES = 4 * GiB
 MEMORY_BASES = ("cuda", "datasheet")
+
+# Per release: gpu_memory_utilization, block size and budget rule when none is given.
+# 0.34.0: u resolves to 1.0 with the extensible cache (resolved_gpu_memory_utilization,
+# vllm/config/cache.py:495-502), which is on by default on CUDA and ROCm
+# (_resolve_extensible_kv_cache, vllm/config/vllm.py:3180-3269); DEFAULT_BLOCK_SIZE 64
+# (vllm/config/cache.py:185). 0.33.0: 0.92 (vllm/config/cache.py:215), 16 (:185).
+VLLM_DEFAULTS = {
+    "0.34.0": {"gpu_mem_util": Fraction(1), "block_size": 64, "rule": "extensible"},
+    "0.33.0": {"gpu_mem_util": DEFAULT_GPU_MEM_UTIL, "block_size": DEFAULT_BLOCK_SIZE,
+               "rule": "profiled"},
+}
+# What vLLM 0.34.0 measures and kvlib must assume, per GPU (the same 4 GiB as 0.33.0's lump,
+# split): memory in use when vLLM starts (the CUDA context: 0.49 GiB in the 44.42 GiB
+# start-up line of tests/fixtures/vllm_logs/qwen3-235b-a22b-fp8_8xL40S_tp8_v0.10.2.log),
+# the activation peak of the profiling run, the CUDA-graph pool, non-torch memory (NCCL,
+# cuBLAS). The peak kept free is activation + graph estimate (vllm/v1/worker/gpu_worker.py:
+# 771-773, 946); the resident non-KV memory is non-torch + graph pool.
+MEASURED_DEFAULTS = {"in_use_bytes": GiB // 2, "activation_peak_bytes": 3 * GiB // 2,
+                     "graph_pool_bytes": 2 * GiB, "non_torch_bytes": GiB // 2}
 
 
 def _config_key(config: dict) -> str:
@@ -122,6 +157,12 @@ class Deployment:
     active_params: parameters one token reads (default: the bundled model's published
     active count, else its total). config: the model's config.json as a dict (default:
     the bundled one), for the experts and the embedding of the decode bound.
+    vllm: the vLLM release whose defaults and budget rule apply ("0.34", "0.33.0"; default
+    the newest); gpu_mem_util, block_size: None takes the release's (:data:`VLLM_DEFAULTS`).
+    overhead_bytes: 0.33.0's non-KV memory besides the weights (default 4 GiB).
+    in_use_bytes, activation_peak_bytes, graph_pool_bytes, non_torch_bytes: what 0.34.0
+    measures, assumed (:data:`MEASURED_DEFAULTS`). kv_cache_memory: vLLM's
+    kv_cache_memory_bytes, the KV budget per GPU given outright (either release).
     """
 
     model: ModelSpec
@@ -130,9 +171,9 @@ class Deployment:
     tp: int = 1
     kv_dtype: str = "bf16"
     weight_dtype: str = CHECKPOINT
-    gpu_mem_util: Fraction | float | str = DEFAULT_GPU_MEM_UTIL
-    block_size: int = DEFAULT_BLOCK_SIZE
-    overhead_bytes: int = DEFAULT_OVERHEAD_BYTES
+    gpu_mem_util: Fraction | float | str | None = None
+    block_size: int | None = None
+    overhead_bytes: int | None = None
     params: int | None = None
     draft: ModelSpec | None = None
     draft_tp: int | None = None
@@ -141,9 +182,44 @@ class Deployment:
     memory: str = "cuda"
     active_params: int | None = None
     config: dict | None = field(default=None, compare=False, repr=False)
+    vllm: str | None = None
+    kv_cache_memory: int | None = None
+    in_use_bytes: int | None = None
+    activation_peak_bytes: int | None = None
+    graph_pool_bytes: int | None = None
+    non_torch_bytes: int | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
+        set_(self, "vllm", vllm_release(self.vllm))
+        defaults = VLLM_DEFAULTS[self.vllm]
+        if self.kv_cache_memory is not None:
+            validate.positive_int("kv_cache_memory_bytes", self.kv_cache_memory)
+        measured = [k for k in MEASURED_DEFAULTS if getattr(self, k) is not None]
+        given = {"overhead_bytes": self.overhead_bytes is not None, **dict.fromkeys(measured, True)}
+        if self.kv_cache_memory is not None and any(given.values()):
+            raise ValueError(f"{', '.join(k for k, v in given.items() if v)}: not used when "
+                             "kv_cache_memory gives the KV budget outright")
+        if self.rule == "extensible" and self.overhead_bytes is not None:
+            raise ValueError(f"overhead_bytes={self.overhead_bytes!r} is vLLM 0.33.0's lump of "
+                             f"non-KV memory; vLLM {self.vllm} measures its terms: give "
+                             "activation_peak_bytes, graph_pool_bytes, non_torch_bytes, "
+                             "in_use_bytes")
+        if self.rule == "profiled" and measured:
+            raise ValueError(f"{measured[0]}={getattr(self, measured[0])!r} is a term of vLLM "
+                             f"0.34.0's measured budget; vLLM {self.vllm} lumps them into "
+                             "overhead_bytes")
+        if self.rule == "profiled" and self.overhead_bytes is None:
+            set_(self, "overhead_bytes", DEFAULT_OVERHEAD_BYTES)
+        if self.rule == "extensible":
+            for k, v in MEASURED_DEFAULTS.items():
+                value = v if getattr(self, k) is None else getattr(self, k)
+                set_(self, k, validate.positive_int(k.replace("_", " "), value, allow_zero=True))
+        if self.gpu_mem_util is None:
+            set_(self, "gpu_mem_util", DEFAULT_GPU_MEM_UTIL if self.kv_cache_memory is not None
+                 else defaults["gpu_mem_util"])
+        if self.block_size is None:
+            set_(self, "block_size", defaults["block_size"])
         if not isinstance(self.gpu, GPU):
             set_(self, "gpu", get_gpu(self.gpu))
         validate.positive_int("gpus", self.gpus)
@@ -158,7 +234,8 @@ class Deployment:
             raise ValueError(f"gpu_memory_utilization must be at most 1, got {self.gpu_mem_util!r}")
         set_(self, "gpu_mem_util", util)
         validate.positive_int("block_size", self.block_size)
-        validate.positive_int("overhead bytes", self.overhead_bytes, allow_zero=True)
+        if self.overhead_bytes is not None:
+            validate.positive_int("overhead bytes", self.overhead_bytes, allow_zero=True)
         bytes_per_element(self.kv_dtype)
         if self.weight_dtype != CHECKPOINT:
             weight_bytes_per_element(self.weight_dtype)
@@ -250,8 +327,50 @@ class Deployment:
         return "cuda" if cuda else "datasheet"
 
     @property
+    def rule(self) -> str:
+        """The budget rule: "extensible" (0.34.0's measured budget), "profiled" (0.33.0's),
+        or "kv_cache_memory_bytes" (given outright)."""
+        if self.kv_cache_memory is not None:
+            return "kv_cache_memory_bytes"
+        return VLLM_DEFAULTS[self.vllm]["rule"]
+
+    @property
+    def peak_bytes(self) -> int | None:
+        """0.34.0: the transient peak kept free, activation peak + CUDA-graph estimate."""
+        if self.rule != "extensible":
+            return None
+        return self.activation_peak_bytes + self.graph_pool_bytes
+
+    @property
+    def resident_bytes(self) -> int | None:
+        """0.34.0: non-KV memory resident after capture besides the weights (non-torch
+        memory + the CUDA-graph pool)."""
+        if self.rule != "extensible":
+            return None
+        return self.non_torch_bytes + self.graph_pool_bytes
+
+    @property
+    def margin_bytes(self) -> int | None:
+        """0.34.0: max(1 GiB, 0.75 x the peak), kept free besides the peak."""
+        return None if self.rule != "extensible" else capacity_formulas.margin(self.peak_bytes)
+
+    @property
+    def overhead_bytes_per_gpu(self) -> int:
+        """Non-KV memory besides the weights that the budget subtracts from the usable
+        memory: 0.33.0's overhead; 0.34.0's resident non-KV memory + the peak kept free;
+        0 when kv_cache_memory gives the budget."""
+        if self.rule == "extensible":
+            return self.resident_bytes + self.peak_bytes
+        return self.overhead_bytes if self.rule == "profiled" else 0
+
+    @property
     def usable_bytes_per_gpu(self) -> int:
-        """vLLM's requested_memory: ceil(gpu_memory_utilization x total)."""
+        """vLLM's requested_memory, ceil(gpu_memory_utilization x total); 0.34.0's extensible
+        cache caps it at total - in use at start - margin."""
+        if self.rule == "extensible":
+            return capacity_formulas.usable_extensible(
+                self.gpu_mem_util, self.total_memory_bytes_per_gpu, self.in_use_bytes,
+                self.peak_bytes)
         return capacity_formulas.usable(self.gpu_mem_util, self.total_memory_bytes_per_gpu)
 
     @property
@@ -327,10 +446,17 @@ class Deployment:
 
     @property
     def kv_budget_bytes_per_gpu(self) -> int:
-        """Usable memory left for the cache; negative when the weights do not fit."""
+        """Usable memory left for the cache, by the release's rule (:attr:`rule`); negative
+        when the weights do not fit."""
+        weights = self.weights_bytes_per_gpu + self.draft_weights_bytes_per_gpu
+        if self.rule == "kv_cache_memory_bytes":
+            return self.kv_cache_memory
+        if self.rule == "extensible":
+            return capacity_formulas.kv_budget_extensible(
+                self.gpu_mem_util, self.total_memory_bytes_per_gpu, self.in_use_bytes, weights,
+                self.resident_bytes, self.peak_bytes)
         return capacity_formulas.kv_budget(
-            self.gpu_mem_util, self.total_memory_bytes_per_gpu,
-            self.weights_bytes_per_gpu + self.draft_weights_bytes_per_gpu, self.overhead_bytes)
+            self.gpu_mem_util, self.total_memory_bytes_per_gpu, weights, self.overhead_bytes)
 
     def target_kv_per_sequence(self, context: int, block_size: int | None = None) -> int:
         bs = self.block_size if block_size is None else block_size
@@ -369,6 +495,8 @@ class Deployment:
                         self.bytes_per_sequence_per_gpu(context))
 
     def max_sequences_per_replica(self, context: int) -> int:
+        if self.rule != "profiled":
+            return max(0, self.kv_budget_bytes_per_gpu) // self.bytes_per_sequence_per_gpu(context)
         return capacity_formulas.sessions(
             self.gpu_mem_util, self.total_memory_bytes_per_gpu,
             self.weights_bytes_per_gpu + self.draft_weights_bytes_per_gpu, self.overhead_bytes,

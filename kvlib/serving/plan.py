@@ -10,10 +10,10 @@ from kvlib.core.dtypes import bytes_per_element
 from kvlib.core.units import fmt_bytes
 from kvlib.models.spec import ModelSpec
 from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.deployment import VLLM_DEFAULTS, Deployment
 from kvlib.serving.gpus import GPU
 from kvlib.serving.kv import sequence_shares
-from kvlib.serving.vllm_layout import VLLM_RELEASE, vllm_layout
+from kvlib.serving.vllm_layout import vllm_layout
 
 __all__ = ["Plan", "make_plan", "plan"]
 
@@ -79,12 +79,20 @@ class Plan:
     vllm_padding_layers: int | None = None
     vllm_blocks_per_request: int | None = None
     vllm_block_sizes: dict | None = None  # kind -> tokens per block, where groups differ
+    vllm: str = ""  # the vLLM release whose defaults and budget rule apply
+    budget_rule: str = ""  # "extensible" (0.34.0), "profiled" (0.33.0), "kv_cache_memory_bytes"
+    in_use_bytes_per_gpu: int | None = None  # 0.34.0's terms, assumed (see assumptions)
+    margin_bytes_per_gpu: int | None = None
+    resident_bytes_per_gpu: int | None = None
+    peak_bytes_per_gpu: int | None = None
+    assumptions: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict:
         """JSON-ready: ints stay exact, the utilization is a float, seconds a float."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["gpu_mem_util"] = float(self.gpu_mem_util)
         d["notes"] = list(self.notes)
+        d["assumptions"] = list(self.assumptions)
         return d
 
 
@@ -102,16 +110,26 @@ def make_plan(dep: Deployment, context: int) -> Plan:
     per_replica = max(0, budget) // (per_seq + state)
     fits, reason = True, ""
     fixed = (dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu
-             + dep.overhead_bytes)
-    if budget <= 0:
+             + dep.overhead_bytes_per_gpu)
+    draft = (f" + draft weights {_gb(dep.draft_weights_bytes_per_gpu)}"
+             if dep.draft is not None else "")
+    if dep.rule == "kv_cache_memory_bytes" and (
+            fixed + budget > dep.total_memory_bytes_per_gpu):
         fits = False
-        draft = (f" + draft weights {_gb(dep.draft_weights_bytes_per_gpu)}"
-                 if dep.draft is not None else "")
         reason = (f"does not fit: weights {_gb(dep.weights_bytes_per_gpu)}{draft} + "
-                  f"overhead {_gb(dep.overhead_bytes)} = {_gb(fixed)} per GPU exceed the "
-                  f"usable {_gb(usable)} (gpu_memory_utilization "
-                  f"{float(dep.gpu_mem_util):g} x {_gb(dep.total_memory_bytes_per_gpu)} "
-                  f"{gpu.name}); use "
+                  f"kv_cache_memory_bytes {_gb(budget)} exceed the "
+                  f"{_gb(dep.total_memory_bytes_per_gpu)} of the {gpu.name}")
+    elif budget <= 0:
+        fits = False
+        how = (f"gpu_memory_utilization {float(dep.gpu_mem_util):g} x "
+               f"{_gb(dep.total_memory_bytes_per_gpu)} {gpu.name}")
+        if dep.rule == "extensible":
+            how = (f"vLLM {dep.vllm}: the smaller of {how} and the total less "
+                   f"{_gb(dep.in_use_bytes)} in use at start and a margin of "
+                   f"{_gb(dep.margin_bytes)}")
+        reason = (f"does not fit: weights {_gb(dep.weights_bytes_per_gpu)}{draft} + "
+                  f"overhead {_gb(dep.overhead_bytes_per_gpu)} = {_gb(fixed)} per GPU exceed "
+                  f"the usable {_gb(usable)} ({how}); use "
                   f"more tensor parallelism, smaller weights or a larger GPU")
     elif per_replica == 0:
         fits = False
@@ -132,7 +150,7 @@ def make_plan(dep: Deployment, context: int) -> Plan:
                 dep.decode_read_bytes_per_gpu(per_replica), live, per_replica, bandwidth))
             experts = round(float(expected_distinct_experts(
                 layout.experts, layout.per_token, per_replica)), 2)
-    notes = list(dep.model.assumptions)
+    notes = [_budget_note(dep)] + list(dep.model.assumptions)
     notes += _weights_notes(dep)
     limit = dep.model.max_position_embeddings
     if limit is not None and context > limit:
@@ -151,7 +169,7 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         memory_basis=dep.memory_basis, usable_bytes_per_gpu=usable,
         weights_bytes_per_gpu=dep.weights_bytes_per_gpu,
         draft_weights_bytes_per_gpu=dep.draft_weights_bytes_per_gpu,
-        overhead_bytes_per_gpu=dep.overhead_bytes, kv_budget_bytes_per_gpu=budget,
+        overhead_bytes_per_gpu=dep.overhead_bytes_per_gpu, kv_budget_bytes_per_gpu=budget,
         kv_bytes_per_sequence_per_gpu=per_seq,
         draft_kv_bytes_per_sequence_per_gpu=draft_per_seq,
         live_kv_bytes_per_sequence_per_gpu=live,
@@ -168,7 +186,53 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         draft=dep.draft.name if dep.draft is not None else None,
         fits=fits, reason=reason, notes=tuple(notes),
         state_bytes_per_sequence_per_gpu=state, **vllm,
+        vllm=dep.vllm, budget_rule=dep.rule,
+        in_use_bytes_per_gpu=dep.in_use_bytes if dep.rule == "extensible" else None,
+        margin_bytes_per_gpu=dep.margin_bytes, resident_bytes_per_gpu=dep.resident_bytes,
+        peak_bytes_per_gpu=dep.peak_bytes, assumptions=tuple(_assumptions(dep)),
     )
+
+
+def _gib(n: int) -> str:
+    return fmt_bytes(n, "GiB")
+
+
+def _budget_note(dep: Deployment) -> str:
+    """Which release and which budget rule the plan used (docs/capacity.md)."""
+    if dep.rule == "kv_cache_memory_bytes":
+        off = (", which also turns its extensible KV cache off"
+               if VLLM_DEFAULTS[dep.vllm]["rule"] == "extensible" else "")
+        return (f"budget: vLLM {dep.vllm} with kv_cache_memory_bytes {dep.kv_cache_memory:,} "
+                f"B ({_gib(dep.kv_cache_memory)}) per GPU{off}: the KV budget is that, "
+                "whatever the weights and the utilization")
+    if dep.rule == "extensible":
+        return (f"budget: vLLM {dep.vllm}'s extensible KV cache (its default on CUDA and "
+                "ROCm), sized after warmup and CUDA-graph capture: min(ceil(u M), M - in use "
+                "at start - margin) - weights - non-torch - graph pool - peak, margin = "
+                f"max(1 GiB, 0.75 x peak), u = {float(dep.gpu_mem_util):g}"
+                + (" (below 1.0 it shrinks the cache)" if dep.gpu_mem_util < 1 else
+                   " (its default)"))
+    return (f"budget: vLLM {dep.vllm}'s profiled budget: ceil(u M) - weights - overhead, "
+            f"u = {float(dep.gpu_mem_util):g}")
+
+
+def _assumptions(dep: Deployment) -> list[str]:
+    """What vLLM measures at start-up and kvlib can only assume, each with its value and the
+    option that overrides it."""
+    if dep.rule == "kv_cache_memory_bytes":
+        return []
+    if dep.rule == "profiled":
+        return [f"non-KV memory besides the weights (activation peak, non-torch memory, "
+                f"CUDA-graph estimate): {_gib(dep.overhead_bytes)} (--overhead-gib)"]
+    return [f"in use when vLLM starts (CUDA context, other processes): {_gib(dep.in_use_bytes)} "
+            "(--in-use-gib)",
+            f"activation peak of the profiling run: {_gib(dep.activation_peak_bytes)} "
+            "(--activation-peak-gib)",
+            f"CUDA-graph pool (and vLLM's estimate of it): {_gib(dep.graph_pool_bytes)} "
+            "(--graph-pool-gib)",
+            f"non-torch memory (NCCL, cuBLAS): {_gib(dep.non_torch_bytes)} (--non-torch-gib)",
+            f"peak kept free = activation peak + graph estimate = {_gib(dep.peak_bytes)}, "
+            "warmup's own peak and torch's reservation growth assumed no larger"]
 
 
 def _weights_notes(dep: Deployment) -> list[str]:
@@ -188,21 +252,23 @@ def _weights_notes(dep: Deployment) -> list[str]:
 
 
 def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:
-    """What vLLM 0.33.0 would log for the same KV budget, model and max_model_len."""
+    """What vLLM ``dep.vllm`` would log for the same KV budget, model and max_model_len."""
     keys = ("vllm_max_concurrency", "vllm_block_size", "vllm_kv_cache_groups",
             "vllm_padding_layers", "vllm_blocks_per_request", "vllm_block_sizes")
     if dep.draft is not None or dep.dcp > 1:
         notes.append("vllm_max_concurrency: not computed with a draft model or DCP")
         return dict.fromkeys(keys)
     try:
+        default = VLLM_DEFAULTS[dep.vllm]["block_size"]
         layout = vllm_layout(dep.model, context, dep.kv_dtype, dep.tp, dep.gpu,
-                             block_size=dep.block_size if dep.block_size != 16 else None)
+                             block_size=dep.block_size if dep.block_size != default else None,
+                             release=dep.vllm)
     except ValueError as e:
         notes.append(f"vllm_max_concurrency: not computed ({e})")
         return dict.fromkeys(keys)
-    notes += [f"vLLM {VLLM_RELEASE}: {n}" for n in layout.notes]
+    notes += [f"vLLM {dep.vllm}: {n}" for n in layout.notes]
     if dep.kv_dtype in ("int8", "int4"):
-        notes.append(f"vLLM {VLLM_RELEASE} has no plain {dep.kv_dtype} kv_cache_dtype (its "
+        notes.append(f"vLLM {dep.vllm} has no plain {dep.kv_dtype} kv_cache_dtype (its "
                      f"{dep.kv_dtype}_per_token_head adds two fp32 scales per token and head, "
                      "vllm/config/cache.py:44-67): the figure is the cache at "
                      f"{bytes_per_element(dep.kv_dtype)} B per element alone")
