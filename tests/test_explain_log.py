@@ -153,9 +153,10 @@ def test_json(capsys):
     assert blocks["printed"] == "1478" and blocks["status"] == "ok"
 
 
-def test_v033_one_line_form(capsys, tmp_path):
-    """vLLM 0.33's single capacity line (made up here from kvlib's own figures for one rank of
-    the 8 x L40S run: 14,834 blocks): read as rules v1-0.33, tokens = int(concurrency x L)."""
+def test_v028_one_line_form(capsys, tmp_path):
+    """vLLM 0.28's single capacity line (0.28.0 kv_cache_utils.py:1869-1875), made up here for one
+    rank of the 8 x L40S run (14,834 blocks: 14,834 x 16 = 237,344 tokens, 14,834 / 2,048 =
+    7.24x): read as rules v1-0.28, tokens = int(concurrency x L)."""
     text = ("(Worker pid=1) INFO 01-01 00:00:00 [gpu_worker.py:775] Available KV cache memory: "
             "10.64 GiB\n(EngineCore pid=2) INFO 01-01 00:00:00 [kv_cache_utils.py:1150] GPU KV "
             "cache size: 237,344 tokens, Maximum concurrency for 32,768 tokens per request: "
@@ -163,7 +164,7 @@ def test_v033_one_line_form(capsys, tmp_path):
     log = read_log_text(text)
     from kvlib.models.catalog import load_model
     e = explain(log, load_model(Q235), tp=8)
-    assert e.rules == "v1-0.33" and e.ok
+    assert e.rules == "v1-0.28" and e.ok
     assert [c.status for c in e.checks if c.status != "info"] == ["ok", "ok"]
     bad = read_log_text(text.replace("7.24x", "7.34x"))
     assert not explain(bad, load_model(Q235), tp=8).ok
@@ -215,3 +216,162 @@ def test_a_tp_the_heads_do_not_allow_is_refused(capsys):
     log = str(LOGS / "qwen3-next-80b-a3b_w4a16_2xL40S_tp2_kvfp8_v0.13.0.log")
     assert main(["explain-log", log, "--model", "qwen3-next-80b-a3b", "--tp", "3"]) == 2
     assert capsys.readouterr().err.startswith("kvlib explain-log: error: --tp 3: ")
+
+
+# ---------------------------------------------------------------- the start-up failure (issue 32)
+
+FAIL_8B = "llama-3.1-8b_v0.10_mlperf-automations-issue550.log"
+FAIL_FP8 = "qwen3-30b-a3b-shape_kvfp8_issue25350.log"
+FAIL_PP = "qwen3-coder-30b-a3b-fp8_pp2_v0.15.2_issue34076.log"
+# log, arguments, (needed bytes, bytes per block, printed M) each worked out by hand:
+FAILURES = {
+    # Llama 3.1 8B: 32 layers x 16 tokens x (K + V) x 8 heads x 128 x 2 B = 2,097,152 B a block;
+    # 131,072 tokens = 8,192 blocks = 16 GiB exactly. M = 40,304 = 2,519 blocks x 16, and
+    # 4.92 GiB +- 0.005 holds 4.915 x 512 = 2,516.5 to 4.925 x 512 = 2,521.6 blocks
+    FAIL_8B: (["--model", "llama-3.1-8b"], (8192 * 2_097_152, 2_097_152, 40_304, 2516, 2521)),
+    # 48 layers x 16 x 2 x 4 heads x 128 x 1 B (fp8) = 786,432 B; ceil(221,000 / 16) = 13,813
+    # blocks = 10,862,985,216 B = 10.117 GiB; M = 122,080 = 7,630 blocks; 5.59 GiB +- 0.005 =
+    # 5.585 x 2^30 / 786,432 = 7,625.4 to 5.595 x 1,365.33 = 7,639.0 blocks
+    FAIL_FP8: (["--model", Q30, "--kv-dtype", "fp8"], (13_813 * 786_432, 786_432, 122_080,
+                                                       7625, 7639)),
+    # the same 48-layer shape in bf16: 1,572,864 B a block; 262,144 / 16 = 16,384 blocks =
+    # 24 GiB; M = 34,736 = 2,171 blocks; 3.18 GiB +- 0.005 = 2,167.5 to 2,174.3 blocks
+    FAIL_PP: (["--model", Q30], (16_384 * 1_572_864, 1_572_864, 34_736, 2167, 2174)),
+}
+
+
+@pytest.mark.parametrize("name", list(FAILURES))
+def test_start_up_failure_is_explained(capsys, name):
+    args, (need, bpb, m, lo_blocks, hi_blocks) = FAILURES[name]
+    code, out, err = _run(capsys, LOGS / name, *args, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    got = {c["quantity"]: c for c in d["checks"]}
+    x = got["KV cache one request needs"]
+    assert x["status"] == "ok" and f"= {need:,} B" in x["formula"]
+    assert m % 16 == 0 and lo_blocks <= m // 16 <= hi_blocks  # the hand check itself
+    est = got["estimated maximum model length"]
+    assert est["status"] == "ok" and est["printed"] == str(m)
+    assert est["kvlib"] == f"{lo_blocks * 16:,} to {hi_blocks * 16:,}"
+    assert got["to fit: shorter context"]["kvlib"] == f"--max-model-len {m:,}"
+    assert d["settings"]["bytes_per_block"] == bpb
+
+
+def test_what_would_make_the_8b_fit(capsys):
+    """Each remedy kvlib's: fp8 halves 16 GiB to 8 (still over 4.92); TP=4 gives 16 / 4 = 4 GiB
+    per rank (TP=2's 8 GiB does not fit); the utilization needs the GPU's total."""
+    code, out, _ = _run(capsys, LOGS / FAIL_8B, "--model", "llama-3.1-8b", "--json")
+    got = {c["quantity"]: c for c in json.loads(out)["checks"]}
+    assert got["to fit: fp8 KV cache (--kv-cache-dtype fp8)"]["kvlib"].startswith(
+        "8.00 GiB needed, does not fit; longest 80,512 tokens")  # floor(4.915 x 1,024) x 16
+    assert got["to fit: more tensor parallelism"]["kvlib"] == "TP=4"
+    assert "TP=2: 8.00 GiB; TP=4: 4.00 GiB" in got["to fit: more tensor parallelism"]["formula"]
+    assert got["to fit: gpu_memory_utilization"]["kvlib"] == "pass --gpu"
+    # with a GPU: 16 GiB - 4.915 GiB = 11.085 GiB short; H100 80GB's CUDA total 79.22 GiB
+    # (kvlib's catalog) -> 11.085 / 79.22 = 0.1399 -> +0.14 on top of the utilization used
+    from kvlib.serving.gpus import get_gpu
+    total = get_gpu("H100-80GB").total_memory_bytes
+    assert abs(total / 2**30 - 79.22) < 0.01
+    code, out, _ = _run(capsys, LOGS / FAIL_8B, "--model", "llama-3.1-8b", "--gpu",
+                        "H100-80GB", "--json")
+    got = {c["quantity"]: c for c in json.loads(out)["checks"]}
+    assert got["to fit: gpu_memory_utilization"]["kvlib"] == "+0.14"
+
+
+@pytest.mark.parametrize("name, args, old, new, line", [
+    (FAIL_8B, ["--model", "llama-3.1-8b"], "length is 40304", "length is 40400", 1),
+    (FAIL_FP8, ["--model", Q30, "--kv-dtype", "fp8"], "(10.12 GiB", "(10.22 GiB", 9),
+    (FAIL_PP, ["--model", Q30], "length is 34736", "length is 34800", 1),
+])
+def test_start_up_failure_changed_disagrees(capsys, tmp_path, name, args, old, new, line):
+    text = (LOGS / name).read_text(encoding="utf-8")
+    assert old in text
+    (tmp_path / name).write_text(text.replace(old, new, 1), encoding="utf-8")
+    code, _, err = _run(capsys, tmp_path / name, *args)
+    assert code == 1 and err.startswith(f"kvlib explain-log: line {line} ")
+
+
+def test_start_up_failure_without_a_model_asks_for_one(capsys):
+    code, out, err = _run(capsys, LOGS / FAIL_8B)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("kvlib explain-log: error: line 1 is vLLM's start-up failure (16.00 GiB "
+                          "for 131,072 tokens) and the log names no model: pass --model")
+
+
+def test_largest_fitting_len_is_vllms_search():
+    """Against a brute force: 100 B a 16-token block, 1,000 B hold 10 blocks = 160 tokens."""
+    from kvlib.serving.vllm_log.failure import largest_fitting_len
+
+    def need(n):
+        return -(-n // 16) * 100
+    for budget, cap in [(1000, 1000), (1000, 150), (99, 1000), (100, 1000), (1099, 170)]:
+        brute = max((n for n in range(1, cap + 1) if need(n) <= budget), default=0)
+        assert largest_fitting_len(need, budget, cap) == brute
+    assert largest_fitting_len(need, 1000, 1000) == 160
+
+
+def test_older_wording_and_format_are_read():
+    """0.8's line has no estimate; 0.27 on say "model's" and print 24.0, not 24.00."""
+    old = ("ValueError: To serve at least one request with the models's max seq len (1048576), "
+           "(24.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+           "(9.97 GiB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+           "when initializing the engine.")
+    f = read_log_text(old).found[0]
+    assert f.kind == "kv_failure" and f.values == ("1048576", "24.00", "9.97", None)
+    new = old.replace("models's", "model's").replace("24.00", "24.0")
+    assert read_log_text(new).found[0].values[:2] == ("1048576", "24.0")
+
+
+# ---------------------------------------------------------------- ranks pasted together
+
+def test_ranks_pasted_together_use_the_minimum(capsys, tmp_path):
+    """Built from a real log by the rule, labelled as such: the 8 x L40S log's eight real
+    "Available KV cache memory" lines (lines 320-327, 10.64 to 10.68 GiB), then the one line
+    vLLM 0.28+ prints for the engine, for the smallest rank's blocks. Rank 2's exact budget gives
+    14,834 blocks (test_exact_budget_of_each_rank); 14,834 / 2,048 blocks per request = 7.243x;
+    int(7.243... x 32,768) = 237,344 tokens."""
+    lines = (LOGS / "qwen3-235b-a22b-fp8_8xL40S_tp8_v0.10.2.log").read_text(
+        encoding="utf-8").splitlines()[319:327]
+    assert all("Available KV cache memory" in x for x in lines)
+    built = "\n".join(lines) + (
+        "\n(EngineCore_DP0 pid=1944) INFO 09-24 20:53:41 [kv_cache_utils.py:1870] GPU KV cache "
+        "size: 237,344 tokens, Maximum concurrency for 32,768 tokens per request: 7.24x\n")
+    (tmp_path / "ranks.log").write_text(built, encoding="utf-8")
+    code, out, err = _run(capsys, tmp_path / "ranks.log", "--model", Q235, "--tp", "8")
+    assert code == 0, err
+    assert ("lines from 8 TP ranks (ranks 0, 1, 2, 3, 4, 5, 6, 7), budgets 10.64 to 10.68 GiB: "
+            "vLLM uses the minimum across ranks") in out
+    # the largest rank's budget would give more: 10.68 GiB - 0.005 = 14,891 blocks at least
+    bad = built.replace("237,344 tokens", f"{14_891 * 16:,} tokens")
+    (tmp_path / "bad.log").write_text(bad, encoding="utf-8")
+    assert _run(capsys, tmp_path / "bad.log", "--model", Q235, "--tp", "8")[0] == 1
+
+
+# ---------------------------------------------------------------- vLLM 0.34's new lines
+
+def test_v034_warmup_and_extended_lines():
+    """No public 0.34 log yet (released 2026-11-16): these lines are written by hand from the
+    format strings (v1/worker/extensible_kv_cache.py:693-705, :536-540) for Llama 3.1 8B,
+    TP=1, bf16, 64-token blocks: 32 layers x 64 x 2 x 8 x 128 x 2 B = 8,388,608 B a block;
+    5,000 blocks = 41,943,040,000 B = 39.0625 GiB -> "39.06"; kept = max(2.1, 0.4) = 2.1."""
+    text = (
+        "(EngineCore pid=1) INFO 11-20 10:00:00 [llm_engine.py:1] vLLM API server version 0.34.0\n"
+        "(Worker pid=2) INFO 11-20 10:00:01 [extensible_kv_cache.py:694] Memory after warmup: "
+        "40.12 GiB free, 1.0 GiB committed to the KV cache, 2.1 GiB kept for transient "
+        "activations (2.1 GiB allocated at peak, 0.4 GiB of torch reservation growth); 5000 KV "
+        "cache blocks (39.06 GiB) fit within the requested 60.0 GiB. Torch may reserve up to "
+        "3.5 GiB.\n"
+        "(Worker pid=2) INFO 11-20 10:00:02 [extensible_kv_cache.py:536] Extended KV cache to "
+        "5000 blocks (39.06 GiB).\n")
+    from kvlib.models.catalog import load_model
+    e = explain(read_log_text(text), load_model("llama-3.1-8b"))
+    assert e.settings["bytes_per_block"] == 8_388_608 and e.settings["block_size"] == 64
+    got = {c.quantity: c.status for c in e.checks}
+    assert got == {"kept for transient activations": "ok",
+                   "KV cache blocks after warmup (GiB)": "ok",
+                   "blocks within the requested memory": "ok",
+                   "extended KV cache (GiB, mapped)": "ok",
+                   "extended blocks vs the blocks that fit after warmup": "ok"}
+    for old, new in [("(39.06 GiB) fit", "(39.16 GiB) fit"), ("2.1 GiB kept", "2.5 GiB kept"),
+                     ("to 5000 blocks", "to 5001 blocks")]:
+        assert not explain(read_log_text(text.replace(old, new)), load_model("llama-3.1-8b")).ok

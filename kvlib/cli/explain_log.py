@@ -30,10 +30,12 @@ _STATUS = {"ok": "ok", "mismatch": "DISAGREES", "info": "info", "unexplained": "
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "explain-log", help="check every number of a vLLM start-up log against kvlib",
-        description="Read a vLLM start-up log (V1 engines 0.8 to 0.33, V0 'Memory profiling' "
+        description="Read a vLLM start-up log (V1 engines 0.8 to 0.34, V0 'Memory profiling' "
                     "and '# GPU blocks' lines) and work out each KV-cache number it prints "
                     "with kvlib's formulas: memory budget, blocks, tokens, concurrency, "
-                    "padding layers, mamba block sizes. Exit status 1 when one disagrees.")
+                    "padding layers, mamba block sizes, the start-up failure 'KV cache is "
+                    "needed, which is larger than the available KV cache memory' (and what "
+                    "would make it fit). Exit status 1 when one disagrees.")
     p.add_argument("log", help="the log file")
     p.add_argument("--model", default=None, metavar="NAME_OR_CONFIG",
                    help="a bundled model or a config.json (default: the model the log's "
@@ -128,6 +130,13 @@ def _load(args, log: VllmLog):
     if name is None:
         name, source = model_name(log), "the log's engine-config line"
         if name is None:
+            fail = next((f for f in log.found if f.kind == "kv_failure"), None)
+            if fail is not None:
+                raise ValueError(
+                    f"line {fail.line.number} is vLLM's start-up failure ({fail.values[1]} GiB "
+                    f"for {int(fail.values[0]):,} tokens) and the log names no model: pass "
+                    "--model NAME_OR_CONFIG (and --gpu, --tp, --kv-dtype where they differ "
+                    "from one GPU's bf16 cache)")
             return None, "the log names no model; only the memory arithmetic is checked", None
         try:
             model = load_model(name)

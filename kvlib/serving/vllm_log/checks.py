@@ -6,6 +6,7 @@ from fractions import Fraction
 
 from kvlib.models.spec import STATEFUL, ModelSpec
 from kvlib.serving.vllm_layout import state_page_bytes
+from kvlib.serving.vllm_log.failure import explain_failures
 from kvlib.serving.vllm_log.numbers import (
     HALF,
     Check,
@@ -20,6 +21,7 @@ from kvlib.serving.vllm_log.numbers import (
 )
 from kvlib.serving.vllm_log.reading import Found, VllmLog
 from kvlib.serving.vllm_log.rules import (
+    ENGINE_WIDE,
     _budget_blocks,
     _concurrency_of,
     _layout_words,
@@ -57,7 +59,7 @@ def _span(values: list[int]) -> str:
 def _v1_capacity(c: _Checks, s: _Setup, avail: Found | None, exact: int | None,
                  tokens: Found | None, conc: Found | None, capacity: Found | None,
                  pairing: str) -> None:
-    """Check one rank's (or, in 0.33, the engine's) tokens and concurrency lines."""
+    """Check one rank's (or, from 0.27, the engine's) tokens and concurrency lines."""
     targets = [f for f in (capacity, tokens, conc) if f is not None]
     why = s.why_not if s.layout is None else "no \"Available KV cache memory\" line to " \
         "start from" if avail is None and exact is None else ""
@@ -153,11 +155,11 @@ def _pair_v1(log: VllmLog, c: _Checks, s: _Setup) -> None:
         if not caps:
             continue
         ranked = sorted(avail, key=lambda a: (a.line.rank is None, a.line.rank or 0))
-        if s.rules == "v1-0.33" and len(caps) == 1 and len(avail) > 1:
+        if s.rules in ENGINE_WIDE and len(caps) == 1 and len(avail) > 1:
             # one line for the engine: the smallest rank's blocks (all ranks are cut to it)
             low = min(avail, key=lambda a: _frac(a.values[0]))
             _v1_capacity(c, s, low, exact.get((run, low.line.rank)), caps[0][1], caps[0][2],
-                         caps[0][0], "vLLM cuts every rank to the smallest")
+                         caps[0][0], _ranks_words(avail))
             continue
         if len(caps) == len(ranked):
             ranks_known = all(a.line.rank is not None for a in ranked)
@@ -175,6 +177,8 @@ def _pair_v1(log: VllmLog, c: _Checks, s: _Setup) -> None:
         # Counts differ (a pasted excerpt lost a line): match each capacity line to a budget
         # line that explains it; one that none explains is a mismatch against the lowest.
         how = f"{len(caps)} capacity line(s) for {len(avail)} budget line(s)"
+        if len({a.line.rank for a in avail} - {None}) > 1:
+            how += " " + _ranks_words(avail, minimum=False)
         for cap, tok, conc in caps:
             matched = None
             for a in sorted(avail, key=lambda a: _frac(a.values[0])):
@@ -189,6 +193,64 @@ def _pair_v1(log: VllmLog, c: _Checks, s: _Setup) -> None:
                           f"{matched.line.number})" if matched else
                           f"{how}: none explains it; compared with the lowest budget")
                          if avail else "")
+
+
+def _ranks_words(avail: list[Found], minimum: bool = True) -> str:
+    """Budget lines of several ranks pasted together, said as such: vLLM takes the smallest
+    rank's block count for every rank (get_kv_cache_configs: 0.27.0 kv_cache_utils.py:2210-2221,
+    0.34.0 v1/core/kv_cache_planning.py:1671-1683), so different budgets are no disagreement."""
+    ranks = sorted({a.line.rank for a in avail} - {None})
+    values = {a.values[0] for a in avail}
+    who = (f"lines from {len(ranks)} TP ranks (ranks {', '.join(map(str, ranks))})" if ranks
+           else f"{len(avail)} budget lines without rank prefixes")
+    if not minimum:
+        return f"({who}, each paired with a line it explains)"
+    spread = f", budgets {min(values, key=_frac)} to {max(values, key=_frac)} GiB" \
+        if len(values) > 1 else ""
+    return f"{who}{spread}: vLLM uses the minimum across ranks"
+
+
+def _explain_extensible(log: VllmLog, c: _Checks, s: _Setup) -> None:
+    """vLLM 0.34's "Memory after warmup" and "Extended KV cache to N blocks" lines
+    (v1/worker/extensible_kv_cache.py:693-705, :536-540): their arithmetic, and the blocks
+    against kvlib's bytes per block."""
+    bpb = s.layout.bytes_per_block if s.layout is not None else None
+    warm: dict[int | None, Found] = {}
+    for f in log.found:
+        if f.kind == "warmup":
+            free, committed, kept, peak, growth, n, size, requested, limit = f.values
+            warm[f.line.rank] = f
+            most = max(_frac(peak), _frac(growth))
+            c.add(f, "kept for transient activations", kept + " GiB", f"{_g(most)} GiB",
+                  f"max(allocated at peak {peak}, torch reservation growth {growth}) "
+                  "(each printed to 0.01 GiB)", abs(_frac(kept) - most) <= 2 * HALF)
+            if bpb is None:
+                c.add(f, "KV cache blocks after warmup", f"{n} ({size} GiB)", "-", "", None,
+                      s.why_not)
+                continue
+            b = int(n) * bpb
+            c.add(f, "KV cache blocks after warmup (GiB)", size + " GiB",
+                  f"{_g(Fraction(b, GiB))} GiB", f"{int(n):,} blocks x {bpb:,} B per block "
+                  f"({_layout_words(s)}) = {b:,} B", _round2_matches(size, Fraction(b, GiB)))
+            _, hi = _bytes_range(requested)
+            c.add(f, "blocks within the requested memory", n, f"at most {hi // bpb:,}",
+                  f"floor({requested} GiB + 0.005 / {bpb:,} B per block)", int(n) <= hi // bpb)
+        elif f.kind == "extended":
+            n, size = int(f.values[0]), f.values[1]
+            if bpb is None:
+                c.add(f, "extended KV cache", f"{n:,} blocks ({size} GiB)", "-", "", None,
+                      s.why_not)
+                continue
+            least = Fraction(n * bpb, GiB)
+            c.add(f, "extended KV cache (GiB, mapped)", size + " GiB", f"at least {_g(least)} GiB",
+                  f"{n:,} blocks x {bpb:,} B per block, each tensor then rounded up to the "
+                  "2 MiB granule (the tensor count is not printed)",
+                  _frac(size) + HALF >= least)
+            w = warm.get(f.line.rank)
+            if w is not None:
+                c.add(f, "extended blocks vs the blocks that fit after warmup", f"{n:,}",
+                      f"at most {int(w.values[5]):,}", f"line {w.line.number}; the engine "
+                      "commits the smallest rank's count", n <= int(w.values[5]))
 
 
 def _exact_agrees(n: int | None, avail: Found) -> bool:
@@ -461,14 +523,20 @@ def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
     _explain_padding(log, c, s)
     _explain_loading(log, c, s, weights_bytes)
     _explain_graphs(log, c)
+    explain_failures(log, c, s, gpu)
+    _explain_extensible(log, c, s)
     failed = [f for f in log.found if f.kind == "failed"]
     negative = [f for f in log.found if f.kind == "available" and _frac(f.values[0]) < 0]
+    short = [f for f in log.found if f.kind in ("kv_failure", "no_kv_memory")]
     for f in failed:
-        c.add(f, "engine start", "failed",
-              "expected" if negative else "-",
-              f"the KV budget was negative (line {negative[0].line.number})" if negative
-              else "", True if negative else None,
-              "" if negative else "no negative budget before it: another cause")
+        if negative:
+            why = f"the KV budget was negative (line {negative[0].line.number})"
+        elif short:
+            why = f"the KV cache cannot hold one request (line {short[0].line.number})"
+        else:
+            why = ""
+        c.add(f, "engine start", "failed", "expected" if why else "-", why,
+              True if why else None, "" if why else "no negative budget before it: another cause")
     checks = sorted(c.out, key=lambda x: x.line.number)
     settings = {"tensor_parallel_size": s.tp, "kv_dtype": s.kv_dtype,
                 "block_size": s.block_size, "version": log.version, "rules": s.rules}

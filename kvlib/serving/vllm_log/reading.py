@@ -101,6 +101,23 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
                        + r"% KV cache memory"),
     ("block_size", r"Setting kv cache block size to (\d+) for"),
     ("batched", r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"),
+    # The start-up failure (issue 32). The wording moved: "models's" up to at least 0.15,
+    # "model's" by 0.27.0; the needed figure "%.2f" in early releases, format_gib's
+    # str(round(x, 2)) ("24.0") later; the estimate sentence from PR 16168 (April 2025) on;
+    # what follows the figures (the hint) differs in every release and is not read.
+    # 0.34.0 v1/core/kv_cache_planning.py:99-131 (0.33.0 :50-87, 0.27.0 kv_cache_utils.py:778-788)
+    ("kv_failure", r"To serve at least one request with the models?'s max seq len \((\d+)\), ?"
+                   r"\(?" + _NUM + r" GiB KV ?cache is needed, which is larger than the "
+                   r"available KV cache memory \(" + _NUM + r" GiB\)\.(?: Based on the "
+                   r"available memory, the estimated maximum model length is (\d+)\.)?"),
+    ("no_kv_memory", r"No available memory for the cache blocks\."),
+    # vLLM 0.34's extensible KV cache: v1/worker/extensible_kv_cache.py:693-705 and :536-540
+    ("warmup", r"Memory after warmup: " + _NUM + r" GiB free, " + _NUM + r" GiB committed to "
+               r"the KV cache, " + _NUM + r" GiB kept for transient activations \(" + _NUM
+               + r" GiB allocated at peak, " + _NUM + r" GiB of torch reservation growth\); "
+               r"(\d+) KV cache blocks \(" + _NUM + r" GiB\) fit within the requested " + _NUM
+               + r" GiB\. Torch may reserve up to " + _NUM + " GiB"),
+    ("extended", r"Extended KV cache to (\d+) blocks \(" + _NUM + r" GiB\)"),
     ("failed", r"EngineCore failed to start|Engine core initialization failed"),
 ]]
 _RANK = re.compile(r"\((?:\w*?Worker\w*?_TP(\d+)\w*|[^)]*\brank[= ](\d+))\b[^)]*\)")

@@ -3,6 +3,8 @@ settings the log gives or the user supplies, and kvlib's layout on one rank."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -13,6 +15,9 @@ from kvlib.serving.vllm_layout import VllmLayout, vllm_layout
 from kvlib.serving.vllm_log.reading import VllmLog, _version_key
 
 __all__ = ["RULES"]
+
+#: whether kvlib's vLLM layout takes a release (0.33 or 0.34 rules)
+_RELEASES = "release" in inspect.signature(vllm_layout).parameters
 
 RULES = ("v0", "v1-0.8", "v1-0.11", "v1-0.27", "v1-0.28")
 
@@ -30,6 +35,9 @@ class _Setup:
     v0_block_bytes: int | None
     why_not: str  # why the layout is None
     block_size: int
+    #: kvlib's layout at another (max_model_len, kv dtype, TP) with the log's other settings
+    #: (same GPU, batched tokens, prefix caching, block size); ValueError where it cannot say
+    relayout: Callable[[int, str, int], VllmLayout] | None = None
 
 
 _KV_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16",
@@ -67,11 +75,18 @@ def _rules(log: VllmLog) -> str:
     if log.v0:
         return "v0"
     if any(f.kind == "capacity" for f in log.found):
-        return "v1-0.33"
+        return "v1-0.28"
     key = _version_key(log.version)
     if key is not None and key < (0, 9):
         return "v1-0.8"
+    if key is not None and key >= (0, 27):
+        return "v1-0.27"
     return "v1-0.11"
+
+
+#: The rules that print one capacity figure for the engine, after every rank's blocks are cut
+#: to the smallest rank's (0.27.0 kv_cache_utils.py:2210-2240; 0.28.0 :2213-2221)
+ENGINE_WIDE = ("v1-0.27", "v1-0.28")
 
 
 def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: str | None,
@@ -88,6 +103,11 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     user_bs = log.engine.get("block_size") or log.args.get("block_size")
     block = int(bs_line[-1].values[0]) if bs_line else int(user_bs) if user_bs and \
         str(user_bs).isdigit() else None
+    key = _version_key(log.version)
+    release = "0.34" if key is not None and key >= (0, 34) else "0.33"
+    if block is None and release == "0.34" and not log.v0:
+        block = 64  # 0.34.0 config/cache.py:185, DEFAULT_BLOCK_SIZE = 64 (16 before)
+        notes.append("vLLM 0.34: 64-token blocks, its default (hybrid pages align from 64)")
     if model is None:
         return _Setup(rules, tp_, None, None, None, "no model: the log names none (pass --model)",
                       block or 16)
@@ -117,9 +137,21 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     prefix = log.engine.get("enable_prefix_caching", log.args.get("enable_prefix_caching"))
     prefix_on = str(prefix) != "False"
     kwargs = dict(batched_tokens=n_batched, prefix_caching=prefix_on, block_size=block)
+    if _RELEASES:  # the log's release's rules: 0.34 for a log that says so, else 0.33's
+        kwargs["release"] = release
 
-    def layout(g):
-        return vllm_layout(model, _max_len(log), dtype, tp_, g, **kwargs)
+    def layout(g, n=None, d=dtype, t=tp_):
+        return vllm_layout(model, n or _max_len(log), d, t, g, **kwargs)
+
+    def relayout(n: int, d: str, t: int) -> VllmLayout:
+        if gpu:
+            return layout(get_gpu(gpu), n, d, t)
+        lays = {(x.block_size, x.bytes_per_block, x.blocks_per_request): x
+                for x in (layout(get_gpu(g), n, d, t) for g in ("H200", "L40S", "B200"))}
+        if len(lays) > 1:
+            raise ValueError(f"at {n:,} tokens, kv {d}, TP={t} vLLM's layout depends on the "
+                             "GPU, which the log does not name (pass --gpu)")
+        return next(iter(lays.values()))
 
     try:
         if gpu:
@@ -134,10 +166,10 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
             lay = next(iter(lays.values()))
     except ValueError as e:
         return _Setup(rules, tp_, dtype, None, None, f"kvlib's vLLM layout: {e}", block or 16)
-    if rules != "v1-0.33" and any(g.kind == "sliding" for g in lay.groups):
-        notes.append("sliding-window blocks per request follow vLLM 0.33's rule (window + "
+    if rules not in ENGINE_WIDE and any(g.kind == "sliding" for g in lay.groups):
+        notes.append("sliding-window blocks per request follow vLLM 0.27-0.34's rule (window + "
                      "in-flight tokens); older releases counted them differently")
-    return _Setup(rules, tp_, dtype, lay, None, "", lay.block_size)
+    return _Setup(rules, tp_, dtype, lay, None, "", lay.block_size, relayout)
 
 
 def _bytes(kv_dtype: str) -> Fraction:
@@ -151,6 +183,9 @@ def _max_len(log: VllmLog) -> int:
             return int(f.values[2].replace(",", ""))
         if f.kind == "concurrency":
             return int(f.values[0].replace(",", ""))
+    for f in log.found:
+        if f.kind == "kv_failure":
+            return int(f.values[0])
     raw = log.engine.get("max_seq_len") or log.args.get("max_model_len")
     try:
         return int(raw)
@@ -160,7 +195,7 @@ def _max_len(log: VllmLog) -> int:
 
 def _tokens_of(s: _Setup, blocks: int, max_len: int | None) -> int | None:
     lay = s.layout
-    if s.rules == "v1-0.33":
+    if s.rules in ENGINE_WIDE:
         return None if max_len is None else int(Fraction(blocks, lay.blocks_per_request)
                                                 * max_len)
     if s.rules == "v1-0.8":
@@ -176,9 +211,9 @@ def _concurrency_of(s: _Setup, blocks: int, max_len: int) -> Fraction:
 
 def _tokens_formula(s: _Setup, max_len: int | None) -> str:
     lay = s.layout
-    if s.rules == "v1-0.33":
+    if s.rules in ENGINE_WIDE:
         return (f"int(blocks / {lay.blocks_per_request:,} blocks per request x {max_len:,}) "
-                "(vLLM 0.33)")
+                "(vLLM 0.27 on)")
     if s.rules == "v1-0.8":
         return f"blocks x block size {lay.block_size:,}"
     return (f"blocks // {len(lay.groups)} KV-cache group{'s' if len(lay.groups) > 1 else ''} "
