@@ -78,3 +78,10 @@ def test_one_rule_per_release():
     assert cf.RULES["0.33.0"][2] is cf.KV_BUDGET
     assert cf.RULES["0.34.0"][0] == "extensible"
     assert cf.SYMBOLS["P"] in cf.KV_BUDGET_EXTENSIBLE.free_symbols
+
+
+def test_extensible_results_are_ints():
+    # JSON needs ints: max(P, T) of a Fraction peak must not leak a Fraction
+    for value in (cf.margin(3), cf.usable_extensible(1, 10**12, 1, 3),
+                  cf.kv_budget_extensible(1, 10**12, 1, 2, 3, 5)):
+        assert type(value) is int

@@ -30,7 +30,7 @@ def run_json(capsys, *argv):
 
 def test_json_has_the_required_fields_with_hand_values(capsys):
     rc, d, err = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "8", "--tp", "4",
-                          "--context", "131072")
+                          "--context", "131072", "--vllm", "0.33")
     assert rc == 0 and err == ""
     assert all(k in d for k in REQUIRED)
     # vLLM 0.33.0: ceil(0.92 x the CUDA total); an H200 reports 139.81 GiB = floor(13981 x
@@ -87,7 +87,7 @@ def test_flags_change_what_they_name(capsys):
     rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "h200", "--gpus", "4", "--tp", "4",
                         "--context", "1000", "--kv-dtype", "fp8", "--weight-dtype", "fp8",
                         "--gpu-mem-util", "0.95", "--block-size", "32", "--overhead-gib", "2",
-                        "--hbm-gib", "140")
+                        "--hbm-gib", "140", "--vllm", "0.33")
     assert rc == 0
     assert d["hbm_bytes_per_gpu"] == d["total_memory_bytes_per_gpu"] == 140 * GiB
     assert d["memory_basis"] == "datasheet"  # the override replaces the reported totals
@@ -147,7 +147,7 @@ def test_plan_that_does_not_fit_exits_1_with_one_clear_line(capsys):
 
 def test_not_fitting_json_says_why(capsys):
     rc, d, err = run_json(capsys, "llama-3.1-70b", "--gpu", "L40S", "--gpus", "2", "--tp", "2",
-                          "--context", "8192")
+                          "--context", "8192", "--vllm", "0.33")
     assert rc == 1 and d["fits"] is False and d["max_sequences"] == 0
     # an L40S reports 44.42 GiB; the bf16 checkpoint on two ranks: half of all but the norms
     usable = -(-(4442 * GiB // 100) * 92 // 100)
@@ -159,7 +159,7 @@ def test_not_fitting_json_says_why(capsys):
 
 def test_text_output_shows_the_budget(capsys):
     rc, out, _ = run(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
-                     "--context", "131072")
+                     "--context", "131072", "--vllm", "0.33")
     assert rc == 0
     assert "150.12 GB = 139.81 GiB" in out and "141 GB = 131.32 GiB" in out
     assert "138.11 GB = 128.63 GiB" in out  # ceil(0.92 x 150,119,844,413 B)
@@ -169,7 +169,7 @@ def test_text_output_shows_the_budget(capsys):
 
 def test_memory_flag_takes_the_datasheet(capsys):
     rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
-                        "--context", "131072", "--memory", "datasheet")
+                        "--context", "131072", "--memory", "datasheet", "--vllm", "0.33")
     assert rc == 0 and d["memory_basis"] == "datasheet"
     assert d["usable_bytes_per_gpu"] == 141_000_000_000 * 92 // 100 == 129_720_000_000
     assert any(n == "memory: the datasheet's 141 GB (--memory datasheet)" for n in d["notes"])
@@ -177,7 +177,7 @@ def test_memory_flag_takes_the_datasheet(capsys):
 
 def test_gpu_without_cuda_total_says_so(capsys):
     rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H100-NVL", "--gpus", "8", "--tp",
-                        "8", "--context", "32768")
+                        "8", "--context", "32768", "--vllm", "0.33")
     assert rc == 0 and d["memory_basis"] == "datasheet"
     assert d["usable_bytes_per_gpu"] == 94 * 10**9 * 92 // 100
     assert any("no CUDA-reported total for the H100-NVL" in n for n in d["notes"])
@@ -210,6 +210,20 @@ def test_moe_decode_lines(capsys):
      "--params must be a positive whole count"),
     (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--hbm-gib", "-1"],
      "--hbm-gib must be positive"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--vllm", "0.35"],
+     "argument --vllm: vLLM release must be one of 0.34.0, 0.33.0, got '0.35'"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--kv-cache-memory", "40XB"],
+     "argument --kv-cache-memory: must be a number of bytes such as 42949672960 or 40GiB"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--kv-cache-memory", "0.5"],
+     "argument --kv-cache-memory: must be a positive whole number of bytes, got '0.5'"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--overhead-gib", "2"],
+     "--overhead-gib 2: not a term of vLLM 0.34.0's budget"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--vllm", "0.33", "--graph-pool-gib",
+      "1"], "--graph-pool-gib 1: not a term of vLLM 0.33.0's budget (it takes --overhead-gib)"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--kv-cache-memory", "40GiB",
+      "--non-torch-gib", "1"], "--non-torch-gib 1: not used with --kv-cache-memory"),
+    (["llama-3.1-70b", "--gpu", "H200", "--context", "8", "--peak-gib", "1"],
+     "unrecognized arguments: --peak-gib 1"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     rc, out, err = run(capsys, *argv)
@@ -260,3 +274,74 @@ def test_review_mends_one_line_each(capsys, tmp_path):
     capsys.readouterr()
     assert main(["explain-log", str(tmp_path)]) == 2
     assert "is a folder, not a log file" in capsys.readouterr().err
+
+
+def _h200_llama_70b_tp4():
+    """The CUDA total of an H200 (139.81 GiB, kvlib/serving/gpus.py) and Llama 3.1 70B's bf16
+    weights on one of 4 ranks (a quarter of all but the 161 x 8,192 norm weights)."""
+    norms = (2 * 80 + 1) * 8192 * 2
+    return 13981 * GiB // 100, (141_107_412_992 - norms) // 4 + norms
+
+
+def test_vllm_0_34_budget_by_hand(capsys):
+    """vLLM 0.34.0's extensible cache (the default): u = 1.0, margin max(1 GiB, 0.75 P),
+    min(ceil(u M), M - M_0 - margin) - W - (non-torch + graph pool) - P."""
+    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                        "--context", "128K")
+    total, weights = _h200_llama_70b_tp4()
+    in_use, activation, graphs, non_torch = GiB // 2, 3 * GiB // 2, 2 * GiB, GiB // 2
+    peak = activation + graphs  # 3.5 GiB: the profiling peak + the CUDA-graph estimate
+    margin = max(GiB, peak * 3 // 4)  # 2.625 GiB
+    usable = min(total, total - in_use - margin)
+    budget = usable - weights - (non_torch + graphs) - peak
+    assert rc == 0 and d["vllm"] == "0.34.0" and d["budget_rule"] == "extensible"
+    assert d["gpu_mem_util"] == 1.0 and d["block_size"] == 64
+    assert d["margin_bytes_per_gpu"] == margin == 2_818_572_288
+    assert d["usable_bytes_per_gpu"] == usable == 146_764_401_213
+    assert d["kv_budget_bytes_per_gpu"] == budget == 105_043_118_653
+    assert d["max_sequences_per_replica"] == budget // (10 * GiB) == 9
+    assert any("(--graph-pool-gib)" in a and "2 GiB" in a for a in d["assumptions"])
+    assert d["notes"][0].startswith("memory:") and any(
+        n.startswith("budget: vLLM 0.34.0's extensible KV cache") for n in d["notes"])
+
+
+def test_vllm_0_34_with_a_utilization_below_one_shrinks_the_cache(capsys):
+    rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                        "--context", "128K", "--gpu-mem-util", "0.9", "--activation-peak-gib",
+                        "1", "--graph-pool-gib", "1", "--non-torch-gib", "0", "--in-use-gib", "0")
+    total, weights = _h200_llama_70b_tp4()
+    requested = -(-total * 9 // 10)  # below total - 0 - max(1 GiB, 1.5 GiB): it binds
+    assert d["usable_bytes_per_gpu"] == requested
+    assert d["kv_budget_bytes_per_gpu"] == requested - weights - GiB - 2 * GiB
+
+
+def test_vllm_flag_chooses_the_release(capsys):
+    _, d33, _ = run_json(capsys, "llama-3.1-8b", "--gpu", "H200", "--context", "8192",
+                         "--vllm", "v0.33.0")
+    _, d34, _ = run_json(capsys, "llama-3.1-8b", "--gpu", "H200", "--context", "8192",
+                         "--vllm", "0.34")
+    assert (d33["vllm"], d33["budget_rule"], d33["block_size"]) == ("0.33.0", "profiled", 16)
+    assert (d34["vllm"], d34["budget_rule"], d34["block_size"]) == ("0.34.0", "extensible", 64)
+    assert d33["gpu_mem_util"] == 0.92 and d33["overhead_bytes_per_gpu"] == 4 * GiB
+    assert not any("vLLM 0.34.0" in n for n in d33["notes"])
+    rc, out, _ = run(capsys, "llama-3.1-8b", "--gpu", "H200", "--context", "8192")
+    assert "vLLM 0.34.0 (extensible KV cache, measured after warmup)" in out.splitlines()[0]
+    assert "  assumed: in use when vLLM starts (CUDA context, other processes): 0.5 GiB" in out
+
+
+@pytest.mark.parametrize("release", ["0.34", "0.33"])
+def test_kv_cache_memory_plans_from_a_known_budget(capsys, release):
+    """vLLM's kv_cache_memory_bytes: the budget outright (in 0.34.0 the extensible cache off,
+    vllm/config/vllm.py:3203), whatever the weights and the utilization."""
+    for text in ("42949672960", "42,949,672,960", "40GiB", "40 GiB"):
+        rc, d, _ = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                            "--context", "128K", "--vllm", release, "--kv-cache-memory", text)
+        assert rc == 0 and d["budget_rule"] == "kv_cache_memory_bytes"
+        assert d["kv_budget_bytes_per_gpu"] == 40 * GiB
+        assert d["max_sequences_per_replica"] == 4  # 40 GiB / 10 GiB
+        assert d["assumptions"] == []
+    off = "turns its extensible KV cache off" in d["notes"][1]
+    assert off == (release == "0.34")
+    rc, d, err = run_json(capsys, "llama-3.1-70b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                          "--context", "128K", "--vllm", release, "--kv-cache-memory", "120GB")
+    assert rc == 1 and not d["fits"] and "exceed the 150.12 GB of the H200" in err

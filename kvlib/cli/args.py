@@ -14,8 +14,10 @@ import re
 from fractions import Fraction
 
 from kvlib.core.dtypes import kv_dtype_name
+from kvlib.serving.vllm_layout import vllm_release as _vllm_release
 
-__all__ = ["tokens", "count", "unit_fraction", "parse_tokens", "kv_dtype"]
+__all__ = ["tokens", "count", "unit_fraction", "parse_tokens", "kv_dtype", "parse_bytes",
+           "byte_size", "vllm_release"]
 
 _TOKEN_SUFFIX = {"": 1, "K": 1024, "M": 1024**2}
 
@@ -79,3 +81,25 @@ unit_fraction = _argparse(_unit_fraction)
 
 
 kv_dtype = _argparse(kv_dtype_name)
+
+
+_BYTE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_bytes(text: str) -> int:
+    """'42949672960', '42,949,672,960', '40GiB', '40 GiB', '1.5 GiB', '43GB' -> a positive
+    whole number of bytes (KiB = 1024 B, KB = 1000 B)."""
+    m = re.fullmatch(r"\s*(\d{1,3}(?:[,_]\d{3})+|\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = m.group(2).upper() if m else None
+    if m is None or unit not in _BYTE_UNITS:
+        raise ValueError(f"must be a number of bytes such as 42949672960 or 40GiB (B, KiB, "
+                         f"MiB, GiB, TiB, KB, MB, GB, TB), got {text!r}")
+    value = Fraction(re.sub(r"[,_]", "", m.group(1))) * _BYTE_UNITS[unit]
+    if value <= 0 or value.denominator != 1:
+        raise ValueError(f"must be a positive whole number of bytes, got {text!r}")
+    return int(value)
+
+
+byte_size = _argparse(parse_bytes)
+vllm_release = _argparse(_vllm_release)

@@ -14,19 +14,20 @@ import json
 import sys
 from fractions import Fraction
 
-from kvlib.cli.args import count, kv_dtype, tokens, unit_fraction
+from kvlib.cli.args import byte_size, count, kv_dtype, tokens, unit_fraction, vllm_release
 from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
 from kvlib.serving.deployment import (
-    DEFAULT_GPU_MEM_UTIL,
     DEFAULT_OVERHEAD_BYTES,
+    MEASURED_DEFAULTS,
     MEMORY_BASES,
+    VLLM_DEFAULTS,
     Deployment,
 )
 from kvlib.serving.gpus import CATALOG, get_gpu
-from kvlib.serving.kv import DEFAULT_BLOCK_SIZE, KV_SCALES, sequence_shares
-from kvlib.serving.vllm_layout import VLLM_RELEASE
+from kvlib.serving.kv import KV_SCALES, sequence_shares
+from kvlib.serving.vllm_layout import VLLM_RELEASES
 
 __all__ = ["add_parser", "run", "plan_json", "parse_count"]
 
@@ -78,15 +79,36 @@ def add_parser(subparsers) -> None:
     p.add_argument("--weight-dtype", default="checkpoint", choices=["checkpoint", *DTYPE_BYTES],
                    help="bytes per weight; default: the checkpoint's own format, counted "
                         "from the config (its quantization_config, else its dtype)")
-    p.add_argument("--gpu-mem-util", type=unit_fraction, default=DEFAULT_GPU_MEM_UTIL,
-                   help=f"gpu_memory_utilization, fraction of memory used (default "
-                        f"{float(DEFAULT_GPU_MEM_UTIL):g}, vLLM {VLLM_RELEASE}'s)")
-    p.add_argument("--block-size", type=count, default=DEFAULT_BLOCK_SIZE,
-                   help="tokens per KV block (default 16)")
-    p.add_argument("--overhead-gib", default=str(DEFAULT_OVERHEAD_BYTES // GiB),
-                   help="non-KV memory per GPU besides the weights, as vLLM profiles it: "
-                        "activation peak, non-torch memory (NCCL, cuBLAS), CUDA-graph "
-                        "estimate (default 4)")
+    p.add_argument("--vllm", type=vllm_release, default=VLLM_RELEASES[0], metavar="RELEASE",
+                   help=f"the vLLM release whose defaults and budget rule apply: "
+                        f"{' or '.join(r.rsplit('.', 1)[0] for r in VLLM_RELEASES)} "
+                        f"(default {VLLM_RELEASES[0]})")
+    p.add_argument("--gpu-mem-util", type=unit_fraction, default=None,
+                   help="gpu_memory_utilization, fraction of memory used (default: the "
+                        "release's, 1.0 for 0.34.0's extensible KV cache, where a smaller "
+                        "value shrinks the cache; 0.92 for 0.33.0)")
+    p.add_argument("--block-size", type=count, default=None,
+                   help="tokens per KV block (default: the release's, 64 for 0.34.0, 16 "
+                        "for 0.33.0)")
+    p.add_argument("--kv-cache-memory", type=byte_size, default=None, metavar="BYTES",
+                   help="plan from a KV budget per GPU you already know, as vLLM's "
+                        "kv_cache_memory_bytes: 42949672960 or 40GiB (in 0.34.0 this also "
+                        "turns the extensible KV cache off)")
+    p.add_argument("--overhead-gib", default=None,
+                   help="vLLM 0.33.0: non-KV memory per GPU besides the weights, as vLLM "
+                        "profiles it: activation peak, non-torch memory (NCCL, cuBLAS), "
+                        f"CUDA-graph estimate (default {DEFAULT_OVERHEAD_BYTES // GiB})")
+    for flag, key, what in (
+            ("--in-use-gib", "in_use_bytes", "memory in use when vLLM starts (CUDA context, "
+             "other processes)"),
+            ("--activation-peak-gib", "activation_peak_bytes", "activation peak of the "
+             "profiling run"),
+            ("--graph-pool-gib", "graph_pool_bytes", "CUDA-graph pool (and vLLM's estimate "
+             "of it)"),
+            ("--non-torch-gib", "non_torch_bytes", "non-torch memory (NCCL, cuBLAS)")):
+        p.add_argument(flag, default=None,
+                       help=f"vLLM 0.34.0, what it measures and kvlib assumes: {what} "
+                            f"(default {MEASURED_DEFAULTS[key] / GiB:g})")
     p.add_argument("--hbm-gib", default=None, help="GPU memory in GiB, overriding the catalog")
     p.add_argument("--memory", default="cuda", choices=list(MEMORY_BASES),
                    help="the total gpu_memory_utilization multiplies: cuda (default: the "
@@ -132,20 +154,36 @@ def _text(d: dict) -> str:
     rows = [(f"memory per GPU ({basis})", d["total_memory_bytes_per_gpu"])]
     if d["memory_basis"] == "cuda":
         rows.append(("  datasheet", d["hbm_bytes_per_gpu"]))
-    rows += [(f"usable (x {d['gpu_mem_util']:g}, rounded up)", d["usable_bytes_per_gpu"]),
-             ("weights per GPU", d["weights_bytes_per_gpu"])]
+    rule = d["budget_rule"]
+    if rule == "extensible":
+        rows += [("in use at start (assumed)", d["in_use_bytes_per_gpu"]),
+                 ("margin: max(1 GiB, 0.75 x peak)", d["margin_bytes_per_gpu"]),
+                 (f"usable (min of x {d['gpu_mem_util']:g} and rest)",
+                  d["usable_bytes_per_gpu"])]
+    elif rule == "profiled":
+        rows.append((f"usable (x {d['gpu_mem_util']:g}, rounded up)", d["usable_bytes_per_gpu"]))
+    rows.append(("weights per GPU", d["weights_bytes_per_gpu"]))
     if d["draft"]:
         rows.append((f"draft weights ({d['draft']})", d["draft_weights_bytes_per_gpu"]))
-    rows += [("activations, NCCL, graphs", d["overhead_bytes_per_gpu"]),
-             ("KV budget per GPU", d["kv_budget_bytes_per_gpu"]),
+    if rule == "extensible":
+        rows += [("non-torch + graph pool (assumed)", d["resident_bytes_per_gpu"]),
+                 ("peak kept free (assumed)", d["peak_bytes_per_gpu"])]
+    elif rule == "profiled":
+        rows.append(("activations, NCCL, graphs", d["overhead_bytes_per_gpu"]))
+    rows += [("KV budget per GPU" + (" (given)" if rule == "kv_cache_memory_bytes" else ""),
+              d["kv_budget_bytes_per_gpu"]),
              (f"KV per sequence (block {d['block_size']})", d["kv_bytes_per_sequence_per_gpu"])]
     if d["state_bytes_per_sequence_per_gpu"]:
         rows.append(("state per sequence (constant)", d["state_bytes_per_sequence_per_gpu"]))
     w = 32
+    rule_name = {"extensible": "extensible KV cache, measured after warmup",
+                 "profiled": "profiled budget",
+                 "kv_cache_memory_bytes": "kv_cache_memory_bytes"}[rule]
     lines = [
         f"{d['model']} on {d['gpus']} x {d['gpu']}, TP={d['tp']} "
         f"({d['replicas']} replica{'s' if d['replicas'] != 1 else ''}), "
-        f"context {d['context']:,}, kv {d['kv_dtype']}, weights {d['weight_dtype']}",
+        f"context {d['context']:,}, kv {d['kv_dtype']}, weights {d['weight_dtype']}, "
+        f"vLLM {d['vllm']} ({rule_name})",
         *(f"  {label:<{w}}{both(n)}" for label, n in rows),
         f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}",
         f"  {'sequences in all':<{w}}{d['max_sequences']:>11,}",
@@ -175,6 +213,7 @@ def _text(d: dict) -> str:
                          f"experts per layer, {d['experts_per_token']} per token)")
         lines.append(f"  {'  every weight read':<{w}}"
                      f"{d['decode_step_seconds_all_weights'] * 1e3:>8.2f} ms")
+    lines += [f"  assumed: {a}" for a in d.get("assumptions", ())]
     lines += [f"  note: {n}" for n in d["notes"]]
     if d.get("ignored_keys"):
         lines.append(f"  ignored keys (unknown to kvlib; nothing in their names or values says "
@@ -194,6 +233,29 @@ def _memory_note(deployment: Deployment) -> str:
     return (f"memory: the datasheet's {sheet}: the catalog has no CUDA-reported total for "
             f"the {gpu.name}, the figure vLLM would multiply (it differs from the datasheet's "
             f"and from nvidia-smi's)")
+
+
+_TERMS = {"--overhead-gib": "overhead_bytes", "--in-use-gib": "in_use_bytes",
+          "--activation-peak-gib": "activation_peak_bytes",
+          "--graph-pool-gib": "graph_pool_bytes", "--non-torch-gib": "non_torch_bytes"}
+
+
+def _budget_terms(args) -> dict:
+    """The budget terms given on the command line, checked against the release's rule: one
+    line naming the option and its value when it does not apply."""
+    given = {flag: getattr(args, flag[2:].replace("-", "_")) for flag in _TERMS}
+    given = {f: v for f, v in given.items() if v is not None}
+    rule = VLLM_DEFAULTS[args.vllm]["rule"]
+    for flag, value in given.items():
+        if args.kv_cache_memory is not None:
+            raise ValueError(f"{flag} {value}: not used with --kv-cache-memory, which gives "
+                             "the KV budget outright")
+        if (flag == "--overhead-gib") != (rule == "profiled"):
+            other = ("--overhead-gib" if rule == "profiled" else
+                     "--in-use-gib, --activation-peak-gib, --graph-pool-gib, --non-torch-gib")
+            raise ValueError(f"{flag} {value}: not a term of vLLM {args.vllm}'s budget "
+                             f"(it takes {other})")
+    return {_TERMS[f]: _gib_to_bytes(f, v, allow_zero=True) for f, v in given.items()}
 
 
 def run(args) -> int:
@@ -216,10 +278,10 @@ def run(args) -> int:
         kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
         gpu_mem_util=args.gpu_mem_util,
         block_size=args.block_size,
-        overhead_bytes=_gib_to_bytes("--overhead-gib", args.overhead_gib, allow_zero=True),
         params=parse_count(args.params) if args.params is not None else None,
         draft=draft, scales=args.kv_scales, dcp=args.dcp, memory=args.memory,
         config=None if bundled_name(args.model) else load_config(args.model),
+        vllm=args.vllm, kv_cache_memory=args.kv_cache_memory, **_budget_terms(args),
     )
     context = args.context
     said = []

@@ -115,20 +115,21 @@ def step_seconds(read_bytes, per_session_bytes, batch, bandwidth):
 
 def margin(peak: int, floor: int = MARGIN_FLOOR_BYTES) -> int:
     """vLLM 0.34.0's sizing margin: max(floor, floor(0.75 x peak)) bytes."""
-    return _compiled(MARGIN, (P, F))(Fraction(peak), floor)
+    return int(_compiled(MARGIN, (P, F))(Fraction(peak), floor))
 
 
 def usable_extensible(util, total: int, in_use: int, peak: int,
                       floor: int = MARGIN_FLOOR_BYTES) -> int:
     """min(ceil(util x total), total - in_use - margin): what vLLM 0.34.0's extensible cache
     may use on one GPU, before the resident non-KV memory and the peak kept free."""
-    return _compiled(USABLE_EXTENSIBLE, (u, M, M0, P, F))(Fraction(util), total, in_use,
-                                                         Fraction(peak), floor)
+    return int(_compiled(USABLE_EXTENSIBLE, (u, M, M0, P, F))(Fraction(util), total, in_use,
+                                                             Fraction(peak), floor))
 
 
 def kv_budget_extensible(util, total: int, in_use: int, weights: int, resident: int, peak: int,
                          growth: int = 0, floor: int = MARGIN_FLOOR_BYTES) -> int:
     """vLLM 0.34.0's measured budget on one GPU (negative when nothing is left; vLLM clamps
     it to 0): min(ceil(u M), M - M_0 - margin) - W - O_R - max(P, T)."""
-    return _compiled(KV_BUDGET_EXTENSIBLE, (u, M, M0, W, OR, P, T, F))(
-        Fraction(util), total, in_use, weights, resident, Fraction(peak), growth, floor)
+    # every term is a whole number of bytes: int() only drops Fraction's denominator of 1
+    return int(_compiled(KV_BUDGET_EXTENSIBLE, (u, M, M0, W, OR, P, T, F))(
+        Fraction(util), total, in_use, weights, resident, Fraction(peak), growth, floor))
