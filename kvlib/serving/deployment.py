@@ -20,9 +20,10 @@ ceil(gpu_memory_utilization x the total CUDA reports) (``request_memory``,
 (``determine_available_memory``, ``vllm/v1/worker/gpu_worker.py``;
 ``memory_profiling``, ``vllm/utils/mem_utils.py``): the weights, the profiling
 run's activation peak (``transient_peak_headroom``), non-torch memory (NCCL,
-cuBLAS handles: part of ``total_consumed``) and, by default since v0.21.0, the
-CUDA-graph estimate (``cudagraph_memory_estimate``,
-``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``). kvlib counts the weights and
+cuBLAS handles: part of ``total_consumed``) and, by default from v0.20.0
+(``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 in its envs.py:1725, 0 in
+0.19.1's; vLLM's own log line says "default since v0.21.0"), the CUDA-graph estimate
+(``cudagraph_memory_estimate``). kvlib counts the weights and
 lumps the other three into ``overhead_bytes`` (default 4 GiB). The total is the
 catalog's CUDA total where it has one (``memory="cuda"``, the default), else the
 datasheet's. Sequences per TP group = floor(budget / KV per sequence per GPU);
