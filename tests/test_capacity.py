@@ -1,5 +1,6 @@
 """Capacity planning rules, each pinned by hand arithmetic written out in the test."""
 
+import functools
 from fractions import Fraction
 
 import numpy as np
@@ -16,6 +17,12 @@ from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu, paged_tokens, vllm_s
 from kvlib.serving.plan import plan
 from kvlib.serving.sharding import as_mha, shard
 from kvlib.serving.weights import weights_bytes_per_gpu
+
+# These hand values are vLLM 0.33.0's profiled budget, ceil(0.92 M) - W - O (notebook 06 as it
+# stands): pinned to that release since 0.34.0 became the default (tests/test_cli_plan.py and
+# tests/test_capacity_formulas.py hold 0.34.0's).
+Deployment = functools.partial(Deployment, vllm="0.33.0")
+plan = functools.partial(plan, vllm="0.33.0")
 
 GiB = 1024**3
 

@@ -6,6 +6,7 @@ two) are each compared with the straightforward computation written out here: on
 ``kv_bytes_per_sequence_per_gpu`` call per request, and a bisection over every context.
 """
 
+import functools
 import math
 from fractions import Fraction
 
@@ -21,6 +22,11 @@ from kvlib.serving import levers, paging
 from kvlib.serving.deployment import Deployment
 from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu, kv_bytes_per_sequences_per_gpu
 from kvlib.serving.sharding import as_mha
+
+# These hand values are vLLM 0.33.0's profiled budget, ceil(0.92 M) - W - O (notebook 06 as it
+# stands): pinned to that release since 0.34.0 became the default (tests/test_cli_plan.py and
+# tests/test_capacity_formulas.py hold 0.34.0's).
+Deployment = functools.partial(Deployment, vllm="0.33.0")
 
 # --- the references: the obvious loops ------------------------------------------------------
 

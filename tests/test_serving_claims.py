@@ -1,6 +1,7 @@
 """Issue 12, items 4, 7 and 17: each corrected serving number, pinned by hand arithmetic
 written out here or by a primary source's figure (cited), never by kvlib's own output."""
 
+import functools
 from fractions import Fraction
 from pathlib import Path
 
@@ -18,6 +19,11 @@ from kvlib.serving.decode import (
 )
 from kvlib.serving.deployment import Deployment
 from kvlib.serving.gpus import CATALOG
+
+# These hand values are vLLM 0.33.0's profiled budget, ceil(0.92 M) - W - O (notebook 06 as it
+# stands): pinned to that release since 0.34.0 became the default (tests/test_cli_plan.py and
+# tests/test_capacity_formulas.py hold 0.34.0's).
+Deployment = functools.partial(Deployment, vllm="0.33.0")
 
 GB, GiB, MiB = 10**9, 1024**3, 1024**2
 H200_BW = 4_800 * 10**9  # NVIDIA H200 datasheet: 4.8 TB/s
