@@ -82,7 +82,7 @@ def _capacity() -> list[str]:
     per_gpu = GQA.symbolic.bytes_per_token.subs(N_g.symbol, N_g.symbol / sp.Min(TP, N_g.symbol))
     u, M, W, O, S, R, B, K, BW = (cf.SYMBOLS[k] for k in ("u", "M", "W", "O", "S", "R", "B",
                                                           "K", "BW"))
-    plans = [(label, Deployment(load_model(m), gpu, n, tp, **o).plan(T), tp, T)
+    plans = [(label, Deployment(load_model(m), gpu, n, tp, vllm="0.33.0", **o).plan(T), tp, T)
              for label, m, gpu, n, tp, T, o in CAPACITY_EXAMPLES]
     lines = ["## Capacity: bytes per GPU, sessions, decode time (notebook 06)", "",
              "vLLM 0.33.0's accounting as kvlib's planner follows it (`kvlib.serving`, "
