@@ -577,7 +577,6 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
     "docs/cli.md": {
         "1": Input("an exit status"), "2": Input("an exit status"),
         "0.005 GiB": Input("half of the last digit vLLM prints"),
-        "0.2x": Input("vLLM's version range 0.8 to 0.2x, not a ratio"),
         "150 MiB": Input("vLLM's CUDA-graph margin, a constant of vLLM"),
         "238,224": Input("an example error message's log value"),
         "238,208": Input("an example error message's computed value"),

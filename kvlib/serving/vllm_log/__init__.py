@@ -1,7 +1,9 @@
 """A vLLM start-up log, read and checked number by number (issue 24, ``kvlib explain-log``).
 
 :func:`read_log` finds the lines vLLM prints about memory while it starts (V1 engines of
-0.8 to 0.33, and the V0 engine's "Memory profiling" / "# GPU blocks" lines);
+0.8 to 0.34, and the V0 engine's "Memory profiling" / "# GPU blocks" lines), and the
+start-up failure "X GiB KV cache is needed, which is larger than the available KV cache
+memory" (:mod:`.failure`);
 :func:`explain` works each number out again with kvlib's formulas and says whether it
 agrees. Pure functions: nothing here prints.
 
@@ -26,13 +28,27 @@ carry each term's half-step.
   tokens = blocks x block; concurrency = blocks x block / max_model_len (executor_base.py).
 * ``v1-0.8``: ``num_blocks = avail // page // layers``; tokens = blocks x block; concurrency
   = tokens / max_model_len (0.8.5 v1/core/kv_cache_utils.py).
-* ``v1-0.11``: two lines; ``num_blocks = avail // page // group size``; tokens =
+* ``v1-0.11``: two lines per rank; ``num_blocks = avail // page // group size``; tokens =
   ``num_blocks // groups x block``; concurrency = blocks / blocks one request needs summed
-  over groups (0.11.0 v1/core/kv_cache_utils.py:780-795, 1076-1092). Used for every V1 log
-  that prints "GPU KV cache size" and "Maximum concurrency" on two lines (0.9 onwards).
-* ``v1-0.33``: one line "GPU KV cache size: N tokens, Maximum concurrency for L tokens per
-  request: Zx"; ``num_blocks = avail // bytes per block`` (min over ranks); concurrency as
-  above; tokens = ``int(concurrency x max_model_len)`` (0.33.0 kv_cache_utils.py:1078-1154).
+  over groups (0.11.0 v1/core/kv_cache_utils.py:780-795, 1076-1092). Used for a V1 log that
+  prints "GPU KV cache size" and "Maximum concurrency" on two lines and no release from 0.27.
+* ``v1-0.27``: the same two lines, printed once for the engine after every rank's blocks are
+  cut to the smallest rank's; tokens = ``int(concurrency x max_model_len)`` (0.27.0
+  kv_cache_utils.py:2210-2240).
+* ``v1-0.28``: one line "GPU KV cache size: N tokens, Maximum concurrency for L tokens per
+  request: Zx" (0.28.0 kv_cache_utils.py:1869-1875; "%s KV cache size" naming the device in
+  0.33.0 :1147-1154 and 0.34.0 :1168-1175); blocks the minimum over ranks; concurrency as
+  above; tokens = ``int(concurrency x max_model_len)``. Checked against the 0.27.0 and 0.28.0
+  wheels: the one-line form is from 0.28.0, not 0.33.
+* vLLM 0.34's extensible KV cache adds "Memory after warmup: ..." and "Extended KV cache to N
+  blocks (X GiB)" (v1/worker/extensible_kv_cache.py:693-705, :536-540): their arithmetic and
+  their blocks x kvlib's bytes per block are checked; 0.34's default block is 64 tokens
+  (config/cache.py:185).
+
+**Ranks.** Lines of several TP ranks pasted together (``(Worker_TP3 pid=...)``,
+``rank=3``) are read as such: from 0.27 vLLM cuts every rank to the smallest rank's block
+count (``get_kv_cache_configs``), so different budgets are said to be different ranks', not
+a disagreement.
 """
 
 from kvlib.serving.vllm_log.checks import explain
