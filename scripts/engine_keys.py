@@ -251,6 +251,43 @@ def _follow_bases(src: Source, path: str, cls: str, reads: dict[str, str], seen:
                     _follow_bases(src, path, base.id, reads, seen, depth + 1)
 
 
+def class_reads(cls: ast.ClassDef, path: str) -> dict[str, str]:
+    """Keys a config class reads to derive others (``self.x`` loads and ``kwargs.get("x")`` in
+    ``__init__`` / ``__post_init__``): Qwen2Config turns ``use_sliding_window`` and
+    ``max_window_layers`` into ``layer_types`` there."""
+    reads: dict[str, str] = {}
+    for m in cls.body:
+        if isinstance(m, ast.FunctionDef) and m.name in ("__init__", "__post_init__"):
+            for n in ast.walk(m):
+                if (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+                        and isinstance(n.value, ast.Name) and n.value.id == "self"
+                        and not n.attr.startswith("_")):
+                    reads.setdefault(n.attr, f"{path}:{n.lineno}")
+                elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                      and n.func.attr in ("get", "pop") and isinstance(n.func.value, ast.Name)
+                      and n.func.value.id == "kwargs" and n.args):
+                    for k in _strings(n.args[0]):
+                        reads.setdefault(k, f"{path}:{n.lineno}")
+    return reads
+
+
+def config_classes(src: Source, folder: str) -> dict[str, dict[str, str]]:
+    """model_type -> the keys its config class (under ``folder``) reads to derive others."""
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted(n for n in src.names if n.startswith(folder) and n.endswith(".py")
+                       and "configuration_" in n or (n.startswith(folder) and "/configs/" in n
+                                                     and n.endswith(".py"))):
+        for cls in src.tree(path).body:
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            for node in cls.body:
+                if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                        and node.targets[0].id == "model_type"
+                        and isinstance(node.value, ast.Constant)):
+                    out.setdefault(node.value.value, {}).update(class_reads(cls, path))
+    return out
+
+
 def _dict_of(tree: ast.Module, names: set[str]) -> dict:
     """Literal entries of the module-level dicts (or OrderedDict([...]) calls) named ``names``."""
     out = {}
@@ -289,6 +326,15 @@ def _common_vllm(src: Source) -> dict[str, str]:
     return dict(sorted(reads.items()))
 
 
+_CLASSES: dict[int, dict] = {}
+
+
+def src_classes(src: Source) -> dict:
+    if id(src) not in _CLASSES:
+        _CLASSES[id(src)] = config_classes(src, "vllm/transformers_utils/configs/")
+    return _CLASSES[id(src)]
+
+
 def architectures(tf: Source) -> dict[str, list[str]]:
     """model_type -> architecture class names: transformers' auto mappings, then the configs
     kvlib bundles and tests (for families transformers does not have)."""
@@ -314,7 +360,7 @@ def architectures(tf: Source) -> dict[str, list[str]]:
     return archs
 
 
-def vllm_keys(src: Source, archs: dict[str, list[str]]) -> tuple[dict, dict]:
+def vllm_keys(src: Source, archs: dict[str, list[str]], tf_classes: dict) -> tuple[dict, dict]:
     registry = _dict_of(src.tree("vllm/model_executor/models/registry.py"),
                         {"_TEXT_GENERATION_MODELS", "_MULTIMODAL_MODELS"})
     families = {}
@@ -329,6 +375,10 @@ def vllm_keys(src: Source, archs: dict[str, list[str]]) -> tuple[dict, dict]:
                 _scopes(src, path, None, reads, seen)
                 _follow_bases(src, path, cls, reads, seen)
         modules = sorted({m for m, _ in entries})
+        # the config class vLLM loads (its own, else transformers'): keys it derives others from
+        own = src_classes(src).get(mt)
+        for k, where in (own if own is not None else tf_classes.get(mt, {})).items():
+            reads.setdefault(k, where)
         families[mt] = {"architectures": sorted(a for a in names if a in registry),
                         "modules": modules, "keys": dict(sorted(reads.items()))}
     return families, _common_vllm(src)
@@ -382,8 +432,9 @@ def build(vllm: Path, previous: Path, transformers: Path) -> dict:
     tf = Source(transformers)
     archs = architectures(tf)
     new, old = Source(vllm), Source(previous)
-    v_new, common_new = vllm_keys(new, archs)
-    v_old, common_old = vllm_keys(old, archs)
+    tf_classes = config_classes(tf, "transformers/models/")
+    v_new, common_new = vllm_keys(new, archs, tf_classes)
+    v_old, common_old = vllm_keys(old, archs, tf_classes)
     t_fam, t_cache = transformers_keys(tf)
     vn, vo, tv = new.version("vllm"), old.version("vllm"), tf.version("transformers")
     families = {}
