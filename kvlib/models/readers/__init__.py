@@ -48,6 +48,7 @@ from kvlib.models.readers import (  # noqa: F401
     qwen2,
     qwen3_next,
 )
+from kvlib.models.readers.engine import not_a_model
 from kvlib.models.readers.fields import Fields, describe, load_config
 from kvlib.models.readers.reading import ConfigReading
 from kvlib.models.readers.refuse import refuse_unknown_layers
@@ -120,6 +121,9 @@ def _max_positions(c: Fields, family: str, reader: Family, notes: list[str]) -> 
 def parse_config(source) -> ConfigReading:
     """Read ``source`` (path or dict) into a :class:`ConfigReading`."""
     cfg = load_config(source)
+    other = not_a_model(cfg, source)
+    if other is not None:
+        raise ValueError(other)
     outer = Fields(cfg)
     notes: list[str] = []
     c = outer
@@ -140,7 +144,7 @@ def parse_config(source) -> ConfigReading:
         if n is None:
             c.int("num_hidden_layers", "n_layer")  # raises, naming both
     read = reader.read(c, family, n, notes)
-    ignored = closed.account(outer, c, n, reader.ignores)
+    ignored = closed.account(outer, c, n, reader.ignores, family, notes)
     notes += _kv_scheme(outer)
     return ConfigReading(
         name=_name(cfg, source, c), family=family, reader=reader.module, num_layers=n,

@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from kvlib.models.readers.engine import Engine, engine_for, read_by_any
 from kvlib.models.readers.fields import Fields
 from kvlib.models.readers.refuse import MARKERS, says_something
 
-__all__ = ["HARMLESS", "account", "shaping_reason", "words"]
+__all__ = ["HARMLESS", "account", "neutral", "shaping_reason", "words"]
 
 # Keys known not to change what a layer caches, by theme, with why. Matched by full name,
 # or by the patterns below; a family reader may add its own (``Family.ignores``).
@@ -148,7 +149,7 @@ HARMLESS: dict[str, str] = {key: why for why, keys in _THEMES.items() for key in
 
 # Words that say a key may change what a layer keeps. Stems match inside a word
 # ("slidingwindow", "kv_cache"); short words only as whole words.
-_STEMS = ("swa", "sliding", "window", "chunk", "sparse", "indexer", "index", "compress",
+_STEMS = ("swa", "dsa", "sliding", "window", "chunk", "sparse", "indexer", "index", "compress",
           "share", "sharing", "reuse", "linear", "mamba", "ssm", "conv", "recurr", "rnn",
           "lightning", "delta", "xlstm", "rwkv", "retention", "hybrid", "pattern", "latent",
           "lora", "mla", "nope", "topk", "top_k", "global", "local", "state", "cache", "memory",
@@ -239,6 +240,73 @@ def _refusal(path: str, value, reason: str) -> ValueError:
                       "it")
 
 
+# Entries of a per-layer type list that mean "an ordinary full-attention layer"
+_FULL_ENTRIES = {"full_attention", "full", "attention", "global", "global_attention"}
+
+
+def neutral(key: str, value) -> str | None:
+    """What a value that means "nothing special" was read as, else None: a layer-type list of
+    full-attention entries only (``attn_type_list`` of 1s: vLLM counts ``t == 1`` as an
+    attention layer, config/model.py:1791; GLM's ``indexer_types`` of "full": each layer its own
+    indexer, model_executor/models/utils.py:1026-1042), a gate or switch set to false, or null."""
+    if value is None or value == [] or value == {} or value == "":
+        return f"{key}={value!r} is empty: read as absent"
+    if value is False:
+        return f"{key}=false is read: the feature it switches is off, nothing changes in the cache"
+    if isinstance(value, list) and value:
+        if all(isinstance(v, str) and v.lower() in _FULL_ENTRIES for v in value):
+            return (f"{key} is read: all {len(value)} entries are {value[0]!r}, an ordinary "
+                    "full-attention layer each (nothing special)")
+        if key == "attn_type_list" and all(v == 1 and v is not True for v in value):
+            return (f"attn_type_list is read: all {len(value)} entries are 1, which vLLM counts "
+                    "as attention layers (config/model.py:1791), so every layer is full "
+                    "attention")
+    return None
+
+
+def _engine_refusal(path: str, value, engine: Engine, family: str) -> ValueError:
+    return ValueError(f"{path}={_short(value)}: {engine.name} reads this key where it builds "
+                      f"{engine.model_type}'s layers ({engine.keys[path.rsplit('.', 1)[-1]]}) "
+                      f"and kvlib's reader for {family or 'this family'} does not; kvlib "
+                      "refuses rather than read the model without it")
+
+
+def _walk_known(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str],
+                ignored: list[str], engine: Engine, family: str, notes: list[str],
+                skip: frozenset[str] = frozenset()) -> None:
+    """A family an engine knows: a key is refused only when the engine reads it where it
+    builds a layer (and kvlib's reader does not); any other key is listed as ignored."""
+    for key, value in obj.items():
+        path = prefix + str(key)
+        if key in _REFUSE_IF_SET:
+            if says_something(value):
+                raise ValueError(f"{path}={_short(value)}: {_REFUSE_IF_SET[key]}; kvlib "
+                                 "refuses rather than read the model without it")
+            continue
+        if key in skip or path in seen or key in ignores or key in _OPAQUE:
+            continue
+        if key in MARKERS and not says_something(value):
+            continue  # refuse.py: an empty marker describes no special layer
+        if key in engine.keys:
+            if _harmless(str(key)):
+                continue  # read for weights, norms, RoPE values or routing, not cache shapes
+            said = neutral(str(key), value)
+            if said is None:
+                raise _engine_refusal(path, value, engine, family)
+            notes.append(said)
+            continue
+        if _harmless(str(key)):
+            continue
+        if key in read_by_any() and shaping_reason(str(key), value, 0) and says_something(
+                value):
+            other, where = read_by_any()[key]
+            raise ValueError(f"{path}={_short(value)}: {engine.name} does not read this key "
+                             f"for {engine.model_type} but reads it where it builds {other}'s "
+                             f"layers ({where}): a config of another family? kvlib refuses "
+                             "rather than read the model without it")
+        ignored.append(path)
+
+
 def _walk(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str], n: int,
           ignored: list[str], skip: frozenset[str] = frozenset()) -> None:
     for key, value in obj.items():
@@ -285,15 +353,32 @@ def _walk_names(obj: Mapping, prefix: str) -> None:
             _walk_names(value, f"{prefix}{key}.")
 
 
-def account(outer: Fields, c: Fields, n: int, ignores: frozenset[str] = frozenset()) -> tuple[
-        str, ...]:
-    """The keys kvlib ignored (unknown, harmless-looking), in config order; ValueError naming
-    the first unknown key that may shape the cache.
+def account(outer: Fields, c: Fields, n: int, ignores: frozenset[str] = frozenset(),
+            family: str = "", notes: list[str] | None = None) -> tuple[str, ...]:
+    """The keys kvlib ignored, in config order; ValueError naming the first unknown key that
+    may shape the cache.
 
     outer: the whole config; c: the language model's fields (``text_config`` or ``outer``);
-    n: its layer count; ignores: keys the family's reader knows do not shape its cache.
+    n: its layer count; ignores: keys the family's reader knows do not shape its cache;
+    family: the model_type read; notes: where to say what a "nothing special" value was read as.
+
+    A family an engine knows (:mod:`.engine`): a key is refused only when that engine reads it
+    where it builds a layer, naming the file and line; the wrapper around a ``text_config`` is
+    judged by its own model_type's engine when one knows it. A family no engine knows: the
+    word rule (:func:`shaping_reason`).
     """
     ignored: list[str] = []
+    notes = notes if notes is not None else []
+    engine = engine_for(family) if family else None
+    if engine is not None:
+        _walk_known(c.raw, c.prefix, c.seen, ignores, ignored, engine, family, notes)
+        if c is not outer:
+            wrapper = engine_for(outer.raw.get("model_type") or "") if isinstance(
+                outer.raw.get("model_type"), str) else None
+            _walk_known(outer.raw, outer.prefix, outer.seen, ignores, ignored,
+                        wrapper or engine, family, notes,
+                        skip=frozenset({c.prefix.rstrip(".")}))
+        return tuple(ignored)
     if c is not outer:
         _walk(c.raw, c.prefix, c.seen, ignores, n, ignored)
         _walk(outer.raw, outer.prefix, outer.seen, ignores, n, ignored,
