@@ -244,13 +244,25 @@ def _refusal(path: str, value, reason: str) -> ValueError:
 _FULL_ENTRIES = {"full_attention", "full", "attention", "global", "global_attention"}
 
 
-def neutral(key: str, value) -> str | None:
+# A window key and the family's switch that turns it off (Qwen2Config: sliding_window and
+# max_window_layers apply only with use_sliding_window true, which defaults to false)
+_SWITCHED = {"max_window_layers": "use_sliding_window", "sliding_window": "use_sliding_window"}
+
+
+def neutral(key: str, value, obj: Mapping | None = None,
+            switches: frozenset[str] = frozenset()) -> str | None:
     """What a value that means "nothing special" was read as, else None: a layer-type list of
     full-attention entries only (``attn_type_list`` of 1s: vLLM counts ``t == 1`` as an
     attention layer, config/model.py:1791; GLM's ``indexer_types`` of "full": each layer its own
-    indexer, model_executor/models/utils.py:1026-1042), a gate or switch set to false, or null."""
+    indexer, model_executor/models/utils.py:1026-1042), a gate or switch set to false, null, or a
+    window key whose family switch (one of ``switches``: the family's engine reads it) is off."""
     if value is None or value == [] or value == {} or value == "":
         return f"{key}={value!r} is empty: read as absent"
+    switch = _SWITCHED.get(key)
+    if switch in switches and obj is not None and obj.get(switch) in (False, None):
+        state = "false" if obj.get(switch) is False else "absent (false by default)"
+        return (f"{key}={value!r} is read as inert: {switch} is {state}, so no layer slides "
+                "(transformers' Qwen2Config, vLLM models/qwen2.py:248-249)")
     if value is False:
         return f"{key}=false is read: the feature it switches is off, nothing changes in the cache"
     if isinstance(value, list) and value:
@@ -269,6 +281,12 @@ def _engine_refusal(path: str, value, engine: Engine, family: str) -> ValueError
                       f"{engine.model_type}'s layers ({engine.keys[path.rsplit('.', 1)[-1]]}) "
                       f"and kvlib's reader for {family or 'this family'} does not; kvlib "
                       "refuses rather than read the model without it")
+
+
+def _switches(engine: Engine | None, obj: Mapping) -> frozenset[str]:
+    """The window switches this family has: its engine reads them, or its config writes them."""
+    keys = engine.keys if engine is not None else {}
+    return frozenset(s for s in set(_SWITCHED.values()) if s in keys or s in obj)
 
 
 def _walk_known(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str],
@@ -290,7 +308,7 @@ def _walk_known(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[st
         if key in engine.keys:
             if _harmless(str(key)):
                 continue  # read for weights, norms, RoPE values or routing, not cache shapes
-            said = neutral(str(key), value)
+            said = neutral(str(key), value, obj, _switches(engine, obj))
             if said is None:
                 raise _engine_refusal(path, value, engine, family)
             notes.append(said)
@@ -300,6 +318,10 @@ def _walk_known(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[st
         if key in read_by_any() and shaping_reason(str(key), value, 0) and says_something(
                 value):
             other, where = read_by_any()[key]
+            said = neutral(str(key), value, obj, _switches(engine_for(other), obj))
+            if said is not None:
+                notes.append(said)
+                continue
             raise ValueError(f"{path}={_short(value)}: {engine.name} does not read this key "
                              f"for {engine.model_type} but reads it where it builds {other}'s "
                              f"layers ({where}): a config of another family? kvlib refuses "

@@ -64,6 +64,13 @@ def says_something(value) -> bool:
     return not (value is None or value is False or value == 0 or value in ("", [], {}))
 
 
+def _all_attention(value) -> bool:
+    """attn_type_list of 1s only: vLLM 0.34.0 counts ``t == 1`` as an attention layer
+    (vllm/config/model.py:1791), so MiniMax M2.5/M2.7's list says every layer is attention."""
+    return (isinstance(value, list) and bool(value)
+            and all(v == 1 and not isinstance(v, bool) for v in value))
+
+
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -84,5 +91,7 @@ def refuse_unknown_layers(outer: Fields, c: Fields, family: str,
             if key in handled:
                 continue
             value = fields.raw.get(key)
+            if key == "attn_type_list" and _all_attention(value):
+                continue  # every layer attention (closed.neutral says so in the notes)
             if says_something(value):
                 raise ValueError(f"{fields.path(key)}={_short(value)}: {what}{why}")
