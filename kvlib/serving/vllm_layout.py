@@ -75,7 +75,7 @@ VLLM_RELEASE = "0.33.0"  # the release the rules below were traced in (0.34.0: s
 
 def vllm_release(release: str | None) -> str:
     """The vLLM release named by ``release`` ("0.34", "0.34.0", "v0.33.0"; None: the
-    newest, :data:`VLLM_RELEASES`\ [0]); ValueError naming the value otherwise."""
+    newest, the first of :data:`VLLM_RELEASES`); ValueError naming the value otherwise."""
     if release is None:
         return VLLM_RELEASES[0]
     text = str(release).strip().lstrip("v")
