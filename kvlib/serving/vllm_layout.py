@@ -66,8 +66,8 @@ from kvlib.serving.gpus import GPU, get_gpu
 from kvlib.serving.kv import vllm_sliding_window_tokens
 from kvlib.serving.sharding import shard, shard_state
 
-__all__ = ["VLLM_RELEASE", "VLLM_RELEASES", "vllm_release", "VllmGroup", "VllmLayout", "vllm_layout", "max_num_batched_tokens",
-           "state_page_bytes"]
+__all__ = ["VLLM_RELEASE", "VLLM_RELEASES", "vllm_release", "VllmGroup", "VllmLayout",
+           "vllm_layout", "max_num_batched_tokens", "state_page_bytes"]
 
 VLLM_RELEASES = ("0.34.0", "0.33.0")  # newest first; the first is the default
 VLLM_RELEASE = "0.33.0"  # the release the rules below were traced in (0.34.0: see release=)
