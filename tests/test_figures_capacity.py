@@ -19,11 +19,37 @@ GiB = 1024**3
 
 
 def test_budget_bar_segments_are_the_plan_numbers():
+    """The default release, vLLM 0.34.0 (docs/capacity.md, "The budget per vLLM release")."""
     p = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4).plan(131072)
     ax = Figure().add_subplot()
     plot_budget(ax, {"4 x H200": p}, unit="GB")
     widths = [round(r.get_width(), 6) for r in ax.patches]
     # the bf16 checkpoint, 141,107,412,992 B: a quarter per GPU, the 161 x 8,192 norms whole
+    norms = 161 * 8192 * 2
+    weights = (141_107_412_992 - norms) // 4 + norms
+    assert widths[0] == round(weights / 1e9, 6) == 35.278832
+    # 0.34.0's assumed terms (deployment.MEASURED_DEFAULTS): resident = non-torch 0.5 GiB +
+    # graph pool 2 GiB; peak kept free = activation 1.5 GiB + graph estimate 2 GiB
+    resident, peak = GiB // 2 + 2 * GiB, 3 * GiB // 2 + 2 * GiB
+    assert widths[1] == round((resident + peak) / 1e9, 6)  # overhead, 6 GiB
+    # u = 1.0: usable = min(M, M - 0.5 GiB in use - max(1 GiB, 0.75 x 3.5 GiB)), M = 139.81 GiB
+    total = 13981 * GiB // 100  # 150,119,844,413 B reported by CUDA
+    usable = min(total, total - GiB // 2 - max(GiB, 3 * peak // 4))  # 146,764,401,213
+    session = 80 * 2 * 2 * 128 * 2 * 131072  # 10 GiB: 80 layers, K and V, 2 heads per GPU
+    sessions = (usable - weights - resident - peak) // session  # 105,043,118,653 // 10 GiB
+    assert widths[2] == round(sessions * session / 1e9, 6) == round(9 * 10 * GiB / 1e9, 6)
+    # all usable memory
+    assert sum(r.get_width() for r in ax.patches) == pytest.approx(usable / 1e9)
+    assert ax.lines[0].get_xdata()[0] == pytest.approx(146.764401213)  # the usable tick
+    assert ax.lines[1].get_xdata()[0] == pytest.approx(150.119844413)  # the CUDA total
+
+
+def test_budget_bar_segments_under_vllm_0_33():
+    """vLLM 0.33.0's profiled rule, the one notebook 06's blog posts use: u x M - W - O."""
+    p = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, vllm="0.33.0").plan(131072)
+    ax = Figure().add_subplot()
+    plot_budget(ax, {"4 x H200": p}, unit="GB")
+    widths = [round(r.get_width(), 6) for r in ax.patches]
     norms = 161 * 8192 * 2
     assert widths[0] == round(((141_107_412_992 - norms) // 4 + norms) / 1e9, 6) == 35.278832
     assert widths[1] == round(4 * GiB / 1e9, 6)  # overhead
@@ -62,8 +88,28 @@ def test_make_figures_entries_build():
 
 
 def test_planner_by_hand():
+    """The default release, vLLM 0.34.0, with an explicit utilization of 0.9: below 1.0 it
+    caps the cache (docs/capacity.md, "The budget per vLLM release")."""
     r = planner("llama-3.1-70b", "H200", gpus=8, tp=4, weight_dtype="bf16", kv_dtype="fp8",
                 context=32768, gpu_mem_util=0.9, sessions=64)
+    assert r.plan.vllm == "0.34.0"
+    total = 13981 * 1024**3 // 100  # the H200's CUDA total, 150,119,844,413 B
+    # min(ceil(0.9 M), M - 0.5 GiB in use - max(1 GiB, 0.75 x 3.5 GiB peak)): the first
+    usable = min(-(-total * 9 // 10), total - GiB // 2 - max(GiB, 3 * (7 * GiB // 2) // 4))
+    assert usable == -(-total * 9 // 10) == 135_107_859_972
+    # weights 70.6B x 2 B / 4; resident 0.5 + 2 GiB and peak 1.5 + 2 GiB (MEASURED_DEFAULTS)
+    budget = usable - 70_600_000_000 * 2 // 4 - 6 * GiB  # 93,365,409,028
+    per_seq = 2 * 80 * 2 * 128 * 1 * 32768  # 1,342,177,280 (32,768 = 512 blocks of 64)
+    assert r.plan.max_sequences == 2 * (budget // per_seq)  # 2 x 69
+    # 64 sessions per replica: the longest whole-block context (64-token blocks in 0.34.0)
+    # with 64 x slots x 40,960 <= budget
+    assert r.max_context == budget // (64 * 40_960) // 64 * 64
+    assert "max concurrent sessions" in render(r)
+
+
+def test_planner_by_hand_under_vllm_0_33():
+    r = planner("llama-3.1-70b", "H200", gpus=8, tp=4, weight_dtype="bf16", kv_dtype="fp8",
+                context=32768, gpu_mem_util=0.9, sessions=64, vllm="0.33.0")
     usable = -(-(13981 * 1024**3 // 100) * 9 // 10)  # ceil(0.9 x the H200's CUDA total)
     budget = usable - 70_600_000_000 * 2 // 4 - 4 * GiB  # 95,512,892,676
     per_seq = 2 * 80 * 2 * 128 * 1 * 32768  # 1,342,177,280

@@ -101,21 +101,47 @@ def test_budget_bar_updates_in_place_and_matches_plot_budget():
 
 
 def test_budget_bar_by_hand_then_not_fitting():
+    """The default release, vLLM 0.34.0 (docs/capacity.md, "The budget per vLLM release"),
+    then 0.33.0 picked from the release control: its utilization slider follows."""
     e = planner_explorer()
+    assert (e.controls["vllm"].value, e.controls["gpu_mem_util"].value) == ("0.34.0", 1.0)
     e.controls["kv_dtype"].value = "fp8"
     ax = e.fig.axes[0]
     # the bf16 checkpoint (141,107,412,992 B) a quarter per GPU, its 161 x 8,192 norms whole
     norms = 161 * 8192 * 2
-    weights_b = (141_107_412_992 - norms) // 4 + norms
-    weights, overhead = weights_b / 1e9, 4 * GiB / 1e9
+    weights_b = (141_107_412_992 - norms) // 4 + norms  # 35,278,831,616
+    weights = weights_b / 1e9
     per_session = 80 * 2 * 2 * 128 * 1 * 131072  # bytes per GPU, 2 KV heads per GPU at TP 4
-    # ceil(0.92 x 139.81 GiB), the H200's CUDA total at vLLM 0.33.0's default utilization
-    budget = 138_110_256_860 - weights_b - 4 * GiB
+    # 0.34.0's assumed terms (kvlib.serving.deployment.MEASURED_DEFAULTS): 0.5 GiB in use at
+    # start-up, activation peak 1.5 GiB, CUDA-graph pool 2 GiB, non-torch 0.5 GiB.
+    # resident O_R = 0.5 + 2 GiB; peak kept free P = 1.5 + 2 GiB; the bar's overhead O_R + P
+    overhead_b = (GiB // 2 + 2 * GiB) + (3 * GiB // 2 + 2 * GiB)  # 6 GiB
+    overhead = overhead_b / 1e9
+    # u = 1.0: usable = min(ceil(1.0 M), M - M_0 - max(1 GiB, 0.75 P)), M = 139.81 GiB (CUDA)
+    total = 13981 * GiB // 100  # 150,119,844,413
+    margin = max(GiB, 3 * (3 * GiB // 2 + 2 * GiB) // 4)  # 2.625 GiB = 2,818,572,288
+    usable = min(total, total - GiB // 2 - margin)  # 146,764,401,213
+    budget = usable - weights_b - overhead_b  # 105,043,118,653
     sessions = int(budget // per_session)
     assert visible_widths(ax) == pytest.approx(
         [weights, overhead, sessions * per_session / 1e9, (budget - sessions * per_session) / 1e9])
-    assert sessions == 18  # 98,536,457,948 // 5,368,709,120
+    assert sessions == 19  # 105,043,118,653 // 5,368,709,120
     assert ax.texts[0].get_text() == f"{sessions} x 128K"
+    assert ax.lines[0].get_xdata()[0] == pytest.approx(usable / 1e9)
+
+    # vLLM 0.33.0: u = 0.92, 4 GiB of overhead, the same 128K in 16-token blocks
+    e.controls["vllm"].value = "0.33.0"
+    assert e.controls["gpu_mem_util"].value == 0.92
+    # ceil(0.92 x 139.81 GiB), the H200's CUDA total at vLLM 0.33.0's default utilization
+    budget33 = 138_110_256_860 - weights_b - 4 * GiB
+    sessions33 = int(budget33 // per_session)
+    assert visible_widths(ax) == pytest.approx(
+        [weights, 4 * GiB / 1e9, sessions33 * per_session / 1e9,
+         (budget33 - sessions33 * per_session) / 1e9])
+    assert sessions33 == 18  # 98,536,457,948 // 5,368,709,120
+    e.controls["vllm"].value = "0.34.0"
+    assert e.controls["gpu_mem_util"].value == 1.0
+
     # 70B in bf16 on one A100 80GB: the weights alone exceed the usable memory
     e.controls["gpu"].value = "A100-80GB"
     e.controls["tp"].value = 1
@@ -126,7 +152,8 @@ def test_budget_bar_by_hand_then_not_fitting():
     assert ax.texts[0].get_text() == "does not fit"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["1 x A100-80GB, TP=1"]
     a100 = 7925 * GiB // 100  # 79.25 GiB, the total CUDA reports on an A100 80GB
-    assert ax.lines[0].get_xdata()[0] == pytest.approx(-(-a100 * 92 // 100) / 1e9)  # usable
+    # usable: min(ceil(1.0 x a100), a100 - 0.5 GiB in use - the 2.625 GiB margin)
+    assert ax.lines[0].get_xdata()[0] == pytest.approx((a100 - GiB // 2 - margin) / 1e9)
     assert ax.lines[1].get_xdata()[0] == pytest.approx(a100 / 1e9)
     assert ax.get_xlim()[1] > 141.107412992 + overhead  # rescaled to the longer bar
 

@@ -1,4 +1,5 @@
-"""Notebook 06's planner: model, GPU, GPU count, TP, dtypes, context, utilization -> plan.
+"""Notebook 06's planner: model, GPU, GPU count, TP, dtypes, context, vLLM release,
+utilization -> plan.
 
 :func:`planner` is the computation (plain, called by the widget and by a
 compared notebook cell); :func:`planner_explorer` wires it to controls: every
@@ -15,9 +16,10 @@ from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import UNITS, fmt_bytes
 from kvlib.models.catalog import BUNDLED, load_model
-from kvlib.serving.deployment import CHECKPOINT, DEFAULT_GPU_MEM_UTIL, Deployment
+from kvlib.serving.deployment import CHECKPOINT, VLLM_DEFAULTS, Deployment
 from kvlib.serving.gpus import CATALOG
 from kvlib.serving.plan import Plan
+from kvlib.serving.vllm_layout import vllm_release
 from kvlib.views.figures.capacity import budget_segments, plot_budget
 from kvlib.views.style import context_ticks, format_context
 from kvlib.views.widgets.kit import Explorer, html_table
@@ -31,6 +33,7 @@ CONTEXTS = context_ticks(1024, 1 << 20)  # 1K .. 1M tokens
 UNIT = "GB"  # GPU memory is sold in GB
 GPU_COUNTS = TP_OPTIONS = (1, 2, 4, 8, 16)  # the GPUs and TP dropdowns
 WEIGHT_OPTIONS = (CHECKPOINT, "bf16", "fp8", "int4")  # the weights dropdown
+RELEASES = tuple(VLLM_DEFAULTS)  # the vLLM dropdown, the default release (the newest) first
 # Plan fields of the budget bar that a planner's plan may leave at 0 (no draft model here)
 _PLACEHOLDERS = ("overhead_bytes_per_gpu", "kv_used_bytes_per_gpu", "kv_free_bytes_per_gpu")
 
@@ -52,9 +55,14 @@ def parse_params(text: str) -> int:
 
 
 def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtype: str,
-            context: int, gpu_mem_util: float, sessions: int, config: str = "",
-            params: str = "") -> PlannerResult:
+            context: int, gpu_mem_util: float | None, sessions: int, config: str = "",
+            params: str = "", vllm: str | None = None) -> PlannerResult:
     """The plan of ``model`` on ``gpus`` x ``gpu`` (TP ``tp``) at ``context`` tokens.
+
+    vllm: the release whose budget rule and block size apply (default the newest,
+    :data:`~kvlib.serving.deployment.VLLM_DEFAULTS`); gpu_mem_util None takes its default
+    (1.0 under 0.34.0's extensible cache, where a smaller value shrinks the cache; 0.92 under
+    0.33.0).
 
     config: a pasted config.json, planned instead of ``model`` when not blank; params: its
     parameter count as text ("70.6B"), needed for a pasted config only where kvlib cannot
@@ -65,7 +73,7 @@ def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtyp
     pasted = read_pasted(config)
     spec, data = (load_model(model), None) if pasted is None else pasted
     d = Deployment(spec, gpu, gpus, tp, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
-                   gpu_mem_util=gpu_mem_util, params=count, config=data)
+                   gpu_mem_util=gpu_mem_util, params=count, config=data, vllm=vllm)
     return PlannerResult(d.plan(context), sessions, d.max_context(sessions),
                          spec.max_position_embeddings)
 
@@ -81,6 +89,7 @@ def render(r: PlannerResult) -> str:
         return fmt_bytes(n, next((u for u in ("GB", "MB", "KB") if n >= UNITS[u]), "B"))
 
     rows = [
+        ("vLLM release (budget rule)", f"{p.vllm} ({p.budget_rule})"),
         ("memory per GPU (CUDA total)" if p.memory_basis == "cuda"
          else "memory per GPU (datasheet)", gb(p.total_memory_bytes_per_gpu)),
         (f"usable (x {float(p.gpu_mem_util):g})", gb(p.usable_bytes_per_gpu)),
@@ -148,11 +157,27 @@ def draw(fig, r: PlannerResult) -> None:
     ax.autoscale_view()
 
 
+def _release_utilization(release: str) -> float:
+    """The utilization slider's value for ``release``: its default gpu_memory_utilization."""
+    return float(VLLM_DEFAULTS[vllm_release(release)]["gpu_mem_util"])
+
+
+def follow_release(change, controls) -> None:
+    """A new vLLM release puts the utilization slider at that release's default (1.0 for
+    0.34.0's extensible cache, 0.92 for 0.33.0)."""
+    if change["owner"] is controls["vllm"]:
+        controls["gpu_mem_util"].value = _release_utilization(change["new"])
+
+
 def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4,
                      weight_dtype=CHECKPOINT, kv_dtype="bf16", context=131072,
-                     gpu_mem_util=float(DEFAULT_GPU_MEM_UTIL), sessions=8) -> Explorer:
+                     gpu_mem_util=None, sessions=8, vllm=RELEASES[0]) -> Explorer:
     """Controls for every planner input, in two columns; a TP the heads do not allow, or a
-    pasted config without a parameter count, shows its error."""
+    pasted config without a parameter count, shows its error. The utilization starts at the
+    release's default (``gpu_mem_util`` None) and follows a change of release."""
+    vllm = vllm_release(vllm)
+    if gpu_mem_util is None:
+        gpu_mem_util = _release_utilization(vllm)
     style = {"description_width": "110px"}
     wide = widgets.Layout(width="98%")
 
@@ -170,7 +195,8 @@ def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4,
         context=widgets.SelectionSlider(
             options=[(format_context(t), t) for t in CONTEXTS],
             value=context, description="context", style=style, layout=wide),
-        gpu_mem_util=widgets.FloatSlider(gpu_mem_util, min=0.5, max=0.98, step=0.01,
+        vllm=dropdown(list(RELEASES), vllm, "vLLM"),
+        gpu_mem_util=widgets.FloatSlider(gpu_mem_util, min=0.5, max=1.0, step=0.01,
                                          description="gpu_memory_util", style=style,
                                          layout=wide),
         sessions=widgets.IntSlider(sessions, min=1, max=256, description="sessions",
@@ -180,4 +206,4 @@ def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4,
                             layout=wide),
         config=pasted_config_box(style),
     )
-    return Explorer(c, planner, render, draw, figsize=(9, 2.2))
+    return Explorer(c, planner, render, draw, figsize=(9, 2.2), adjust=follow_release)
