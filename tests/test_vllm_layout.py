@@ -165,11 +165,11 @@ def test_max_num_batched_tokens_depends_on_the_gpu():
 
 
 def test_plan_counts_each_sequences_state_and_shows_vllms_figure(capsys):
-    """Qwen3-Next on 4 x H200, TP 4, 256K: kvlib's count and vLLM's, by hand."""
-
-
+    """Qwen3-Next on 4 x H200, TP 4, 256K: kvlib's count and vLLM's, by hand, under vLLM
+    0.33.0's profiled budget and 16-token attention blocks (the layout this test teaches);
+    the default release, 0.34.0, below."""
     assert main(["plan", "qwen3-next-80b-a3b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
-                 "--context", "256K", "--weight-dtype", "bf16", "--json"]) == 0
+                 "--context", "256K", "--weight-dtype", "bf16", "--json", "--vllm", "0.33"]) == 0
     d = json.loads(capsys.readouterr().out)
     usable = -(-150_119_844_413 * 92 // 100)  # ceil(0.92 x the H200's CUDA total)
     # the published 80B in bf16, split 4 ways; 4 GiB overhead
@@ -188,6 +188,22 @@ def test_plan_counts_each_sequences_state_and_shows_vllms_figure(capsys):
     assert d["vllm_blocks_per_request"] == per_request == 829
     assert d["vllm_max_concurrency"] == round(blocks / per_request, 2) == 28.78
     assert d["vllm_kv_cache_groups"] == 4 and d["vllm_padding_layers"] == 0
+
+    # vLLM 0.34.0 (the default): u = 1.0 and the measured budget (docs/capacity.md, "The
+    # budget per vLLM release"), kvlib's assumed terms in deployment.MEASURED_DEFAULTS:
+    # usable = min(M, M - 0.5 GiB in use - max(1 GiB, 0.75 x (1.5 + 2) GiB peak))
+    assert main(["plan", "qwen3-next-80b-a3b", "--gpu", "H200", "--gpus", "4", "--tp", "4",
+                 "--context", "256K", "--weight-dtype", "bf16", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["vllm"] == "0.34.0"
+    peak, resident = 3 * GiB // 2 + 2 * GiB, GiB // 2 + 2 * GiB
+    usable = min(150_119_844_413, 150_119_844_413 - GiB // 2 - max(GiB, 3 * peak // 4))
+    budget = usable - 80_000_000_000 * 2 // 4 - resident - peak
+    assert d["kv_budget_bytes_per_gpu"] == budget == 100_321_950_269
+    # 262,144 tokens are 4,096 whole 64-token blocks: the same cache and states per sequence
+    assert (d["kv_bytes_per_sequence_per_gpu"], d["state_bytes_per_sequence_per_gpu"]) == \
+        (cache, state)
+    assert d["max_sequences"] == budget // (cache + state)
 
 
 def test_a_state_only_layout_is_refused_clearly():
