@@ -23,9 +23,13 @@ EXPECTED = {
     "qwen3.5-27b": "qwen3_next", "qwen3.6-35b-a3b": "qwen3_next", "glm-5": "deepseek",
     "nemotron-3-ultra-550b-a55b": "nemotron_h", "gpt-oss-120b": "gpt_oss",
     "minimax-m2.5": "llama",
+    "minimax-m2.7": "llama",
+    "mimo-v2-flash": "mimo_v2",
+    "glm-5.2": "deepseek",
+    "kimi-k2.5": "deepseek",
 }
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
-UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1"}
+UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1", "granite_hybrid", "laguna"}
 
 
 def test_each_bundled_model_is_read_by_its_family_module():

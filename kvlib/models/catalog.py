@@ -157,6 +157,22 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
     _m("minimax-m2.5", "MiniMax-M2.5", "MiniMaxAI/MiniMax-M2.5", 230e9,
        "230B total, 10B active, MiniMax-M2's model card (M2.5 keeps its architecture)", 10e9,
        copy=f"{_AIC_NEWER}, blob b88d057a4df1"),
+    # Issue 31: families read from vLLM 0.34.0's modeling code, byte-for-byte copies from the same
+    # mirror at the commit named (git blob ids in tests/fixtures/configs/SOURCES.md)
+    _m("mimo-v2-flash", "MiMo-V2-Flash", "XiaomiMiMo/MiMo-V2-Flash", 309e9,
+       "309B total, 15B active, Xiaomi's announced figures (not checked against the card)", 15e9,
+       copy=f"{_AIC.replace('@095f58a5', '@27f3be86')}, blob adfc14eaab04"),
+    _m("glm-5.2", "GLM-5.2", "zai-org/GLM-5.2", 744e9,
+       "744B total, 40B active, GLM-5's figures (GLM-5.2's config keeps GLM-5's sizes; not "
+       "checked against the GLM-5.2 card)", 40e9,
+       copy=f"{_AIC.replace('@095f58a5', '@e418fe29')}, blob f8b342fa9e8f"),
+    _m("kimi-k2.5", "Kimi K2.5", "moonshotai/Kimi-K2.5", 1.04e12,
+       "1.04T total, 32B active, Kimi K2's model-card figures (K2.5 keeps K2's text model; "
+       "vision tower not counted)", 32e9,
+       copy=f"{_AIC.replace('@095f58a5', '@507f0fb0')}, blob 2a9983f30584"),
+    _m("minimax-m2.7", "MiniMax-M2.7", "MiniMaxAI/MiniMax-M2.7", 230e9,
+       "230B total, 10B active, MiniMax-M2's model card (M2.7 keeps its architecture)", 10e9,
+       copy=f"{_AIC.replace('@095f58a5', '@69386f5f')}, blob ba213004c5c8"),
 )}
 
 

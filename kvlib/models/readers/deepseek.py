@@ -9,7 +9,8 @@ when used as a speculative-decoding draft, so they are not counted.
 
 from __future__ import annotations
 
-from kvlib.models.readers.fields import Fields
+from kvlib.core import validate
+from kvlib.models.readers.fields import Fields, describe
 from kvlib.models.readers.reading import Attention, Layers, every_layer, layer
 from kvlib.models.readers.registry import register
 from kvlib.models.spec import CacheKind
@@ -28,11 +29,66 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
 # index_n_heads: the indexer's query heads (computed per step, never cached)
 # GLM-5 (glm_moe_dsa): vLLM 0.33.0 maps GlmMoeDsaForCausalLM to the DeepSeek V3.2 path
 # (model_executor/models/registry.py), same key names.
+_SKIP_LINE = "vllm/model_executor/models/utils.py:1019-1055"
+
+
+def _indexer_layers(c: Fields, n: int, notes: list[str]) -> int:
+    """Layers that build an indexer of their own, as vLLM 0.34.0's ``compute_skip_topk_layers``
+    (model_executor/models/utils.py:1019-1055) decides; the others reuse the top-k of the closest
+    preceding indexer layer and build no indexer, so they cache no indexer key
+    (models/deepseek_v32/attention.py:171-193: ``indexer = None`` when ``skip_topk``).
+
+    * ``indexer_types`` (one "full" or "shared" per layer) wins when present;
+    * else layer i shares iff ``index_topk_pattern[i] == "S"`` when a pattern is given,
+    * else iff ``max(i - index_skip_topk_offset + 1, 0) % index_topk_freq != 0`` (offset 2 and
+      frequency 1 by default: no layer shares).
+    """
+    if not c.has("index_topk"):
+        return n  # utils.py:1022: without index_topk no layer skips
+    types = c.data.get("indexer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n or set(types) - {"full", "shared"}:
+            raise ValueError(f"{c.path('indexer_types')} must hold 'full' or 'shared' for each "
+                             f"of the {n} layers (vLLM 0.34.0, {_SKIP_LINE}), got "
+                             f"{describe(types)}")
+        shared = types.count("shared")
+        where = "indexer_types"
+        unread = [k for k in ("index_topk_freq", "index_topk_pattern", "index_skip_topk_offset")
+                  if c.has(k)]
+        c.touch(*unread)
+        if unread:
+            notes.append(f"{', '.join(unread)} not used: indexer_types decides which layers "
+                         f"share an indexer (vLLM 0.34.0 reads them only without it, {_SKIP_LINE})")
+    else:
+        freq = c.data.get("index_topk_freq")
+        freq = 1 if freq is None else validate.positive_int(c.path("index_topk_freq"), freq)
+        pattern = c.data.get("index_topk_pattern")
+        offset = c.data.get("index_skip_topk_offset")
+        offset = 2 if offset is None else validate.positive_int(
+            c.path("index_skip_topk_offset"), offset, allow_zero=True)
+        if pattern is not None:
+            if not isinstance(pattern, list | str):
+                raise ValueError(f"{c.path('index_topk_pattern')} must list 'S' or another "
+                                 f"letter per layer, got {describe(pattern)}")
+            shared = sum(1 for i in range(min(n, len(pattern))) if pattern[i] == "S")
+            where = "index_topk_pattern"
+            c.touch("index_topk_freq", "index_skip_topk_offset")  # not read with a pattern
+        else:
+            shared = sum(1 for i in range(n) if max(i - offset + 1, 0) % freq != 0)
+            where = f"index_topk_freq={freq}, index_skip_topk_offset={offset}"
+    if shared:
+        notes.append(f"{shared} of {n} layers share an earlier layer's indexer ({where}; vLLM "
+                     f"0.34.0 {_SKIP_LINE}): they build no indexer and cache no indexer key, "
+                     f"so {n - shared} layers cache one")
+    return n - shared
+
+
 @register("deepseek_v32", "glm_moe_dsa",
           handles=("index_head_dim", "index_n_heads", "index_topk"),
           ignores=(*_MLA_IGNORES, "index_n_heads", "indexer_rope_interleave"))
 def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
-    """DeepSeek V3.2: MLA plus, in every layer, the lightning indexer's key cache."""
+    """DeepSeek V3.2 and GLM-5.x: MLA in every layer, plus the lightning indexer's key cache in
+    every layer that builds its own indexer (:func:`_indexer_layers`)."""
     mla = _mla(c, n, notes)
     d_I = c.int("index_head_dim", why="DeepSeek V3.2's indexer caches a key per token")
     if d_I % 128:
@@ -40,14 +96,15 @@ def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
                          "key values (index_head_dim // 128); kvlib counts only widths that are a "
                          "multiple of 128")
     top_k = c.int("index_topk", required=False)
-    notes.append(f"sparse attention: every layer also caches one indexer key per token "
-                 f"(index_head_dim={d_I} fp8 values + one fp32 scale per 128 = "
+    notes.append(f"sparse attention: each layer with an indexer also caches one indexer key per "
+                 f"token (index_head_dim={d_I} fp8 values + one fp32 scale per 128 = "
                  f"{d_I + d_I // 128 * 4} bytes, whatever the KV dtype, as vLLM stores it)"
                  + (f"; each query attends to the top {top_k:,} latents only, which saves "
                     "reads and FLOPs, not memory" if top_k else ""))
     latent = (CacheKind.LATENT, None)
     keys = layer(CacheKind.INDEXER, "Indexer", d_I=d_I, b=1)  # stored as bytes (uint8)
-    counts = {**mla.layers.counts, keys: n}
+    n_keys = _indexer_layers(c, n, notes)
+    counts = {**mla.layers.counts, keys: n_keys}
     del counts[latent]
     full_latent = layer(CacheKind.LATENT, "MLA+RoPE", **mla.sizes)
     counts[full_latent] = n
