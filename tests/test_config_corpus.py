@@ -175,3 +175,34 @@ def test_every_corpus_config_is_read_with_nothing_dropped_silently(path):
     text = cfg.get("text_config", cfg)
     layers = text.get("num_hidden_layers") or len(text["layers_block_type"])
     assert r.num_layers == layers == len(r.layer_map())
+
+
+# granite-4.0-h: no published config.json was found (SOURCES.md); these fields are hand-made in
+# the family's shape to check the reader against vLLM 0.34.0's granitemoehybrid.py
+GRANITE_H = {"model_type": "granitemoehybrid", "num_hidden_layers": 8, "hidden_size": 1024,
+             "num_attention_heads": 16, "num_key_value_heads": 4,
+             "layer_types": ["mamba"] * 3 + ["attention"] + ["mamba"] * 3 + ["attention"],
+             "mamba_n_heads": 32, "mamba_d_head": 64, "mamba_n_groups": 1, "mamba_d_state": 128,
+             "mamba_d_conv": 4, "mamba_expand": 2, "torch_dtype": "bfloat16"}
+
+
+def test_granite_4_h_mamba2_and_attention_layers():
+    """granitemoehybrid.py:240-241 (head dim = hidden / heads = 64, 4 KV heads), :615-645 (conv
+    (4 - 1) x (2 x 1024 + 2 x 1 x 128), SSM 32 x 64 x 128, both bf16)."""
+    s = read_config(GRANITE_H)
+    assert kinds(s) == {("full", None): 2, ("mamba", None): 6}
+    assert s.kv_bytes_per_token(BF16) == 2 * 2 * 4 * 64 * 2
+    assert s.state_bytes_per_sequence() == 6 * (3 * (2048 + 256) * 2 + 32 * 64 * 128 * 2)
+    no_types = {k: v for k, v in GRANITE_H.items() if k != "layer_types"}
+    with pytest.raises(ValueError, match="layer_types"):
+        parse_config(no_types)
+
+
+def test_laguna_per_layer_query_heads_one_kv_shape():
+    """Laguna-XS.2 (laguna.py:490-504): 40 layers, 10 full and 30 sliding over 512 tokens, every
+    layer 8 KV heads of 128 whatever its query heads."""
+    from test_config_corpus_2026 import CORPUS as C26
+
+    s = read_config(C26["poolside--Laguna-XS.2-FP8"]["config"])
+    assert kinds(s) == {("full", None): 10, ("sliding", 512): 30}
+    assert s.kv_bytes_per_sequence(4096, BF16) == (10 * 4096 + 30 * 512) * 2 * 8 * 128 * 2

@@ -67,8 +67,7 @@ def test_an_empty_marker_changes_nothing(value):
     assert g.layers * 2 * g.sizes["N_g"] * g.sizes["d_QK"] == 32 * 2 * 8 * 128
 
 
-@pytest.mark.parametrize("family", ["mamba", "mamba2", "bamba", "granitemoehybrid",
-                                    "zamba2", "minimax"])
+@pytest.mark.parametrize("family", ["mamba", "mamba2", "bamba", "zamba2", "minimax"])
 def test_a_hybrid_family_without_a_reader_is_refused_even_with_plain_fields(family):
     assert family in FAMILIES_REFUSED
     with pytest.raises(ValueError, match=rf"^model_type '{family}' \("):

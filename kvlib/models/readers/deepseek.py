@@ -83,6 +83,27 @@ def _indexer_layers(c: Fields, n: int, notes: list[str]) -> int:
     return n - shared
 
 
+# transformers 5.25.0 GlmMoeDsaConfig: every layer is DSA, "indexed_attention" by default
+# (configuration_glm_moe_dsa.py:152-154); NVIDIA's GLM-5.2/5.3 files write the older name
+_DSA_LAYERS = {"indexed_attention", "deepseek_sparse_attention"}
+
+
+def _dsa_layer_types(c: Fields, n: int, notes: list[str]) -> None:
+    """``layer_types`` that name the DSA layer for every layer (what this reader counts) are read;
+    any other entry is refused, naming the transformers line that reads the list (vLLM 0.34.0's
+    deepseek_v32 path does not read it)."""
+    types = c.data.get("layer_types")
+    if types is None:
+        return
+    where = "transformers/models/glm_moe_dsa/configuration_glm_moe_dsa.py:154"
+    if not isinstance(types, list) or len(types) != n or set(types) - _DSA_LAYERS:
+        raise ValueError(f"{c.path('layer_types')}={describe(types)[:60]}: transformers 5.25.0 "
+                         f"reads it ({where}) and kvlib knows only {', '.join(sorted(_DSA_LAYERS))}"
+                         f" for each of the {n} layers; kvlib refuses rather than guess")
+    notes.append(f"layer_types is read: all {n} entries are {types[0]!r}, MLA with a sparse "
+                 f"indexer in every layer ({where}; vLLM 0.34.0 does not read the list)")
+
+
 @register("deepseek_v32", "glm_moe_dsa",
           handles=("index_head_dim", "index_n_heads", "index_topk"),
           ignores=(*_MLA_IGNORES, "index_n_heads", "indexer_rope_interleave"))
@@ -90,6 +111,7 @@ def read_sparse(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     """DeepSeek V3.2 and GLM-5.x: MLA in every layer, plus the lightning indexer's key cache in
     every layer that builds its own indexer (:func:`_indexer_layers`)."""
     mla = _mla(c, n, notes)
+    _dsa_layer_types(c, n, notes)
     d_I = c.int("index_head_dim", why="DeepSeek V3.2's indexer caches a key per token")
     if d_I % 128:
         raise ValueError(f"{c.path('index_head_dim')}={d_I}: vLLM stores one fp32 scale per 128 "

@@ -31,8 +31,10 @@ _ATTN = {"full_attention", "attention"}
 
 def _types(c: Fields, n: int) -> list:
     key = c.first("layer_types", "layers_block_type")
-    if key is None:  # GraniteMoeHybridConfig: every layer Mamba2 when absent
-        return ["linear_attention"] * n
+    if key is None:  # GraniteMoeHybridConfig would make every layer Mamba2: refused, not assumed
+        raise ValueError(f"config has no {c.path('layer_types')} (granite-4.0-h lists its Mamba2 "
+                         "and attention layers; vLLM 0.34.0 builds each from it, "
+                         "granitemoehybrid.py:350); kvlib refuses rather than guess")
     types = c.data[key]
     if not isinstance(types, list) or len(types) != n or set(types) - _MAMBA - _ATTN:
         raise ValueError(f"{c.path(key)} must give one of {', '.join(sorted(_MAMBA | _ATTN))} for "
@@ -72,7 +74,8 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     n_attn = sum(t in _ATTN for t in types)
     conv = expand * hidden + 2 * groups * d_state
     notes.append(f"layer_types decides each layer: {n_attn} attention ({n_g} KV heads of {d}), "
-                 f"{n - n_attn} Mamba2 (conv {d_conv - 1} x {conv}, SSM {heads} x {d_head} x {d_state}, both in {b} B)")
+                 f"{n - n_attn} Mamba2 (conv {d_conv - 1} x {conv}, SSM {heads} x {d_head} x "
+                 f"{d_state}, both in {b} B)")
     label = "MHA" if n_g == n_h else "MQA" if n_g == 1 else "GQA"
     return Attention("GQA", label, {"N_h": n_h, "N_g": n_g, "d_QK": d, "d_V": d},
                      tally([full if t in _ATTN else mamba2 for t in types]))

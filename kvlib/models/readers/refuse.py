@@ -50,7 +50,6 @@ FAMILIES_REFUSED = {
     "mamba": "Mamba", "mamba2": "Mamba2", "falcon_mamba": "Mamba",
     "zamba": "Mamba + shared attention", "zamba2": "Mamba2 + shared attention",
     "bamba": "Mamba2 + attention",
-    "granitemoehybrid": "Mamba2 + attention",
     "recurrent_gemma": "recurrent + local attention", "rwkv": "RWKV recurrence",
     "xlstm": "xLSTM recurrence",
     # vLLM 0.33.0 dropped MiniMax-Text-01 / M1 (last supported in 0.23.0: registry.py)

@@ -1,0 +1,137 @@
+"""Issue 31, section 3: every published 2025-2026 config we collected, read exactly or refused
+by a key the engine data says shapes the cache.
+
+tests/fixtures/configs/corpus-2026.json.gz holds 136 config.json files, each with its source:
+every distinct ``model_configs/*_config.json`` ever committed to ai-dynamo/aiconfigurator (repo,
+path, commit, git blob id; the newest version of each name), NVFP4 and FP8 re-packagings
+included. The expected bytes per token are worked below by a hand formula per family, written
+from the config's own numbers and the family's modeling code in vLLM 0.34.0 (cited), not from
+kvlib's readers; bf16 (2 B) per element.
+"""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from kvlib import parse_config, read_config
+from kvlib.models.readers.closed import shaping_reason
+from kvlib.models.readers.engine import engine_for, read_by_any
+
+CORPUS = json.loads(gzip.decompress(
+    (Path(__file__).resolve().parent / "fixtures" / "configs" / "corpus-2026.json.gz")
+    .read_bytes()))
+B = 2
+
+
+def _text(cfg):
+    return cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
+
+
+def _kv_plain(t, layers, kv=None, d=None, d_v=None):
+    """layers x 2 (K and V) x KV heads x head dim x 2 B, K and V widths apart."""
+    kv = kv or t.get("num_key_value_heads") or t["num_attention_heads"]
+    d = d or t.get("head_dim") or t["hidden_size"] // t["num_attention_heads"]
+    return layers * kv * (d + (d_v or d)) * B
+
+
+def _counts(t):
+    """(full, sliding, chunked) layer counts from layer_types."""
+    types = t["layer_types"]
+    return (sum(x == "full_attention" for x in types), sum(x == "sliding_attention" for x in types),
+            sum(x == "chunked_attention" for x in types))
+
+
+def expected_bytes_per_token(cfg):
+    """The hand formula for each family (bytes one token adds, every layer, bf16)."""
+    t = _text(cfg)
+    mt = t.get("model_type") or cfg["model_type"]
+    n = t.get("num_hidden_layers") or len(t.get("layers_block_type", []))
+    if "kv_lora_rank" in t and mt != "kimi_linear":  # MLA: latent + RoPE key per layer
+        total = n * (t["kv_lora_rank"] + t["qk_rope_head_dim"]) * B
+        if "index_head_dim" in t:  # one fp8 key + one fp32 scale per 128 in each indexer layer
+            types = t.get("indexer_types")
+            own = types.count("full") if types else n  # utils.py:1019-1055
+            total += own * (t["index_head_dim"] + t["index_head_dim"] // 128 * 4)
+        return total
+    if mt == "mimo_v2_flash":  # mimo_v2.py:419-451: 1 = sliding with swa_* shapes
+        p = t["hybrid_layer_pattern"]
+        return (_kv_plain(t, p.count(0), t["num_key_value_heads"], t["head_dim"], t["v_head_dim"])
+                + _kv_plain(t, p.count(1), t["swa_num_key_value_heads"], t["swa_head_dim"],
+                            t.get("swa_v_head_dim")))
+    if mt == "gemma4_text":  # full layers: global KV heads of global_head_dim; shared add none
+        full, sliding, _ = _counts(t)
+        shared = t.get("num_kv_shared_layers") or 0
+        types = t["layer_types"][: n - shared]
+        full = types.count("full_attention")
+        sliding = types.count("sliding_attention")
+        g = t.get("num_global_key_value_heads") if t.get("attention_k_eq_v", True) else None
+        return (_kv_plain(t, full, g or t["num_key_value_heads"], t.get("global_head_dim", 512))
+                + _kv_plain(t, sliding))
+    if mt == "nemotron_h":  # attention layers only ("*" / "attention"); head_dim default 128
+        pattern = t.get("layers_block_type") or list(t["hybrid_override_pattern"])
+        attn = sum(x in ("*", "attention") for x in pattern)
+        return _kv_plain(t, attn, d=t.get("head_dim") or 128)
+    if mt == "nemotron-nas":  # block_configs: no-op attention keeps nothing; n_heads_in_group
+        total = 0
+        for bc in t["block_configs"]:
+            a = bc["attention"]
+            if not (a.get("no_op") or a.get("replace_with_linear")):
+                total += _kv_plain(t, 1, t["num_attention_heads"] // a["n_heads_in_group"])
+        return total
+    if mt == "kimi_linear":  # MLA only in linear_attn_config.full_attn_layers (1-based)
+        return len(t["linear_attn_config"]["full_attn_layers"]) * (
+            t["kv_lora_rank"] + t["qk_rope_head_dim"]) * B
+    if "full_attention_interval" in t:  # Qwen3-Next: every interval-th layer full attention
+        return _kv_plain(t, n // t["full_attention_interval"])
+    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5_moe"):
+        return _kv_plain(t, t["layer_types"].count("full_attention"))  # the rest linear
+    if "layer_types" in t:  # full + sliding + chunked: the same shape in each (per token)
+        return _kv_plain(t, sum(_counts(t)))
+    return _kv_plain(t, n)  # plain GQA / MHA on every layer
+
+
+READ = sorted(k for k, v in CORPUS.items()
+              if not v["config"].get("model_type", "").startswith(("deepseek_v4", "deepseek_ref"))
+              and "MiniMax-M3" not in k and "Muse-Glimmer" not in k)
+REFUSED = sorted(set(CORPUS) - set(READ))
+
+
+def test_the_corpus_is_large_and_sourced():
+    assert len(CORPUS) >= 100
+    for name, entry in CORPUS.items():
+        src = entry["source"]
+        assert src["repo"] == "ai-dynamo/aiconfigurator" and len(src["commit"]) == 40
+        assert len(src["blob"]) == 40 and src["path"].endswith(f"{name}_config.json")
+
+
+@pytest.mark.parametrize("name", READ)
+def test_read_exactly(name):
+    cfg = CORPUS[name]["config"]
+    s = read_config(cfg)
+    assert s.kv_bytes_per_token(B) == expected_bytes_per_token(cfg), s.groups
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_refused_by_a_key_the_engine_reads(name):
+    """DeepSeek V4 (a separate issue), MiniMax M3 and Muse Glimmer: refused, naming one key; where
+    an engine knows the family the key is one engine_keys.json says it reads (this family's or,
+    for a key whose name says cache, another's); else the word rule names why."""
+    cfg = CORPUS[name]["config"]
+    with pytest.raises(ValueError) as e:
+        parse_config(cfg)
+    msg = str(e.value)
+    assert "\n" not in msg and "refuse" in msg
+    path = msg.split("=", 1)[0].split(":", 1)[0]
+    key = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    t = _text(cfg)
+    engine = engine_for(t.get("model_type") or cfg.get("model_type", ""))
+    if " " in key:  # a family refused by model_type
+        return
+    if engine is not None and "does not know this key" not in msg:
+        assert key in engine.keys or key in read_by_any(), msg  # the engine reads it
+        where = engine.keys.get(key) or read_by_any()[key][1]
+        assert where in msg or "cannot count these layers" in msg  # the line, or the marker
+    else:
+        assert shaping_reason(key, None, 0) is not None or key in msg, msg
