@@ -402,6 +402,8 @@ EXEMPT: dict[str, dict[str, object]] = {
         "139.80 GiB": Input("a PyTorch out-of-memory message, quoted"),
         "420 GB": POST_A,
         "4.74x": Shown("| 4.74 |"),
+        "32x": Shown("32.0x less"),  # section 8's table: a 4K window on every layer
+        "64 tokens": Input("vLLM 0.34.0's default block size (vllm/config/cache.py:185)"),
         "7.5 tokens": Computed(lambda: f"{(16 - 1) / 2} tokens"),
         "2 bytes": INPUT_DEF,
         "3.1%": Computed(_plain_scale_overhead),
@@ -552,7 +554,7 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "0.33 MB": Computed(lambda: _llama_per_token("MB")),
         "31%": Computed(_post_b_gqa_overestimate),
         "10.4 GiB": Computed(lambda: _kv_per_sequence("gemma-3-27b", 131072, "GiB", 1)),
-        "1 sequence": Computed(_deepseek_v2_node),
+        "2 sequences": Computed(_deepseek_v2_node),
         "1024 B": UNIT_DEF, "1000 B": UNIT_DEF,
     },
     "docs/architecture.md": {"1024 B": UNIT_DEF, "1000 B": UNIT_DEF},
@@ -571,6 +573,10 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "4.0 TB": Input("a press figure for H20's bandwidth, quoted as such"),
         "89.4 GiB": Computed(lambda: _gib(96 * 10**9, 1)),
         "35,278,831,616 B": Computed(_llama_weights_per_gpu),
+        "3 GiB": Input("vLLM 0.34.0's margin floor on ROCm, a constant of vLLM "
+                       "(vllm/v1/worker/extensible_kv_cache.py:64-65)"),
+        "0.49 GiB": Input("memory in use at start-up in a fixture log "
+                          "(tests/fixtures/vllm_logs/qwen3-235b-a22b-fp8_8xL40S_tp8_v0.10.2.log)"),
         "97%": Shown("97.49% of reserved slots empty", "06_capacity_planning.ipynb"),
         "0.2%": Shown("0.23% of reserved slots empty", "06_capacity_planning.ipynb"),
     },

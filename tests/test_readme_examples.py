@@ -77,23 +77,33 @@ def test_the_matcher():
 
 
 def test_prose_quotes_the_plan():
-    """README's and docs/capacity.md's sentences about blog post A's 4 x H200 example."""
-    d = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
-    sheet = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, memory="datasheet")
+    """README's and docs/capacity.md's sentences about blog post A's 4 x H200 example: vLLM
+    0.33.0's profiled rule (the post's arithmetic, made exact), and the default release's."""
+    d = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, vllm="0.33.0")
+    d34 = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
+    assert d34.vllm == "0.34.0"
+    sheet = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, memory="datasheet",
+                       vllm="0.33.0")
     n, exact = d.max_sequences_per_replica(131072), d.sessions(131072)
+    n34 = d34.max_sequences_per_replica(131072)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     posts = " ".join(readme.split())
-    assert (f"Counted, with `gpu_memory_utilization` ({float(d.gpu_mem_util):g}), the overhead and "
-            f"whole sessions, it is {n}") in posts
-    assert f"vLLM 0.33.0's default, {float(d.gpu_mem_util):g}" in readme
+    assert (f"Counted, with vLLM 0.33.0's `gpu_memory_utilization` ({float(d.gpu_mem_util):g}), "
+            f"the overhead and whole sessions, it is {n}") in posts
+    assert (f"vLLM 0.34.0's measured budget {'also ' if n34 == n else ''}gives {n34}") in posts
+    assert (f"`gpu_memory_utilization` resolves to {float(d34.gpu_mem_util):.1f} "
+            f"({float(d.gpu_mem_util):g} in 0.20.0-0.33.0") in posts
     capacity = (ROOT / "docs/capacity.md").read_text(encoding="utf-8")
     finds = " ".join(capacity.split("**What notebook 06 finds:**")[1].split())
-    for said in (f"becomes **{n}** once `gpu_memory_utilization` {float(d.gpu_mem_util):g}",
+    for said in (f"becomes **{n}** under vLLM 0.33.0's rule, once `gpu_memory_utilization` "
+                 f"{float(d.gpu_mem_util):g}",
                  f"({float(exact):.2f} before flooring",
                  f"{d.usable_bytes_per_gpu:,} B usable - {d.weights_bytes_per_gpu:,} B of weights",
                  f"the checkpoint's {d.params:,} parameters",
                  f"= {d.kv_budget_bytes_per_gpu:,} B of KV budget per GPU",
-                 f"{float(sheet.sessions(131072)):.2f} with the datasheet's 141 GB"):
+                 f"{float(sheet.sessions(131072)):.2f} with the datasheet's 141 GB",
+                 f"vLLM 0.34.0's measured budget, the default, gives "
+                 f"{float(d34.sessions(131072)):.2f}, **{n34}** whole"):
         assert said in finds, said
     dense = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4).plan(8192)
     assert f"{dense.decode_step_seconds_lower_bound * 1e3:.1f} ms on H200 at 8K" in finds
@@ -102,8 +112,10 @@ def test_prose_quotes_the_plan():
             f"{moe.decode_step_seconds_lower_bound * 1e3:.2f} ms, not the "
             f"{moe.decode_step_seconds_all_weights * 1e3:.2f} ms of reading every weight (uniform "
             f"routing: {moe.decode_step_seconds_uniform_routing * 1e3:.2f} ms)") in finds
-    cli = (ROOT / "docs/cli.md").read_text(encoding="utf-8")
-    assert f"default {float(d.gpu_mem_util):g}, vLLM 0.33.0's" in cli
+    cli = " ".join((ROOT / "docs/cli.md").read_text(encoding="utf-8").split())
+    assert (f"default the release's: {float(d34.gpu_mem_util):.1f} for 0.34.0's extensible KV "
+            f"cache, where a smaller value shrinks the cache, {float(d.gpu_mem_util):g} for "
+            "0.33.0") in cli
 
 
 def test_docs_models_lists_every_bundled_model():
@@ -148,7 +160,7 @@ def test_the_blog_post_section_quotes_kvlib():
         f"{sum(x.layers for x in windowed)} of its {gemma.num_layers} layers keep only "
         f"{windowed[0].window:,} tokens, about "
         f"{float(gemma.kv_bytes_per_sequence(131072, 2)) / 2**30:.1f} GiB",
-        f"leave room for {node} sequence of 128K",
+        f"leave room for {node} sequence{'s' if node != 1 else ''} of 128K",
         f"adds {32 / 80:.0%} of Llama 3.1 70B's cache",
     ]
     missing = [s for s in said if s not in section]
