@@ -501,7 +501,7 @@
   // kvlib.serving.deployment / kv / plan / context_search, for one TP rank's layer groups
   // (sharded by kvlib at build time) and the weights kvlib counted per weight dtype and TP.
   const PLAN = DATA.planner, PLAN_CONTEXTS = contextTicks(1024, 1 << 20);
-  const UTILS = Array.from({ length: 49 }, (_, i) => 50 + i);  // 0.50 .. 0.98, in hundredths
+  const UTILS = Array.from({ length: 51 }, (_, i) => 50 + i);  // 0.50 .. 1.00, in hundredths
   const DEC = { KB: 1000n, MB: 1000n ** 2n, GB: 1000n ** 3n };
   const fmtDec = (r, unit) => { const v = rat(r[0], r[1] * (unit === "B" ? 1n : DEC[unit]));
     if (v[1] === 1n) return `${fmtInt(v[0])} ${unit}`;
@@ -530,9 +530,16 @@
       { name: "weight_dtype", label: "weights", type: "select", options: PLAN.weight_dtypes.map((k) => [k, k]) },
       { name: "kv_dtype", label: "KV dtype", type: "select", options: Object.keys(DATA.dtypes).map((k) => [k, k]) },
       { name: "context", label: "context", type: "range", options: PLAN_CONTEXTS.map((t) => [t, formatContext(t)]) },
+      { name: "vllm", label: "vLLM", type: "select", options: Object.keys(PLAN.releases).map((k) => [k, k]) },
       { name: "gpu_mem_util", label: "gpu_memory_util", type: "range", options: UTILS.map((u) => [u / 100, (u / 100).toFixed(2)]) },
       { name: "sessions", label: "sessions", type: "range", options: Array.from({ length: 256 }, (_, i) => [i + 1, `${i + 1}`]) },
     ],
+    // kvlib.views.widgets.capacity.follow_release: a new release puts the utilization at its default
+    adjust(changed, values, setOptions) {
+      if (changed !== "vllm") return;
+      values.gpu_mem_util = toDouble(parse(PLAN.releases[values.vllm].gpu_mem_util));
+      setOptions("gpu_mem_util", UTILS.map((u) => [u / 100, (u / 100).toFixed(2)]), values.gpu_mem_util);
+    },
     // kvlib.views.widgets.capacity.planner -> Deployment(...).plan(context), max_context(sessions)
     compute(s) {
       const m = PLAN.models[s.model], gpu = PLAN.gpus[s.gpu];
@@ -540,10 +547,17 @@
       const w = m.weights[`${s.weight_dtype} ${s.tp}`], layout = m.tp[s.tp];
       if (w.error) throw new Error(w.error);
       if (layout.error) throw new Error(layout.error);
-      const b = parse(DATA.dtypes[s.kv_dtype]), bs = BigInt(PLAN.block_size), T = BigInt(s.context);
+      // the release's budget rule (kvlib.serving.capacity_formulas.RULES): 0.33.0's profiled
+      // ceil(u M) - W - O; 0.34.0's extensible min(ceil(u M), M - M_0 - margin) - W - O_R - P
+      const rel = PLAN.releases[s.vllm];
+      const b = parse(DATA.dtypes[s.kv_dtype]), bs = BigInt(rel.block_size), T = BigInt(s.context);
       const util = rat(BigInt(Math.round(s.gpu_mem_util * 100)), 100n);
-      const total = BigInt(gpu.total), usable = ceilDiv(util[0] * total, util[1]);
-      const weights = BigInt(w.weights), overhead = BigInt(PLAN.overhead);
+      const total = BigInt(gpu.total), requested = ceilDiv(util[0] * total, util[1]);
+      const extensible = rel.rule === "extensible";
+      const room = extensible ? total - BigInt(rel.in_use) - BigInt(rel.margin) : requested;
+      const usable = room < requested ? room : requested;
+      const weights = BigInt(w.weights);
+      const overhead = extensible ? BigInt(rel.resident) + BigInt(rel.peak) : BigInt(rel.overhead);
       const budget = usable - weights - overhead;
       const state = sum(layout.states.map(groupStateBytes));
       const stateInt = state[0] / state[1];
@@ -555,8 +569,10 @@
       let fits = true, reason = "";
       if (budget <= 0n) {
         fits = false;
+        let how = `gpu_memory_utilization ${gFormat(toDouble(util))} x ${gbOnly(total)} ${s.gpu}`;
+        if (extensible) how = `vLLM ${s.vllm}: the smaller of ${how} and the total less ${gbOnly(BigInt(rel.in_use))} in use at start and a margin of ${gbOnly(BigInt(rel.margin))}`;
         reason = `does not fit: weights ${gbOnly(weights)} + overhead ${gbOnly(overhead)} = ${gbOnly(weights + overhead)} per GPU exceed the ` +
-          `usable ${gbOnly(usable)} (gpu_memory_utilization ${gFormat(toDouble(util))} x ${gbOnly(total)} ${s.gpu}); use ` +
+          `usable ${gbOnly(usable)} (${how}); use ` +
           `more tensor parallelism, smaller weights or a larger GPU`;
       } else if (perReplica === 0n) {
         fits = false;
@@ -594,12 +610,13 @@
       }
       return { total, usable, weights, overhead, budget, perSeq, state: stateInt, perReplica, replicas,
         maxSequences: perReplica * replicas, used, free: pos - used, fits, reason, bound, uniform, experts,
-        moe: w.moe, maxContext, label: w.label, basis: gpu.basis, util };
+        moe: w.moe, maxContext, label: w.label, basis: gpu.basis, util, release: s.vllm, rule: rel.rule };
     },
     // kvlib.views.widgets.capacity.render
     render(s, r) {
       const fc = formatContext(s.context);
       const rows = [
+        ["vLLM release (budget rule)", `${r.release} (${r.rule})`],
         [r.basis === "cuda" ? "memory per GPU (CUDA total)" : "memory per GPU (datasheet)", gb(r.total)],
         [`usable (x ${gFormat(toDouble(r.util))})`, gb(r.usable)],
         [`weights (${esc(r.label)}, / TP ${s.tp})`, gb(r.weights)],

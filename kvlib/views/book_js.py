@@ -36,7 +36,7 @@ from kvlib.core.formulas import KINDS, STATES
 from kvlib.core.notation import by_name
 from kvlib.models.catalog import BUNDLED, attention_label, load_model
 from kvlib.models.spec import EMPTY, GROWING, STATEFUL
-from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES
+from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, MEASURED_DEFAULTS, VLLM_DEFAULTS
 from kvlib.serving.kv import DEFAULT_BLOCK_SIZE
 from kvlib.views.figures.models import KIND_COLORS
 from kvlib.views.style import COLORS
@@ -184,10 +184,33 @@ def _planner() -> dict:
                 except ValueError as e:
                     per_weights[f"{w} {tp}"] = {"error": str(e)}
         models[name] = {"tp": per_tp, "weights": per_weights}
+    start = {k: p.default for k, p in explorer.items()}
+    start["gpu_mem_util"] = float(VLLM_DEFAULTS[start["vllm"]]["gpu_mem_util"])
     return {"gpus": gpus, "models": models, "tps": list(tps), "weight_dtypes": list(weights),
             "gpu_counts": list(capacity.GPU_COUNTS), "overhead": DEFAULT_OVERHEAD_BYTES,
-            "block_size": DEFAULT_BLOCK_SIZE,
-            "start": {k: p.default for k, p in explorer.items()}}
+            "block_size": DEFAULT_BLOCK_SIZE, "releases": _releases(), "start": start}
+
+
+def _releases() -> dict:
+    """Per vLLM release (the default first): its default utilization and block size, its budget
+    rule, and the terms kvlib assumes for it, in bytes per GPU: 0.33.0's overhead; 0.34.0's
+    memory in use at start-up, the margin max(1 GiB, 0.75 x peak), the resident non-KV memory
+    and the peak kept free (:class:`~kvlib.serving.deployment.Deployment`'s properties)."""
+    from kvlib.serving import capacity_formulas
+
+    out = {}
+    for release, d in VLLM_DEFAULTS.items():
+        r = {"gpu_mem_util": _number(d["gpu_mem_util"]), "block_size": d["block_size"],
+             "rule": d["rule"]}
+        if d["rule"] == "extensible":
+            m = MEASURED_DEFAULTS
+            peak = m["activation_peak_bytes"] + m["graph_pool_bytes"]
+            r.update(in_use=m["in_use_bytes"], margin=capacity_formulas.margin(peak),
+                     resident=m["non_torch_bytes"] + m["graph_pool_bytes"], peak=peak)
+        else:
+            r["overhead"] = DEFAULT_OVERHEAD_BYTES
+        out[release] = r
+    return out
 
 
 def data() -> dict:

@@ -405,7 +405,7 @@ def test_rope_explorer_equals_kvlib(open_page):
 # ------------------------------------------------------------------ notebook 06
 
 PLAN_START = dict(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dtype="checkpoint",
-                  kv_dtype="bf16", context=131072, gpu_mem_util=0.92, sessions=8)
+                  kv_dtype="bf16", context=131072, gpu_mem_util=1.0, sessions=8, vllm="0.34.0")
 PLAN_SAMPLES = [
     PLAN_START,  # the notebook's start
     {**PLAN_START, "model": "deepseek-v3", "gpus": 8, "tp": 8, "kv_dtype": "fp8",
@@ -419,14 +419,16 @@ PLAN_SAMPLES = [
      "kv_dtype": "int4", "context": 1024, "gpu_mem_util": 0.5, "sessions": 3},
     {**PLAN_START, "model": "gemma-3-27b", "gpu": "L4", "gpus": 2, "tp": 2, "weight_dtype": "fp8",
      "context": 32768, "sessions": 2},  # sliding windows on a small GPU
+    {**PLAN_START, "vllm": "0.33.0", "gpu_mem_util": 0.92},  # the previous release's rule
+    {**PLAN_START, "gpu_mem_util": 0.92},  # 0.34.0 with an explicit utilization: a smaller cache
 ]
 
 
 def test_planner_explorer_equals_kvlib(open_page):
     page = open_page("06_capacity_planning")
     contexts = list(capacity_widget.CONTEXTS)
-    utils = [round(0.5 + i / 100, 2) for i in range(49)]
-    order = ("model", "gpu", "gpus", "tp", "weight_dtype", "kv_dtype")
+    utils = [round(0.5 + i / 100, 2) for i in range(51)]
+    order = ("model", "gpu", "gpus", "tp", "weight_dtype", "kv_dtype", "vllm")  # then the util
     previous = None
     for sample in PLAN_SAMPLES:
         page.act("gpus", 16)  # GPUs first to 16, so that no intermediate TP is refused...
