@@ -21,7 +21,7 @@ BUDGET = 100 * GiB  # 107,374,182,400 B of KV memory per GPU
 
 
 def test_qwen3_next_on_h200_prefix_caching_on():
-    L = vllm_layout(load_model("qwen3-next-80b-a3b"), 262144, gpu="H200")
+    L = vllm_layout(load_model("qwen3-next-80b-a3b"), 262144, gpu="H200", release="0.33.0")
     # attention: 2 KV heads x (256 + 256) x 2 B = 2,048 B per token per layer
     # GDN page: 3 x 8,192 x 2 + 32 x 128 x 128 x 2 = 1,097,728 B
     # Hopper FlashInfer GDN prefill: K = lcm(16, 64) = 64; 64 x ceil(1,097,728 / (64 x 2,048)) = 576
@@ -37,7 +37,7 @@ def test_qwen3_next_on_h200_prefix_caching_on():
 
 def test_qwen3_next_without_prefix_caching_off_hopper():
     L = vllm_layout(load_model("qwen3-next-80b-a3b"), 262144, gpu="A100-80GB",
-                    prefix_caching=False)
+                    prefix_caching=False, release="0.33.0")
     assert L.block_size == 16 * -(-1_097_728 // (16 * 2048)) == 544
     assert L.blocks_per_request == -(-262144 // 544) + 3 * 1 == 485
 
@@ -54,7 +54,7 @@ NEMOTRON_H_8B = {
 def test_nemotron_h_8b_mamba2_checkpoint_block():
     spec = read_config(NEMOTRON_H_8B)
     assert {str(g.kind): g.layers for g in spec.groups} == {"full": 4, "mamba": 24, "none": 24}
-    L = vllm_layout(spec, 8192, gpu="H200")
+    L = vllm_layout(spec, 8192, gpu="H200", release="0.33.0")
     page = 3 * (128 * 64 + 2 * 8 * 128) * 2 + 128 * 64 * 128 * 4  # 61,440 + 4,194,304
     assert page == 4_255_744
     assert L.block_size == 16 * -(-page // (16 * 4096)) == 1040
@@ -65,7 +65,7 @@ def test_nemotron_h_8b_mamba2_checkpoint_block():
 
 def test_gemma3_groups_and_padding():
     """The issue's figures: 10 full, 52 sliding -> 6 sliding groups, 8 padding layers (15.38%)."""
-    L = vllm_layout(load_model("gemma-3-27b"), 131072, gpu="H200")
+    L = vllm_layout(load_model("gemma-3-27b"), 131072, gpu="H200", release="0.33.0")
     assert L.group_size == 10 and L.padding_layers == 6 * 10 - 52 == 8
     assert round(100 * 8 / 52, 2) == 15.38
     assert [g.layers for g in L.groups] == [10, 9, 9, 9, 9, 8, 8]  # layers[i::6]
@@ -77,7 +77,7 @@ def test_gemma3_groups_and_padding():
 
 
 def test_plain_attention_is_one_group_of_all_layers():
-    L = vllm_layout(load_model("llama-3.1-70b"), 131072, tp=4, gpu="H200")
+    L = vllm_layout(load_model("llama-3.1-70b"), 131072, tp=4, gpu="H200", release="0.33.0")
     # TP 4: 2 of the 8 KV heads per GPU; 80 layers x 16 tokens x 2 x 2 x 128 x 2 B
     assert L.bytes_per_block == 80 * 16 * 2 * 2 * 128 * 2
     assert L.blocks_per_request == 131072 // 16
@@ -86,8 +86,12 @@ def test_plain_attention_is_one_group_of_all_layers():
 
 def test_mla_block_size_follows_the_kv_dtype_on_hopper():
     spec = load_model("deepseek-v3")
-    assert vllm_layout(spec, 8192, "bf16", gpu="H200").block_size == 16  # FLASH_ATTN_MLA
-    assert vllm_layout(spec, 8192, "fp8", gpu="H200").block_size == 64  # FLASHMLA
+    # 0.33.0: FLASH_ATTN_MLA takes 16 (the default then), FLASHMLA only 64
+    assert vllm_layout(spec, 8192, "bf16", gpu="H200", release="0.33.0").block_size == 16
+    assert vllm_layout(spec, 8192, "fp8", gpu="H200", release="0.33.0").block_size == 64
+    # 0.34.0: the default is 64, which both take
+    assert vllm_layout(spec, 8192, "bf16", gpu="H200").block_size == 64
+    assert vllm_layout(spec, 8192, "fp8", gpu="H200").block_size == 64
 
 
 def test_mla_block_size_elsewhere_as_vllm_0_33_picks_it():
@@ -97,50 +101,50 @@ def test_mla_block_size_elsewhere_as_vllm_0_33_picks_it():
     v3, v32 = load_model("deepseek-v3"), load_model("deepseek-v3.2")
     # SM100: FLASHINFER_MLA first, get_supported_kernel_block_sizes [32, 64] (flashinfer_mla.py)
     for gpu in ("B200", "B300", "GB200"):
-        L = vllm_layout(v3, 8192, "bf16", gpu=gpu)
+        L = vllm_layout(v3, 8192, "bf16", gpu=gpu, release="0.33.0")
         assert L.block_size == 32 and any("FLASHINFER_MLA" in n for n in L.notes)
     # SM80 / SM89 / SM120: only TRITON_MLA is valid, MultipleOf(16) (triton_mla.py)
     for gpu in ("A100-80GB", "L4", "RTX-5090"):
-        L = vllm_layout(v3, 8192, "fp8", gpu=gpu)
+        L = vllm_layout(v3, 8192, "fp8", gpu=gpu, release="0.33.0")
         assert L.block_size == 16 and any("TRITON_MLA" in n for n in L.notes)
     # sparse MLA (an indexer) rules the dense backends out ("sparse not supported",
     # backend.py validate_configuration); on SM90 FLASH_ATTN_MLA_SPARSE (bf16 only) and
     # FLASHMLA_SPARSE take MultipleOf(64)
-    L = vllm_layout(v32, 8192, "bf16", gpu="H200")
+    L = vllm_layout(v32, 8192, "bf16", gpu="H200", release="0.33.0")
     # one group of 61 layers: latent (512 + 64) x 2 B, indexer 128 fp8 + one fp32 scale
     assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * ((512 + 64) * 2 + 128 + 4))
-    L = vllm_layout(v32, 8192, "fp8", gpu="H200")
+    L = vllm_layout(v32, 8192, "fp8", gpu="H200", release="0.33.0")
     # fp8_ds_mla: 512 fp8 + 4 fp32 scales + 64 bf16 = 656 B (vLLM's flashmla_sparse.py docstring)
     assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * (656 + 132))
     assert any("656 B" in n for n in L.notes)
     # SM100, bf16: FLASH_ATTN_MLA_SPARSE_FA4 (<= 16 heads per rank) or FLASHMLA_SPARSE, both
     # MultipleOf(64) (flashattn_mla_sparse.py, flashmla_sparse.py); rows of (512 + 64) x 2 B
     for gpu in ("B200", "B300", "GB200"):
-        L = vllm_layout(v32, 8192, "bf16", gpu=gpu)
+        L = vllm_layout(v32, 8192, "bf16", gpu=gpu, release="0.33.0")
         assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * ((512 + 64) * 2 + 132))
     # SM100, fp8: FLASHINFER_MLA_SPARSE first (quantized caches, platforms/cuda.py), MultipleOf(32),
     # and it keeps plain fp8 rows, 576 x 1 B ("Using standard fp8 KV cache format"); the
     # indexer's backend takes [64] only (indexer.py), and two backends get lcm(32, 64) = 64
     # (platforms/interface.py, _preferred_block_size_for_backends)
-    L = vllm_layout(v32, 8192, "fp8", gpu="B200")
+    L = vllm_layout(v32, 8192, "fp8", gpu="B200", release="0.33.0")
     assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * (576 + 132))
     assert not any("656" in n for n in L.notes)
     # SM120: FLASHINFER_MLA_SPARSE_SM120 only, MultipleOf(64), and it turns auto (bf16) and
     # fp8 caches into fp8_ds_mla (mla_attention.py, _canonicalize_sparse_mla_kv_cache_dtype)
     for dtype, plain in (("bf16", 1152), ("fp8", 576)):
-        L = vllm_layout(v32, 8192, dtype, gpu="RTX-5090")
+        L = vllm_layout(v32, 8192, dtype, gpu="RTX-5090", release="0.33.0")
         assert (L.block_size, L.bytes_per_block) == (64, 61 * 64 * (656 + 132))
         assert any("656 B per token per layer" in n and f"not {plain} B" in n for n in L.notes)
     # another cache dtype on CUDA: the latent's backend is not traced, said so; the block is
     # still the indexer backend's 64
-    L = vllm_layout(v32, 8192, "fp16", gpu="B200")
+    L = vllm_layout(v32, 8192, "fp16", gpu="B200", release="0.33.0")
     assert L.block_size == 64 and any("not traced" in n for n in L.notes)
     # Ampere and Ada: no sparse backend supports compute capability 8.x, so vLLM cannot serve
     # it; refused, naming the GPU (and plan says vLLM's figure is not computed)
     for gpu, cap in (("A100-80GB", "8.0"), ("L40S", "8.9")):
         with pytest.raises(ValueError, match=f"no sparse MLA backend for {gpu} .*{cap}"):
-            vllm_layout(v32, 8192, "bf16", gpu=gpu)
-    p = plan(v32, "A100-80GB", gpus=8, tp=8, context=8192)
+            vllm_layout(v32, 8192, "bf16", gpu=gpu, release="0.33.0")
+    p = plan(v32, "A100-80GB", gpus=8, tp=8, context=8192, vllm="0.33.0")
     assert p.vllm_max_concurrency is None
     assert any(n.startswith("vllm_max_concurrency: not computed (vLLM 0.33.0 has no sparse MLA")
                for n in p.notes)
@@ -150,18 +154,18 @@ def test_mla_block_size_elsewhere_as_vllm_0_33_picks_it():
                                          LayerGroup(CacheKind.INDEXER, 4, "Indexer",
                                                     {"d_I": 128, "b": 1})))
     with pytest.raises(ValueError, match="d_L=256, d_R=64"):
-        vllm_layout(other, 8192, "fp8", gpu="H200")
+        vllm_layout(other, 8192, "fp8", gpu="H200", release="0.33.0")
     # ROCm (platforms/rocm.py) is not traced: said, not guessed silently
-    L = vllm_layout(v3, 8192, "bf16", gpu="MI300X")
+    L = vllm_layout(v3, 8192, "bf16", gpu="MI300X", release="0.33.0")
     assert L.block_size == 16 and any("not traced" in n for n in L.notes)
 
 
 def test_max_num_batched_tokens_depends_on_the_gpu():
     g3 = load_model("gemma-3-27b")
-    assert vllm_layout(g3, 131072, gpu="B200").in_flight_tokens == 2 * 16384
-    assert vllm_layout(g3, 131072, gpu="A100-80GB").in_flight_tokens == 2 * 2048
+    assert vllm_layout(g3, 131072, gpu="B200", release="0.33.0").in_flight_tokens == 2 * 16384
+    assert vllm_layout(g3, 131072, gpu="A100-80GB", release="0.33.0").in_flight_tokens == 2 * 2048
     assert vllm_layout(g3, 131072, gpu="H100-80GB", async_scheduling=False,
-                       batched_tokens=4096).in_flight_tokens == 4096
+                       batched_tokens=4096, release="0.33.0").in_flight_tokens == 4096
 
 
 def test_plan_counts_each_sequences_state_and_shows_vllms_figure(capsys):
@@ -211,7 +215,7 @@ def test_a_state_only_layout_is_refused_clearly():
                         "num_attention_heads": 4, "num_key_value_heads": 2, "conv_L_cache": 3,
                         "conv_dim": 64, "layer_types": ["conv", "conv"]})
     with pytest.raises(ValueError, match="has no attention layers"):
-        vllm_layout(spec, 4096)
+        vllm_layout(spec, 4096, release="0.33.0")
 
 
 # Gemma 4 26B-A4B (kvlib/models/configs/gemma-4-26b-a4b.json, text_config): 30 layers, 5
@@ -257,7 +261,7 @@ def test_gemma4_on_h200_unifies_pages_with_a_block_size_per_group():
     assert bytes_per_block == 655_360
     in_flight = 8192 * 2  # vllm serve on an H200 (< 160 GiB), async scheduling
     for N, full_need, conc in ((32_768, 1024, 25.33), (262_144, 8192, 12.01)):
-        L = vllm_layout(spec, N, gpu="H200")
+        L = vllm_layout(spec, N, gpu="H200", release="0.33.0")
         assert [(g.kind, g.layers, g.slots, g.block_size) for g in L.groups] == \
             [("full", 5, 5, 32)] + [("sliding", 5, 5, 16)] * 5
         assert (L.group_size, L.padding_layers, L.page_bytes) == (5, 0, 131_072)
@@ -286,7 +290,7 @@ def test_gemma4_tensor_parallel_pages():
     # TP 2: 1 full KV head (2 / 2), 4 sliding (8 / 2): pages 32,768 and 65,536, ratio 2 again
     full, sliding = _g4_pages(2)
     assert (full, sliding) == (32_768, 65_536)
-    L = vllm_layout(spec, 32_768, tp=2, gpu="H200")
+    L = vllm_layout(spec, 32_768, tp=2, gpu="H200", release="0.33.0")
     assert [g.block_size for g in L.groups] == [32] + [16] * 5
     assert L.bytes_per_block == 5 * 65_536 == 327_680
     assert L.blocks_per_request == 32_768 // 32 + 5 * 1089 == 6469
@@ -294,13 +298,13 @@ def test_gemma4_tensor_parallel_pages():
     assert round(float(L.max_concurrency(BUDGET)), 2) == round(327_680 / 6469, 2) == 50.65
     # TP 4: 1 full head (2 < 4: replicated), 2 sliding: both 32,768 B, nothing to scale
     assert _g4_pages(4) == (32_768, 32_768)
-    L = vllm_layout(spec, 32_768, tp=4, gpu="H200")
+    L = vllm_layout(spec, 32_768, tp=4, gpu="H200", release="0.33.0")
     assert [g.block_size for g in L.groups] == [16] * 6
     assert L.blocks_per_request == 32_768 // 16 + 5 * 1089 == 7493
     # TP 8: 1 head each, the sliding page (16,384 B) is now the smaller: its block doubles,
     # cdiv(17,407, 32) + 1 = 545 blocks a request
     assert _g4_pages(8) == (32_768, 16_384)
-    L = vllm_layout(spec, 32_768, tp=8, gpu="H200")
+    L = vllm_layout(spec, 32_768, tp=8, gpu="H200", release="0.33.0")
     assert [g.block_size for g in L.groups] == [16] + [32] * 5
     assert L.blocks_per_request == 32_768 // 16 + 5 * (-(-17_407 // 32) + 1) == 4773
     assert L.bytes_per_block == 5 * 32_768
@@ -311,23 +315,23 @@ def test_gemma4_elsewhere_triton_or_refused_by_name():
     # no FA4 below 9.x or on SM120: Gemma4Config forces TRITON_ATTN (config.py:362-363),
     # MultipleOf(16): 16-token blocks; 2,048 x 2 in flight on an A100: cdiv(5,119, 16) + 1
     for gpu in ("A100-80GB", "L40S", "RTX-5090"):
-        L = vllm_layout(spec, 32_768, gpu=gpu)
+        L = vllm_layout(spec, 32_768, gpu=gpu, release="0.33.0")
         assert [g.block_size for g in L.groups] == [32] + [16] * 5
         assert any("TRITON_ATTN" in n for n in L.notes)
-    L = vllm_layout(spec, 32_768, gpu="A100-80GB")
+    L = vllm_layout(spec, 32_768, gpu="A100-80GB", release="0.33.0")
     assert L.blocks_per_request == 1024 + 5 * (-(-(1023 + 4096) // 16) + 1) == 1024 + 5 * 321
     # not traced: each refused in one line, naming what
     for gpu, dtype, what in (("B200", "bf16", "Blackwell"), ("H200", "fp8", "fp8 cache on Hopper"),
                              ("MI300X", "bf16", "MI300X")):
         with pytest.raises(ValueError, match=what) as e:
-            vllm_layout(spec, 32_768, dtype, gpu=gpu)
+            vllm_layout(spec, 32_768, dtype, gpu=gpu, release="0.33.0")
         assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="multiples of 16"):
-        vllm_layout(spec, 32_768, gpu="H200", block_size=24)
+        vllm_layout(spec, 32_768, gpu="H200", block_size=24, release="0.33.0")
 
 
 def test_plan_gives_gemma4_a_vllm_concurrency(capsys):
-    assert main(["plan", "gemma-4-26b-a4b", "--gpu", "H200", "--json"]) == 0
+    assert main(["plan", "--vllm", "0.33", "gemma-4-26b-a4b", "--gpu", "H200", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     # the config's 262,144 tokens: 8,192 full blocks of 32 + 5 x 1,089 sliding blocks of 16
     assert d["context"] == 262_144
@@ -343,7 +347,7 @@ def test_gemma4_kv_shared_layers_hold_no_pages():
     cfg = json.loads(json.dumps(bundled_config("gemma-4-26b-a4b")))
     cfg["text_config"]["num_kv_shared_layers"] = 10
     # layers 20-29 share: two of them (23, 29) were full, so 3 full and 17 sliding remain
-    L = vllm_layout(read_config(cfg), 32_768, gpu="H200")
+    L = vllm_layout(read_config(cfg), 32_768, gpu="H200", release="0.33.0")
     # groups of 3 (17 >= 1.5 x 3): ceil(17 / 3) = 6 sliding groups, 18 - 17 = 1 padding slot
     assert [(g.kind, g.layers, g.block_size) for g in L.groups] == \
         [("full", 3, 32)] + [("sliding", 3, 16)] * 5 + [("sliding", 2, 16)]
@@ -355,9 +359,12 @@ def test_gemma4_kv_shared_layers_hold_no_pages():
 def test_plan_names_each_groups_block_size_where_they_differ(capsys):
     """Gemma 4 on an H200: vLLM doubles the full layers' block (page unification), so the plan
     says 32 (full) and 16 (sliding), in the text and in --json."""
-    assert main(["plan", "gemma-4-26b-a4b", "--gpu", "H200", "--context", "32K", "--json"]) == 0
+    assert main(["plan", "--vllm", "0.33",
+                 "gemma-4-26b-a4b", "--gpu", "H200", "--context", "32K", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["vllm_block_sizes"] == {"full": 32, "sliding": 16}
-    assert main(["plan", "gemma-4-26b-a4b", "--gpu", "H200", "--context", "32K"]) == 0
+    assert main(["plan", "--vllm", "0.33",
+                 "gemma-4-26b-a4b", "--gpu", "H200", "--context", "32K"]) == 0
     assert "blocks of 32 (full) / 16 (sliding)" in capsys.readouterr().out
-    assert main(["plan", "llama-3.1-8b", "--gpu", "H200", "--context", "32K", "--json"]) == 0
+    assert main(["plan", "--vllm", "0.33",
+                 "llama-3.1-8b", "--gpu", "H200", "--context", "32K", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["vllm_block_sizes"] is None  # one size: block 16

@@ -126,16 +126,27 @@ def _fp8_ds_mla(model: ModelSpec, kv_dtype: str, gpu: GPU) -> bool:
     return _sparse(model) and backend is not None and backend[1]
 
 
-def max_num_batched_tokens(gpu: GPU) -> int:
-    """``vllm serve``'s default for this GPU (``EngineArgs.get_batch_defaults``,
-    engine/arg_utils.py:2938-2996, OPENAI_API_SERVER): by the device's total memory as CUDA
-    reports it (``get_device_total_memory``; the catalog's CUDA total, else its datasheet)."""
+def _tier(gpu: GPU) -> int:
+    """``EngineArgs.get_batch_defaults``'s tier for this GPU (engine/arg_utils.py:2995-3043 in
+    0.34.0, the same in 0.33.0): 2 for 160 GiB or more, 1 for 70 GiB or more but an A100 or a
+    GB10, 0 otherwise; by the device's total memory as CUDA reports it
+    (``get_device_total_memory``: the catalog's CUDA total, else its datasheet)."""
     memory = gpu.total_memory_bytes
     if memory >= 160 * GiB:
-        return 16384
-    if memory >= 70 * GiB and not gpu.name.startswith("A100"):
-        return 8192
-    return 2048
+        return 2
+    if memory >= 70 * GiB and not gpu.name.startswith("A100") and gpu.name != "GB10":
+        return 1
+    return 0
+
+
+def max_num_batched_tokens(gpu: GPU) -> int:
+    """``vllm serve``'s default (OPENAI_API_SERVER): prompt tokens one step may hold."""
+    return (2048, 8192, 16384)[_tier(gpu)]
+
+
+def max_num_seqs(gpu: GPU) -> int:
+    """``vllm serve``'s default (OPENAI_API_SERVER): requests running at once."""
+    return (256, 1024, 1024)[_tier(gpu)]
 
 
 @dataclass(frozen=True)
@@ -150,6 +161,40 @@ class VllmGroup:
     slots: int
     blocks_per_request: int
     block_size: int
+    window: int | None = None
+
+    def held(self, end: int, processed: int, prefilling: bool, mode: str | None) -> int:
+        """Blocks one request holds in this group once ``end`` of its tokens are scheduled
+        and ``processed`` of them committed (vLLM frees out-of-window blocks only up to the
+        committed tokens: v1/core/single_type_kv_cache_manager.py:687-716, 1153-1189).
+
+        Full attention, latents and indexers keep every block; a sliding window drops the
+        blocks wholly before ``processed - W + 1``; a state layer in align mode keeps its
+        running state and, while the prompt is prefilled, one checkpoint block
+        (``MambaManager``, :1433-1800), one block otherwise."""
+        if self.kind in STATE_KINDS:
+            return 2 if prefilling and mode == "align" else 1
+        blocks = -(-end // self.block_size)
+        if self.kind == "sliding":
+            blocks -= max(0, processed - self.window + 1) // self.block_size
+        return blocks
+
+
+STATE_KINDS = {str(k) for k in STATEFUL}
+
+
+@dataclass(frozen=True)
+class Holding:
+    """What one request of ``length`` tokens holds in vLLM's pool, in blocks summed over the
+    KV-cache groups: ``decode`` at full length (its ``length - 1`` cached tokens; the last
+    sampled token is never fed back), ``prefill`` at the peak of its prompt's chunked
+    prefill (``length - 1`` prompt tokens, ``chunk`` a step, committed ``lag`` steps late)."""
+
+    length: int
+    decode: int
+    prefill: int
+    chunk: int
+    lag: int
 
 
 @dataclass(frozen=True)
@@ -171,6 +216,8 @@ class VllmLayout:
     in_flight_tokens: int
     mamba_cache_mode: str | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    chunk_tokens: int = 8192  # max_num_batched_tokens: prompt tokens one step may prefill
+    max_num_seqs: int = 1024
 
     def num_blocks(self, kv_budget_bytes: int) -> int:
         return max(0, kv_budget_bytes) // self.bytes_per_block
@@ -178,6 +225,37 @@ class VllmLayout:
     def max_concurrency(self, kv_budget_bytes: int) -> Fraction:
         """num_blocks / blocks_per_request, exactly (vLLM logs it to 2 decimals)."""
         return Fraction(self.num_blocks(kv_budget_bytes), self.blocks_per_request)
+
+    def holding(self, length: int) -> Holding:
+        """Blocks one request of ``length`` tokens holds (:class:`Holding`).
+
+        The prefill is stepped as vLLM's scheduler steps it: ``chunk_tokens`` prompt tokens a
+        step, and with async scheduling a step is scheduled before the previous one's output
+        is applied, so what is committed lags two steps behind what is scheduled (one
+        without). The peak is the largest sum over groups at any step, the first decode steps
+        (while the window's frees catch up) included."""
+        length = validate.positive_int("length", length)
+        cached = max(1, length - 1)
+        lag = 2 if self.in_flight_tokens > self.chunk_tokens else 1
+        ends = list(range(min(cached, self.chunk_tokens), cached, self.chunk_tokens)) + [cached]
+        steps = [(end, ends[k - lag] if k >= lag else 0, True) for k, end in enumerate(ends)]
+        steps += [(cached, ends[-1 - k] if k < len(ends) else cached, False)
+                  for k in range(lag - 1, -1, -1)]
+        peak = max(sum(g.held(end, done, pre, self.mamba_cache_mode) for g in self.groups)
+                   for end, done, pre in steps)
+        decode = sum(g.held(cached, cached - (lag - 1), False, self.mamba_cache_mode)
+                     for g in self.groups)
+        return Holding(length, decode, max(peak, decode), self.chunk_tokens, lag)
+
+    def sessions(self, kv_budget_bytes: int, length: int) -> int:
+        """Requests of ``length`` tokens vLLM's scheduler carries at once under its own
+        allocator: n - 1 of them at full length while the n-th is prefilled, in the pool's
+        blocks less the null block (block 0, never handed out: v1/core/block_pool.py), and at
+        most ``max_num_seqs``. ``make oracle`` checks it against vLLM's scheduler."""
+        h = self.holding(length)
+        free = self.num_blocks(kv_budget_bytes) - 1
+        n = 0 if free < h.prefill else 1 + (free - h.prefill) // h.decode
+        return min(n, self.max_num_seqs)
 
 
 # vLLM 0.33.0 stores an fp8 sparse-MLA latent as fp8_ds_mla: 512 fp8 values, 4 fp32 scales
@@ -215,12 +293,27 @@ def _checkpoint(g: LayerGroup, hopper: bool) -> tuple[int, int | None]:
     return 0, None
 
 
-def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> int:
+# CacheConfig.DEFAULT_BLOCK_SIZE: 16 in 0.33.0, 64 in 0.34.0 (vllm/config/cache.py:185). A
+# backend takes it when it supports it, else its smallest size
+# (AttentionBackend.get_preferred_block_size, v1/attention/backend.py:158-166 in 0.34.0).
+DEFAULT_BLOCK = {"0.34.0": 64, "0.33.0": 16}
+
+
+def _preferred(sizes: tuple[int, ...] | int, release: str) -> int:
+    """The block vLLM picks for a backend whose kernels take ``sizes`` (a tuple of exact
+    sizes) or multiples of an int."""
+    default = DEFAULT_BLOCK[release]
+    if isinstance(sizes, int):
+        return default if default % sizes == 0 else sizes
+    return default if default in sizes else min(sizes)
+
+
+def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str],
+                release: str) -> int:
     """The block size vLLM picks when ``--block-size`` is not given: the first valid MLA
-    backend in platforms/cuda.py's priority list, then its preferred size (16 if it takes
-    16, else its smallest: AttentionBackend.get_preferred_block_size, v1/attention/backend.py)."""
+    backend in platforms/cuda.py's priority list, then its preferred size (:func:`_preferred`)."""
     if not any(g.kind is CacheKind.LATENT for g in model.groups):
-        return 16
+        return _preferred(16, release)  # FLASH_ATTN and the others take multiples of 16
     major = _cuda_major(gpu)
     if _sparse(model):
         # The latent's backend: _SPARSE_MLA. The indexer has a backend of its own,
@@ -235,32 +328,33 @@ def _base_block(model: ModelSpec, kv_dtype: str, gpu: GPU, notes: list[str]) -> 
             return 64
         if major == 8:
             raise ValueError(
-                f"vLLM {VLLM_RELEASE} has no sparse MLA backend for {gpu.name} (compute "
+                f"vLLM {release} has no sparse MLA backend for {gpu.name} (compute "
                 f"capability {gpu.cuda_capability[0]}.{gpu.cuda_capability[1]}): its sparse "
                 "backends run on Hopper, Blackwell and SM120 (supports_compute_capability)")
         if major is not None:
             notes.append(f"sparse MLA on {gpu.name} with a {kv_dtype} cache: the latent's backend "
-                         f"is not traced in vLLM {VLLM_RELEASE}; 64-token blocks, the indexer "
+                         f"is not traced in vLLM {release}; 64-token blocks, the indexer "
                          "backend's only size on CUDA")
             return 64
         notes.append(f"sparse MLA block size on {gpu.name}, {kv_dtype} cache, not traced in "
-                     f"vLLM {VLLM_RELEASE}: 16 assumed")
-        return 16
-    if major == 9:
-        if bytes_per_element(kv_dtype) < 2:
-            notes.append("MLA with an fp8 cache on Hopper: FLASHMLA, 64-token blocks")
-            return 64
-        notes.append("MLA on Hopper: FLASH_ATTN_MLA (multiples of 16), 16-token blocks")
-        return 16
-    if major == 10:
-        notes.append("MLA on Blackwell (SM100): FLASHINFER_MLA (32 or 64), 32-token blocks; "
-                     "it needs qk_nope_head_dim 64, 128 or 192 (DeepSeek's 128 assumed)")
-        return 32
-    if major in (8, 12):  # Ampere, Ada, SM120: only TRITON_MLA is valid
-        notes.append(f"MLA on {gpu.name}: TRITON_MLA (multiples of 16), 16-token blocks")
-        return 16
-    notes.append(f"MLA block size on {gpu.name} not traced in vLLM {VLLM_RELEASE}: 16 assumed")
-    return 16
+                     f"vLLM {release}: {DEFAULT_BLOCK[release]} assumed")
+        return DEFAULT_BLOCK[release]
+    if major == 9 and bytes_per_element(kv_dtype) < 2:
+        backend, sizes = "MLA with an fp8 cache on Hopper: FLASHMLA (64)", (64,)
+    elif major == 9:
+        backend, sizes = "MLA on Hopper: FLASH_ATTN_MLA (multiples of 16)", 16
+    elif major == 10:
+        backend, sizes = ("MLA on Blackwell (SM100): FLASHINFER_MLA (32 or 64); it needs "
+                          "qk_nope_head_dim 64, 128 or 192 (DeepSeek's 128 assumed)"), (32, 64)
+    elif major in (8, 12):  # Ampere, Ada, SM120: only TRITON_MLA is valid
+        backend, sizes = f"MLA on {gpu.name}: TRITON_MLA (multiples of 16)", 16
+    else:
+        notes.append(f"MLA block size on {gpu.name} not traced in vLLM {release}: "
+                     f"{DEFAULT_BLOCK[release]} assumed")
+        return DEFAULT_BLOCK[release]
+    block = _preferred(sizes, release)
+    notes.append(f"{backend}, {block}-token blocks")
+    return block
 
 
 def _need(kind: CacheKind, window: int | None, block: int, N: int, in_flight: int) -> int:
@@ -349,13 +443,14 @@ def _unify_page_size(model: ModelSpec, buckets: dict, per_token: dict, bs: int, 
 def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp: int = 1,
                 gpu: GPU | str = "H200", *, batched_tokens: int | None = None,
                 async_scheduling: bool = True, prefix_caching: bool = True,
-                block_size: int | None = None, release: str | None = None) -> VllmLayout:
+                block_size: int | None = None, release: str | None = None,
+                max_seqs: int | None = None) -> VllmLayout:
     """vLLM's block layout for ``model`` on one TP rank (see the module docstring).
 
     release: the vLLM release whose rules apply (:func:`vllm_release`; default the newest).
-
     block_size: ``--block-size`` (vLLM still raises it for a hybrid model).
     batched_tokens: ``max_num_batched_tokens`` (default: ``vllm serve``'s for the GPU).
+    max_seqs: ``max_num_seqs`` (default: ``vllm serve``'s for the GPU).
     """
     gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     release = vllm_release(release)
@@ -366,12 +461,14 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     batched = batched_tokens or max_num_batched_tokens(gpu)
     in_flight = validate.positive_int("max_num_batched_tokens", batched) * (
         2 if async_scheduling else 1)
+    seqs = validate.positive_int("max_num_seqs", max_seqs or max_num_seqs(gpu))
+    limits = {"chunk_tokens": batched, "max_num_seqs": seqs}
     hopper = _cuda_major(gpu) == 9
     attn = [g for g in model.groups if g.grows]
     states = [g for g in model.groups if g.kind in STATEFUL]
     if not attn:
         raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
-    bs = block_size or _base_block(model, kv_dtype, gpu, notes)
+    bs = block_size or _base_block(model, kv_dtype, gpu, notes, release)
     ds_mla = _fp8_ds_mla(model, kv_dtype, gpu)
     if ds_mla:
         (d_L, d_R), row = _FP8_DS_MLA
@@ -416,7 +513,7 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
         layers = sum(buckets.values())
         return VllmLayout(bs, 0, math.ceil(pages),
                           (VllmGroup("full", layers, layers, need, bs),),
-                          layers, 0, need, in_flight, mode, tuple(notes))
+                          layers, 0, need, in_flight, mode, tuple(notes), **limits)
     # each bucket's block size (tokens) and blocks one request may need
     blocks: dict[tuple, int] = {}
     if states:
@@ -437,11 +534,12 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
         count = -(-n // group_size)
         padding += count * group_size - n
         for i in range(count):  # vLLM deals the bucket's layers out as layers[i::count]
-            groups.append(VllmGroup(str(kind), len(range(i, n, count)), group_size, need, block))
+            groups.append(VllmGroup(str(kind), len(range(i, n, count)), group_size, need, block,
+                                    key[2] if key[0] == "attention" else None))
         per_request += count * need
     if padding:
         notes.append(f"{padding} padding layer slots: groups of {group_size} layers "
                      f"(vLLM warns the layout may waste memory)")
     smallest = min(blocks[k] for k in buckets if k[0] == "attention")
     return VllmLayout(smallest, page, group_size * page, tuple(groups), group_size, padding,
-                      per_request, in_flight, mode, tuple(notes))
+                      per_request, in_flight, mode, tuple(notes), **limits)

@@ -1,0 +1,65 @@
+"""Measure, with vLLM's own code, what kvlib predicts (``make oracle``; docs/crosscheck.md).
+
+    python tests/oracle/engine/measure.py CASES.json OUT.json
+
+CASES.json (written by ``tests/oracle/cases.py`` in kvlib's environment) lists cases: a model's
+config, a context, a KV dtype, a TP size, a GPU and a pool of KV bytes, with kvlib's
+prediction as the first guess. For each, OUT.json gets vLLM's KV-cache specs, its block
+count and logged concurrency for that pool, and the most requests its scheduler carries to
+full length (:func:`drive.carried`), or the error vLLM raised.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+import boot  # noqa: F401  (first: the platform and the shims)
+import drive
+import vllm
+
+
+def measure(case: dict) -> dict:
+    start = time.monotonic()
+    out = {"id": case["id"], "vllm": vllm.__version__}
+    try:
+        cfg, specs = drive.build(case["config"], case["context"], case["kv_cache_dtype"],
+                                 case["tp"], tuple(case["gpu"]))
+        out["specs"] = drive.spec_summary(specs)
+        out["max_num_seqs"] = cfg.scheduler_config.max_num_seqs
+        out["max_num_batched_tokens"] = cfg.scheduler_config.max_num_batched_tokens
+        pool = drive.plan_pool(cfg, specs, case["pool_bytes"])
+        out.update(num_blocks=pool.num_blocks, max_concurrency=pool.max_concurrency,
+                   groups=pool.groups, block_size=cfg.cache_config.block_size)
+        n, runs = drive.carried(cfg, pool, case["context"], case["guess"])
+        out["carried"] = n
+        out["runs"] = [vars(r) for r in runs]
+    except Exception as e:  # reported per case: one family that cannot be built is data
+        out["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        out["traceback"] = traceback.format_exc()[-2000:]
+    out["seconds"] = round(time.monotonic() - start, 1)
+    return out
+
+
+def main(argv):
+    cases_path, out_path = argv[1], argv[2]
+    with open(cases_path) as f:
+        cases = json.load(f)
+    only = set(argv[3:])
+    results = []
+    for case in cases:
+        if only and case["id"] not in only:
+            continue
+        r = measure(case)
+        results.append(r)
+        print(f"{r['id']}: carried {r.get('carried')}, guess {case['guess']}, "
+              f"logged {r.get('max_concurrency')}, {r.get('error', '')[:120]} "
+              f"({r['seconds']} s)", flush=True)
+        with open(out_path, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
