@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kvlib.models.readers.deepseek import shared_indexer_layers
 from kvlib.models.readers.fields import Fields, describe, load_config
 
 __all__ = ["PARTS", "Linear", "ParamCount", "count_params", "COUNTERS"]
@@ -237,11 +238,12 @@ def _gpt_oss(t: _Tally) -> None:
     t.add(attention=n * h, norms=2 * n * d + d)
 
 
-def _deepseek_layer(t: _Tally, i: int, d: int) -> None:
+def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True) -> None:
     """One DeepSeek V2/V3/V3.2 decoder layer (vLLM deepseek_v2.py): MLA (q_a_proj, its norm,
     q_b_proj or one q_proj; kv_a_proj_with_mqa, its norm, kv_b_proj; o_proj), the V3.2
-    indexer (wq_b, wk, k_norm LayerNorm, weights_proj), then a dense MLP or the MoE (routed,
-    shared, router d -> E and, for noaux_tc routing, an e_score_correction_bias of E)."""
+    indexer (wq_b, wk, k_norm LayerNorm, weights_proj) unless the layer shares an earlier one's
+    (``indexer`` False), then a dense MLP or the MoE (routed, shared, router d -> E and, for
+    noaux_tc routing, an e_score_correction_bias of E)."""
     c, p = t.c, f"model.layers.{i}"
     h, nope, rope = c.int("num_attention_heads"), c.int("qk_nope_head_dim"), \
         c.int("qk_rope_head_dim")
@@ -258,7 +260,7 @@ def _deepseek_layer(t: _Tally, i: int, d: int) -> None:
     t.lin("attention", f"{a}.kv_b_proj", kvr, h * (nope + v))
     t.lin("attention", f"{a}.o_proj", h * v, d)
     t.add(attention=(qr or 0) + kvr, norms=2 * d)
-    if c.has("index_n_heads"):
+    if c.has("index_n_heads") and indexer:
         ih, ihd = c.int("index_n_heads"), c.int("index_head_dim")
         t.lin("attention", f"{a}.indexer.wq_b", qr, ih * ihd)
         t.lin("attention", f"{a}.indexer.wk", d, ihd)
@@ -281,13 +283,21 @@ def _deepseek_layer(t: _Tally, i: int, d: int) -> None:
 
 
 def _deepseek(t: _Tally) -> None:
-    """DeepSeek V2, V3, V3.2. The checkpoint's next-n layers (vLLM deepseek_mtp.py) each hold
-    a decoder layer, enorm, hnorm, eh_proj (2d -> d), a shared_head norm and head, and their
-    own copy of the embedding: counted in ``mtp``."""
+    """DeepSeek V2, V3, V3.2, GLM-5.x, Kimi K2. A layer that shares an earlier layer's indexer
+    (GLM-5.2's IndexShare: ``indexer_types``, ``index_topk_freq``) builds none, and vLLM 0.34.0
+    drops its checkpoint indexer weights (deepseek_v2.py:1641-1643; which layers:
+    :func:`kvlib.models.readers.deepseek.shared_indexer_layers`). The checkpoint's next-n layers
+    (vLLM deepseek_mtp.py) each hold a decoder layer (always with an indexer), enorm, hnorm,
+    eh_proj (2d -> d), a shared_head norm and head, and their own copy of the embedding: counted
+    in ``mtp``."""
     d, n, _, _ = _sizes(t.c)
     v = _embed(t, d, False)
+    shared, where = shared_indexer_layers(t.c, n)
+    if shared and t.c.has("index_n_heads"):
+        t.notes.append(f"{len(shared)} of {n} layers share an earlier layer's indexer ({where}): "
+                       "their indexer weights are not loaded, so not counted")
     for i in range(n):
-        _deepseek_layer(t, i, d)
+        _deepseek_layer(t, i, d, i not in shared)
     t.add(norms=d)
     for i in range(n, n + (t.c.int("num_nextn_predict_layers", required=False,
                                    allow_zero=True) or 0)):
@@ -419,6 +429,58 @@ def _minimax_m2(t: _Tally) -> None:
                   (("w1", d, i), ("w3", d, i), ("w2", i, d)))
         t.lin("router", f"{p}.block_sparse_moe.gate", d, e)
         t.add(router=e if c.flag("use_routing_bias") else 0, norms=2 * d)
+    t.add(norms=d)
+
+
+def _mimo_v2_flash(t: _Tally) -> None:
+    """vLLM 0.34.0 mimo_v2.py MiMoV2FlashDecoderLayer (lines 397-512): ``hybrid_layer_pattern``
+    1 marks a sliding-window layer (``swa_num_attention_heads``, ``swa_num_key_value_heads``,
+    ``swa_head_dim``, ``swa_v_head_dim``; a sink per query head when
+    ``add_swa_attention_sink_bias``), 0 a full one (the model's heads and widths; sinks when
+    ``add_full_attention_sink_bias``); q, k of ``head_dim`` and v of ``v_head_dim`` per head, o
+    from the heads' values. ``moe_layer_freq`` lists 1 for a MoE layer (routed experts of
+    ``moe_intermediate_size``, router d -> E without bias and its e_score_correction_bias of E;
+    no shared expert), 0 for a dense gated MLP of ``intermediate_size``; vLLM's ``is_moe_layer``
+    reads a plain int as no MoE layer at all. Two RMSNorms per layer, a final one, an untied
+    head. The MTP layers (mimo_v2_mtp.py) load only for speculative decoding: not counted."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    pattern, moe = c.data.get("hybrid_layer_pattern"), c.data.get("moe_layer_freq")
+    if not isinstance(pattern, list) or len(pattern) != n or set(pattern) - {0, 1}:
+        raise ValueError(f"{c.path('hybrid_layer_pattern')} must give 0 (full) or 1 (sliding) "
+                         f"for each of the {n} layers, got {describe(pattern)}")
+    if isinstance(moe, int) and not isinstance(moe, bool):
+        moe = [0] * n  # mimo_v2.py:503-509: an int moe_layer_freq makes no layer MoE
+        t.notes.append(f"{c.path('moe_layer_freq')} is a number: vLLM 0.34.0's MiMo reads it as "
+                       "no MoE layer (mimo_v2.py:503-509)")
+    if not isinstance(moe, list) or len(moe) != n or set(moe) - {0, 1}:
+        raise ValueError(f"{c.path('moe_layer_freq')} must give 0 (dense) or 1 (MoE) for each of "
+                         f"the {n} layers, got {describe(moe)}")
+    if c.flag("attention_bias"):
+        raise ValueError(f"{c.path('attention_bias')}=True: MiMo's q/k/v biases are not counted")
+    _embed(t, d, False)
+    full = (h, kv, c.int("head_dim"), c.int("v_head_dim", required=False),
+            bool(c.flag("add_full_attention_sink_bias")))
+    swa = (c.int("swa_num_attention_heads"), c.int("swa_num_key_value_heads"),
+           c.int("swa_head_dim"), c.int("swa_v_head_dim", required=False),
+           bool(c.flag("add_swa_attention_sink_bias")))
+    for i in range(n):
+        p = f"model.layers.{i}"
+        heads, kvh, hd, vd, sinks = swa if pattern[i] == 1 else full
+        vd = vd or hd
+        t.lin("attention", f"{p}.self_attn.q_proj", d, heads * hd)
+        t.lin("attention", f"{p}.self_attn.k_proj", d, kvh * hd)
+        t.lin("attention", f"{p}.self_attn.v_proj", d, kvh * vd)
+        t.lin("attention", f"{p}.self_attn.o_proj", heads * vd, d)
+        t.add(attention=heads if sinks else 0, norms=2 * d)
+        if moe[i]:
+            e, im = c.int("n_routed_experts"), c.int("moe_intermediate_size")
+            t.experts(f"{p}.mlp", e, c.int("num_experts_per_tok"),
+                      (("gate_proj", d, im), ("up_proj", d, im), ("down_proj", im, d)))
+            t.lin("router", f"{p}.mlp.gate", d, e)
+            t.add(router=e)
+        else:
+            t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
     t.add(norms=d)
 
 
@@ -560,6 +622,9 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
     # GLM-5: vLLM serves GlmMoeDsaForCausalLM with the DeepSeek V3.2 code (registry.py:126)
     "glm_moe_dsa": _deepseek,
+    # Kimi K2 / K2.5's text model: vLLM serves it as DeepseekV2ForCausalLM (kimi_k25.py:376-380)
+    "kimi_k2": _deepseek,
+    "mimo_v2_flash": _mimo_v2_flash,
     # Qwen3.5 / 3.6 (vLLM qwen3_5.py): Qwen3-Next's layers, the Gated DeltaNet projections split
     # (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) with the same sizes; dense or MoE
     "qwen3_5": _qwen3_next, "qwen3_5_moe": _qwen3_next,

@@ -32,50 +32,57 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
 _SKIP_LINE = "vllm/model_executor/models/utils.py:1019-1055"
 
 
-def _indexer_layers(c: Fields, n: int, notes: list[str]) -> int:
-    """Layers that build an indexer of their own, as vLLM 0.34.0's ``compute_skip_topk_layers``
-    (model_executor/models/utils.py:1019-1055) decides; the others reuse the top-k of the closest
-    preceding indexer layer and build no indexer, so they cache no indexer key
+def shared_indexer_layers(c: Fields, n: int) -> tuple[set[int], str]:
+    """The layers (0-based, of ``n``) that share an earlier layer's indexer and build none of their
+    own, as vLLM 0.34.0's ``compute_skip_topk_layers`` (model_executor/models/utils.py:1019-1055)
+    decides, and which key decided. Such a layer caches no indexer key and loads no indexer weights
     (models/deepseek_v32/attention.py:171-193: ``indexer = None`` when ``skip_topk``).
 
     * ``indexer_types`` (one "full" or "shared" per layer) wins when present;
     * else layer i shares iff ``index_topk_pattern[i] == "S"`` when a pattern is given,
     * else iff ``max(i - index_skip_topk_offset + 1, 0) % index_topk_freq != 0`` (offset 2 and
       frequency 1 by default: no layer shares).
+
+    ValueError, naming the key and value, for a list or number vLLM would refuse.
     """
     if not c.has("index_topk"):
-        return n  # utils.py:1022: without index_topk no layer skips
+        return set(), "no index_topk"  # utils.py:1022: without index_topk no layer skips
     types = c.data.get("indexer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != n or set(types) - {"full", "shared"}:
             raise ValueError(f"{c.path('indexer_types')} must hold 'full' or 'shared' for each "
                              f"of the {n} layers (vLLM 0.34.0, {_SKIP_LINE}), got "
                              f"{describe(types)}")
-        shared = types.count("shared")
-        where = "indexer_types"
+        return {i for i, kind in enumerate(types) if kind == "shared"}, "indexer_types"
+    freq = c.data.get("index_topk_freq")
+    freq = 1 if freq is None else validate.positive_int(c.path("index_topk_freq"), freq)
+    pattern = c.data.get("index_topk_pattern")
+    offset = c.data.get("index_skip_topk_offset")
+    offset = 2 if offset is None else validate.positive_int(
+        c.path("index_skip_topk_offset"), offset, allow_zero=True)
+    if pattern is not None:
+        if not isinstance(pattern, list | str):
+            raise ValueError(f"{c.path('index_topk_pattern')} must list 'S' or another "
+                             f"letter per layer, got {describe(pattern)}")
+        return {i for i in range(min(n, len(pattern))) if pattern[i] == "S"}, "index_topk_pattern"
+    return ({i for i in range(n) if max(i - offset + 1, 0) % freq != 0},
+            f"index_topk_freq={freq}, index_skip_topk_offset={offset}")
+
+
+def _indexer_layers(c: Fields, n: int, notes: list[str]) -> int:
+    """Layers that build an indexer of their own (:func:`shared_indexer_layers`), the keys read
+    marked and what was decided said in the notes."""
+    shared_layers, where = shared_indexer_layers(c, n)
+    shared = len(shared_layers)
+    if where == "indexer_types":
         unread = [k for k in ("index_topk_freq", "index_topk_pattern", "index_skip_topk_offset")
                   if c.has(k)]
         c.touch(*unread)
         if unread:
             notes.append(f"{', '.join(unread)} not used: indexer_types decides which layers "
                          f"share an indexer (vLLM 0.34.0 reads them only without it, {_SKIP_LINE})")
-    else:
-        freq = c.data.get("index_topk_freq")
-        freq = 1 if freq is None else validate.positive_int(c.path("index_topk_freq"), freq)
-        pattern = c.data.get("index_topk_pattern")
-        offset = c.data.get("index_skip_topk_offset")
-        offset = 2 if offset is None else validate.positive_int(
-            c.path("index_skip_topk_offset"), offset, allow_zero=True)
-        if pattern is not None:
-            if not isinstance(pattern, list | str):
-                raise ValueError(f"{c.path('index_topk_pattern')} must list 'S' or another "
-                                 f"letter per layer, got {describe(pattern)}")
-            shared = sum(1 for i in range(min(n, len(pattern))) if pattern[i] == "S")
-            where = "index_topk_pattern"
-            c.touch("index_topk_freq", "index_skip_topk_offset")  # not read with a pattern
-        else:
-            shared = sum(1 for i in range(n) if max(i - offset + 1, 0) % freq != 0)
-            where = f"index_topk_freq={freq}, index_skip_topk_offset={offset}"
+    elif where == "index_topk_pattern":
+        c.touch("index_topk_freq", "index_skip_topk_offset")  # not read with a pattern
     if shared:
         notes.append(f"{shared} of {n} layers share an earlier layer's indexer ({where}; vLLM "
                      f"0.34.0 {_SKIP_LINE}): they build no indexer and cache no indexer key, "

@@ -7,8 +7,9 @@ serving, in the same order:
 1. :func:`build`: ``EngineArgs(...).create_engine_config`` as ``vllm serve`` does
    (OPENAI_API_SERVER defaults; text only, ``--language-model-only``: the KV cache is the same,
    and vLLM's multimodal processors need a tokenizer this check does not load), the model's
-   own classes built on the meta device (``initialize_model``), ``update_block_size_for_backend`` as the executor calls it after
-   loading (v1/executor/uniproc_executor.py:75), then every layer's ``get_kv_cache_spec``
+   own classes built on the meta device (``initialize_model``), then
+   ``update_block_size_for_backend`` as the executor calls it after loading
+   (v1/executor/uniproc_executor.py:75), then every layer's ``get_kv_cache_spec``
    (v1/worker/gpu/attn_utils.py:140).
 2. :func:`plan_pool`: the KV-cache layout resolved, ``get_global_kv_cache_groups`` and
    ``get_kv_cache_configs`` for a pool of the given bytes (what ``kv_cache_memory_bytes``
