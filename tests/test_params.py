@@ -55,10 +55,20 @@ PUBLISHED = {
                     "is not counted)"),
     "qwen3.6-35b-a3b": (35e9, "text", "the model's name: 35B (the text model)"),
     "minimax-m2.5": (230e9, "total", "MiniMax-M2's model card: 230B total, 10B active"),
+    "mimo-v2-flash": (309e9, "total", "XiaomiMiMo/MiMo-V2-Flash model card: 309B total, 15B "
+                      "active (MTP layers apart)"),
+    "glm-5.2": (744e9, "total", "GLM-5 technical report, arXiv:2602.15763: 744B (MTP apart); "
+                "GLM-5.2's config keeps every size of GLM-5's, see the test below for the Hub's "
+                "753B"),
+    "kimi-k2.5": (1e12, "text", "moonshotai Kimi-K2 / K2.5 model card: 1T total, 32B activated "
+                  "(rounded: see the test below); vision tower apart"),
+    "minimax-m2.7": (229e9, "total", "MiniMaxAI/MiniMax-M2.7 Hugging Face page: 229B; MiniMax-M2's "
+                     "model card: 230B total, 10B active"),
 }
 # Bundled families kvlib reads the cache of but has no parameter counter for: none today
 UNCOUNTED: dict[str, str] = {}
-ROUNDED = {"llama-3.3-nemotron-super-49b"}  # only a truncated whole-billion figure exists
+# Only a rounded figure exists for the total: a whole billion (truncated), a whole trillion
+ROUNDED = {"llama-3.3-nemotron-super-49b", "kimi-k2.5"}
 
 
 def compared(name: str) -> int:
@@ -100,6 +110,41 @@ def test_count_within_one_percent_of_the_published_total(name):
 def test_nemotron_super_lies_in_its_whole_billion():
     # "49B" truncates; the count (49.87B) is 1.8% above 49e9 but within the figure's billion.
     assert 49e9 <= compared("llama-3.3-nemotron-super-49b") < 50e9
+
+
+def test_kimi_k2_5_between_its_published_totals_and_at_its_active_count():
+    # Moonshot's card rounds to 1T; the Kimi K2 report (arXiv:2507.20534) says 1.04T. The text
+    # model's count (1,026.4B) lies between. NVIDIA's Kimi K2.5 model card (build.nvidia.com,
+    # and its developer blog) gives 32.86B active: the count matches to 0.01%.
+    r = count_params(bundled_config("kimi-k2.5"))
+    assert 1e12 <= r.text <= 1.04e12 and r.towers == "text only"
+    assert abs(r.active / 32.86e9 - 1) < 1e-3
+
+
+def test_mimo_v2_flash_by_hand():
+    d, n, v = 4096, 48, 152_576
+    # hybrid_layer_pattern: 9 full layers (64 query heads, 4 KV heads), 39 sliding layers (64 /
+    # 8, a sink per query head); q and k 192 wide, v 128; o from 64 x 128 values
+    full = d * 64 * 192 + d * 4 * 192 + d * 4 * 128 + 64 * 128 * d
+    swa = d * 64 * 192 + d * 8 * 192 + d * 8 * 128 + 64 * 128 * d + 64
+    moe = 256 * 3 * d * 2048 + d * 256 + 256        # moe_layer_freq: layers 1-47; router, bias
+    dense = 3 * d * 16_384                            # layer 0
+    by_hand = 2 * v * d + 9 * full + 39 * swa + 47 * moe + dense + n * 2 * d + d
+    active = by_hand - 47 * 248 * 3 * d * 2048       # 8 of the 256 experts read per token
+    r = count_params(bundled_config("mimo-v2-flash"))
+    assert r.total == by_hand == 308_778_780_864 and r.active == active == 15_445_936_320
+
+
+def test_glm_5_2_index_share_by_hand():
+    # 57 of 78 layers share an earlier layer's indexer (indexer_types); vLLM 0.34.0 builds none
+    # there: wq_b (q_lora_rank 2048 -> 32 heads x 128), wk (6144 -> 128), weights_proj
+    # (6144 -> 32), k_norm (weight and bias, 128 each), per layer.
+    per_indexer = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32 + 2 * 128
+    g5, g52 = (count_params(bundled_config(n)) for n in ("glm-5", "glm-5.2"))
+    assert g5.total - g52.total == 57 * per_indexer == 534_198_528
+    assert g5.mtp == g52.mtp  # the next-n layer always builds its indexer
+    # The Hub page of zai-org/GLM-5.2 shows 753B, the checkpoint with its MTP layer
+    assert abs((g52.total + g52.mtp) / 753e9 - 1) < 0.01
 
 
 def test_checkpoint_figures_with_mtp_and_vision():
