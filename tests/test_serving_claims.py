@@ -132,6 +132,25 @@ def test_deepseek_v2_routing_layout_from_its_config():
     assert layout.expert_params == 3 * 5120 * 1536 == 23_592_960
 
 
+def test_mimo_v2_flash_moe_layer_freq_lists_its_moe_layers():
+    """MiMo-V2-Flash writes moe_layer_freq as one 0/1 per layer (vLLM 0.34.0 mimo_v2.py:503-509
+    reads layer i as MoE iff moe_layer_freq[i]): layer 0 dense, layers 1-47 MoE."""
+    cfg = bundled_config("mimo-v2-flash")
+    assert cfg["moe_layer_freq"] == [0] + [1] * 47
+    layout = moe_layout(cfg)
+    # n_routed_experts 256, num_experts_per_tok 8, n_shared_experts null, hidden 4096, width 2048
+    assert (layout.experts, layout.per_token, layout.shared, layout.moe_layers) == (256, 8, 0, 47)
+    assert layout.expert_params == 3 * 4096 * 2048 == 25_165_824
+    # Xiaomi's 309B total, 15B active: 309e9 - 47 x 248 x 25,165,824 = 15.67B >= 15B
+    assert derived_active_params(309 * 10**9, layout) == 309 * 10**9 - 293_332_844_544 \
+        == 15_667_155_456 >= 15 * 10**9
+    # a plain number: vLLM's is_moe_layer makes no layer MoE, so the model reads as dense
+    assert moe_layout({**cfg, "moe_layer_freq": 1}) is None
+    for bad in ([1] * 47, [0] + [2] * 47):
+        with pytest.raises(ValueError, match="moe_layer_freq must list 0 .* 48 layers"):
+            moe_layout({**cfg, "moe_layer_freq": bad})
+
+
 def test_published_active_counts_do_not_overstate_the_config():
     """total - the experts one token skips >= the published active count (21B, 37B, 17B, 3.6B)."""
     # DeepSeek V2: 236e9 - 59 x 154 x 23,592,960 = 236e9 - 214,365,634,560

@@ -72,9 +72,12 @@ def moe_layout(config: dict | None) -> MoELayout | None:
     gpt-oss, Mixtral) or ``num_experts`` (Qwen MoE, Gemma 4); k:
     ``num_experts_per_tok``, ``experts_per_token`` or ``top_k_experts``; expert width:
     ``moe_intermediate_size``, else ``intermediate_size``. MoE layers: the ``E`` marks
-    of a ``hybrid_override_pattern``; layers from ``first_k_dense_replace`` on, every
+    of a ``hybrid_override_pattern``; the 1s of a ``moe_layer_freq`` that lists one 0 or 1
+    per layer (MiMo-V2-Flash; vLLM 0.34.0 mimo_v2.py:503-509 ``is_moe_layer``, where a plain
+    number means no MoE layer at all); layers from ``first_k_dense_replace`` on, every
     ``moe_layer_freq``-th (DeepSeek); every ``interleave_moe_layer_step``-th (Llama 4) or
     ``decoder_sparse_step``-th (Qwen) layer, less ``mlp_only_layers``; else every layer.
+    A per-layer list of the wrong length or with other entries raises ValueError naming it.
     An expert is gated (gate, up, down: 3 x hidden x width) unless its activation is
     ``relu2`` (up, down: 2 x hidden x width). Shared experts: ``n_shared_experts``, or
     one for Llama 4 and for a config with ``shared_expert_intermediate_size``.
@@ -89,8 +92,16 @@ def moe_layout(config: dict | None) -> MoELayout | None:
     width = c.get("moe_intermediate_size") or c.get("intermediate_size")
     if not (e and k and hidden and layers and width):
         return None
+    freq = c.get("moe_layer_freq")
     if isinstance(c.get("hybrid_override_pattern"), str):
         moe = c["hybrid_override_pattern"].count("E")
+    elif isinstance(freq, list):
+        if len(freq) != layers or any(x not in (0, 1) for x in freq):
+            raise ValueError(f"moe_layer_freq must list 0 (dense) or 1 (MoE) for each of the "
+                             f"{layers} layers, got {str(freq)[:60]}")
+        moe = sum(1 for x in freq if x)
+    elif str(c.get("model_type", "")).startswith("mimo_v2"):
+        moe = 0  # mimo_v2.py:503-509: without a per-layer list no layer is MoE
     elif "first_k_dense_replace" in c or "moe_layer_freq" in c:
         first, freq = c.get("first_k_dense_replace") or 0, c.get("moe_layer_freq") or 1
         moe = sum(1 for i in range(layers) if i >= first and i % freq == 0)
@@ -98,6 +109,8 @@ def moe_layout(config: dict | None) -> MoELayout | None:
         step = c.get("interleave_moe_layer_step") or c.get("decoder_sparse_step") or 1
         dense = set(c.get("mlp_only_layers") or ())
         moe = sum(1 for i in range(layers) if (i + 1) % step == 0 and i not in dense)
+    if not moe:
+        return None
     shared = c.get("n_shared_experts")
     if shared is None:
         llama4 = str(c.get("model_type", "")).startswith("llama4")
