@@ -368,7 +368,15 @@ def test_budget_too_small_for_one_sequence():
     budget = 138_110_256_860 - 70_600_000_000 - 4 * GiB
     assert p.kv_budget_bytes_per_gpu == budget
     assert budget < 200_000 * 327_680  # 65.5 GB for one sequence
-    assert not p.fits and "holds no sequence of 200,000 tokens" in p.reason
+    # vLLM's start-up check: one request of 200,000 tokens needs ceil(200,000 / 16) = 12,500
+    # blocks of 16 x 327,680 B = 65,536,000,000 B = 61.04 GiB, more than the budget less the
+    # null block; it raises (v1/core/kv_cache_planning.py:99-131)
+    assert 12_500 * 16 * 327_680 == 65_536_000_000 > budget - 16 * 327_680
+    assert not p.fits and p.reason.startswith("vLLM 0.33.0 would refuse to start")
+    assert "it needs 61.04 GiB of KV cache" in p.reason
+    # its own search for the longest fitting length, in whole blocks of 16 tokens
+    assert f"longest context that fits is {(budget - 16 * 327_680) // 327_680 // 16 * 16:,}" \
+        in p.reason
     assert any("max_position_embeddings" in n for n in p.notes)
 
 

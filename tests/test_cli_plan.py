@@ -338,7 +338,13 @@ def test_kv_cache_memory_plans_from_a_known_budget(capsys, release):
                             "--context", "128K", "--vllm", release, "--kv-cache-memory", text)
         assert rc == 0 and d["budget_rule"] == "kv_cache_memory_bytes"
         assert d["kv_budget_bytes_per_gpu"] == 40 * GiB
-        assert d["max_sequences_per_replica"] == 4  # 40 GiB / 10 GiB
+        # 40 GiB / 10 GiB is 4 by bytes alone; vLLM keeps one block as its null block, so
+        # (40 GiB / one block - 1) // (one sequence's blocks) = 3 sequences
+        assert d["bytes_alone_sequences_per_replica"] == 4
+        block = d["vllm_bytes_per_block"]
+        assert d["vllm_blocks_per_sequence"] * block == 10 * GiB
+        assert d["max_sequences_per_replica"] == (40 * GiB // block - 1) // (10 * GiB // block) \
+            == 3
         assert d["assumptions"] == []
     off = "turns its extensible KV cache off" in d["notes"][1]
     assert off == (release == "0.34")

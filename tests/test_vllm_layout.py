@@ -181,9 +181,9 @@ def test_plan_counts_each_sequences_state_and_shows_vllms_figure(capsys):
     assert d["kv_budget_bytes_per_gpu"] == budget == 93_815_289_564
     cache = 12 * 2 * 1 * 256 * 2 * 262144  # 2 KV heads over TP 4: one whole head per GPU
     state = 36 * (3 * (8192 // 4) * 2 + (32 // 4) * 128 * 128 * 2)  # heads and channels / 4
-    assert (d["kv_bytes_per_sequence_per_gpu"], d["state_bytes_per_sequence_per_gpu"]) == \
-        (cache, state) == (3_221_225_472, 9_879_552)
-    assert d["max_sequences"] == budget // (cache + state) == 29
+    # by bytes alone (no blocks, no null block, no prefill peak)
+    assert (cache, state) == (3_221_225_472, 9_879_552)
+    assert d["bytes_alone_sequences_per_replica"] == budget // (cache + state) == 29
     # vLLM: page 274,432 B per GDN layer per GPU; K = lcm(16, 64) = 64; 64 x ceil(274,432 / 65,536)
     block = 64 * -(-274_432 // (64 * 1024))
     assert d["vllm_block_size"] == block == 320
@@ -192,6 +192,17 @@ def test_plan_counts_each_sequences_state_and_shows_vllms_figure(capsys):
     assert d["vllm_blocks_per_request"] == per_request == 829
     assert d["vllm_max_concurrency"] == round(blocks / per_request, 2) == 28.78
     assert d["vllm_kv_cache_groups"] == 4 and d["vllm_padding_layers"] == 0
+    # what vLLM's allocator holds: at full length the attention group keeps every block of
+    # its 262,143 cached tokens, each GDN group one state block; while a prompt is prefilled
+    # a GDN group keeps a checkpoint block too (align mode). One block is the null block.
+    decode, prefill = -(-262_143 // block) + 3, -(-262_143 // block) + 3 * 2
+    assert (d["vllm_blocks_per_sequence"], d["vllm_prefill_blocks"]) == (decode, prefill) \
+        == (823, 826)
+    assert d["vllm_num_blocks"] == blocks == 23_858
+    assert d["max_sequences"] == 1 + (blocks - 1 - prefill) // decode == 28
+    # the plan's bytes per sequence are those blocks: pages padded to the attention page
+    assert d["kv_bytes_per_sequence_per_gpu"] == 820 * 12 * block * 1024
+    assert d["state_bytes_per_sequence_per_gpu"] == 3 * 12 * block * 1024
 
     # vLLM 0.34.0 (the default): u = 1.0 and the measured budget (docs/capacity.md, "The
     # budget per vLLM release"), kvlib's assumed terms in deployment.MEASURED_DEFAULTS:
@@ -204,10 +215,11 @@ def test_plan_counts_each_sequences_state_and_shows_vllms_figure(capsys):
     usable = min(150_119_844_413, 150_119_844_413 - GiB // 2 - max(GiB, 3 * peak // 4))
     budget = usable - 80_000_000_000 * 2 // 4 - resident - peak
     assert d["kv_budget_bytes_per_gpu"] == budget == 100_321_950_269
-    # 262,144 tokens are 4,096 whole 64-token blocks: the same cache and states per sequence
-    assert (d["kv_bytes_per_sequence_per_gpu"], d["state_bytes_per_sequence_per_gpu"]) == \
-        (cache, state)
-    assert d["max_sequences"] == budget // (cache + state)
+    # the same 320-token blocks (K = 64 either way); by bytes alone, and by vLLM's allocator
+    assert d["vllm_block_size"] == 320
+    assert d["bytes_alone_sequences_per_replica"] == budget // (cache + state) == 31
+    blocks = budget // (12 * block * 1024)
+    assert d["max_sequences"] == 1 + (blocks - 1 - prefill) // decode == 30
 
 
 def test_a_state_only_layout_is_refused_clearly():

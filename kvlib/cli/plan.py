@@ -174,7 +174,9 @@ def _text(d: dict) -> str:
               d["kv_budget_bytes_per_gpu"]),
              (f"KV per sequence (block {d['block_size']})", d["kv_bytes_per_sequence_per_gpu"])]
     if d["state_bytes_per_sequence_per_gpu"]:
-        rows.append(("state per sequence (constant)", d["state_bytes_per_sequence_per_gpu"]))
+        label = ("state per sequence (pages)" if d["sessions_basis"] == "vllm"
+                 else "state per sequence (constant)")
+        rows.append((label, d["state_bytes_per_sequence_per_gpu"]))
     w = 32
     rule_name = {"extensible": "extensible KV cache, measured after warmup",
                  "profiled": "profiled budget",
@@ -185,10 +187,28 @@ def _text(d: dict) -> str:
         f"context {d['context']:,}, kv {d['kv_dtype']}, weights {d['weight_dtype']}, "
         f"vLLM {d['vllm']} ({rule_name})",
         *(f"  {label:<{w}}{both(n)}" for label, n in rows),
-        f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}",
+        f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}"
+        + (f" (vLLM's allocator: {d['vllm_blocks_per_sequence']:,} blocks each, "
+           f"{d['vllm_prefill_blocks']:,} while prefilled, of {d['vllm_num_blocks']:,})"
+           if d["sessions_basis"] == "vllm" else " (bytes alone)"),
         f"  {'sequences in all':<{w}}{d['max_sequences']:>11,}",
     ]
-    if d["vllm_max_concurrency"] == 0:
+    if d["sessions_basis"] == "vllm" and (
+            d["bytes_alone_sequences_per_replica"] != d["max_sequences_per_replica"]):
+        lines.append(f"  {'  by bytes alone':<{w}}{d['bytes_alone_sequences_per_replica']:>11,}"
+                     " (budget // cache and state bytes: no blocks, no prefill peak)")
+    refuses = d["vllm_needed_bytes"] is not None and (
+        d["vllm_needed_bytes"] > d["kv_budget_bytes_per_gpu"] - d["vllm_bytes_per_block"])
+    if refuses:
+        longest = d["vllm_max_model_len"]
+        has = d["kv_budget_bytes_per_gpu"] - d["vllm_bytes_per_block"]
+        lines.append(f"  {'vLLM at start-up':<{w}}{'refuses':>11}: vLLM would refuse to start: "
+                     f"one request needs {fmt_bytes(d['vllm_needed_bytes'], 'GiB')} of KV "
+                     + (f"cache, it has {fmt_bytes(has, 'GiB')}" if has > 0
+                        else "cache, it has no KV-cache memory")
+                     + (f"; the longest context that fits is {longest:,} tokens"
+                        if longest else ""))
+    elif d["vllm_max_concurrency"] == 0:
         lines.append(f"  {'vLLM would log (per replica)':<{w}}{'0':>11} blocks: vLLM would refuse "
                      "to start (no KV-cache memory, or less than one request needs)")
     elif d["vllm_max_concurrency"] is not None:

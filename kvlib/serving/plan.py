@@ -13,7 +13,7 @@ from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
 from kvlib.serving.deployment import VLLM_DEFAULTS, Deployment
 from kvlib.serving.gpus import GPU
 from kvlib.serving.kv import sequence_shares
-from kvlib.serving.vllm_layout import vllm_layout
+from kvlib.serving.vllm_layout import STATE_KINDS, largest_fitting_len, vllm_layout
 
 __all__ = ["Plan", "make_plan", "plan"]
 
@@ -79,6 +79,16 @@ class Plan:
     vllm_padding_layers: int | None = None
     vllm_blocks_per_request: int | None = None
     vllm_block_sizes: dict | None = None  # kind -> tokens per block, where groups differ
+    # what vLLM's allocator holds per sequence, from the same layout as the logged figure
+    vllm_num_blocks: int | None = None
+    vllm_bytes_per_block: int | None = None
+    vllm_blocks_per_sequence: int | None = None  # at full length (decode)
+    vllm_prefill_blocks: int | None = None  # the peak while one prompt is prefilled
+    vllm_max_num_seqs: int | None = None
+    vllm_needed_bytes: int | None = None  # what its start-up check compares with the budget
+    vllm_max_model_len: int | None = None  # the longest context that passes it (0: none)
+    bytes_alone_sequences_per_replica: int | None = None  # budget // (cache + state bytes)
+    sessions_basis: str = "bytes"  # "vllm": vLLM's allocator; "bytes": bytes alone
     vllm: str = ""  # the vLLM release whose defaults and budget rule apply
     budget_rule: str = ""  # "extensible" (0.34.0), "profiled" (0.33.0), "kv_cache_memory_bytes"
     in_use_bytes_per_gpu: int | None = None  # 0.34.0's terms, assumed (see assumptions)
@@ -102,12 +112,27 @@ def make_plan(dep: Deployment, context: int) -> Plan:
     context = validate.positive_int("context", context)
     gpu = dep.gpu
     usable, budget = dep.usable_bytes_per_gpu, dep.kv_budget_bytes_per_gpu
-    per_seq = dep.kv_bytes_per_sequence_per_gpu(context)
-    state = dep.state_bytes_per_sequence_per_gpu
+    notes = [_budget_note(dep)] + list(dep.model.assumptions)
+    layout, vllm = _vllm(dep, context, budget, notes)
     draft_per_seq = dep.draft_kv_per_sequence(context)
+    state = dep.state_bytes_per_sequence_per_gpu
     # a decode step reads every live cache and reads (and writes) every state
     live = dep.kv_bytes_per_sequence_per_gpu(context, block_size=1) + state
-    per_replica = max(0, budget) // (per_seq + state)
+    bytes_alone = max(0, budget) // (dep.kv_bytes_per_sequence_per_gpu(context) + state)
+    if layout is not None:
+        # one layout for the whole plan: the sessions, the bytes per sequence and the logged
+        # concurrency all come from vLLM's pages and blocks (one row size, one block size)
+        hold = layout.holding(context)
+        kinds = [g.kind in STATE_KINDS for g in layout.groups]
+        state = sum(n for n, st in zip(hold.by_group, kinds, strict=True) if st) \
+            * layout.bytes_per_block
+        per_seq = sum(n for n, st in zip(hold.by_group, kinds, strict=True) if not st) \
+            * layout.bytes_per_block
+        per_replica = layout.sessions(budget, context)
+        block_size, basis = layout.block_size, "vllm"
+    else:
+        per_seq = dep.kv_bytes_per_sequence_per_gpu(context)
+        per_replica, block_size, basis = bytes_alone, dep.block_size, "bytes"
     fits, reason = True, ""
     fixed = (dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu
              + dep.overhead_bytes_per_gpu)
@@ -131,6 +156,15 @@ def make_plan(dep: Deployment, context: int) -> Plan:
                   f"overhead {_gb(dep.overhead_bytes_per_gpu)} = {_gb(fixed)} per GPU exceed "
                   f"the usable {_gb(usable)} ({how}); use "
                   f"more tensor parallelism, smaller weights or a larger GPU")
+    elif layout is not None and vllm["vllm_needed_bytes"] > budget - layout.bytes_per_block:
+        fits = False
+        longest = vllm["vllm_max_model_len"]
+        reason = (f"vLLM {dep.vllm} would refuse to start: to serve one request of "
+                  f"{context:,} tokens it needs {_gib(vllm['vllm_needed_bytes'])} of KV cache, "
+                  f"more than the {_gib(max(0, budget - layout.bytes_per_block))} it has "
+                  "(the budget less the null block; v1/core/kv_cache_planning.py:99-131)"
+                  + (f"; the longest context that fits is {longest:,} tokens (its own search)"
+                     if longest else ""))
     elif per_replica == 0:
         fits = False
         reason = (f"does not fit: the KV budget of {_gb(budget)} per GPU holds no "
@@ -150,20 +184,21 @@ def make_plan(dep: Deployment, context: int) -> Plan:
                 dep.decode_read_bytes_per_gpu(per_replica), live, per_replica, bandwidth))
             experts = round(float(expected_distinct_experts(
                 layout.experts, layout.per_token, per_replica)), 2)
-    notes = [_budget_note(dep)] + list(dep.model.assumptions)
     notes += _weights_notes(dep)
+    if basis == "bytes":
+        notes.append("sessions: by bytes alone (budget // (cache + state)), vLLM's layout "
+                     "not computed")
     limit = dep.model.max_position_embeddings
     if limit is not None and context > limit:
         notes.append(f"context {context:,} exceeds the model's max_position_embeddings "
                      f"{limit:,}")
     replication = max(s.sharding.replicas for s in sequence_shares(
         dep.model, 1, dep.kv_dtype, dep.tp, 1, None, dep.dcp))
-    vllm = _vllm(dep, context, budget, notes)
     return Plan(
         model=dep.model.name, gpu=gpu.name, gpus=dep.gpus, tp=dep.tp,
         replicas=dep.replicas, dcp=dep.dcp, context=context, kv_dtype=dep.kv_dtype,
         weight_dtype=dep.weights_label, gpu_mem_util=dep.gpu_mem_util,
-        block_size=dep.block_size, params=dep.params,
+        block_size=block_size, params=dep.params,
         hbm_bytes_per_gpu=gpu.hbm_bytes,
         total_memory_bytes_per_gpu=dep.total_memory_bytes_per_gpu,
         memory_basis=dep.memory_basis, usable_bytes_per_gpu=usable,
@@ -186,6 +221,7 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         draft=dep.draft.name if dep.draft is not None else None,
         fits=fits, reason=reason, notes=tuple(notes),
         state_bytes_per_sequence_per_gpu=state, **vllm,
+        bytes_alone_sequences_per_replica=bytes_alone, sessions_basis=basis,
         vllm=dep.vllm, budget_rule=dep.rule,
         in_use_bytes_per_gpu=dep.in_use_bytes if dep.rule == "extensible" else None,
         margin_bytes_per_gpu=dep.margin_bytes, resident_bytes_per_gpu=dep.resident_bytes,
@@ -251,13 +287,19 @@ def _weights_notes(dep: Deployment) -> list[str]:
         f"weights: {n}" for n in ck.notes]
 
 
-def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:
-    """What vLLM ``dep.vllm`` would log for the same KV budget, model and max_model_len."""
-    keys = ("vllm_max_concurrency", "vllm_block_size", "vllm_kv_cache_groups",
-            "vllm_padding_layers", "vllm_blocks_per_request", "vllm_block_sizes")
+_VLLM_KEYS = ("vllm_max_concurrency", "vllm_block_size", "vllm_kv_cache_groups",
+              "vllm_padding_layers", "vllm_blocks_per_request", "vllm_block_sizes",
+              "vllm_num_blocks", "vllm_bytes_per_block", "vllm_blocks_per_sequence",
+              "vllm_prefill_blocks", "vllm_max_num_seqs", "vllm_needed_bytes",
+              "vllm_max_model_len")
+
+
+def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]):
+    """vLLM ``dep.vllm``'s layout for the same KV budget, model and max_model_len, and what
+    it logs and holds; (None, all None) where kvlib cannot build it."""
     if dep.draft is not None or dep.dcp > 1:
         notes.append("vllm_max_concurrency: not computed with a draft model or DCP")
-        return dict.fromkeys(keys)
+        return None, dict.fromkeys(_VLLM_KEYS)
     try:
         default = VLLM_DEFAULTS[dep.vllm]["block_size"]
         layout = vllm_layout(dep.model, context, dep.kv_dtype, dep.tp, dep.gpu,
@@ -265,19 +307,44 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]) -> dict:
                              release=dep.vllm)
     except ValueError as e:
         notes.append(f"vllm_max_concurrency: not computed ({e})")
-        return dict.fromkeys(keys)
+        return None, dict.fromkeys(_VLLM_KEYS)
     notes += [f"vLLM {dep.vllm}: {n}" for n in layout.notes]
     if dep.kv_dtype in ("int8", "int4"):
         notes.append(f"vLLM {dep.vllm} has no plain {dep.kv_dtype} kv_cache_dtype (its "
                      f"{dep.kv_dtype}_per_token_head adds two fp32 scales per token and head, "
                      "vllm/config/cache.py:44-67): the figure is the cache at "
                      f"{bytes_per_element(dep.kv_dtype)} B per element alone")
-    sizes = {g.kind: g.block_size for g in layout.groups}  # Gemma 4: full 32, sliding 16
-    return dict(zip(keys, (round(float(layout.max_concurrency(budget)), 2), layout.block_size,
-                           len(layout.groups), layout.padding_layers,
-                           layout.blocks_per_request,
-                           sizes if len(set(sizes.values())) > 1 else None), strict=True))
+    sizes = {g.kind: g.block_size for g in layout.groups}  # Gemma 4: full 128, sliding 64
+    hold = layout.holding(context)
+    needed = layout.needed_bytes()
+    available = max(0, budget) - layout.bytes_per_block  # less the null block
 
+    def needed_at(length):
+        return vllm_layout(dep.model, length, dep.kv_dtype, dep.tp, dep.gpu,
+                           block_size=dep.block_size if dep.block_size != default else None,
+                           release=dep.vllm).needed_bytes()
+
+    longest = (context if needed <= available
+               else largest_fitting_len(needed_at, available, context))
+    notes.append(_sessions_note(layout, hold, budget))
+    return layout, dict(zip(_VLLM_KEYS, (
+        round(float(layout.max_concurrency(budget)), 2), layout.block_size, len(layout.groups),
+        layout.padding_layers, layout.blocks_per_request,
+        sizes if len(set(sizes.values())) > 1 else None, layout.num_blocks(budget),
+        layout.bytes_per_block, hold.decode, hold.prefill, layout.max_num_seqs, needed,
+        longest), strict=True))
+
+
+def _sessions_note(layout, hold, budget: int) -> str:
+    """How the sessions follow from vLLM's blocks (the plan's headline)."""
+    n = layout.sessions(budget, hold.length)
+    capped = " (its max_num_seqs)" if n == layout.max_num_seqs else ""
+    return (f"sessions: vLLM's allocator, {layout.num_blocks(budget):,} blocks of "
+            f"{layout.bytes_per_block:,} B less the null block; a sequence of "
+            f"{hold.length:,} tokens holds {hold.decode:,} blocks at full length and "
+            f"{hold.prefill:,} at the peak of its prefill ({hold.chunk:,} tokens a step): "
+            f"{n:,} at once{capped}, the last admitted while the others decode "
+            "(make oracle checks it with vLLM's scheduler)")
 
 
 def plan(model: ModelSpec, gpu: GPU | str, gpus: int = 1, tp: int = 1, context: int = 8192,

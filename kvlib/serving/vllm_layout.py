@@ -67,7 +67,8 @@ from kvlib.serving.kv import vllm_sliding_window_tokens
 from kvlib.serving.sharding import shard, shard_state
 
 __all__ = ["VLLM_RELEASE", "VLLM_RELEASES", "vllm_release", "VllmGroup", "VllmLayout",
-           "vllm_layout", "max_num_batched_tokens", "state_page_bytes"]
+           "Holding", "vllm_layout", "max_num_batched_tokens", "max_num_seqs",
+           "state_page_bytes", "largest_fitting_len"]
 
 VLLM_RELEASES = ("0.34.0", "0.33.0")  # newest first; the first is the default
 VLLM_RELEASE = "0.33.0"  # the release the rules below were traced in (0.34.0: see release=)
@@ -188,13 +189,33 @@ class Holding:
     """What one request of ``length`` tokens holds in vLLM's pool, in blocks summed over the
     KV-cache groups: ``decode`` at full length (its ``length - 1`` cached tokens; the last
     sampled token is never fed back), ``prefill`` at the peak of its prompt's chunked
-    prefill (``length - 1`` prompt tokens, ``chunk`` a step, committed ``lag`` steps late)."""
+    prefill (``length - 1`` prompt tokens, ``chunk`` a step, committed ``lag`` steps late).
+    ``by_group``: the decode blocks of each group, in :attr:`VllmLayout.groups` order."""
 
     length: int
     decode: int
     prefill: int
     chunk: int
     lag: int
+    by_group: tuple[int, ...] = ()
+
+
+def largest_fitting_len(needed, budget: int, max_len: int) -> int:
+    """vLLM's ``estimate_max_model_len`` (v1/core/kv_cache_planning.py:142-193 in 0.34.0): the
+    largest length in 1..``max_len`` whose ``needed(length)`` bytes fit in ``budget``, by its
+    binary search; 0 when 1 does not fit."""
+    left, right = 1, max_len
+    if needed(left) > budget:
+        return 0
+    result = 1
+    while left <= right:
+        mid = (left + right) // 2
+        if needed(mid) <= budget:
+            result = mid
+            left = mid + 1
+        else:
+            right = mid - 1
+    return result
 
 
 @dataclass(frozen=True)
@@ -243,9 +264,16 @@ class VllmLayout:
                   for k in range(lag - 1, -1, -1)]
         peak = max(sum(g.held(end, done, pre, self.mamba_cache_mode) for g in self.groups)
                    for end, done, pre in steps)
-        decode = sum(g.held(cached, cached - (lag - 1), False, self.mamba_cache_mode)
-                     for g in self.groups)
-        return Holding(length, decode, max(peak, decode), self.chunk_tokens, lag)
+        by_group = tuple(g.held(cached, cached - (lag - 1), False, self.mamba_cache_mode)
+                         for g in self.groups)
+        decode = sum(by_group)
+        return Holding(length, decode, max(peak, decode), self.chunk_tokens, lag, by_group)
+
+    def needed_bytes(self) -> int:
+        """What vLLM checks at start-up against the KV memory it has: the blocks one request of
+        ``max_model_len`` tokens may need, whole blocks of every group
+        (``_max_memory_usage_bytes_from_groups``, v1/core/kv_cache_planning.py:1297-1330)."""
+        return self.bytes_per_block * self.blocks_per_request
 
     def sessions(self, kv_budget_bytes: int, length: int) -> int:
         """Requests of ``length`` tokens vLLM's scheduler carries at once under its own

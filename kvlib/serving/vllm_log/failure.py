@@ -26,31 +26,14 @@ missing bytes (total x delta), the context M, an fp8 cache, more TP.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from fractions import Fraction
 
 from kvlib.serving.gpus import get_gpu
+from kvlib.serving.vllm_layout import largest_fitting_len
 from kvlib.serving.vllm_log.numbers import GiB, _bytes_range, _frac, _g, _round2_matches
 from kvlib.serving.vllm_log.reading import Found, VllmLog, _version_key
 
-__all__ = ["largest_fitting_len", "explain_failures"]
-
-
-def largest_fitting_len(needed: Callable[[int], int], budget: int, max_len: int) -> int:
-    """vLLM's ``estimate_max_model_len``: the largest length in 1..``max_len`` whose
-    ``needed(length)`` bytes fit in ``budget``, by its binary search; 0 when 1 does not fit."""
-    left, right = 1, max_len
-    if needed(left) > budget:
-        return 0
-    result = 1
-    while left <= right:
-        mid = (left + right) // 2
-        if needed(mid) <= budget:
-            result = mid
-            left = mid + 1
-        else:
-            right = mid - 1
-    return result
+__all__ = ["largest_fitting_len", "explain_failures"]  # the search lives in vllm_layout
 
 
 def _null_block(log: VllmLog) -> bool | None:
