@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 LSTAMP := $(VENV)/.lab-stamp
 export PYTHONHASHSEED := 0
 
-.PHONY: lab test book student lint unit notebooks-test browser figures notebooks bench env clean crosscheck
+.PHONY: lab test book student lint unit notebooks-test browser figures notebooks bench env clean crosscheck oracle
 
 $(LSTAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed, found " + sys.version.split()[0])'
@@ -64,6 +64,29 @@ $(XSTAMP): $(STAMP)
 crosscheck: $(XSTAMP)
 	$(BIN)/python -m pytest tests/crosscheck
 
+# kvlib against vLLM 0.34.0's own planning, KV-cache manager and scheduler, run on the CPU
+# (docs/crosscheck.md, "make oracle"). vLLM lives in an environment of its own, .venv-oracle:
+# the CPU build of torch on this machine's disk, the vLLM wheel without its CUDA dependencies,
+# and the frozen list of what its planning code imports.
+OVENV  := .venv-oracle
+OSTAMP := $(OVENV)/.installed-stamp
+ORACLE := build/oracle
+
+$(OSTAMP): tests/oracle/requirements.txt
+	$(PYTHON) -m venv $(OVENV)
+	$(OVENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OVENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(OVENV)/bin/python -m pip install --quiet --no-deps vllm==0.34.0
+	$(OVENV)/bin/python -m pip install --quiet --no-deps -r tests/oracle/requirements.txt
+	@touch $(OSTAMP)
+
+oracle: $(STAMP) $(OSTAMP)
+	@mkdir -p $(ORACLE)
+	$(BIN)/python tests/oracle/cases.py $(ORACLE)/cases.json
+	cd tests/oracle/engine && timeout 3000 ../../../$(OVENV)/bin/python measure.py \
+		../../../$(ORACLE)/cases.json ../../../$(ORACLE)/measured.json
+	KVLIB_REQUIRE_ORACLE=1 $(BIN)/python -m pytest -q tests/oracle
+
 lint: $(STAMP)
 	$(BIN)/ruff check kvlib tests scripts notebooks conftest.py
 
@@ -88,4 +111,4 @@ bench: $(STAMP)
 	$(BIN)/python scripts/bench.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OVENV) build *.egg-info

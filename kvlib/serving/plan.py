@@ -13,7 +13,12 @@ from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
 from kvlib.serving.deployment import VLLM_DEFAULTS, Deployment
 from kvlib.serving.gpus import GPU
 from kvlib.serving.kv import sequence_shares
-from kvlib.serving.vllm_layout import STATE_KINDS, largest_fitting_len, vllm_layout
+from kvlib.serving.vllm_layout import (
+    STATE_KINDS,
+    largest_fitting_len,
+    stored_kv_dtype,
+    vllm_layout,
+)
 
 __all__ = ["Plan", "make_plan", "plan"]
 
@@ -300,9 +305,12 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]):
     if dep.draft is not None or dep.dcp > 1:
         notes.append("vllm_max_concurrency: not computed with a draft model or DCP")
         return None, dict.fromkeys(_VLLM_KEYS)
+    kv_dtype, why = stored_kv_dtype(dep.config, dep.kv_dtype)
+    if why:
+        notes.append(f"vLLM {dep.vllm}: {why}")
     try:
         default = VLLM_DEFAULTS[dep.vllm]["block_size"]
-        layout = vllm_layout(dep.model, context, dep.kv_dtype, dep.tp, dep.gpu,
+        layout = vllm_layout(dep.model, context, kv_dtype, dep.tp, dep.gpu,
                              block_size=dep.block_size if dep.block_size != default else None,
                              release=dep.vllm)
     except ValueError as e:
@@ -320,7 +328,7 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]):
     available = max(0, budget) - layout.bytes_per_block  # less the null block
 
     def needed_at(length):
-        return vllm_layout(dep.model, length, dep.kv_dtype, dep.tp, dep.gpu,
+        return vllm_layout(dep.model, length, kv_dtype, dep.tp, dep.gpu,
                            block_size=dep.block_size if dep.block_size != default else None,
                            release=dep.vllm).needed_bytes()
 

@@ -68,7 +68,7 @@ from kvlib.serving.sharding import shard, shard_state
 
 __all__ = ["VLLM_RELEASE", "VLLM_RELEASES", "vllm_release", "VllmGroup", "VllmLayout",
            "Holding", "vllm_layout", "max_num_batched_tokens", "max_num_seqs",
-           "state_page_bytes", "largest_fitting_len"]
+           "state_page_bytes", "largest_fitting_len", "stored_kv_dtype"]
 
 VLLM_RELEASES = ("0.34.0", "0.33.0")  # newest first; the first is the default
 VLLM_RELEASE = "0.33.0"  # the release the rules below were traced in (0.34.0: see release=)
@@ -327,6 +327,22 @@ def _checkpoint(g: LayerGroup, hopper: bool) -> tuple[int, int | None]:
 DEFAULT_BLOCK = {"0.34.0": 64, "0.33.0": 16}
 
 
+def stored_kv_dtype(config: dict | None, kv_dtype: str) -> tuple[str, str | None]:
+    """The dtype vLLM really stores when asked for ``kv_dtype``, and why, where they differ.
+
+    Falcon: vLLM (0.33.0 and 0.34.0) builds a rotary or ALiBi Falcon's ``Attention`` without
+    ``cache_config`` (model_executor/models/falcon.py:173-195 in 0.34.0), so the layer's
+    ``kv_cache_dtype`` is "auto" (model_executor/layers/attention/attention.py:291-295) and
+    ``--kv-cache-dtype`` is ignored: the cache stays in the model dtype. FalconConfig makes
+    ``rotary`` = not ``alibi``, so this is every Falcon. Found by ``make oracle``."""
+    if (config or {}).get("model_type") in ("falcon", "RefinedWeb", "RefinedWebModel") \
+            and kv_dtype not in ("bf16", "fp16"):
+        return "bf16", (f"vLLM ignores kv_cache_dtype {kv_dtype} for Falcon: its attention is "
+                        "built without cache_config (model_executor/models/falcon.py:173-195),"
+                        " so the cache stays bf16")
+    return kv_dtype, None
+
+
 def _preferred(sizes: tuple[int, ...] | int, release: str) -> int:
     """The block vLLM picks for a backend whose kernels take ``sizes`` (a tuple of exact
     sizes) or multiples of an int."""
@@ -396,7 +412,7 @@ def _need(kind: CacheKind, window: int | None, block: int, N: int, in_flight: in
 
 
 def _gemma4_backends(model: ModelSpec, kv_dtype: str, gpu: GPU, bs: int,
-                     notes: list[str]) -> None:
+                     notes: list[str], release: str) -> None:
     """Say which backends vLLM 0.33.0 gives attention layers of different head sizes
     (Gemma 4: 512-wide full layers beside 256-wide sliding ones), and refuse by name what
     is not traced. models/config.py, Gemma4Config: with FA4 available (compute capability
@@ -409,34 +425,39 @@ def _gemma4_backends(model: ModelSpec, kv_dtype: str, gpu: GPU, bs: int,
     major = _cuda_major(gpu)
     if any(g.kind in (CacheKind.LATENT, CacheKind.INDEXER) for g in model.groups):
         raise ValueError(f"{model.name}: MLA layers beside layers of other page or head sizes "
-                         f"are not traced in vLLM {VLLM_RELEASE}")
+                         f"are not traced in vLLM {release}")
     if major == 9 and kv_dtype in ("bf16", "fp16"):
         notes.append("head sizes differ (Gemma 4), on Hopper: FA4 for every layer "
                      "(Gemma4Config), through the TRITON_FLASH_ATTN composite with images on "
-                     "(FLASH_ATTN text-only); both take multiples of 16: 16-token blocks, and "
-                     "the default LBNHC layout (not block-outermost: no packed groups)")
+                     f"(FLASH_ATTN text-only); both take multiples of 16: {bs}-token blocks, "
+                     "and the default LBNHC layout (not block-outermost: no packed groups)")
+    elif major == 9 and kv_dtype == "fp8" and release == "0.34.0":
+        # the 512-wide layers run FA4 on 64-token kernel blocks (flash_attn.py), which is
+        # 0.34.0's default block anyway; make oracle measured this layout with vLLM's code
+        notes.append("head sizes differ (Gemma 4), on Hopper with an fp8 cache: FA4's 64-token "
+                     "kernel blocks, 0.34.0's default; plain fp8 rows (measured by make oracle)")
     elif major in (8, 12) and kv_dtype in ("bf16", "fp16", "fp8"):
         notes.append(f"head sizes differ (Gemma 4), on {gpu.name}: no FA4, so vLLM forces "
-                     "TRITON_ATTN (Gemma4Config); multiples of 16: 16-token blocks, the "
+                     f"TRITON_ATTN (Gemma4Config); multiples of 16: {bs}-token blocks, the "
                      "default LBNHC layout")
     elif major == 9:
         raise ValueError(f"{model.name}: layers of different head sizes with a {kv_dtype} cache "
-                         f"on Hopper are not traced in vLLM {VLLM_RELEASE} (with fp8 the "
+                         f"on Hopper are not traced in vLLM {release} (with fp8 the "
                          "512-wide layers run FA4 on 64-token kernel blocks, flash_attn.py)")
     elif major == 10:
         raise ValueError(f"{model.name}: layers of different head sizes on Blackwell (SM100) are "
-                         f"not modelled: vLLM {VLLM_RELEASE} gives them TRITON_FLASHINFER "
+                         f"not modelled: vLLM {release} gives them TRITON_FLASHINFER "
                          "(64-token blocks) with images on, FLASHINFER text-only")
     else:
         raise ValueError(f"{model.name}: layers of different head sizes on {gpu.name} with a "
-                         f"{kv_dtype} cache are not traced in vLLM {VLLM_RELEASE}")
+                         f"{kv_dtype} cache are not traced in vLLM {release}")
     if bs % 16:
         raise ValueError(f"--block-size {bs}: vLLM's backends for these layers take multiples "
                          "of 16")
 
 
 def _unify_page_size(model: ModelSpec, buckets: dict, per_token: dict, bs: int, blocks: dict,
-                     kv_dtype: str, gpu: GPU, notes: list[str]) -> int:
+                     kv_dtype: str, gpu: GPU, notes: list[str], release: str) -> int:
     """vLLM's ``unify_kv_cache_spec_page_size`` (v1/core/kv_cache_planning.py): every
     attention bucket starts at ``bs`` tokens a block; a smaller page that divides the
     largest gets a block ``largest / page`` times longer, one that does not is padded to
@@ -446,10 +467,10 @@ def _unify_page_size(model: ModelSpec, buckets: dict, per_token: dict, bs: int, 
     widths = {g.sizes.get("d_QK") for g in model.groups if g.grows}
     if len(widths) > 1:
         # Gemma4Config chooses the backends (pages are equal at TP 4, the backends are not)
-        _gemma4_backends(model, kv_dtype, gpu, bs, notes)
+        _gemma4_backends(model, kv_dtype, gpu, bs, notes, release)
     elif len(set(pages.values())) > 1:
         raise ValueError(f"{model.name}: attention layers of one head size with different page "
-                         f"sizes; their backends in vLLM {VLLM_RELEASE} are not traced")
+                         f"sizes; their backends in vLLM {release} are not traced")
     for k, p in pages.items():
         label = f"{k[1]} layers' {int(p):,} B pages"
         if p == largest:
@@ -551,7 +572,8 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
             # max_model_len in none mode (model_executor/models/config.py)
             blocks[k] = bs if k[0] == "attention" or mode == "align" else N
     else:
-        page = _unify_page_size(model, buckets, per_token, bs, blocks, kv_dtype, gpu, notes)
+        page = _unify_page_size(model, buckets, per_token, bs, blocks, kv_dtype, gpu, notes,
+                                release)
     sizes = list(buckets.values())
     lo, hi = min(sizes), max(sizes)
     group_size = hi if hi < 1.5 * lo else lo

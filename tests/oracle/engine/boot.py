@@ -19,7 +19,8 @@ stands in for one of those, and none changes what is planned:
   validation sees them as installed, as on a GPU machine.
 * **Devices and streams.** Layers are built on the meta device (:class:`MetaTensors`: shapes,
   no memory), including tensors that ask for "cuda" by name; ``torch.cuda.Stream`` is a
-  no-op object.
+  no-op object; the current device is index 0, with an H100's 132 SMs where a kernel sizes
+  its workspace by them.
 * **Model inspection** runs in this process, where the platform is set (vLLM runs it in a
   subprocess, which would not see it).
 * **Import-time helpers without a GPU:** ``triton.Config`` keeps its fields (kernel tables are
@@ -78,6 +79,10 @@ class FakeCuda(CudaPlatform):
     @classmethod
     def current_device(cls):
         return "meta"
+
+    @classmethod
+    def num_compute_units(cls, device_id=0):
+        return 132  # an H100/H200's SMs: kernels size workspaces by it, caches do not
 
 
 vllm.platforms._current_platform = FakeCuda()
@@ -149,6 +154,8 @@ class _NoStream:
 
 torch.cuda.Stream = _NoStream
 torch.cuda.Event = _NoStream
+torch.accelerator.current_device_index = lambda: 0
+torch.accelerator.empty_cache = lambda: None
 
 _FACTORIES = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn,
               torch.arange, torch.tensor, torch.empty_strided, torch.linspace, torch.eye,

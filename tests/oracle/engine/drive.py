@@ -57,6 +57,7 @@ from vllm.v1.core.kv_cache_utils import (
 from vllm.v1.outputs import ModelRunnerOutput
 from vllm.v1.request import Request
 from vllm.v1.structured_output import StructuredOutputManager
+from vllm.v1.worker import workspace
 from vllm.v1.worker.gpu.attn_utils import get_kv_cache_spec
 from vllm.v1.worker.worker_base import get_current_attn_backends
 
@@ -90,6 +91,8 @@ def build(config: dict, max_model_len: int, kv_cache_dtype: str = "auto", tp: in
         cfg = args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
         cfg.parallel_config.tensor_parallel_size = tp
         _distributed(cfg, tp)
+        if not workspace.is_workspace_manager_initialized():  # as the model runner does
+            workspace.init_workspace_manager(torch.device("meta"))
         # as the loader builds it (model_loader/base_loader.py:86), on the meta device
         with set_current_vllm_config(cfg), set_default_torch_dtype(cfg.model_config.dtype), \
                 boot.MetaTensors():
