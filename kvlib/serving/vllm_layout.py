@@ -517,6 +517,17 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     states = [g for g in model.groups if g.kind in STATEFUL]
     if not attn:
         raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
+    diff_kv = [g for g in attn if g.sizes.get("d_V") not in (None, g.sizes.get("d_QK"))
+               and g.kind is not CacheKind.LATENT]
+    if diff_kv and bytes_per_element(kv_dtype) < 2:
+        # keys and values of different widths take FLASH_ATTN_DIFFKV, which refuses a
+        # quantized cache FlashAttention cannot run for those widths
+        # (v1/attention/backends/flash_attn_diffkv.py:95-106 in 0.34.0; measured for
+        # MiMo-V2-Flash's 192/128 heads by make oracle)
+        raise ValueError(f"vLLM {release} refuses a {kv_dtype} cache for {model.name}'s layers "
+                         f"with keys of {diff_kv[0].sizes['d_QK']} and values of "
+                         f"{diff_kv[0].sizes['d_V']}: \"Unsupported FP8 Diff-KV configuration; "
+                         "use an unquantized KV cache\" (flash_attn_diffkv.py:95-106)")
     bs = block_size or _base_block(model, kv_dtype, gpu, notes, release)
     ds_mla = _fp8_ds_mla(model, kv_dtype, gpu)
     if ds_mla:
