@@ -569,9 +569,11 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "13.5 TB": Input("NVIDIA's 2024 preliminary GB200 NVL72 page"),
         "279 GB": Input("NVIDIA's GB300 datasheet"),
         "288 GB": Input("NVIDIA's B300 chip figure"),
-        "96 GB": Input("NVIDIA's H20 figure (MIG guide)"),
-        "4.0 TB": Input("a press figure for H20's bandwidth, quoted as such"),
-        "89.4 GiB": Computed(lambda: _gib(96 * 10**9, 1)),
+        "44.43 GiB": Input("PyTorch's total on an RTX 6000 Ada, a public message the catalog "
+                           "cites (kvlib/serving/gpus.py)"),
+        "79.11 GiB": Input("the H100 80GB CUDA total most public messages print (issue 34; "
+                           "vLLM issue #27508)"),
+        "0.1 GiB": Computed(lambda: _gib(92 * (7922 - 7911) * 2**30 // 10**4, 1)),
         "35,278,831,616 B": Computed(_llama_weights_per_gpu),
         "3 GiB": Input("vLLM 0.34.0's margin floor on ROCm, a constant of vLLM "
                        "(vllm/v1/worker/extensible_kv_cache.py:64-65)"),

@@ -18,22 +18,37 @@ reports where a public log shows them:
   decimals, so the catalog keeps the printed figure, floor(13981 x 2^30 / 100) B.
 
 :attr:`GPU.total_memory_bytes` is what capacity planning multiplies: the CUDA
-total where a public log shows one (A100 80GB, H100 80GB, H200, B200, L40S, L4, RTX 4090;
-each cited), else the datasheet's (A100 40GB, H100 NVL, B300, GB200, the AMD parts and the
-RTX 5090, where no public message names the part beside its total)
+total where a public log shows one (A100 80GB, H100 80GB, H200, B200, L40S, L4, RTX 4090,
+RTX 6000 Ada; each cited), else the datasheet's (the other parts, where no public message
+seen here names the part beside its total)
 figure. A datasheet's "141 GB" is read literally as 141 x 10^9 bytes
 (``hbm_bytes``). Bandwidth is bytes per second, decimal, as the datasheets give
 it. Every value can be overridden with :func:`get_gpu`.
+
+A name is looked up exactly, or by an unambiguous spelling of the same part: any case, spaces,
+hyphens or underscores, a leading "NVIDIA"/"AMD"/"Instinct"/"GeForce", the memory size where
+the catalog holds one size of that GPU ("H200 141GB"), and the names CUDA reports
+("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"). Nothing else resolves: no prefix, no
+nearest name ("H20" was once read as an H200, "L40" as an L40S). A name of several parts
+("A100") is refused with them; any other unknown name with the closest catalog names.
+
+Where public messages show different CUDA totals for one part (the driver reserves a little
+more or less), ``cuda_total_range`` holds the lowest and highest seen and the plan takes
+``cuda_total_bytes``, the figure vLLM's own log prints: an H100 80GB shows 79.11 GiB in most
+public messages and 79.22 GiB in vLLM's logs the catalog cites; the plan takes 79.22 GiB, and
+a driver that reports 79.11 GiB leaves 0.92 x 0.11 GiB (about 0.1 GiB) less for the cache.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from kvlib.core import validate
 
-__all__ = ["GPU", "CATALOG", "get_gpu", "gpu_names"]
+__all__ = ["GPU", "CATALOG", "get_gpu", "gpu_names", "resolve_gpu", "closest_gpus"]
 
 GB = 10**9
 MiB = 1024**2
@@ -62,6 +77,9 @@ class GPU:
     cuda_capability: the CUDA compute capability (major, minor), from NVIDIA's table "CUDA
     GPU Compute Capability" (developer.nvidia.com/cuda-gpus); None for a part CUDA does not
     run (AMD's). vLLM picks its attention backends by it (:mod:`kvlib.serving.vllm_layout`).
+    cuda_total_range: (lowest, highest) CUDA totals public messages show, where drivers
+    differ (None where one figure is known); cuda_total_source names both. The plan takes
+    ``cuda_total_bytes``.
     """
 
     name: str
@@ -76,6 +94,7 @@ class GPU:
     bf16_flops: int | None = None
     bf16_flops_source: str = ""
     cuda_capability: tuple[int, int] | None = None
+    cuda_total_range: tuple[int, int] | None = None
 
     @property
     def total_memory_bytes(self) -> int:
@@ -114,14 +133,15 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         81559 * MiB, "nvidia-smi 81559MiB, quoted in modal-labs/modal-client PR #2797",
         7922 * GiB // 100,
         "vLLM's log 'total_gpu_memory (79.22GiB)' on an H100-80G (github.com/vllm-project/vllm"
-        "/pull/12126 and /pull/10511); other public messages print 79.21 GiB (PyTorch, 8 x "
-        "H100 HBM3) and 79.11 GiB (vllm-project/vllm issue #27508): drivers differ by up to "
-        "0.1 GiB",
+        "/pull/12126 and /pull/10511), the figure the plan takes; most other public messages "
+        "print 79.11 GiB (vllm-project/vllm issue #27508; the most frequent figure in the "
+        "messages this project's issue 34 counted) and some 79.21 GiB (PyTorch, 8 x "
+        "H100 HBM3): drivers differ by up to 0.11 GiB",
         bf16_flops=9894 * TFLOPS // 10,
         bf16_flops_source=("NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5: peak"
                            " BF16 Tensor TFLOPS 989.4 (1,978.9 with sparsity; the datasheet "
                            "rounds to 1,979)"),
-        cuda_capability=(9, 0)),
+        cuda_capability=(9, 0), cuda_total_range=(7911 * GiB // 100, 7922 * GiB // 100)),
     GPU("H100-NVL", 94 * GB, 3900 * GB_PER_S, "HBM3",
         "NVIDIA H100 Tensor Core GPU datasheet (H100 NVL: 94GB, 3.9 TB/s)",
         cuda_capability=(9, 0)),
@@ -200,16 +220,140 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
     GPU("RTX-5090", 32 * GB, 1792 * GB_PER_S, "GDDR7",
         "NVIDIA GeForce RTX 5090 specifications (32 GB GDDR7, 512-bit at 28 Gbps: 1,792 GB/s)",
         cuda_capability=(12, 0)),
+    # Issue 36: the GPUs people serve on that the catalog lacked. Compute capabilities from
+    # NVIDIA's "CUDA GPU Compute Capability" table (developer.nvidia.com/cuda-gpus).
+    GPU("H100-PCIe", 80 * GB, 2000 * GB_PER_S, "HBM2e",
+        "NVIDIA H100 Tensor Core GPU datasheet (H100 PCIe: 80GB, 2TB/s)",
+        cuda_capability=(9, 0)),
+    GPU("H20", 96 * GB, 4000 * GB_PER_S, "HBM3",
+        "NVIDIA Multi-Instance GPU User Guide (Supported GPUs: H20 96GB; NVIDIA publishes no "
+        "H20 datasheet: the 4.0 TB/s is the figure the press reported from NVIDIA's "
+        "announcement, e.g. tweakers.net news 215984; a later 141 GB H20 is not in the catalog)",
+        cuda_capability=(9, 0)),
+    GPU("GB300", 279 * GB, 8000 * GB_PER_S, "HBM3e",
+        "NVIDIA Blackwell Ultra datasheet (Oct 2025, GB300 NVL72 column: GPU memory 279 GB "
+        "HBM3E, bandwidth 8 TB/s per GPU)",
+        cuda_capability=(10, 3)),
+    GPU("MI350X", 288 * GB, 8000 * GB_PER_S, "HBM3E",
+        "AMD Instinct MI350X accelerator data sheet (288 GB HBM3E, 8 TB/s peak)"),
+    GPU("MI355X", 288 * GB, 8000 * GB_PER_S, "HBM3E",
+        "AMD Instinct MI355X accelerator data sheet (288 GB HBM3E, 8 TB/s peak)"),
+    GPU("L40", 48 * GB, 864 * GB_PER_S, "GDDR6",
+        "NVIDIA L40 GPU datasheet (48GB GDDR6 with ECC, 864 GB/s)",
+        cuda_capability=(8, 9)),
+    GPU("L20", 48 * GB, 864 * GB_PER_S, "GDDR6",
+        "NVIDIA L20 product page (48GB GDDR6 with ECC, 864 GB/s; sold in China)",
+        cuda_capability=(8, 9)),
+    GPU("A10", 24 * GB, 600 * GB_PER_S, "GDDR6",
+        "NVIDIA A10 Tensor Core GPU datasheet (24GB GDDR6, 600 GB/s)",
+        cuda_capability=(8, 6)),
+    GPU("A10G", 24 * GB, 600 * GB_PER_S, "GDDR6",
+        "Amazon EC2 G5 instance page (NVIDIA A10G Tensor Core GPU, 24 GB per GPU; NVIDIA "
+        "publishes no A10G datasheet: 600 GB/s is the A10's, the same GA102 with 24 GB GDDR6)",
+        cuda_capability=(8, 6)),
+    GPU("RTX-A6000", 48 * GB, 768 * GB_PER_S, "GDDR6",
+        "NVIDIA RTX A6000 datasheet (48 GB GDDR6 with ECC, 768 GB/s)",
+        cuda_capability=(8, 6)),
+    GPU("RTX-6000-Ada", 48 * GB, 960 * GB_PER_S, "GDDR6",
+        "NVIDIA RTX 6000 Ada Generation datasheet (48GB GDDR6 with ECC, 960 GB/s)",
+        46068 * MiB, "nvidia-smi 46068MiB beside 'NVIDIA RTX 6000 Ada Gene...' "
+        "(github.com/DINGYANB/MTVCrafter/issues/21)",
+        4443 * GiB // 100,
+        "PyTorch's out-of-memory message 'total capacity of 44.43 GiB' on an NVIDIA RTX 6000 "
+        "Ada Generation (github.com/DINGYANB/MTVCrafter/issues/21)",
+        cuda_capability=(8, 9)),
+    GPU("RTX-PRO-6000", 96 * GB, 1792 * GB_PER_S, "GDDR7",
+        "NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet (96GB GDDR7 with ECC, "
+        "1,792 GB/s; the Max-Q Workstation Edition has the same memory; the Server Edition "
+        "is not in the catalog)",
+        cuda_capability=(12, 0)),
 )}
 
-# Other spellings of one part. A bare "A100" or "H100" names two parts and is refused.
-_ALIASES = {"a100-80g": "A100-80GB", "a100-40g": "A100-40GB", "h100-80g": "H100-80GB",
-            "h100-sxm": "H100-80GB", "h200-141gb": "H200", "4090": "RTX-4090",
-            "5090": "RTX-5090"}
+# Other spellings of one part, compared after _key (case, separators and a vendor prefix
+# dropped). The memory size of a part the catalog holds in one size is added by _spellings.
+_ALIASES = {
+    "A100-80GB": ("A100 SXM4 80GB", "A100-SXM-80GB", "A100 80G"),
+    "A100-40GB": ("A100 SXM4 40GB", "A100-SXM-40GB", "A100 40G"),
+    "H100-80GB": ("H100 SXM", "H100 SXM5", "H100 80GB HBM3", "H100 80G"),
+    "H100-NVL": ("H100 NVL 94GB",),
+    "H200": ("H200 SXM",),
+    "RTX-4090": ("4090", "RTX 4090"),
+    "RTX-5090": ("5090", "RTX 5090"),
+    "RTX-A6000": ("A6000",),
+    "RTX-6000-Ada": ("RTX 6000 Ada Generation", "6000 Ada"),
+    "RTX-PRO-6000": ("RTX PRO 6000 Blackwell", "RTX PRO 6000 Blackwell Workstation Edition",
+                     "RTX PRO 6000 Blackwell Max-Q Workstation Edition", "PRO 6000"),
+}
+
+# A name several parts share: refused with the parts.
+_FAMILIES = {"A100": ("A100-40GB", "A100-80GB"),
+             "H100": ("H100-80GB", "H100-NVL", "H100-PCIe")}
+
+_VENDOR = re.compile(r"^(?:nvidia|amd|instinct|geforce)+")
 
 
 def _key(name: str) -> str:
-    return "".join(ch for ch in str(name).lower() if ch.isalnum())
+    """Lower case, letters and digits only, a leading vendor word dropped."""
+    key = "".join(ch for ch in str(name).lower() if ch.isalnum())
+    return _VENDOR.sub("", key)
+
+
+def _sizes() -> dict[str, int]:
+    """GB per GPU name, for names without a size in them (one size of that GPU here)."""
+    return {n: round(g.hbm_bytes / GB) for n, g in CATALOG.items()
+            if not re.search(r"\d+GB$", n)}
+
+
+def _spellings() -> dict[str, str]:
+    """Every key that names a part, to its catalog name; no key names two parts."""
+    found: dict[str, str] = {}
+    sizes = _sizes()
+    for name in CATALOG:
+        keys = {_key(name)} | {_key(a) for a in _ALIASES.get(name, ())}
+        if name in sizes:
+            keys |= {k + f"{sizes[name]}{unit}" for k in set(keys) for unit in ("gb", "g")}
+        for k in keys:
+            if found.setdefault(k, name) != name:
+                raise AssertionError(f"{k!r} would name both {found[k]} and {name}")
+    return found
+
+
+_SPELLINGS = _spellings()
+
+
+def gpu_names() -> list[str]:
+    return list(CATALOG)
+
+
+def closest_gpus(name: str, n: int = 4) -> list[str]:
+    """The catalog names nearest ``name`` (by its spellings), nearest first."""
+    full = _key(name)
+    # "H200 96GB" is compared as "H200" too: every way of reading a size off its end
+    stems = {full[:i] for i in range(1, len(full)) if re.fullmatch(r"[1-9]\d*gb?", full[i:])}
+    scored: dict[str, float] = {}
+    for key in {full} | stems:
+        for k, part in _SPELLINGS.items():
+            ratio = difflib.SequenceMatcher(None, key, k).ratio()
+            if key and (k.startswith(key) or key.startswith(k)):
+                ratio += 0.25
+            scored[part] = max(scored.get(part, 0.0), ratio)
+    ranked = sorted(scored, key=lambda p: (-scored[p], list(CATALOG).index(p)))
+    return [p for p in ranked if scored[p] >= 0.5][:n] or ranked[:n]
+
+
+def resolve_gpu(name: str) -> str:
+    """The catalog name ``name`` spells (see the module's docstring), or ValueError: one
+    line naming the value and the parts it could mean."""
+    found = _SPELLINGS.get(_key(name))
+    if found is not None:
+        return found
+    family = {_key(f): parts for f, parts in _FAMILIES.items()}.get(_key(name))
+    if family:
+        raise ValueError(f"GPU {name!r} names {len(family)} parts: choose one of "
+                         f"{', '.join(family)}")
+    raise ValueError(f"GPU must be one of the catalog's {len(CATALOG)} names, got {name!r}: "
+                     f"closest {', '.join(closest_gpus(name))} (all: kvlib plan --help; "
+                     "another GPU: the nearest part with --hbm-gib)")
 
 
 def gpu_names() -> list[str]:
@@ -217,23 +361,14 @@ def gpu_names() -> list[str]:
 
 
 def get_gpu(name: str, *, hbm_bytes: int | None = None, bandwidth: int | None = None) -> GPU:
-    """The catalog entry ``name`` (case-insensitive), with any value overridden.
+    """The catalog entry ``name`` (any spelling :func:`resolve_gpu` takes), with any value
+    overridden.
 
-    ValueError lists the known names. Overriding the capacity drops the
+    ValueError names the value and the closest catalog names. Overriding the capacity drops the
     reported totals (nvidia-smi's and CUDA's), which described the catalog part:
     the given memory is then the total that gpu_memory_utilization multiplies.
     """
-    keyed = {_key(k): k for k in CATALOG} | {_key(k): v for k, v in _ALIASES.items()}
-    found = keyed.get(_key(name))
-    if found is None:
-        parts = [k for k in CATALOG if _key(k).startswith(_key(name))] if _key(name) else []
-        if len(parts) > 1:
-            raise ValueError(f"GPU {name!r} names {len(parts)} parts: choose one of "
-                             f"{', '.join(parts)}")
-        if len(parts) == 1:
-            found = parts[0]
-        else:
-            raise ValueError(f"GPU must be one of {', '.join(CATALOG)}, got {name!r}")
+    found = resolve_gpu(name)
     gpu = CATALOG[found]
     if hbm_bytes is not None:
         gpu = replace(gpu, hbm_bytes=validate.positive_int("GPU memory (bytes)", hbm_bytes),
