@@ -356,10 +356,6 @@ def resolve_gpu(name: str) -> str:
                      "another GPU: the nearest part with --hbm-gib)")
 
 
-def gpu_names() -> list[str]:
-    return list(CATALOG)
-
-
 def get_gpu(name: str, *, hbm_bytes: int | None = None, bandwidth: int | None = None) -> GPU:
     """The catalog entry ``name`` (any spelling :func:`resolve_gpu` takes), with any value
     overridden.
