@@ -36,6 +36,14 @@ ATTENTION_EXAMPLES = {
     "MLA+RoPE": [("DeepSeek V2", "deepseek-v2"), ("GLM-5", "glm-5")],
     "Indexer": [("DeepSeek V3.2", "deepseek-v3.2"), ("a 256-wide indexer key, 61 layers",
                                                      dict(N_L=61, d_I=256, b=1))],
+    # DeepSeek V4 (issue 33; configs in tests/fixtures/configs/corpus-2026.json.gz)
+    "V4 entry": [("DeepSeek V4-Flash's windows, 43 layers (head_dim 512, RoPE 64)",
+                  dict(N_L=43, d_c=512, d_R=64, b=1)),
+                 ("DeepSeek V4-Pro's windows, 61 layers", dict(N_L=61, d_c=512, d_R=64, b=1))],
+    "Compressor state": [("DeepSeek V4-Flash's m = 4 compressors, 21 layers (d_c = 2 x 512)",
+                          dict(N_L=21, d_c=1024, b=1)),
+                         ("DeepSeek V4-Flash's m = 128 compressors, 20 layers (d_c = 512)",
+                          dict(N_L=20, d_c=512, b=1))],
 }
 STATE_EXAMPLES = {
     "Mamba": [("JambaConfig's defaults (28 Mamba layers, d_inner 8,192, d_state 16), bf16",
@@ -181,8 +189,14 @@ def sheet() -> str:
     for kind, examples in ATTENTION_EXAMPLES.items():
         f = KINDS[kind]
         expr = f.symbolic.bytes_per_token
-        stored = (" The indexer is stored as bytes (fp8 keys and fp32 scales): b = 1 whatever "
-                  "the KV dtype." if kind == "Indexer" else "")
+        stored = {
+            "Indexer": " The indexer is stored as bytes (fp8 keys and fp32 scales): b = 1 "
+                       "whatever the KV dtype.",
+            "V4 entry": " Stored as bytes in vLLM 0.34.0's fp8_ds_mla layout: b = 1 whatever "
+                        "the KV dtype. A compressed layer keeps floor(T / m) entries.",
+            "Compressor state": " Stored as bytes (fp32): b = 1; vLLM keeps a window of "
+                                "2 m (m = 4) or m tokens.",
+        }.get(kind, "")
         lines += [f"### {kind}", "", f"$$\\text{{bytes per token}} = {sp.latex(expr)}$$", "",
                   f"Symbols: {_symbols(expr)}. One sequence of $N_{{KV}}$ tokens: times "
                   f"$N_{{KV}}$ (a sliding window W keeps min(T, W)).{stored}", ""]

@@ -100,6 +100,12 @@ def _heads(e: Estimate) -> str:
         return f"no attention layers: {attention_label(e.spec)}"
     g = attention[0]
     s = g.sizes
+    v4 = [x for x in attention if x.attention == "V4 entry"]
+    if v4:  # DeepSeek V4 (notebook 08): the entry is the same in the window and compressed
+        ratios = sorted({x.ratio for x in v4 if x.ratio})
+        return (f"DeepSeek V4 compressed attention: one d_c={v4[0].sizes['d_c']} entry (RoPE part "
+                f"d_R={v4[0].sizes['d_R']}) per token in the window, per m tokens in compressed "
+                f"layers (m = {', '.join(map(str, ratios))})")
     if g.attention.startswith("MLA"):
         rope = f" + decoupled RoPE key d_R={s['d_R']}" if "d_R" in s else ""
         return f"MLA: latent d_L={s['d_L']}{rope} per token per layer"

@@ -19,11 +19,11 @@ import sympy as sp
 from kvlib.core.derive import CacheFormulas, StateFormulas, derive, derive_state
 from kvlib.core.numeric import Formula
 from kvlib.core.state_tables import INDEXER as INDEXER_TABLE
-from kvlib.core.state_tables import STATE_TABLES
+from kvlib.core.state_tables import STATE_TABLES, V4_COMPRESSOR, V4_ENTRY
 from kvlib.core.tables import TABLE_1, TABLE_2, TABLE_2_ROPE, TensorTable, grouped
 
-__all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "INDEXER", "KINDS", "ratio",
-           "State", "STATES"]
+__all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "INDEXER", "V4", "COMPRESSOR",
+           "KINDS", "ratio", "compressed", "State", "STATES"]
 
 
 class _Generated:
@@ -79,8 +79,24 @@ MLA = Attention("MLA", TABLE_2)  # caches d_L per token per layer
 MLA_ROPE = Attention("MLA+RoPE", TABLE_2_ROPE)  # caches d_L + d_R
 
 INDEXER = Attention("Indexer", INDEXER_TABLE)  # DeepSeek V3.2's indexer keys, in bytes (b = 1)
+# DeepSeek V4 (notebook 08): an fp8_ds_mla entry (window or compressed) and a compressor's
+# running state, both in bytes (b = 1)
+V4 = Attention("V4 entry", V4_ENTRY)
+COMPRESSOR = Attention("Compressor state", V4_COMPRESSOR)
 
-KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE, INDEXER)}
+KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE, INDEXER, V4,
+                                                   COMPRESSOR)}
+
+
+def compressed(a: Attention) -> sp.Expr:
+    """Bytes one sequence of N_KV tokens holds in a layer that keeps one ``a`` entry per m
+    tokens, as vLLM 0.34.0 writes them: an entry once the m-th token of its group has arrived
+    (``(pos + 1) % COMPRESS_RATIO == 0``, v1/attention/backends/mla/compressor_utils.py:84), so
+    floor(N_KV / m) entries. Per token it tends to (entry bytes) / m."""
+    from kvlib.core.notation import N_KV, m
+
+    f = a.symbolic
+    return f.bytes_per_sequence.subs(N_KV.symbol, sp.floor(N_KV.symbol / m.symbol))
 
 
 class State(_Generated):

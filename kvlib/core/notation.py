@@ -96,13 +96,19 @@ d_lk = _count("d_lk", "linear-attention key head width (linear_key_head_dim: Qwe
 d_lv = _count("d_lv", "linear-attention value head width (linear_value_head_dim: Qwen3-Next; "
               "linear_attn_config.head_dim: Kimi Linear)", "elements")
 d_I = _count("d_I", "sparse-attention indexer key width (index_head_dim)", "elements")
+# DeepSeek V4's compressed attention (notebook 08): one d_c-wide vector per entry, read as key
+# and value; a compressed layer merges every m tokens into one entry (compress_ratios[i]).
+d_c = _count("d_c", "DeepSeek V4 key-value entry width (head_dim: one vector read as key and "
+             "value)", "elements", source="DeepSeek V4 (c)")
+m = _count("m", "tokens merged into one compressed entry (compress_ratios[i]: 4 or 128)",
+           "tokens", source="DeepSeek V4 (m, m')")
 b_c = Symbol(sp.Symbol("b_c", positive=True), "bytes per convolution-state element", "bytes",
              "vLLM")
 b_s = Symbol(sp.Symbol("b_s", positive=True), "bytes per SSM / recurrent-state element",
              "bytes", "vLLM")
 
 STATE_SYMBOLS: tuple[Symbol, ...] = (d_conv, d_inner, d_state, N_sg, N_sh, d_sh, N_lk, N_lv,
-                                     d_lk, d_lv, d_I, b_c, b_s)
+                                     d_lk, d_lv, d_I, d_c, m, b_c, b_s)
 ALL_SYMBOLS: tuple[Symbol, ...] = SYMBOLS + STATE_SYMBOLS
 
 _BY_NAME = {s.name: s for s in ALL_SYMBOLS}

@@ -21,14 +21,14 @@ from kvlib.core import notation
 from kvlib.core.tables import Role, TensorTable, _t
 
 __all__ = ["MAMBA", "MAMBA2", "GATED_DELTANET", "LIGHTNING", "SHORT_CONV", "STATE_TABLES",
-           "INDEXER"]
+           "INDEXER", "V4_ENTRY", "V4_COMPRESSOR"]
 
 W, A, S = Role.WEIGHT, Role.ACTIVATION, Role.STATE
 # The SymPy symbols themselves, for arithmetic on shapes.
 (N_KV, N_h, N_lk, N_lv, N_sg, N_sh, d_conv, d_in, d_inner, d_lk, d_lv, d_QK, d_sh, d_state,
- d_V, d_I) = (getattr(notation, n).symbol for n in (
+ d_V, d_I, d_c, d_R) = (getattr(notation, n).symbol for n in (
     "N_KV", "N_h", "N_lk", "N_lv", "N_sg", "N_sh", "d_conv", "d_in", "d_inner", "d_lk", "d_lv",
-    "d_QK", "d_sh", "d_state", "d_V", "d_I"))
+    "d_QK", "d_sh", "d_state", "d_V", "d_I", "d_c", "d_R"))
 _CONV_ROWS = d_conv - 1  # a causal convolution of width d_conv needs d_conv - 1 past inputs
 
 MAMBA = TensorTable(
@@ -115,5 +115,48 @@ INDEXER = TensorTable(
         _t("K^I", r"K^{I}", N_KV, d_I, 1, Role.CACHE, note="indexer keys, fp8: one byte each"),
         _t("s^I", r"s^{I}", N_KV, d_I / 32, 1, Role.CACHE,
            note="one fp32 scale (4 bytes) per 128 key values: d_I/128 x 4 bytes"),
+    ),
+)
+
+
+# DeepSeek V4's compressed attention (notebook 08). Every layer keeps a sliding window of
+# uncompressed entries, and a compressed layer one entry per m tokens (compress_ratios[i]); an
+# entry is one d_c-wide vector (head_dim = 512) read as key and value. vLLM 0.34.0 stores both
+# in DeepSeek's fp8_ds_mla layout, whatever --kv-cache-dtype asks ("auto" and "fp8" become
+# fp8_ds_mla, a bf16 cache is refused: models/deepseek_v4/attention.py:95-124), as uint8 bytes:
+# the d_c - d_R "NoPE" values in fp8, the d_R RoPE values in bf16, and one UE8M0 scale byte per
+# 64 NoPE values plus one byte of padding ("448B NoPE + 128B RoPE + 8B fp8 scale = 584B per
+# token", attention.py:837-839; common/ops/fused_compress_quant_cache.py:193-194, 279, 302-308).
+# So the table counts bytes and a group uses b = 1.
+V4_ENTRY = TensorTable(
+    "V4 entry",
+    "One DeepSeek V4 KV entry as vLLM 0.34.0 stores it (fp8_ds_mla): a window row holds one "
+    "token, a compressed row m tokens merged by the layer's learned compressor.",
+    (
+        _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
+        _t("C^N", r"C^{N}", N_KV, d_c - d_R, 1, Role.CACHE,
+           note="NoPE part, fp8: one byte per value"),
+        _t("C^R", r"C^{R}", N_KV, 2 * d_R, 1, Role.CACHE,
+           note="RoPE part, bf16: two bytes per value"),
+        _t("s^C", r"s^{C}", N_KV, (d_c - d_R) / 64 + 1, 1, Role.CACHE,
+           note="one UE8M0 scale byte per 64 NoPE values, plus one byte of padding"),
+    ),
+)
+
+# The compressor's running state: a compressed layer (and its indexer) merges m tokens into one
+# entry with softmax-gated pooling, so until the m-th token arrives it keeps each token's
+# projected value and gate score in fp32. vLLM 0.34.0 stores them as a sliding window of
+# coff * m tokens (coff = 2 for m = 4, whose windows overlap, else 1), each slot
+# 2 * coff * head_dim fp32 values (kv_state + score_state): models/deepseek_v4/compressor.py:
+# 156-158 (the window) and 297-302 (state_dim, dtype float32), spec lines 179-192. Here d_c is
+# the compressor's width, coff x head_dim (coff x index_head_dim for the indexer's compressor).
+V4_COMPRESSOR = TensorTable(
+    "Compressor state",
+    "The running state of one DeepSeek V4 compressor: per token of its window, the projected "
+    "value and the gate score, in fp32 (bytes).",
+    (
+        _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
+        _t("S^kv", r"S^{kv}", N_KV, 4 * d_c, 1, Role.CACHE, note="projected values, fp32"),
+        _t("S^score", r"S^{score}", N_KV, 4 * d_c, 1, Role.CACHE, note="gate scores, fp32"),
     ),
 )

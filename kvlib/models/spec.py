@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
 
 from kvlib.core import validate
 
@@ -25,6 +26,7 @@ class CacheKind(StrEnum):
     CHUNKED = "chunked"  # local attention within chunks of C tokens: N_KV = min(T, C)
     LATENT = "latent"  # MLA: one latent (+ RoPE key) per token, N_KV = T
     INDEXER = "indexer"  # sparse-attention indexer keys beside MLA: N_KV = T, stored as bytes
+    COMPRESSED = "compressed"  # one entry per m tokens (DeepSeek V4): N_KV = floor(T / m)
     MAMBA = "mamba"  # Mamba / Mamba2: a convolution state and an SSM state, constant size
     LINEAR = "linear"  # linear attention (Gated DeltaNet, lightning): a constant-size state
     CONV = "conv"  # short convolution: the last d_conv - 1 inputs, constant size
@@ -36,7 +38,7 @@ class CacheKind(StrEnum):
 
 
 GROWING = frozenset({CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED, CacheKind.LATENT,
-                     CacheKind.INDEXER})
+                     CacheKind.INDEXER, CacheKind.COMPRESSED})
 STATEFUL = frozenset({CacheKind.MAMBA, CacheKind.LINEAR, CacheKind.CONV})
 EMPTY = frozenset({CacheKind.NONE, CacheKind.SHARED})
 
@@ -54,6 +56,10 @@ class LayerGroup:
     an indexer group ``b = 1`` (its keys are stored as bytes). A size given here wins over
     the same symbol passed by a caller (the KV dtype's ``b``).
     window: W (sliding) or C (chunked) in tokens; None for every other kind.
+    ratio: m, the tokens merged into one entry of a compressed group (DeepSeek V4's
+    ``compress_ratios[i]``), which keeps floor(T / m) entries (notebook 08); None for every
+    other kind. A compressed layer's window of uncompressed tokens is a sliding group of its
+    own (vLLM 0.34.0 allocates it apart, in every layer).
     """
 
     kind: CacheKind
@@ -61,6 +67,7 @@ class LayerGroup:
     attention: str
     sizes: dict = field(default_factory=dict)
     window: int | None = None
+    ratio: int | None = None
 
     def __post_init__(self):
         validate.positive_int("layers", self.layers)
@@ -68,6 +75,12 @@ class LayerGroup:
             validate.positive_int(f"window of a {self.kind} group", self.window)
         elif self.window is not None:
             raise ValueError(f"a {self.kind} group has no window, got window={self.window!r}")
+        if self.kind is CacheKind.COMPRESSED:
+            if validate.positive_int("ratio of a compressed group", self.ratio) < 2:
+                raise ValueError(f"a compressed group merges at least 2 tokens per entry, got "
+                                 f"ratio={self.ratio!r}")
+        elif self.ratio is not None:
+            raise ValueError(f"a {self.kind} group has no ratio, got ratio={self.ratio!r}")
 
     @property
     def grows(self) -> bool:
@@ -91,6 +104,8 @@ class LayerGroup:
     def cached_tokens(self, T: int) -> int:
         """Tokens this group keeps for a sequence of T tokens."""
         T = validate.positive_int("context", T)
+        if self.ratio is not None:
+            return T // self.ratio  # an entry once all m of its tokens have arrived
         return min(T, self.window) if self.window is not None else T
 
     def _sizes(self, f, **extra) -> dict:
@@ -106,23 +121,29 @@ class LayerGroup:
         f = self.formulas.elements_per_token_layer
         return f(**self._sizes(f))
 
-    def bytes_per_token(self, b) -> int:
-        """Bytes one token adds to this group (all its layers), at ``b`` bytes per element."""
+    def bytes_per_token(self, b):
+        """Bytes one token adds to this group (all its layers), at ``b`` bytes per element;
+        for a compressed group, per token on average: one entry per m tokens (a Fraction
+        where m does not divide the entry's bytes)."""
         if not self.grows:
             return 0
         f = self.formulas.bytes_per_token
-        return f(**self._sizes(f, N_L=self.layers, b=b))
+        per_entry = f(**self._sizes(f, N_L=self.layers, b=b))
+        if self.ratio is None:
+            return per_entry
+        per_token = Fraction(per_entry) / self.ratio
+        return int(per_token) if per_token.denominator == 1 else per_token
 
     def bytes_per_sequence(self, T: int, b) -> int:
         """Bytes of the growing cache this group holds for one sequence of T tokens."""
-        if not self.grows:
+        if not self.grows or self.cached_tokens(T) == 0:  # fewer than m tokens: no entry yet
             return 0
         f = self.formulas.bytes_per_sequence
         return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T)))
 
     def bytes_per_batch(self, T: int, B: int, b) -> int:
         """Bytes of the growing cache this group holds for B sequences of T tokens each."""
-        if not self.grows:
+        if not self.grows or self.cached_tokens(T) == 0:
             return 0
         f = self.formulas.bytes_per_batch
         return f(**self._sizes(f, N_L=self.layers, b=b, N_KV=self.cached_tokens(T),

@@ -31,6 +31,7 @@ from kvlib.models.readers import (  # noqa: F401
     attention,
     closed,
     deepseek,
+    deepseek_v4,
     falcon,
     falcon_h1,
     gemma2,

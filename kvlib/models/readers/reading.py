@@ -74,7 +74,10 @@ class ConfigReading:
             kind, window = key
             return LayerGroup(kind, n, self.attention, dict(self.sizes), window)
         kind, window, formula, sizes = key
-        return LayerGroup(kind, n, formula, dict(sizes), window)
+        sizes = dict(sizes)
+        # a compressed layer's m travels with its sizes (:func:`layer`) and becomes its ratio
+        ratio = sizes.pop("m") if kind is CacheKind.COMPRESSED else None
+        return LayerGroup(kind, n, formula, sizes, window, ratio)
 
     def groups(self) -> tuple[LayerGroup, ...]:
         """One group per distinct layer: full first, then sliding, chunked, latent, states."""
