@@ -164,20 +164,31 @@ class VllmGroup:
     block_size: int
     window: int | None = None
 
-    def held(self, end: int, processed: int, prefilling: bool, mode: str | None) -> int:
+    def held(self, end: int, processed: int, chunk: tuple[int, int] | None, mode: str | None,
+             lag: int) -> int:
         """Blocks one request holds in this group once ``end`` of its tokens are scheduled
         and ``processed`` of them committed (vLLM frees out-of-window blocks only up to the
         committed tokens: v1/core/single_type_kv_cache_manager.py:687-716, 1153-1189).
 
+        chunk: while a prompt is prefilled, (the previous chunks of the last ``lag`` that
+        ended on a block boundary, whether this chunk is the prompt's last); None in decode.
         Full attention, latents and indexers keep every block; a sliding window drops the
-        blocks wholly before ``processed - W + 1``; a state layer in align mode keeps its
-        running state and, while the prompt is prefilled, one checkpoint block
-        (``MambaManager``, :1433-1800), one block otherwise."""
+        blocks wholly before ``processed - W + 1``, chunked local attention those before the
+        current chunk. A state layer in align mode keeps one
+        block in decode; while a prompt is prefilled it keeps the state saved at each block
+        boundary until the commit catches up and, on the last chunk, a checkpoint block
+        (``MambaManager``, :1433-1800; measured by make oracle: 1, 2, 3, ..., 4 for a long
+        prompt in 64-token-aligned chunks with async scheduling)."""
         if self.kind in STATE_KINDS:
-            return 2 if prefilling and mode == "align" else 1
+            if chunk is None or mode != "align":
+                return 1
+            saved, last = chunk
+            return 1 + saved + last
         blocks = -(-end // self.block_size)
         if self.kind == "sliding":
             blocks -= max(0, processed - self.window + 1) // self.block_size
+        elif self.kind == "chunked":  # the tokens left of the current chunk (:1386-1432)
+            blocks -= processed // self.window * self.window // self.block_size
         return blocks
 
 
@@ -251,23 +262,32 @@ class VllmLayout:
         """Blocks one request of ``length`` tokens holds (:class:`Holding`).
 
         The prefill is stepped as vLLM's scheduler steps it: ``chunk_tokens`` prompt tokens a
-        step, and with async scheduling a step is scheduled before the previous one's output
-        is applied, so what is committed lags two steps behind what is scheduled (one
-        without). The peak is the largest sum over groups at any step, the first decode steps
-        (while the window's frees catch up) included."""
+        step (in align mode a chunk ends on the last block boundary within reach, or at the
+        budget when none is: ``Scheduler._mamba_block_aligned_split``,
+        v1/core/sched/scheduler.py:563), and with async scheduling a step is scheduled before
+        the previous one's output is applied, so what is committed lags two steps behind what
+        is scheduled (one without). The peak is the largest sum over groups at any step."""
         length = validate.positive_int("length", length)
         cached = max(1, length - 1)
         lag = 2 if self.in_flight_tokens > self.chunk_tokens else 1
-        ends = list(range(min(cached, self.chunk_tokens), cached, self.chunk_tokens)) + [cached]
-        steps = [(end, ends[k - lag] if k >= lag else 0, True) for k, end in enumerate(ends)]
-        steps += [(cached, ends[-1 - k] if k < len(ends) else cached, False)
-                  for k in range(lag - 1, -1, -1)]
-        peak = max(sum(g.held(end, done, pre, self.mamba_cache_mode) for g in self.groups)
-                   for end, done, pre in steps)
-        by_group = tuple(g.held(cached, cached - (lag - 1), False, self.mamba_cache_mode)
+        chunk, ends, start, bs = self.chunk_tokens, [], 0, self.block_size
+        mode = self.mamba_cache_mode
+        align = mode == "align" and any(g.kind in STATE_KINDS for g in self.groups)
+        while cached - start > chunk:  # a prompt longer than one step's budget
+            # in align mode a chunk ends on the last block boundary within reach, if any
+            last = (start + chunk) // bs * bs
+            start = last if align and last > start else start + chunk
+            ends.append(start)
+        ends.append(cached)
+        on_boundary = [align and end % bs == 0 for end in ends]
+        peak = max(sum(g.held(end, ends[k - lag] if k >= lag else 0,
+                              (sum(on_boundary[max(0, k - lag):k]), k == len(ends) - 1),
+                              mode, lag)
+                       for g in self.groups) for k, end in enumerate(ends))
+        by_group = tuple(g.held(cached, cached - (lag - 1), None, mode, lag)
                          for g in self.groups)
         decode = sum(by_group)
-        return Holding(length, decode, max(peak, decode), self.chunk_tokens, lag, by_group)
+        return Holding(length, decode, max(peak, decode), chunk, lag, by_group)
 
     def needed_bytes(self) -> int:
         """What vLLM checks at start-up against the KV memory it has: the blocks one request of
@@ -468,7 +488,11 @@ def _unify_page_size(model: ModelSpec, buckets: dict, per_token: dict, bs: int, 
     if len(widths) > 1:
         # Gemma4Config chooses the backends (pages are equal at TP 4, the backends are not)
         _gemma4_backends(model, kv_dtype, gpu, bs, notes, release)
-    elif len(set(pages.values())) > 1:
+    elif len(set(pages.values())) > 1 and not (
+            release == "0.34.0" and all(largest % p == 0 for p in pages.values())):
+        # 0.34.0 with pages that divide the largest: one backend for every layer, the pages
+        # unified by scaling the smaller one's block (MiMo-V2-Flash's 4-head full layers beside
+        # 8-head sliding ones, measured by make oracle); anything else is not traced
         raise ValueError(f"{model.name}: attention layers of one head size with different page "
                          f"sizes; their backends in vLLM {release} are not traced")
     for k, p in pages.items():

@@ -40,7 +40,12 @@ CASES = Path(os.environ.get("KVLIB_ORACLE_CASES", "build/oracle/cases.json"))
 
 # vLLM 0.34.0 raises while building these on a CPU, or for this configuration on any machine;
 # each with what it says (docs/crosscheck.md, "make oracle").
-CANNOT_BUILD: dict[str, str] = {}
+_NAS = ("vLLM's ModelConfig asks for trust_remote_code: the config class of a DeciLM "
+        "(nemotron-nas) checkpoint lives in the checkpoint's own code (auto_map), which this "
+        "offline check does not have")
+CANNOT_BUILD: dict[str, str] = {
+    f"llama-3.3-nemotron-super-49b@{n}@{d}": _NAS
+    for n in (8192, 32768, 131072) for d in ("auto", "fp8")}
 
 # kvlib refuses the layout (its reason is in the plan's notes); vLLM builds it.
 KVLIB_REFUSES: dict[str, str] = {}

@@ -184,11 +184,22 @@ def run(cfg, pool: Pool, n: int, length: int, decode: int = 64) -> Run:
             hasher = get_request_block_hasher(hash_block_size, fn,
                                               cfg.num_hash_lookahead_tokens)
         budget = cfg.scheduler_config.max_num_batched_tokens
+        # in align mode a prefill chunk ends on a state block boundary
+        # (Scheduler._mamba_block_aligned_split)
+        align = (cfg.cache_config.mamba_cache_mode == "align"
+                 and any(kind == "MambaSpec" for kind, _, _ in pool.groups))
+        state_block = cfg.cache_config.block_size
 
         def prefill_steps(i):  # request i shares each step with i decoding requests
-            return -(-length // max(1, budget - i))
+            chunk, start, steps = max(1, budget - i), 0, 1
+            while length - start > chunk:  # a chunk ends on a block boundary if one is in reach
+                last = (start + chunk) // state_block * state_block
+                start = last if align and last > start else start + chunk
+                steps += 1
+            return steps
 
-        target = sum(prefill_steps(i) + 1 for i in range(n)) + decode
+        # every request must be admitted before the first one finishes: a margin on top
+        target = sum(prefill_steps(i) + 1 for i in range(n)) + decode + n // 8 + 2
         requests, pending = [], deque()
         step = preemptions = most = at_first_finish = 0
 

@@ -21,11 +21,26 @@ import drive
 import vllm
 
 
+def fixed(config: dict) -> tuple[dict, list[str]]:
+    """The config as transformers 5.25.0 accepts it, and what was changed (none of it shapes
+    the cache): Llama 4's published ``attn_temperature_tuning`` is the int 4 where
+    Llama4TextConfig now declares a bool (a strict dataclass field), read as true."""
+    changes = []
+    text = config.get("text_config", config)
+    if isinstance(text.get("attn_temperature_tuning"), int) and \
+            not isinstance(text.get("attn_temperature_tuning"), bool):
+        text = {**text, "attn_temperature_tuning": bool(text["attn_temperature_tuning"])}
+        config = {**config, "text_config": text} if "text_config" in config else text
+        changes.append("attn_temperature_tuning read as a bool (transformers 5.25.0)")
+    return config, changes
+
+
 def measure(case: dict) -> dict:
     start = time.monotonic()
     out = {"id": case["id"], "vllm": vllm.__version__}
     try:
-        cfg, specs = drive.build(case["config"], case["context"], case["kv_cache_dtype"],
+        config, out["config_fixes"] = fixed(case["config"])
+        cfg, specs = drive.build(config, case["context"], case["kv_cache_dtype"],
                                  case["tp"], tuple(case["gpu"]))
         out["specs"] = drive.spec_summary(specs)
         out["max_num_seqs"] = cfg.scheduler_config.max_num_seqs
