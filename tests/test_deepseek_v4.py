@@ -201,17 +201,11 @@ def test_vllm_layout_refuses_v4_today():
         vllm_layout(read_config(FLASH), 131072, "fp8")
 
 
-_LAYOUT_REASON = ("kvlib/serving/vllm_layout.py (owned by the lead) has no rule for compressed "
-                  "groups: V4 is refused only by accident (unequal pages), and a model of "
-                  "compressed layers alone is laid out silently as full attention; it needs a "
-                  "refusal naming the kind at the top of vllm_layout, after `states = ...`")
-
-
-@pytest.mark.xfail(strict=True, reason=_LAYOUT_REASON)
 @pytest.mark.parametrize("which", ["v4-flash", "toy"])
 def test_vllm_layout_refuses_compressed_naming_the_kind(which):
     from kvlib.serving.vllm_layout import vllm_layout
     g = LayerGroup(CacheKind.COMPRESSED, 4, "V4 entry", {"d_c": 512, "d_R": 64, "b": 1}, ratio=4)
     model = read_config(FLASH) if which == "v4-flash" else ModelSpec("toy", (g,))
-    with pytest.raises(ValueError, match="compressed"):
+    # never laid out as full attention: refused, naming the kind
+    with pytest.raises(ValueError, match="compressed layer"):
         vllm_layout(model, 131072, "bf16")

@@ -539,6 +539,13 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     hopper = _cuda_major(gpu) == 9
     attn = [g for g in model.groups if g.grows]
     states = [g for g in model.groups if g.kind in STATEFUL]
+    compressed = [g for g in model.groups if g.kind is CacheKind.COMPRESSED]
+    if compressed:
+        # DeepSeek V4: vLLM 0.34.0 keeps windowed, compressed and compressor-state groups in
+        # 64-, 256- and 4/8-token blocks (models/deepseek_v4/attention.py:817-881); not traced
+        raise ValueError(f"{model.name}: {compressed[0].layers} compressed layer(s) (one entry "
+                         f"per {compressed[0].ratio} tokens): vLLM {release}'s block layout for "
+                         "compressed attention is not traced in kvlib")
     if not attn:
         raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
     diff_kv = [g for g in attn if g.sizes.get("d_V") not in (None, g.sizes.get("d_QK"))
