@@ -3,13 +3,16 @@
 vLLM does not allocate "cache + state" per sequence: it cuts memory into blocks of
 equal size, each holding one page for every layer of one *KV-cache group*, and logs
 "Maximum concurrency for N tokens per request: X" = blocks / blocks one request may
-need. This module follows vLLM **0.33.0** (paths below are in that release):
+need. This module follows vLLM **0.34.0** and **0.33.0** (``release=``; paths below are in
+0.33.0 unless a line says 0.34.0; ``make oracle`` checks 0.34.0's figures against vLLM's own
+code):
 
 * **Pages.** An attention layer's page is ``block_size`` tokens of its per-rank cache
   (``FullAttentionSpec.page_size_bytes``, v1/kv_cache_interface.py); a Mamba /
   linear-attention / convolution layer's page is its whole state (``MambaSpec``).
-* **Block size.** 16 by default (``CacheConfig.DEFAULT_BLOCK_SIZE``; FlashAttention
-  takes multiples of 16). MLA takes the first valid backend of platforms/cuda.py's
+* **Block size.** ``CacheConfig.DEFAULT_BLOCK_SIZE``, 16 in 0.33.0 and 64 in 0.34.0
+  (config/cache.py:185), which a backend takes when it supports it (FlashAttention takes
+  multiples of 16), else its smallest size (:func:`_preferred`). MLA takes the first valid backend of platforms/cuda.py's
   priority list: on Hopper FLASH_ATTN_MLA (multiples of 16) with a bf16 cache, FLASHMLA
   (64) with fp8; on Blackwell (SM100) FLASHINFER_MLA (32 or 64: 32); on Ampere, Ada and
   SM120 TRITON_MLA (multiples of 16). Sparse MLA (an indexer) rules the dense backends
@@ -48,9 +51,14 @@ need. This module follows vLLM **0.33.0** (paths below are in that release):
   default): 8192 x 2 for ``vllm serve`` on H100/H200, 16384 x 2 on GPUs with 160 GiB
   or more, 2048 x 2 on A100 and smaller GPUs (engine/arg_utils.py, config/vllm.py).
 
-kvlib's own sequence count (:mod:`kvlib.serving.plan`) is steady-state decode: every
-sequence at its full length. vLLM's figure reserves, per request, the worst case of a
-chunked prefill in flight and pads groups, so the two differ; both are shown.
+What a request then *holds* is less than that admission bound (:meth:`VllmLayout.holding`,
+:meth:`VllmLayout.sessions`): at full length, every block of a full or latent group, the
+window's blocks of a sliding group, one block of a state group; while its prompt is
+prefilled, more (a sliding window frees only up to the committed tokens, which lag the
+scheduled ones under async scheduling; a state group keeps the states saved at chunk ends).
+The plan's sessions are n - 1 sequences at full length while the n-th is prefilled, in the
+pool's blocks less the null block: what vLLM 0.34.0's own scheduler carries, within one
+sequence, on every bundled model (``make oracle``, docs/crosscheck.md).
 """
 
 from __future__ import annotations
