@@ -12,8 +12,8 @@ code):
   linear-attention / convolution layer's page is its whole state (``MambaSpec``).
 * **Block size.** ``CacheConfig.DEFAULT_BLOCK_SIZE``, 16 in 0.33.0 and 64 in 0.34.0
   (config/cache.py:185), which a backend takes when it supports it (FlashAttention takes
-  multiples of 16), else its smallest size (:func:`_preferred`). MLA takes the first valid backend of platforms/cuda.py's
-  priority list: on Hopper FLASH_ATTN_MLA (multiples of 16) with a bf16 cache, FLASHMLA
+  multiples of 16), else its smallest size (:func:`_preferred`). MLA takes the first valid
+  backend of platforms/cuda.py's priority list: on Hopper FLASH_ATTN_MLA (multiples of 16) with a bf16 cache, FLASHMLA
   (64) with fp8; on Blackwell (SM100) FLASHINFER_MLA (32 or 64: 32); on Ampere, Ada and
   SM120 TRITON_MLA (multiples of 16). Sparse MLA (an indexer) rules the dense backends
   out: on Hopper FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of 64), an fp8
