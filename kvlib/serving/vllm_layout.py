@@ -13,23 +13,24 @@ code):
 * **Block size.** ``CacheConfig.DEFAULT_BLOCK_SIZE``, 16 in 0.33.0 and 64 in 0.34.0
   (config/cache.py:185), which a backend takes when it supports it (FlashAttention takes
   multiples of 16), else its smallest size (:func:`_preferred`). MLA takes the first valid
-  backend of platforms/cuda.py's priority list: on Hopper FLASH_ATTN_MLA (multiples of 16) with a bf16 cache, FLASHMLA
-  (64) with fp8; on Blackwell (SM100) FLASHINFER_MLA (32 or 64: 32); on Ampere, Ada and
-  SM120 TRITON_MLA (multiples of 16). Sparse MLA (an indexer) rules the dense backends
-  out: on Hopper FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of 64), an fp8
-  latent then being vLLM's 656-byte fp8_ds_mla row; on Blackwell FA4 or FLASHMLA_SPARSE
-  with bf16, FLASHINFER_MLA_SPARSE (plain fp8 rows) with fp8; on SM120
-  FLASHINFER_MLA_SPARSE_SM120 (fp8_ds_mla rows whatever the dtype); none on Ampere or
-  Ada (refused). The indexer's own backend takes 64-token blocks only, so a sparse
-  model's blocks are 64 tokens on every CUDA GPU. For a hybrid model
-  the attention block grows until one attention page holds one state page, in
-  multiples of K = 16, or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on
-  Hopper (``_align_hybrid_block_size``, platforms/interface.py:940-1137); every state
-  page is then padded to the attention page. Attention layers of different head sizes
-  (Gemma 4: 512-wide full layers, 256-wide sliding ones) get the backends of
-  ``Gemma4Config`` (model_executor/models/config.py): FA4 everywhere on Hopper (the
-  TRITON_FLASH_ATTN composite, images on), TRITON_ATTN on Ampere, Ada and SM120; all take
-  multiples of 16, so 16-token blocks (Blackwell, fp8 on Hopper and ROCm are refused).
+  backend of platforms/cuda.py's priority list: on Hopper FLASH_ATTN_MLA (multiples of 16)
+  with a bf16 cache, FLASHMLA (64) with fp8; on Blackwell (SM100) FLASHINFER_MLA (32 or 64:
+  32); on Ampere, Ada and SM120 TRITON_MLA (multiples of 16). Sparse MLA (an indexer) rules
+  the dense backends out: on Hopper FLASH_ATTN_MLA_SPARSE or FLASHMLA_SPARSE (multiples of
+  64), an fp8 latent then being vLLM's 656-byte fp8_ds_mla row; on Blackwell FA4 or
+  FLASHMLA_SPARSE with bf16, FLASHINFER_MLA_SPARSE (plain fp8 rows) with fp8; on SM120
+  FLASHINFER_MLA_SPARSE_SM120 (fp8_ds_mla rows whatever the dtype); none on Ampere or Ada
+  (refused). The indexer's own backend takes 64-token blocks only, so a sparse model's
+  blocks are 64 tokens on every CUDA GPU. For a hybrid model the attention block grows until
+  one attention page holds one state page, in multiples of K = the block size (16 in 0.33.0,
+  64 in 0.34.0), or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on Hopper in
+  0.33.0 (``_align_hybrid_block_size``,
+  platforms/interface.py:940-1137); every state page is then padded to the attention page.
+  Attention layers of different head sizes (Gemma 4: 512-wide full layers, 256-wide sliding
+  ones) get the backends of ``Gemma4Config`` (model_executor/models/config.py): FA4
+  everywhere on Hopper (the TRITON_FLASH_ATTN composite, images on), TRITON_ATTN on Ampere,
+  Ada and SM120; all take multiples of 16, so the default block (Blackwell and ROCm are
+  refused; fp8 on Hopper too in 0.33.0, while 0.34.0's FA4 64-token blocks are measured).
 * **Unified pages.** When attention pages still differ, a smaller page that divides the
   largest gets a block that many times longer, so every page is the largest
   (``unify_kv_cache_spec_page_size``, v1/core/kv_cache_planning.py): Gemma 4's full
