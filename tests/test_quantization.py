@@ -137,3 +137,64 @@ def test_quantized_is_smaller_than_bf16_and_grows_with_the_layer(scheme: Scheme,
     assert scheme.bytes(i + 128, o) > b and scheme.bytes(i, o + 128) > b
     q = Quantization("x", scheme)
     assert q.bytes(i, o, "lm_head") == 2 * i * o >= q.bytes(i, o, "m.layers.0.mlp.experts.w")
+
+
+def test_kimi_k25_int4_experts_are_read_from_text_config_as_vllm_does():
+    """Kimi K2.5 keeps its quantization_config inside text_config. vLLM 0.34.0 takes the top
+    level's, else the text_config's (transformers_utils/model_arch_config_convertor.py:285-292
+    ``get_quantization_config``; model_loader/weight_utils.py:256-260), so the routed experts
+    are INT4: compressed-tensors pack-quantized, 4 bits, symmetric, one bf16 scale per 32
+    inputs, plus ``weight_shape`` (2 x int64). The ignore list keeps attention (self_attn),
+    the shared experts, layer 0's dense MLP and lm_head in bf16; routers are never quantized.
+
+    By hand from the text_config (hidden 7168, 61 layers, layer 0 dense, 384 experts of 2048,
+    1 shared expert, MLA q_lora 1536, kv_lora 512, nope 128, rope 64, v 128, 64 heads, vocab
+    163,840):
+    * one expert linear, 7168 x 2048 = 14,680,064 values: 7,340,032 B packed + 917,504 B of
+      scales (14,680,064 / 32 x 2) + 16 B = 8,257,552 B; 3 per expert, 384 experts, 60 MoE
+      layers: 24,772,656 x 23,040 = 570,761,994,240 B;
+    * bf16, 11,722,208,768 parameters x 2 = 23,444,417,536 B: embeddings and lm_head
+      2 x 163,840 x 7168 = 2,348,810,240; per layer MLA 7168 x 1536 + 1536 + 1536 x 12,288 +
+      7168 x 576 + 512 + 512 x 16,384 + 8192 x 7168 = 101,124,096 and 2 norms of 7168, x 61 =
+      6,169,444,352; layer 0's MLP 3 x 7168 x 18,432 = 396,361,728; per MoE layer the shared
+      expert 3 x 7168 x 2048, router 384 x 7168 and its bias 384 = 46,793,088, x 60 =
+      2,807,585,280; the final norm 7168.
+    Sum: 594,206,411,776 B (594.2 GB) for the text model, against 2,052,816,464,896 B in bf16
+    (1,026,408,232,448 parameters x 2). vision_config (MoonViT, about 400M parameters per the
+    model card) is not counted. No published total_size of moonshotai/Kimi-K2.5 was found with
+    the search tool; third-party pages quote ~0.6 TB, which agrees only roughly.
+    """
+    c = bundled_config("kimi-k2.5")
+    assert "quantization_config" not in c and "quantization_config" in c["text_config"]
+    q = read_quantization(c)
+    assert q is not None and q.method == "compressed-tensors"
+    assert (q.scheme.bits, q.scheme.strategy, q.scheme.group, q.scheme.scale_bytes,
+            q.scheme.zero_bits, q.scheme.extra) == (4, "group", 32, 2, 0, 16)
+    assert q.bytes(7168, 2048, "model.layers.5.mlp.experts.7.down_proj", "") == 8_257_552
+    experts = 8_257_552 * 3 * 384 * 60
+    dense = 2 * (2 * 163_840 * 7168 + 61 * (101_124_096 + 2 * 7168) + 3 * 7168 * 18_432
+                 + 60 * (3 * 7168 * 2048 + 384 * 7168 + 384) + 7168)
+    assert (experts, dense) == (570_761_994_240, 23_444_417_536)
+    assert checkpoint_bytes(c) == experts + dense == 594_206_411_776
+    assert count_params(c).total * 2 == 2_052_816_464_896
+
+
+def test_a_top_level_quantization_config_wins_over_text_config():
+    """The order vLLM 0.34.0 reads them in (model_arch_config_convertor.py:285-292)."""
+    c = bundled_config("kimi-k2.5")
+    c["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    assert read_quantization(c).method == "fp8"
+    c["text_config"].pop("quantization_config")
+    c.pop("quantization_config")
+    assert read_quantization(c) is None
+
+
+def test_kimi_k25_fits_8_h200_with_its_int4_weights():
+    """Counted in bf16 (2.05 TB) it planned 0 sessions on 8 x H200; its INT4 checkpoint
+    (594.2 GB, 76.2 GB a GPU at TP 8) leaves room for a cache."""
+    from kvlib.models.catalog import load_model
+    from kvlib.serving.plan import plan
+
+    p = plan(load_model("kimi-k2.5"), "H200", gpus=8, tp=8, context=131072)
+    assert p.weight_dtype == "checkpoint (compressed-tensors)"
+    assert p.fits and p.max_sequences > 0 and p.weights_bytes_per_gpu < 80e9

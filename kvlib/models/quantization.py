@@ -43,8 +43,8 @@ from kvlib.models.params import ParamCount, count_params
 from kvlib.models.readers.fields import Fields, describe, load_config
 from kvlib.models.readers.state import model_dtype_bytes
 
-__all__ = ["Scheme", "Quantization", "read_quantization", "checkpoint_bytes", "linear_bytes",
-           "METHODS"]
+__all__ = ["Scheme", "Quantization", "read_quantization", "quantization_entry",
+           "checkpoint_bytes", "linear_bytes", "METHODS"]
 
 # Never quantized unless a config says so: lm_head, embeddings, routers, MTP and indexer
 # projections (module name's last segments).
@@ -272,20 +272,42 @@ METHODS = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _modelopt, "modelopt_fp4": 
            "compressed-tensors": _compressed, "bitsandbytes": _bnb}
 
 
+def quantization_entry(cfg: Mapping) -> tuple[str, object] | None:
+    """(its path, its value) of the quantization section vLLM 0.34.0 reads from a config dict,
+    or None: the top level's ``quantization_config``, else its ``compression_config``, else
+    the same two inside ``text_config`` (model_arch_config_convertor.py:285-292)."""
+    text = cfg.get("text_config")
+    places = [(cfg, "")] + ([(text, "text_config.")] if isinstance(text, Mapping) else [])
+    for where, prefix in places:
+        for name in ("quantization_config", "compression_config"):
+            if where.get(name) is not None:
+                return prefix + name, where[name]
+    return None
+
+
 def read_quantization(config) -> Quantization | None:
     """The storage of a config's (path or dict) weights, or None for an unquantized checkpoint.
+
+    Read where vLLM 0.34.0 reads it: the top level's ``quantization_config`` (or
+    ``compression_config``), else the same keys inside ``text_config`` (Kimi K2.5's INT4
+    experts are declared there).
 
     ValueError names an unknown ``quant_method`` or a bad field and its value.
     """
     cfg = load_config(config)
     outer = Fields(cfg)
-    c = Fields(cfg["text_config"], "text_config.", outer) \
-        if isinstance(cfg.get("text_config"), Mapping) else outer
-    key = "quantization_config" if cfg.get("quantization_config") is not None \
-        else "compression_config"
-    raw = cfg.get(key)
-    if raw is None:
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), Mapping) else None
+    c = Fields(text, "text_config.", outer) if text is not None else outer
+    # vLLM 0.34.0 takes the top level's quantization_config, else its compression_config,
+    # and only when neither is there the text_config's (a multimodal wrapper such as Kimi
+    # K2.5 keeps it there): transformers_utils/model_arch_config_convertor.py:285-292
+    # ``get_quantization_config`` (:241-245 for compression_config), which config/model.py:1409
+    # reads for the method; model_loader/weight_utils.py:256-260 ``get_quant_config`` also
+    # falls back to text_config.quantization_config.
+    found = quantization_entry(cfg)
+    if found is None:
         return None
+    key, raw = found
     if not isinstance(raw, Mapping):
         raise ValueError(f"{key} must be a JSON object, got {describe(raw)}")
     q = Fields(raw, f"{key}.")

@@ -44,6 +44,7 @@ from functools import cached_property
 
 from kvlib.core import validate
 from kvlib.core.dtypes import bytes_per_element
+from kvlib.models.quantization import quantization_entry
 from kvlib.models.spec import ModelSpec
 from kvlib.serving import capacity_formulas, context_search
 from kvlib.serving.decode import (
@@ -285,8 +286,8 @@ class Deployment:
     def checkpoint(self) -> CheckpointWeights | None:
         """The checkpoint's weights per GPU (weight_dtype "checkpoint", no --params), or None
         when the weights are params x a dtype; ValueError for a quantization kvlib cannot count."""
-        quantized = (self.config or {}).get("quantization_config") or (
-            self.config or {}).get("compression_config")
+        found = quantization_entry(self.config or {})  # also inside text_config, as vLLM
+        quantized = found[1] if found else None
         method = quantized.get("quant_method", "?") if isinstance(quantized, dict) else quantized
         if self.weight_dtype == CHECKPOINT and self.params is not None and quantized:
             raise ValueError(f"{self.model.name}: --params given for a quantized checkpoint "
