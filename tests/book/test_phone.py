@@ -1,0 +1,101 @@
+"""The book on a phone (issue 36): every page at 390 x 844 px, in headless Chromium.
+
+No page scrolls sideways: what is wider than the screen (an explorer's table, a chart) scrolls
+inside its own box; each explorer lays out its controls in one column; the text of every
+explorer chart is drawn at 11 px or more. Uses the same fresh build as test_book_in_browser.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parents[2]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+PAGES = (["index.html"] + [f"notebooks/{p.stem}.html" for p in NOTEBOOKS]
+         + ["search.html", "genindex.html"])
+PHONE = {"width": 390, "height": 844}
+MIN_TEXT_PX = 11
+
+# What the page shows at phone width: the sideways overflow of the page, elements sticking out
+# of the screen that no scrolling box of their own holds, each explorer's control columns and
+# the smallest chart text in CSS pixels.
+MEASURE = """() => {
+  const W = document.documentElement.clientWidth;
+  const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
+  const visible = (el) => {
+    for (let p = el; p; p = p.parentElement) {
+      const s = getComputedStyle(p);
+      if (s.display === "none" || s.visibility === "hidden") return false;
+    }
+    return true;
+  };
+  const loose = [];  // (MathJax's copy for screen readers is clipped to 1 px: not shown)
+  for (const el of document.querySelectorAll(".bd-article *")) {
+    const r = el.getBoundingClientRect();
+    if (!r.width || r.right <= W + 1 || el.closest("mjx-assistive-mml") || !visible(el)) continue;
+    let held = false;
+    for (let p = el.parentElement; p; p = p.parentElement)
+      if (scrolls(p) && p.getBoundingClientRect().right <= W + 1) { held = true; break; }
+    const name = `${el.tagName.toLowerCase()}.${String(el.className.baseVal ?? el.className)}`;
+    if (!held) loose.push(`${name} +${Math.round(r.right - W)} px`);
+  }
+  const explorers = [...document.querySelectorAll(".kvlib-explorer")].map((ex) => {
+    const lefts = new Set([...ex.querySelectorAll(".kvlib-control")]
+      .map((c) => Math.round(c.getBoundingClientRect().left)));
+    let smallest = Infinity, text = "";
+    for (const t of ex.querySelectorAll("svg text")) {
+      const svg = t.ownerSVGElement;
+      if (!t.getBoundingClientRect().height || !svg.viewBox.baseVal.width) continue;
+      const px = parseFloat(getComputedStyle(t).fontSize)
+        * svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+      if (px < smallest) { smallest = px; text = t.textContent; }
+    }
+    return {columns: lefts.size, smallest, text, charts: ex.querySelectorAll("svg").length};
+  });
+  return {overflow: document.documentElement.scrollWidth - W, loose: loose.slice(0, 5),
+          explorers};
+}"""
+
+
+@pytest.fixture(scope="module")
+def site(full_book, serve):
+    return serve(full_book)
+
+
+@pytest.fixture
+def phone(browser):
+    ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True,
+                              has_touch=True, service_workers="block")
+    try:
+        yield ctx.new_page()
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_fits_a_phone(page, site, phone):
+    phone.goto(site + page, wait_until="load")
+    # the explorers draw once their script has run: wait for every one to show its readout
+    phone.wait_for_function("""() => [...document.querySelectorAll('.kvlib-explorer')]
+        .every((ex) => ex.querySelector('.kvlib-readout')?.innerHTML)""", timeout=20_000)
+    m = phone.evaluate(MEASURE)
+    assert m["overflow"] <= 0, f"{page} scrolls sideways by {m['overflow']} px: {m['loose']}"
+    assert not m["loose"], f"{page}: wider than the screen outside a scrolling box: {m['loose']}"
+    for i, ex in enumerate(m["explorers"]):
+        assert ex["columns"] == 1, f"{page}: explorer {i + 1} lays out {ex['columns']} columns"
+        if ex["charts"]:
+            assert ex["smallest"] >= MIN_TEXT_PX, (
+                f"{page}: explorer {i + 1}'s chart text {ex['text']!r} is "
+                f"{ex['smallest']:.1f} px, under {MIN_TEXT_PX} px")
+
+
+def test_the_phone_test_sees_explorers(site, phone):
+    """The measure is not vacuous: notebook 06's page has explorers with charts."""
+    phone.goto(site + "notebooks/" + next(p.stem for p in NOTEBOOKS if p.stem.startswith("06"))
+               + ".html", wait_until="load")
+    phone.wait_for_function("() => document.querySelector('.kvlib-explorer svg text')",
+                            timeout=20_000)
+    m = phone.evaluate(MEASURE)
+    assert m["explorers"] and any(ex["charts"] for ex in m["explorers"])
