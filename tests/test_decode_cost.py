@@ -81,3 +81,26 @@ def test_invalid_paths_are_refused():
         mla_path(merged=True)
     with pytest.raises(ValueError, match="rope"):
         mla_path(rope="alibi")
+
+
+def test_notebook_04_takeaway_intensity_has_n_q_on_both_sides():
+    """Notebook 04 section 6's takeaway (issue 34): absorbed MLA with a decoupled RoPE key reads
+    b (d_L + d_R) bytes per cached token and spends 2 N_Q N_h (2 d_L + d_R) FLOPs on it, so
+    its intensity is 2 N_Q N_h (2 d_L + d_R) / (b (d_L + d_R)), about 4 N_Q N_h / b when the
+    RoPE key is dropped. By hand for DeepSeek V2 (N_h 128, d_L 512, d_R 64, bf16) at N_Q = 1:
+    2 x 128 x 1,088 / (2 x 576) = 241.8 FLOPs per byte, and 4 x 128 / 2 = 256."""
+    import sympy as sp
+
+    from kvlib.core.decode_cost import mla_path
+    from kvlib.core import notation
+
+    N_h, N_Q, b, d_L, d_R = (getattr(notation, n).symbol for n in ("N_h", "N_Q", "b", "d_L",
+                                                                    "d_R"))
+    for queries in (1, N_Q):
+        path = mla_path(absorbed=True, rope="decoupled", queries=queries)
+        expected = 2 * queries * N_h * (2 * d_L + d_R) / (b * (d_L + d_R))
+        assert sp.simplify(path.context_intensity - expected) == 0
+    v2 = {N_h: 128, d_L: 512, d_R: 64, b: 2}
+    exact = mla_path(absorbed=True, rope="decoupled").context_intensity.subs(v2)
+    assert exact == sp.Rational(2 * 128 * 1088, 2 * 576) and round(float(exact), 1) == 241.8
+    assert sp.limit(expected.subs({d_R: 0}) / (4 * N_Q * N_h / b), d_L, sp.oo) == 1
