@@ -91,8 +91,8 @@ def test_notebook_04_takeaway_intensity_has_n_q_on_both_sides():
     2 x 128 x 1,088 / (2 x 576) = 241.8 FLOPs per byte, and 4 x 128 / 2 = 256."""
     import sympy as sp
 
-    from kvlib.core.decode_cost import mla_path
     from kvlib.core import notation
+    from kvlib.core.decode_cost import mla_path
 
     N_h, N_Q, b, d_L, d_R = (getattr(notation, n).symbol for n in ("N_h", "N_Q", "b", "d_L",
                                                                     "d_R"))
