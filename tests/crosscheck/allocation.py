@@ -55,8 +55,9 @@ from kvlib.models.spec import EMPTY, STATEFUL, CacheKind
 
 __all__ = ["Part", "Held", "Expected", "build", "steps", "held", "expected",
            "transformers_tokens", "rule", "vllm_conv_elements", "vllm_indexer_bytes",
-           "vllm_state_dtypes", "run_dtype", "transformers_fields", "compare", "STATE_FAMILIES",
-           "TRANSFORMERS_RECURRENT_BYTES"]
+           "vllm_state_dtypes", "run_dtype", "transformers_fields", "transformers_window",
+           "indexer_layers", "compare", "STATE_FAMILIES", "TRANSFORMERS_RECURRENT_BYTES",
+           "TEXT_MODEL_TYPES"]
 
 WINDOWED = (CacheKind.SLIDING, CacheKind.CHUNKED)
 LAYER_CLASS = {CacheKind.FULL: "DynamicLayer", CacheKind.LATENT: "DynamicLayer",
@@ -132,8 +133,10 @@ class Expected:
 
     tokens: ``LayerGroup.cached_tokens(T)``; bytes: ``bytes_per_sequence(T, b) / layers``;
     per_token: elements one token adds to this layer (``bytes_per_token(b) / layers / b``).
-    indexer_bytes: the indexer group's ``bytes_per_sequence(T, b) / layers`` (bytes, b = 1);
-    d_I: its key width.
+    indexer_bytes: the indexer group's ``bytes_per_sequence(T, b) / layers`` (bytes, b = 1) on
+    a layer with an indexer of its own (:func:`indexer_layers`), else 0; d_I: its key width;
+    indexed: the model has an indexer group (every layer is then a ``DynamicIndexedLayer`` in
+    transformers, one that shares an earlier layer's indexer holding no indexer keys).
     conv_elements, ssm_elements: the state formula's two parts; b_c, b_s: their element
     sizes; state_bytes: ``state_bytes_per_sequence() / layers``.
     """
@@ -149,6 +152,7 @@ class Expected:
     formula: str = ""
     indexer_bytes: int = 0
     d_I: int = 0
+    indexed: bool = False
     conv_elements: int = 0
     ssm_elements: int = 0
     b_c: int = 0
@@ -162,10 +166,49 @@ def run_dtype(tiny: dict):
     return torch.bfloat16 if tiny["model_type"] in STATE_FAMILIES else torch.float32
 
 
+# A text model_type transformers has no class for, and the one its wrapper's config class
+# builds instead: Kimi K2 / K2.5's ``kimi_k2`` (a DeepSeek V3 text model, its file's own
+# ``architectures``: DeepseekV3ForCausalLM) becomes ``deepseek_v3`` in transformers 5.24.0's
+# Kimi_K25Config.__post_init__ (models/kimi_k25/configuration_kimi_k25.py:85-88, "BC: load from
+# remote config on the hub"). vLLM serves it as DeepseekV2ForCausalLM (kimi_k25.py:376-380).
+# cases.unsupported and a test ask the wrapper class itself, so this map cannot drift from it.
+TEXT_MODEL_TYPES = {"kimi_k2": "deepseek_v3"}
+
+
 def transformers_fields(tiny: dict) -> dict:
     """The config fields transformers gets: ``tiny`` as it is (the shrinking rule already
-    writes the names transformers reads, e.g. Nemotron-H's ``head_dim``)."""
-    return dict(tiny)
+    writes the names transformers reads, e.g. Nemotron-H's ``head_dim``), with a text
+    model_type its wrapper renames (``TEXT_MODEL_TYPES``) renamed as the wrapper does."""
+    fields = dict(tiny)
+    fields["model_type"] = TEXT_MODEL_TYPES.get(fields["model_type"], fields["model_type"])
+    return fields
+
+
+def transformers_window(tiny: dict, window: int | None) -> int | None:
+    """The ``sliding_window`` transformers 5.24.0 gives a layer kvlib (vLLM) reads as sliding
+    over ``window`` tokens.
+
+    MiMo-V2-Flash: ``sliding_window_size + 1`` (MiMoV2FlashConfig.__post_init__,
+    models/mimo_v2_flash/configuration_mimo_v2_flash.py: "The reference SGLang implementation
+    attends to `sliding_window_size` previous tokens plus the query"); vLLM 0.34.0 slides
+    over ``sliding_window_size`` (model_executor/models/mimo_v2.py:428). Every other family:
+    the same window.
+    """
+    if window is not None and tiny["model_type"] == "mimo_v2_flash":
+        return window + 1
+    return window
+
+
+def indexer_layers(tiny: dict) -> set[int]:
+    """The layers kvlib counts indexer keys for: every layer, less those that share an
+    earlier layer's indexer (GLM-5.2's ``indexer_types`` "shared"), read by kvlib's own
+    ``shared_indexer_layers`` (vLLM 0.34.0's ``compute_skip_topk_layers``)."""
+    from kvlib.models.readers.deepseek import shared_indexer_layers
+    from kvlib.models.readers.fields import Fields
+
+    n = parse_config(tiny).num_layers
+    shared, _ = shared_indexer_layers(Fields(tiny), n)
+    return set(range(n)) - shared
 
 
 def build(tiny: dict, dtype=torch.float32, seed: int = 0):
@@ -253,7 +296,8 @@ def expected(tiny: dict, T: int, b: int) -> list[Expected]:
     reading = parse_config(tiny)
     groups = {_key(g.kind, g.window, g.attention, g.sizes): g for g in reading.groups()}
     indexers = [g for g in reading.groups() if g.kind is CacheKind.INDEXER]
-    assert all(g.layers == reading.num_layers for g in indexers)
+    indexed = indexer_layers(tiny) if indexers else set()
+    assert all(g.layers == len(indexed) for g in indexers)
     def full_key(key):
         if len(key) == 2:
             key = (*key, reading.attention, tuple(sorted(reading.sizes.items())))
@@ -282,8 +326,10 @@ def expected(tiny: dict, T: int, b: int) -> list[Expected]:
                           ssm_elements=_call(f.ssm_elements_per_layer, g.sizes),
                           b_c=g.sizes["b_c"], b_s=g.sizes["b_s"], state_bytes=state // n)
         if indexers:
-            fields["indexer_bytes"] = sum(x.bytes_per_sequence(T, b) // x.layers for x in indexers)
+            fields["indexed"] = True
             fields["d_I"] = indexers[0].sizes["d_I"]
+        if i in indexed:
+            fields["indexer_bytes"] = sum(x.bytes_per_sequence(T, b) // x.layers for x in indexers)
         for p in parallel:
             f = p.formulas
             fields.update(conv_elements=_call(f.conv_elements_per_layer, p.sizes),
@@ -306,7 +352,8 @@ def transformers_tokens(kind: CacheKind, window: int | None, T: int, q: int) -> 
     return T, T
 
 
-def rule(kind: CacheKind, window: int | None, T: int, q: int) -> tuple[int, int]:
+def rule(kind: CacheKind, window: int | None, T: int, q: int,
+         held_window: int | None = None) -> tuple[int, int]:
     """The stated difference, in tokens, from kvlib's count to transformers': (fewer, more).
 
     fewer: tokens ``keys`` / ``values`` show fewer than kvlib's count: 1 on a sliding or
@@ -315,10 +362,16 @@ def rule(kind: CacheKind, window: int | None, T: int, q: int) -> tuple[int, int]
     0 after a decode step, T - min(T, W) right after a prefill of T tokens.
     A function of the layer kind, W, T and q only, never of kvlib's own count, so a
     wrong kvlib count cannot cancel out.
+
+    ``held_window`` W' is transformers' window where it is not vLLM's W
+    (:func:`transformers_window`, MiMo-V2-Flash: W + 1, checked against the layer before the
+    rule is applied): fewer = min(T, W) - min(T, W' - 1), more = min(T - q, W' - 1) + q -
+    min(T, W); with W' = W + 1 nothing is fewer, and a decode step past W stores one more.
     """
     if kind not in WINDOWED:
         return 0, 0
-    return (1 if T >= window else 0), min(T - q, window - 1) + q - min(T, window)
+    w_t = window if held_window is None else held_window
+    return min(T, window) - min(T, w_t - 1), min(T - q, w_t - 1) + q - min(T, window)
 
 
 def vllm_conv_elements(conv_shape: tuple) -> int:
@@ -383,7 +436,7 @@ def _shapes(e: Expected, tokens: int) -> tuple:
 
 def _growing(h: Held, e: Expected, T: int, q: int, b: int, where: str) -> tuple[list, int]:
     problems = []
-    fewer, more = rule(e.kind, h.window, T, q)
+    fewer, more = rule(e.kind, e.window, T, q, h.window)
     # kvlib's count, transformed by the stated rule.
     want_elements = e.elements - fewer * e.per_token
     want_storage = e.bytes + more * e.per_token * b
@@ -475,12 +528,14 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
     delta_elements = 0
     for h, e in zip(got, want, strict=False):
         where = f"layer {e.layer} at T={T}"
-        cls = INDEXED_CLASS if e.indexer_bytes else PARALLEL_CLASS if e.parallel_state \
+        cls = INDEXED_CLASS if e.indexed else PARALLEL_CLASS if e.parallel_state \
             else LAYER_CLASS[e.kind]
+        window = transformers_window(tiny, e.window)
         if h.cls != cls or (e.kind in WINDOWED) != (h.window is not None) \
-                or (e.kind in WINDOWED and h.window != e.window):
-            problems.append(f"{where}: kvlib reads {e.kind} (window {e.window}), transformers "
-                            f"holds {h.cls} (window {h.window})")
+                or (e.kind in WINDOWED and h.window != window):
+            problems.append(f"{where}: kvlib reads {e.kind} (window {e.window}, in "
+                            f"transformers {window}), transformers holds {h.cls} (window "
+                            f"{h.window})")
             continue
         if e.kind in EMPTY or e.kind in STATEFUL:
             if h.elements or h.indexer:
@@ -500,6 +555,9 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
             problems += _state(h, e, tiny, b, where)
         if e.indexer_bytes:
             problems += _indexer(h, e, T, where)
+        elif h.indexer is not None:
+            problems.append(f"{where}: kvlib reads a layer sharing an earlier layer's indexer "
+                            f"(no indexer keys), transformers holds {h.indexer.shape}")
     spec = read_config(tiny)
     spec_total = spec.kv_bytes_per_sequence(T, b)
     if spec_total != sum(e.bytes + e.indexer_bytes for e in want):

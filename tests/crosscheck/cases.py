@@ -35,7 +35,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 from kvlib.models.catalog import BUNDLED, bundled_config
 
 __all__ = ["NAMES", "BUNDLED_NAMES", "UNBUNDLED", "PUBLISHED", "real", "tiny", "unsupported",
-           "VARIANT"]
+           "text_model_type", "VARIANT"]
 
 _TESTS = Path(__file__).resolve().parents[1]
 
@@ -91,6 +91,22 @@ def _variant() -> dict:
     return c
 
 
+def text_model_type(config: dict) -> str:
+    """The model_type transformers builds the language model of ``config`` as: the text
+    config's own, or, when the wrapper has a transformers config class that renames it
+    (Kimi K2.5: ``kimi_k25`` turns its ``kimi_k2`` text config into ``deepseek_v3``), the
+    wrapper's choice, asked of the wrapper class itself."""
+    text = config.get("text_config")
+    if not text:
+        return config["model_type"]
+    if text["model_type"] in CONFIG_MAPPING_NAMES \
+            or config["model_type"] not in CONFIG_MAPPING_NAMES:
+        return text["model_type"]
+    wrapper = AutoConfig.for_model(config["model_type"],
+                                   text_config={"model_type": text["model_type"]})
+    return wrapper.text_config.model_type
+
+
 @functools.cache
 def unsupported(name: str) -> str | None:
     """Why transformers cannot build ``name``'s family here, or None when it can.
@@ -102,7 +118,7 @@ def unsupported(name: str) -> str | None:
     if name not in BUNDLED and name not in PUBLISHED:
         return None
     config = _source(name)
-    model_type = (config.get("text_config") or config)["model_type"]
+    model_type = text_model_type(config)
     if model_type in CONFIG_MAPPING_NAMES:
         return None
     remote = config.get("auto_map", {}).get("AutoModelForCausalLM")

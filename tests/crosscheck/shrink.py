@@ -18,14 +18,19 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
     P (Gemma 3: 6), at least 2, at most the real count. A pattern with no period of 8 or
     less (Nemotron-H's ``hybrid_override_pattern`` / ``layers_block_type``, an LFM2 layer
     list, Kimi Linear's ``linear_attn_config``) keeps its shortest prefix that holds every
-    kind of layer (:func:`tiny_layer_count`). Per-layer lists (``layer_types``,
-    ``no_rope_layers``, ``activation_sparsity_pattern``, ``layers_block_type``) and
-    ``hybrid_override_pattern`` are cut to their first n entries; Kimi Linear's 1-based
+    kind of layer (:func:`tiny_layer_count`). A pattern periodic only after a prefix of k
+    layers (:func:`periodic_tail`, k + P <= 8: MiMo-V2-Flash 1 + 6, GLM-5.2's indexers 2 + 4)
+    keeps k + 2P layers, or k + P when that is over 8. Per-layer lists (``layer_types``,
+    ``no_rope_layers``, ``activation_sparsity_pattern``, ``layers_block_type``,
+    ``attn_type_list``, ``indexer_types``, ``mlp_layer_types``, ``hybrid_layer_pattern``, a
+    list ``moe_layer_freq``) and ``hybrid_override_pattern`` are cut to their first n
+    entries; Kimi Linear's 1-based
     ``kda_layers`` / ``full_attn_layers`` keep the numbers up to n. A config with no
     ``num_hidden_layers`` (Nemotron 3 Ultra: transformers and kvlib count
     ``layers_block_type``) gets none;
     ``max_window_layers`` (Qwen2) keeps every layer full if it did, else keeps a split;
-    ``first_k_dense_replace`` (DeepSeek) becomes 1, so one dense and one MoE layer.
+    ``first_k_dense_replace`` (DeepSeek) becomes 1, so one dense and one MoE layer, or, where
+    the file also writes ``mlp_layer_types`` (GLM-5.2), the cut list's leading dense layers.
   * KV sharing (``num_kv_shared_layers`` s > 0, Gemma 3n / Gemma 4): the unshared layers
     shrink as above, then min(s, P) shared layers follow them, so both the producing
     pattern and the sharing are kept.
@@ -34,6 +39,9 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
     so its single KV head comes from the same field as in the real model. A config with
     a second KV-head count (Gemma 4's ``num_global_key_value_heads``) keeps all three
     in their real proportion, divided by their greatest common divisor (16 : 8 : 2 -> 8 : 4 : 1).
+    MiMo-V2's sliding layers' own ``swa_num_attention_heads`` / ``swa_num_key_value_heads``
+    keep the four counts' proportion with the full layers at N_g = 2 (64 : 4, 64 : 8 ->
+    32 : 2, 32 : 4).
   * head_dim: explicit stays explicit, as 16; derived stays derived (no head_dim
     written). hidden_size / N_h is head_dim + 8 when the real ratio is above
     head_dim, head_dim - 8 when below, head_dim when equal; so a reader that
@@ -43,7 +51,9 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
     a hidden_size that is no whole multiple of N_h (Qwen3.5-27B: 5120 / 24) stays so in the
     tiny config (+2, or +1 with 2 heads), so kvlib says the same about head_dim for both;
     ``global_head_dim`` keeps its ratio to head_dim (Gemma 4: 512 / 256 -> 32), and so does
-    MiniMax-M2's partial-RoPE ``rotary_dim`` (64 / 128 -> 8).
+    MiniMax-M2's partial-RoPE ``rotary_dim`` (64 / 128 -> 8). Values narrower than keys
+    (MiMo-V2's ``v_head_dim``, ``swa_head_dim``, ``swa_v_head_dim``): values 16 wide, keys in
+    the real ratio (192 : 128 -> 24 : 16), which also keeps its partial RoPE width even.
   * MLA: kv_lora_rank 64, qk_rope_head_dim 8 (the real 512 : 64 = 8 : 1),
     qk_nope_head_dim and v_head_dim 16, q_lora_rank 48 (None stays None); where the file
     writes them (GLM-5), ``qk_head_dim`` = nope + rope (24) and ``head_dim`` = the RoPE
@@ -102,7 +112,11 @@ _DROP = {"quantization_config", "architectures", "auto_map", "transformers_versi
          "_name_or_path", "task_specific_params"}
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 _PER_LAYER = ("layer_types", "no_rope_layers", "activation_sparsity_pattern",
-              "layers_block_type")
+              "layers_block_type", "attn_type_list", "indexer_types", "mlp_layer_types",
+              "hybrid_layer_pattern", "moe_layer_freq")
+# Written patterns, first match wins (:func:`pattern`).
+_PATTERNS = ("layer_types", "no_rope_layers", "hybrid_override_pattern", "layers_block_type",
+             "hybrid_layer_pattern", "indexer_types", "attn_type_list")
 _MLA = {"kv_lora_rank": 64, "qk_rope_head_dim": 8, "qk_nope_head_dim": HEAD_DIM,
         "v_head_dim": HEAD_DIM}
 _SIZES = {"intermediate_size": 32, "intermediate_size_mlp": 32, "moe_intermediate_size": 16,
@@ -138,22 +152,46 @@ def pattern(c: dict) -> list | None:
     """The per-layer pattern a config writes out, if it writes one (shared layers excluded).
 
     ``layer_types``, else ``no_rope_layers``, else Nemotron-H's ``hybrid_override_pattern``
-    (one character per layer) or ``layers_block_type``, else Kimi Linear's
+    (one character per layer) or ``layers_block_type``, else MiMo-V2's
+    ``hybrid_layer_pattern`` (1 sliding, 0 full), GLM-5.2's ``indexer_types`` ("full" or
+    "shared" indexer), MiniMax-M2's ``attn_type_list``, else Kimi Linear's
     ``linear_attn_config``; None when the pattern follows from a rule instead.
     """
-    for key in ("layer_types", "no_rope_layers", "hybrid_override_pattern",
-                "layers_block_type"):
+    for key in _PATTERNS:
         if c.get(key):
             seq = list(c[key])
             return seq[:len(seq) - shared_layers(c)] if key == "layer_types" else seq
     return _kda_pattern(c)
 
 
+def periodic_tail(seq) -> tuple[int, int] | None:
+    """(k, P): the least P, then the least k, with k + P <= 8 and seq[i] == seq[i - P] for
+    every i >= k + P: a prefix of k layers, then a period of P. None when there is none.
+
+    MiMo-V2-Flash's ``hybrid_layer_pattern`` 0 1 1 1 1 0 (1 1 1 1 1 0)...: (1, 6); GLM-5.2's
+    ``indexer_types`` F F F S S S (F S S S)...: (2, 4); a periodic list: (0, its period).
+    """
+    for p in range(1, MAX_LAYERS + 1):
+        for k in range(MAX_LAYERS + 1 - p):
+            if all(seq[i] == seq[i - p] for i in range(k + p, len(seq))):
+                return k, p
+    return None
+
+
+def pattern_offset(c: dict) -> int:
+    """k of :func:`periodic_tail` for a written pattern (0 for every other config)."""
+    written = pattern(c)
+    tail = periodic_tail(written) if written else None
+    return tail[0] if tail else 0
+
+
 def pattern_period(c: dict) -> int:
     """The period of the layer pattern, from the fields transformers reads, first match wins:
 
     1. a written pattern (:func:`pattern`: ``layer_types``, ``no_rope_layers``,
-       ``hybrid_override_pattern``): its smallest period (gpt-oss: 2; Nemotron-H 56B: 112);
+       ``hybrid_override_pattern``, ...): the period of its tail after a short prefix
+       (:func:`periodic_tail`: gpt-oss 2, MiMo-V2-Flash 6 after 1 layer), else its smallest
+       period (Nemotron-H 56B: 112);
     2. ``sliding_window_pattern`` / ``_sliding_window_pattern``, else 6 for Gemma 3;
     3. Llama 4 without ``no_rope_layers``: ``no_rope_layer_interval`` (default 4);
     4. Qwen3-Next: ``full_attention_interval``; Jamba: ``attn_layer_period``;
@@ -163,7 +201,8 @@ def pattern_period(c: dict) -> int:
     family = str(c.get("model_type", "")).removesuffix("_text")
     written = pattern(c)
     if written:
-        return smallest_period(written)
+        tail = periodic_tail(written)
+        return tail[1] if tail else smallest_period(written)
     for key in ("sliding_window_pattern", "_sliding_window_pattern"):
         if c.get(key):
             return c[key]
@@ -179,9 +218,10 @@ def pattern_period(c: dict) -> int:
     return 1
 
 
-def tiny_layers(real_layers: int, period: int) -> int:
-    """n = 2P when 2P <= 8, else P; at least 2, at most the real count."""
-    n = 2 * period if 2 * period <= MAX_LAYERS else period
+def tiny_layers(real_layers: int, period: int, offset: int = 0) -> int:
+    """n = k + 2P when that is <= 8, else k + P (k the prefix before the period, usually 0);
+    at least 2, at most the real count."""
+    n = offset + 2 * period if offset + 2 * period <= MAX_LAYERS else offset + period
     return min(real_layers, max(2, n))
 
 
@@ -193,7 +233,7 @@ def tiny_layer_count(c: dict, real_layers: int) -> int:
     if period > MAX_LAYERS and written:  # no short period: the shortest prefix with every kind
         kinds = set(written)
         return max(2, next(i + 1 for i in range(len(written)) if set(written[:i + 1]) == kinds))
-    return tiny_layers(unshared, period)
+    return tiny_layers(unshared, period, pattern_offset(c))
 
 
 def _heads(n_h: int, n_g: int) -> tuple[int, int]:
@@ -246,7 +286,9 @@ def _layers(c: dict) -> None:
         m = c["max_window_layers"]
         c["max_window_layers"] = n if m >= real_n else max(1, min(m, n - 1))
     if c.get("first_k_dense_replace"):
-        c["first_k_dense_replace"] = 1
+        mlp = c.get("mlp_layer_types")  # GLM-5.2 writes both: keep them agreeing
+        c["first_k_dense_replace"] = next(
+            (i for i, t in enumerate(mlp) if t != "dense"), len(mlp)) if mlp else 1
 
 
 def _attention_heads(c: dict) -> int:
@@ -255,7 +297,14 @@ def _attention_heads(c: dict) -> int:
     kv_key = next((k for k in ("num_key_value_heads", "num_kv_heads") if c.get(k)), None)
     n_h = c[heads_key]
     n_g = c[kv_key] if kv_key else n_h
-    if c.get("num_global_key_value_heads"):
+    if c.get("swa_num_key_value_heads"):  # MiMo-V2: the sliding layers' own heads
+        f = n_g // 2  # the full layers keep N_g = 2, the four counts their proportion
+        swa = ("swa_num_attention_heads", "swa_num_key_value_heads")
+        assert all(x % f == 0 for x in (n_h, n_g, *(c[k] for k in swa))), (n_h, n_g)
+        t_h, t_g = n_h // f, n_g // f
+        for k in swa:
+            c[k] //= f
+    elif c.get("num_global_key_value_heads"):
         g = math.gcd(n_h, n_g, c["num_global_key_value_heads"])
         t_h, t_g = n_h // g, n_g // g
         c["num_global_key_value_heads"] //= g
@@ -282,11 +331,18 @@ def _attention_heads(c: dict) -> int:
         c_hidden_real = c[hidden_key]
         real_ratio = c_hidden_real / n_h
         step = 8 if real_ratio > c[dim_key] else -8 if real_ratio < c[dim_key] else 0
-        for key in ("global_head_dim", "rotary_dim"):
+        # keys and values of different widths (MiMo-V2: 192 and 128): values HEAD_DIM wide,
+        # keys in the real ratio (24), so the difference stays and the RoPE part stays even
+        real_d = c[dim_key]
+        real_v = c.get("v_head_dim") or real_d
+        tiny_d = HEAD_DIM * real_d // real_v
+        assert tiny_d * real_v == HEAD_DIM * real_d, (real_d, real_v)
+        for key in ("global_head_dim", "rotary_dim", "v_head_dim", "swa_head_dim",
+                    "swa_v_head_dim"):
             if c.get(key):
-                c[key] = HEAD_DIM * c[key] // c[dim_key]
-        c[dim_key] = HEAD_DIM
-        c[hidden_key] = t_h * (HEAD_DIM + step)
+                c[key] = tiny_d * c[key] // real_d
+        c[dim_key] = tiny_d
+        c[hidden_key] = t_h * (tiny_d + step)
         if c_hidden_real % n_h:  # not a whole number of heads in the file: nor in the tiny one
             c[hidden_key] += 2 if t_h > 2 else 1
     else:

@@ -9,13 +9,15 @@ builds its layers from). Shared layers (KV sharing) come last in both.
 from __future__ import annotations
 
 import pytest
-from cases import BUNDLED_NAMES, NAMES, PUBLISHED, real, tiny, unsupported
+from allocation import TEXT_MODEL_TYPES, transformers_fields, transformers_window
+from cases import BUNDLED_NAMES, NAMES, PUBLISHED, real, text_model_type, tiny, unsupported
 from shrink import (
     CHUNK,
     HEAD_DIM,
     MAX_LAYERS,
     WINDOW,
     pattern,
+    pattern_offset,
     pattern_period,
     shared_layers,
     shrink,
@@ -38,7 +40,7 @@ def _runnable(name: str) -> None:
 
 
 def test_every_bundled_model_is_crosschecked_or_named_as_skipped():
-    assert BUNDLED_NAMES == list(BUNDLED) and len(BUNDLED_NAMES) == 26
+    assert BUNDLED_NAMES == list(BUNDLED) and len(BUNDLED_NAMES) == 30
     assert set(NAMES) - set(BUNDLED) == {"jamba", "lfm2", "gemma3n", "falcon_h1", "olmo3",
                                          "cohere2",
                                          "gemma-4-26b-a4b+kv-sharing"} | set(PUBLISHED)
@@ -77,15 +79,22 @@ def test_pattern_period_of_each_family():
         "glm-5.1": 1, "nemotron-3-ultra-550b-a55b": 102, "nemotron-3.5-lightning-30b-a3b": 48,
         "kimi-k3": 93, "minimax-m2.5": 1, "glm-5": 1, "gpt-oss-120b": 2,
         "qwen3.6-35b-a3b": 4,
+        # issue 31: after one full layer, 5 sliding : 1 full; after 2 full indexers, 3 shared :
+        # 1 full (both periodic only past a prefix, shrink.periodic_tail)
+        "mimo-v2-flash": 6, "glm-5.2": 4, "minimax-m2.7": 1, "kimi-k2.5": 1,
     }
+    assert {name: pattern_offset(real(name)) for name in periods
+            if pattern_offset(real(name))} == {"mimo-v2-flash": 1, "glm-5.2": 2}
     counts = {name: tiny_layer_count(real(name), real(name).get("num_hidden_layers"))
               for name in periods if "num_hidden_layers" in real(name)}
     assert {k: counts[k] for k in ("nemotron-h-56b", "nemotron-3-nano-30b-a3b", "lfm2",
                                    "gemma3n", "gemma-4-26b-a4b+kv-sharing",
-                                   "nemotron-3.5-lightning-30b-a3b", "kimi-k3")} \
+                                   "nemotron-3.5-lightning-30b-a3b", "kimi-k3",
+                                   "mimo-v2-flash", "glm-5.2")} \
         == {"nemotron-h-56b": 8, "nemotron-3-nano-30b-a3b": 6, "lfm2": 3, "gemma3n": 5,
             "gemma-4-26b-a4b+kv-sharing": 6,  # these two: unshared layers
-            "nemotron-3.5-lightning-30b-a3b": 6, "kimi-k3": 4}
+            "nemotron-3.5-lightning-30b-a3b": 6, "kimi-k3": 4,
+            "mimo-v2-flash": 7, "glm-5.2": 6}  # k + P: 1 + 6, 2 + 4 (k + 2P > 8)
     # Ultra writes no num_hidden_layers: its layers_block_type (108) counts them
     ultra = real("nemotron-3-ultra-550b-a55b")
     assert "num_hidden_layers" not in ultra \
@@ -192,6 +201,43 @@ def test_tiny_issue_23_families_by_hand():
             x["head_dim"], x["hidden_size"], x["rotary_dim"]) == (2, 12, 2, 16, 96, 8)
 
 
+def test_tiny_issue_31_families_by_hand():
+    m = tiny("mimo-v2-flash")  # 0 1 1 1 1 0 then (1 1 1 1 1 0): 1 + 6 layers
+    # heads 64 : 4 (full), 64 : 8 (sliding) / 2 -> 32 : 2, 32 : 4; K 192, V 128 -> 24, 16
+    # (3 : 2); 4096 / 64 = 64 < 192: 32 x (24 - 8) = 512; windows 128 -> 8
+    assert (m["num_hidden_layers"], m["hybrid_layer_pattern"], m["moe_layer_freq"],
+            m["num_attention_heads"], m["num_key_value_heads"], m["swa_num_attention_heads"],
+            m["swa_num_key_value_heads"], m["head_dim"], m["v_head_dim"], m["swa_head_dim"],
+            m["swa_v_head_dim"], m["hidden_size"], m["sliding_window_size"]) \
+        == (7, [0, 1, 1, 1, 1, 0, 1], [0] + [1] * 6, 32, 2, 32, 4, 24, 16, 24, 16, 512, 8)
+    # transformers 5.24.0 reads none of hybrid_layer_pattern and swa_*: its own layer_types
+    # rule (full at 0 and every 6th), 2 x num_key_value_heads and head_dim / v_head_dim on
+    # sliding layers. The real file and the tiny one agree with it, so both build the same.
+    for c in (real("mimo-v2-flash"), m):
+        built = AutoConfig.for_model(**transformers_fields(c))
+        assert built.layer_types == ["sliding_attention" if v else "full_attention"
+                                     for v in c["hybrid_layer_pattern"]]
+        assert c["swa_num_key_value_heads"] == 2 * c["num_key_value_heads"]
+        assert (c["swa_head_dim"], c["swa_v_head_dim"]) == (c["head_dim"], c["v_head_dim"])
+    g = tiny("glm-5.2")  # F F F then (S S S F): 2 + 4 layers
+    assert (g["num_hidden_layers"], g["indexer_types"], g["mlp_layer_types"],
+            g["first_k_dense_replace"]) \
+        == (6, ["full"] * 3 + ["shared"] * 3, ["dense"] * 3 + ["sparse"] * 3, 3)
+    x = tiny("minimax-m2.7")
+    assert (x["num_hidden_layers"], x["attn_type_list"]) == (2, [1, 1])
+    k = tiny("kimi-k2.5")  # the text model, kimi_k2 (DeepSeek V3's MLA), built as deepseek_v3
+    assert (k["model_type"], transformers_fields(k)["model_type"], k["num_hidden_layers"],
+            k["kv_lora_rank"], k["qk_rope_head_dim"]) == ("kimi_k2", "deepseek_v3", 2, 64, 8)
+    assert "quantization_config" not in k
+
+
+def test_text_model_types_are_what_the_wrappers_build():
+    """allocation.TEXT_MODEL_TYPES is what transformers' own wrapper class does (Kimi K2.5)."""
+    assert {real(name)["model_type"]: text_model_type(bundled_config(name))
+            for name in BUNDLED_NAMES if "text_config" in bundled_config(name)
+            and real(name)["model_type"] in TEXT_MODEL_TYPES} == TEXT_MODEL_TYPES
+
+
 def _structure(key, reading) -> tuple:
     """What a layer's cache looks like, sizes aside: kind, formula, kernel, dtypes, ratios."""
     if len(key) == 2:
@@ -228,7 +274,10 @@ def test_kvlib_reads_the_tiny_config_as_the_real_one_cut_short(name):
         if real_r.label == "GQA":
             assert real_r.sizes["N_h"] * tiny_r.sizes["N_g"] \
                 == tiny_r.sizes["N_h"] * real_r.sizes["N_g"]
-        assert tiny_r.sizes["d_QK"] == tiny_r.sizes["d_V"] == HEAD_DIM
+        # values HEAD_DIM wide, keys in the real d_QK : d_V (MiMo-V2: 192 : 128 -> 24 : 16)
+        assert tiny_r.sizes["d_V"] == HEAD_DIM
+        assert tiny_r.sizes["d_QK"] * real_r.sizes["d_V"] \
+            == real_r.sizes["d_QK"] * tiny_r.sizes["d_V"]
     assert any(g.kind in STATEFUL for g in tiny_r.groups()) \
         == any(g.kind in STATEFUL for g in real_r.groups())
     # The same spoken assumptions about head_dim (stated and differing / derived).
@@ -239,7 +288,7 @@ def test_kvlib_reads_the_tiny_config_as_the_real_one_cut_short(name):
 
 
 def _types(fields: dict):
-    fields = dict(fields)
+    fields = transformers_fields(fields)
     return get_layer_types_and_kwargs(AutoConfig.for_model(fields.pop("model_type"), **fields))
 
 
@@ -249,19 +298,21 @@ def test_transformers_reads_the_tiny_layers_as_the_real_first_ones(name):
     real_types, _ = _types(real(name))
     tiny_types, tiny_kwargs = _types(tiny(name))
     n, s, period = len(tiny_types), shared_layers(tiny(name)), pattern_period(real(name))
+    k = pattern_offset(real(name))  # layers before the period (MiMo-V2 1, GLM-5.2 2)
     assert tiny_types[:n - s] == real_types[:n - s]
     assert tiny_types[n - s:] == real_types[len(real_types) - s:] == ["dummy"] * s
     assert set(tiny_types) == set(real_types)
     unshared = real_types[:len(real_types) - shared_layers(real(name))]
-    if period <= MAX_LAYERS:  # truly periodic, and whole periods kept
-        assert all(t == unshared[i % period] for i, t in enumerate(unshared))
-        assert (n - s) % period == 0
+    if period <= MAX_LAYERS:  # periodic after k layers, and whole periods kept
+        assert all(t == unshared[i - period] for i, t in enumerate(unshared) if i >= k + period)
+        assert (n - s - k) % period == 0
     else:  # no short period: the shortest prefix with every kind of layer
         assert set(tiny_types) == set(unshared) and set(tiny_types[:n - 1]) != set(unshared)
         assert len(pattern(real(name))) == len(real_types)
     for t, kw in zip(tiny_types, tiny_kwargs, strict=True):
-        assert kw.get("sliding_window") == {"sliding_attention": WINDOW,
-                                            "chunked_attention": CHUNK}.get(t)
+        # MiMo-V2: transformers slides over sliding_window_size + 1 (allocation.py)
+        assert kw.get("sliding_window") == {"sliding_attention": transformers_window(
+            tiny(name), WINDOW), "chunked_attention": CHUNK}.get(t)
 
 
 def test_docs_count_what_the_check_builds():
