@@ -212,15 +212,17 @@ def _core(repo_tail: str) -> tuple[str, bool]:
 
 def variant_of(name: str) -> tuple[str, bool] | None:
     """(bundled name, quantized) when ``name`` is a repository id of a bundled model's
-    instruct, base or quantized variant ('RedHatAI/Llama-3.1-8B-Instruct-FP8'), else None."""
-    if not isinstance(name, str) or name.count("/") != 1 or name.endswith(".json") \
+    instruct, base or quantized variant ('RedHatAI/Llama-3.1-8B-Instruct-FP8'), or such a
+    repository's name without its organisation ('Llama-3.1-8B-Instruct'), naming one bundled
+    model only; else None."""
+    if not isinstance(name, str) or name.count("/") > 1 or name.endswith(".json") \
             or Path(name).exists():
         return None
-    core, quantized = _core(name.split("/")[1])
-    for m in BUNDLED.values():
-        if _core(m.repo.split("/")[1])[0] == core:
-            return m.name, quantized
-    return None
+    if "/" not in name and _key(name) in _BY_KEY:
+        return None  # a bundled short name, not a variant
+    core, quantized = _core(name.split("/")[-1])
+    found = [m.name for m in BUNDLED.values() if _core(m.repo.split("/")[1])[0] == core]
+    return (found[0], quantized) if len(found) == 1 else None
 
 
 def bundled_name(name: str) -> str | None:
@@ -293,6 +295,9 @@ def load_model(name_or_path) -> ModelSpec:
         return spec
     if isinstance(name_or_path, str) and not _looks_like_path(name_or_path):
         raise _unknown(name_or_path)
+    if isinstance(name_or_path, (str, Path)) and Path(name_or_path).is_dir():
+        # a model's folder is named by its whole name ('mistral-v0.3', not 'mistral-v0')
+        return read_config(name_or_path, name=Path(name_or_path).resolve().name)
     if isinstance(name_or_path, str) and name_or_path.count("/") == 1 \
             and not name_or_path.endswith(".json") and not Path(name_or_path).exists():
         close = difflib.get_close_matches(_core(name_or_path.split("/")[1])[0],
