@@ -96,6 +96,11 @@ def test_answers_as_learners_write_them(exercise, answers):
     ("02.3", (TypeError,), "read the exception's type"),
     ("03.1", (61 * 576 * 2, 61 * 512 * 2 * 131_072), "latent alone"),
     ("03.1", (61 * 512 * 2, "7.6 GiB"), "three significant digits"),
+    # issue 36: every "close" hint against the input that triggers it
+    ("01.2", ("3.05e4",), "a count is exact: write the whole number"),
+    ("01.2", ("30.5e3 tokens",), "a count is exact"),
+    ("01.3", (101_376, "3e1"), "at least two significant digits"),  # ratio 32 as one digit
+    ("02.1", ("1.3e5", 4), "at least three significant digits"),  # 131,072 B as two digits
     ("04.1", (61 * 512 * 2, "1/9"), "RoPE key"),
     ("04.1", (70_272, "1/8"), "64 of 512 + 64"),
     ("05.1", (62 * 8192 * 8192, 3.76), "1,024-token window"),

@@ -84,7 +84,13 @@ def _hint(part: Part, reading: Reading, want) -> str:
     if part.kind == "seconds" and reading.matches(Fraction(want) * 1000):
         return "that number is in milliseconds: write 'ms' after it (a bare number is seconds)"
     if reading.rounds_to(want):
-        return "close: give at least three significant digits, or the exact number"
+        # Reached only when the reading is not precise enough to be judged right (issue 36:
+        # "3.05e4" tokens was told to give three significant digits, which it has): a count
+        # must be exact; a size or a time needs three significant digits, a ratio two.
+        if part.kind == "count":
+            return "close, but a count is exact: write the whole number, every digit"
+        return (f"close: give at least {'two' if part.kind == 'ratio' else 'three'} "
+                "significant digits, or the exact number")
     return "recompute step by step"
 
 
