@@ -9,11 +9,17 @@ export PYTHONHASHSEED := 0
 
 .PHONY: lab test book student lint unit notebooks-test browser figures notebooks bench env clean crosscheck oracle
 
+# A room without a network (docs/workshop.md): `make lab WHEELS=wheels` installs from that
+# wheelhouse only (pip --no-index; it must hold setuptools, which building kvlib itself needs)
+# and leaves pip as it is. tests/test_workshop.py checks the recipe.
+WHEELS ?=
+PIP_FROM := $(if $(WHEELS),--no-index --find-links $(WHEELS))
+
 $(LSTAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed, found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[lab]'
+	$(if $(WHEELS),@echo "installing from $(WHEELS) only (no network)",$(BIN)/python -m pip install --quiet --upgrade pip)
+	$(BIN)/python -m pip install --quiet $(PIP_FROM) -e '.[lab]'
 	@touch $(LSTAMP)
 
 $(STAMP): $(LSTAMP)

@@ -76,3 +76,79 @@ def test_the_self_study_path_takes_90_minutes():
 def test_the_binder_link_opens_a_notebook_that_exists():
     for path in re.findall(r"urlpath=lab/tree/(\S+?\.ipynb)", TEXT):
         assert (ROOT / path).is_file(), path
+
+
+# The offline room (issue 36): the wheelhouse route used to end in `make lab` reaching for the
+# network ("No matching distribution found for setuptools>=68": the stamp was missing, so the
+# recipe upgraded pip and installed again from PyPI).
+
+
+def test_make_lab_from_a_wheelhouse_never_reaches_for_the_network():
+    import subprocess
+
+    dry = subprocess.run(["make", "-n", "lab", "WHEELS=wh", "VENV=/nonexistent-venv"],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    installs = [line for line in dry.splitlines() if "pip install" in line]
+    assert installs and all("--no-index --find-links wh" in line for line in installs), dry
+    assert "--upgrade pip" not in dry
+    online = subprocess.run(["make", "-n", "lab", "VENV=/nonexistent-venv"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout
+    assert "--no-index" not in online  # with a network, as before
+
+
+def test_the_page_builds_the_wheelhouse_with_setuptools_and_uses_it():
+    assert re.search(r"pip wheel -w wheels '\.\[lab\]' 'setuptools>=68'", TEXT)
+    assert "make lab WHEELS=wheels" in TEXT
+
+
+def _wheel_of_installed(dist_name: str, out: Path) -> Path:
+    """A wheel of an installed pure-Python distribution, packed from its RECORD (no network)."""
+    import zipfile
+    from importlib.metadata import distribution
+
+    dist = distribution(dist_name)
+    files = [f for f in dist.files if "__pycache__" not in f.parts]
+    wheel_tags = (Path(dist._path) / "WHEEL").read_text()  # noqa: SLF001
+    tag = re.search(r"^Tag: (.+)$", wheel_tags, re.M).group(1)
+    path = out / f"{dist.metadata['Name'].replace('-', '_')}-{dist.version}-{tag}.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for f in files:
+            z.write(f.locate(), str(f))
+    return path
+
+
+def test_kvlib_installs_from_a_wheelhouse_without_a_network(tmp_path):
+    """pip --no-index: building kvlib (an editable install, pyproject's setuptools>=68 in an
+    isolated build environment) takes setuptools from the wheelhouse, or fails as the room did."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    project = tmp_path / "clone"
+    project.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", project)
+    shutil.copytree(ROOT / "kvlib", project / "kvlib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for extra in ("README.md", "LICENSE"):
+        if (ROOT / extra).exists():
+            shutil.copy(ROOT / extra, project)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                    "--version"], check=True, capture_output=True)
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+           "--quiet", "--no-index", "--find-links", str(wheels), "--no-deps", "-e", str(project)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_NO_CACHE_DIR"] = "1"
+    without = subprocess.run(pip, capture_output=True, text=True, env=env)
+    assert without.returncode != 0 and "setuptools>=68" in without.stderr  # the room's error
+    _wheel_of_installed("setuptools", wheels)
+    done = subprocess.run(pip, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import importlib.metadata as m; print(m.version('kvlib'))"],
+                           capture_output=True, text=True, check=True).stdout
+    assert shown.strip()  # installed, from the wheelhouse alone
