@@ -13,10 +13,11 @@ import argparse
 import re
 from fractions import Fraction
 
-from kvlib.core.dtypes import kv_dtype_name
+from kvlib.core.dtypes import kv_dtype_name, kv_format
 from kvlib.serving.vllm_layout import vllm_release as _vllm_release
 
-__all__ = ["tokens", "count", "unit_fraction", "parse_tokens", "kv_dtype", "parse_bytes",
+__all__ = ["tokens", "count", "unit_fraction", "parse_tokens", "kv_dtype", "kv_cache_dtype",
+           "parse_bytes",
            "byte_size", "vllm_release"]
 
 _TOKEN_SUFFIX = {"": 1, "K": 1024, "M": 1024**2}
@@ -81,6 +82,15 @@ unit_fraction = _argparse(_unit_fraction)
 
 
 kv_dtype = _argparse(kv_dtype_name)
+
+
+def _kv_cache_dtype(text: str) -> str:
+    """A KV format by kvlib's name or vLLM's (:func:`kvlib.core.dtypes.kv_format`), kept as
+    named so that its scales go with it: ``nvfp4``, ``int4_per_token_head``, ``fp8``."""
+    return kv_format(text).name
+
+
+kv_cache_dtype = _argparse(_kv_cache_dtype)
 
 
 _BYTE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,

@@ -14,7 +14,7 @@ import json
 import sys
 from fractions import Fraction
 
-from kvlib.cli.args import byte_size, count, kv_dtype, tokens, unit_fraction, vllm_release
+from kvlib.cli.args import byte_size, count, kv_cache_dtype, tokens, unit_fraction, vllm_release
 from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
@@ -71,8 +71,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--dcp", type=count, default=1,
                    help="decode_context_parallel_size: split replicated KV heads by tokens "
                         "(default 1)")
-    p.add_argument("--kv-dtype", default="bf16", type=kv_dtype, metavar="DTYPE",
-                   help="kv_cache_dtype (default bf16)")
+    p.add_argument("--kv-dtype", default="bf16", type=kv_cache_dtype, metavar="DTYPE",
+                   help="kv_cache_dtype, vLLM's names (auto, bfloat16, float16, fp8 = "
+                        "fp8_e4m3, fp8_e5m2, int8_per_token_head, fp8_per_token_head, "
+                        "int4_per_token_head, nvfp4; vllm/config/cache.py:44-67 in 0.34.0) or "
+                        "kvlib's (bf16, fp16, fp8, int8, int4: plain int8/int4 have no scales "
+                        "and no vLLM dtype); formats with scales count them (default bf16)")
     p.add_argument("--kv-scales", default="none",
                    choices=["none", *KV_SCALES],
                    help="quantization scales stored with the cache (default none)")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["DTYPE_BYTES", "VLLM_KV_CACHE_DTYPES", "VLLM_KV_UNPLANNED", "bytes_per_element",
-           "kv_dtype_name"]
+__all__ = ["DTYPE_BYTES", "KVFormat", "VLLM_KV_CACHE_DTYPES", "VLLM_KV_FORMATS",
+           "VLLM_KV_UNPLANNED", "bytes_per_element", "kv_dtype_name", "kv_format"]
 
 DTYPE_BYTES: dict[str, Fraction] = {
     "fp32": Fraction(4),
@@ -27,42 +28,107 @@ def bytes_per_element(dtype: str) -> Fraction:
         ) from None
 
 
-# vLLM 0.33.0's kv_cache_dtype values (CacheDType, vllm/config/cache.py:44-67) -> kvlib's name,
-# or why kvlib does not plan it. Storage: STR_DTYPE_TO_TORCH_DTYPE, vllm/utils/torch_utils.py:40-66.
-VLLM_KV_CACHE_DTYPES: dict[str, str] = {
-    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+# vLLM 0.34.0's kv_cache_dtype values (CacheDType, vllm/config/cache.py:44-67; 0.33.0's are
+# the same names) that kvlib plans, each as kvlib's bytes per element plus the scales stored
+# beside the cache (a kvlib.serving.kv.KV_SCALES name), and how exact that is.
+# Storage: STR_DTYPE_TO_TORCH_DTYPE, vllm/utils/torch_utils.py:40-66 (0.34.0).
+
+
+@dataclass(frozen=True)
+class KVFormat:
+    """A KV-cache format as a server names it, in kvlib's terms.
+
+    name: the server's (vLLM's) ``kv_cache_dtype``, or kvlib's own dtype name.
+    dtype: kvlib's element dtype (a key of :data:`DTYPE_BYTES`). scales: a
+    :data:`kvlib.serving.kv.KV_SCALES` name, or None. note: how the format maps to kvlib's
+    model, where that is not simply "b bytes per element"; "" where it is exact.
+    """
+
+    name: str
+    dtype: str
+    scales: str | None = None
+    note: str = ""
+
+
+_PER_TOKEN_HEAD = ("one fp32 scale per token per KV head, for K and for V, stored inline after "
+                   "each head's data by the Triton backend (vllm/v1/attention/backends/"
+                   "triton_attn.py:307-319, vLLM 0.34.0)")
+VLLM_KV_FORMATS: dict[str, KVFormat] = {
+    "auto": KVFormat("auto", "bf16", None, "auto stores the model's dtype: kvlib takes the "
+                     "config's torch_dtype (bf16 where it says none)"),
+    "bfloat16": KVFormat("bfloat16", "bf16"),
+    "float16": KVFormat("float16", "fp16"),
+    "half": KVFormat("half", "fp16"),
+    "float32": KVFormat("float32", "fp32"),
+    "float": KVFormat("float", "fp32"),
     # one byte per element (uint8); per-tensor k/v scales are layer parameters, not in the
     # page (vllm/model_executor/layers/quantization/kv_cache.py:63-73)
-    "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_inc": "fp8",
+    "fp8": KVFormat("fp8", "fp8", None, "fp8 is fp8_e4m3 (vllm/config/cache.py:250): one byte "
+                    "per element, per-tensor scales held by the layer, not in the page"),
+    "fp8_e4m3": KVFormat("fp8_e4m3", "fp8"),
+    "fp8_e5m2": KVFormat("fp8_e5m2", "fp8"),
+    "fp8_inc": KVFormat("fp8_inc", "fp8", None, "fp8_inc is Intel Gaudi's fp8 (e4m3): one byte "
+                        "per element"),
+    "int8_per_token_head": KVFormat("int8_per_token_head", "int8", "per-token-head",
+                                    "int8_per_token_head: one byte per element plus "
+                                    + _PER_TOKEN_HEAD),
+    "fp8_per_token_head": KVFormat("fp8_per_token_head", "fp8", "per-token-head",
+                                   "fp8_per_token_head: one byte per element plus "
+                                   + _PER_TOKEN_HEAD),
+    "int4_per_token_head": KVFormat(
+        "int4_per_token_head", "int4", "per-token-head",
+        "int4_per_token_head: half a byte per element (two per byte, after a randomized "
+        "Hadamard rotation of K and V) plus " + _PER_TOKEN_HEAD + "; the 4-bit zero point "
+        "rides in the low mantissa bits of that scale, so it costs no byte "
+        "(vllm/v1/attention/ops/int4_per_token_head.py:3-10, 158-162)"),
+    "nvfp4": KVFormat("nvfp4", "int4", "per-16-fp8",
+                      "nvfp4: half a byte per element (FP4 E2M1) plus one fp8 scale per 16, "
+                      "h/2 + h/16 bytes per head and token (nvfp4_kv_cache_full_dim, "
+                      "vllm/utils/torch_utils.py:562-564; FlashInfer only, "
+                      "vllm/v1/attention/backends/flashinfer.py:558-570); kvlib counts it "
+                      "as int4's half byte, the same size"),
+    "nvfp4_4over6": KVFormat("nvfp4_4over6", "int4", "per-16-fp8",
+                             "nvfp4_4over6: the nvfp4 layout with another choice of scale "
+                             "(vllm/config/cache.py:255-256), counted as nvfp4"),
 }
+# kvlib's old names stay: bf16, fp16, fp32, fp8 as vLLM's; int8 and int4 are the cache at
+# 1 and 1/2 byte per element with no scales, which vLLM has no kv_cache_dtype for.
+VLLM_KV_CACHE_DTYPES: dict[str, str] = {k: f.dtype for k, f in VLLM_KV_FORMATS.items()}
 VLLM_KV_UNPLANNED: dict[str, str] = {
-    "auto": "'the model's dtype' (give that dtype: bf16 or fp16)",
-    "nvfp4": "4-bit values plus one fp8 scale per 16, h/2 + h/16 bytes per head and token "
-             "(FlashInfer only, vllm/v1/attention/backends/flashinfer.py:558-570)",
-    "nvfp4_4over6": "the nvfp4 layout (vllm/config/cache.py:245-246)",
     "fp8_ds_mla": "a 656-byte row per token for sparse MLA (kvlib uses it itself on the GPUs "
                   "where vLLM does: give fp8)",
     "nvfp4_ds_mla": "a 352-byte row per token for sparse MLA",
-    "int8_per_token_head": "one byte per element plus two fp32 scales per token and head",
-    "fp8_per_token_head": "one byte per element plus two fp32 scales per token and head",
-    "int4_per_token_head": "half a byte per element plus two fp32 scales per token and head",
 }
 
 
-def kv_dtype_name(text: str) -> str:
-    """kvlib's name for a KV dtype as people type it: kvlib's names in any case
-    (``FP8``, ``BF16``) and vLLM's spellings (``fp8_e4m3``, ``bfloat16``); ValueError naming
-    the value, and saying why for a vLLM dtype kvlib does not plan."""
+def kv_format(text: str) -> KVFormat:
+    """The format ``text`` names: kvlib's dtype names in any case (``FP8``, ``BF16``, ``int4``)
+    or vLLM's ``kv_cache_dtype`` names (``fp8_e4m3``, ``bfloat16``, ``int4_per_token_head``,
+    ``nvfp4``, ``auto``); ValueError naming the value, and saying why for a vLLM dtype kvlib
+    does not plan (sparse MLA's rows, the turboquant/octave/ultraquant packings)."""
     key = str(text).strip().lower()
+    if key in VLLM_KV_FORMATS:
+        return VLLM_KV_FORMATS[key]
     if key in DTYPE_BYTES:
-        return key
-    if key in VLLM_KV_CACHE_DTYPES:
-        return VLLM_KV_CACHE_DTYPES[key]
+        return KVFormat(key, key)
+    names = f"{', '.join(DTYPE_BYTES)} or vLLM's {', '.join(VLLM_KV_FORMATS)}"
     if key in VLLM_KV_UNPLANNED:
         raise ValueError(f"kv dtype {text!r} in vLLM: {VLLM_KV_UNPLANNED[key]}; kvlib plans "
-                         f"{', '.join(DTYPE_BYTES)}")
+                         f"{names}")
     if key.startswith(("turboquant", "octave", "ultraquant")):
         raise ValueError(f"kv dtype {text!r}: vLLM's packed format of its own slot size; kvlib "
-                         f"plans {', '.join(DTYPE_BYTES)}")
-    raise ValueError(f"kv dtype must be one of {', '.join(DTYPE_BYTES)} (or vLLM's "
-                     f"{', '.join(VLLM_KV_CACHE_DTYPES)}), got {text!r}")
+                         f"plans {names}")
+    raise ValueError(f"kv dtype must be one of {names}, got {text!r}")
+
+
+def kv_dtype_name(text: str) -> str:
+    """kvlib's element dtype for a KV dtype as people type it (:func:`kv_format`): ``FP8`` ->
+    fp8, ``bfloat16`` -> bf16; ValueError for a format that stores scales
+    (``int4_per_token_head``, ``nvfp4``), whose bytes only :func:`kv_format` (and
+    ``kvlib plan``) count whole."""
+    fmt = kv_format(text)
+    if fmt.scales is not None:
+        raise ValueError(f"kv dtype {fmt.name!r} stores scales beside its {fmt.dtype} elements "
+                         f"({fmt.note}); kvlib plan counts them, here give {fmt.dtype} for the "
+                         "elements alone")
+    return fmt.dtype

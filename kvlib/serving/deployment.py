@@ -43,7 +43,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from kvlib.core import validate
-from kvlib.core.dtypes import bytes_per_element
+from kvlib.core.dtypes import kv_dtype_name
 from kvlib.models.quantization import quantization_entry
 from kvlib.models.spec import ModelSpec
 from kvlib.serving import capacity_formulas, context_search
@@ -58,7 +58,7 @@ from kvlib.serving.kv import (
     DEFAULT_BLOCK_SIZE,
     KVScales,
     kv_bytes_per_sequence_per_gpu,
-    kv_scales,
+    kv_format_parts,
     sequence_shares,
     state_bytes_per_sequence_per_gpu,
 )
@@ -139,6 +139,16 @@ def _bundled_active(name: str) -> int | None:
 
     m = BUNDLED.get(name)
     return None if m is None else m.active
+
+
+def _model_dtype(config: dict | None) -> str:
+    """kvlib's name for the dtype a config stores (``torch_dtype`` / ``dtype``, also in its
+    ``text_config``): what vLLM's kv_cache_dtype "auto" caches; bf16 where it says none."""
+    for c in (config or {}, (config or {}).get("text_config") or {}):
+        name = c.get("torch_dtype") or c.get("dtype")
+        if name in ("bfloat16", "float16", "float32"):
+            return kv_dtype_name(name)
+    return "bf16"
 
 
 @dataclass(frozen=True)
@@ -238,15 +248,19 @@ class Deployment:
         validate.positive_int("block_size", self.block_size)
         if self.overhead_bytes is not None:
             validate.positive_int("overhead bytes", self.overhead_bytes, allow_zero=True)
-        bytes_per_element(self.kv_dtype)
         if self.weight_dtype != CHECKPOINT:
             weight_bytes_per_element(self.weight_dtype)
-        set_(self, "scales", kv_scales(self.scales))
         if self.memory not in MEMORY_BASES:
             raise ValueError(f"memory must be one of {', '.join(MEMORY_BASES)}, "
                              f"got {self.memory!r}")
         if self.config is None:
             set_(self, "config", _bundled_config(self.model.name))
+        kv_dtype = self.kv_dtype
+        if str(kv_dtype).strip().lower() == "auto":  # vLLM's default: the model's dtype
+            kv_dtype = _model_dtype(self.config)
+        kv_dtype, scales = kv_format_parts(kv_dtype, self.scales)
+        set_(self, "kv_dtype", kv_dtype)
+        set_(self, "scales", scales)
         params = self.params
         if params is None and self.checkpoint is not None:
             params = self.param_count.total

@@ -16,12 +16,14 @@ from fractions import Fraction
 import numpy as np
 
 from kvlib.core import validate
-from kvlib.core.dtypes import bytes_per_element
+from kvlib.core.dtypes import bytes_per_element, kv_format
 from kvlib.models.spec import STATEFUL, CacheKind, LayerGroup, ModelSpec
 from kvlib.serving.sharding import Sharding, shard, shard_state
 
 __all__ = [
-    "DEFAULT_BLOCK_SIZE", "KVScales", "KV_SCALES", "kv_scales", "GroupShare", "paged_tokens",
+    "DEFAULT_BLOCK_SIZE", "KVScales", "KV_SCALES", "kv_scales", "kv_format_parts",
+    "vllm_kv_cache_dtype", "GroupShare",
+    "paged_tokens",
     "sequence_shares", "kv_bytes_per_sequence_per_gpu", "kv_bytes_per_sequences_per_gpu",
     "slot_bytes", "state_bytes_per_sequence_per_gpu", "vllm_sliding_window_tokens",
 ]
@@ -50,12 +52,48 @@ class KVScales:
 
 
 KV_SCALES: dict[str, KVScales] = {
-    # vLLM kv_cache_dtype int8_per_token_head / fp8_per_token_head: one fp32 scale
-    # per token per KV head, for K and V (vllm/v1/kv_cache_interface.py, AttentionSpec).
+    # vLLM kv_cache_dtype int8_per_token_head / fp8_per_token_head / int4_per_token_head: one
+    # fp32 scale per token per KV head, for K and V, inline after each head's data
+    # (vllm/v1/attention/backends/triton_attn.py:307-319 in 0.34.0); int4's zero point rides in
+    # the scale's low mantissa bits (vllm/v1/attention/ops/int4_per_token_head.py:158-162).
     "per-token-head": KVScales("per-token-head", Fraction(4)),
-    # NVFP4: one fp8 scale per 16 elements (vllm/v1/kv_cache_interface.py, nvfp4 layout).
+    # vLLM kv_cache_dtype nvfp4: one fp8 scale per 16 elements, h/2 + h/16 bytes per head
+    # (nvfp4_kv_cache_full_dim, vllm/utils/torch_utils.py:562-564 in 0.34.0).
     "per-16-fp8": KVScales("per-16-fp8", Fraction(1), 16),
 }
+
+
+def kv_format_parts(kv_dtype: str, scales=None) -> tuple[str, KVScales | None]:
+    """kvlib's element dtype and scales for ``kv_dtype``, kvlib's name or vLLM's
+    (:func:`kvlib.core.dtypes.kv_format`): ``int4_per_token_head`` -> (int4, per-token-head),
+    ``nvfp4`` -> (int4, per-16-fp8), ``bfloat16`` -> (bf16, None). ``scales`` given with a vLLM
+    format that has its own must be the same ones (ValueError otherwise)."""
+    fmt = kv_format(kv_dtype)
+    given = kv_scales(scales)
+    if fmt.scales is None:
+        return fmt.dtype, given
+    own = KV_SCALES[fmt.scales]
+    if given is not None and given != own:
+        raise ValueError(f"kv dtype {fmt.name} stores its own scales ({own.name}); got "
+                         f"scales {given.name!r}")
+    return fmt.dtype, own
+
+
+_VLLM_NAMES = {("bf16", None): "bfloat16", ("fp16", None): "float16", ("fp32", None): "float32",
+               ("fp8", None): "fp8", ("fp8", "per-token-head"): "fp8_per_token_head",
+               ("int8", "per-token-head"): "int8_per_token_head",
+               ("int4", "per-token-head"): "int4_per_token_head",
+               ("int4", "per-16-fp8"): "nvfp4"}
+
+
+def vllm_kv_cache_dtype(kv_dtype: str, scales=None) -> str | None:
+    """vLLM's ``kv_cache_dtype`` for kvlib's element dtype and scales, or None where vLLM has
+    no such format (plain int8 and int4, or scales of another shape)."""
+    dtype, scales = kv_format_parts(kv_dtype, scales)
+    name = scales.name if scales is not None else None
+    if scales is not None and KV_SCALES.get(name) != scales:
+        return None
+    return _VLLM_NAMES.get((dtype, name))
 
 
 def kv_scales(scales) -> KVScales | None:
@@ -130,8 +168,8 @@ def sequence_shares(model: ModelSpec, context: int, kv_dtype: str = "bf16", tp: 
     (``FullAttentionSpec.max_memory_usage_bytes``); it must divide the
     replication TP / heads, and vLLM does not support it for sliding windows.
     """
+    kv_dtype, scales = kv_format_parts(kv_dtype, scales)
     b = bytes_per_element(kv_dtype)
-    scales = kv_scales(scales)
     dcp = validate.positive_int("decode_context_parallel_size", dcp)
     out = []
     for g in model.groups:

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kvlib.core import validate
-from kvlib.core.dtypes import bytes_per_element
+from kvlib.core.dtypes import bytes_per_element, kv_format
 from kvlib.core.units import fmt_bytes
 from kvlib.models.spec import ModelSpec
 from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
 from kvlib.serving.deployment import VLLM_DEFAULTS, Deployment
 from kvlib.serving.gpus import GPU
-from kvlib.serving.kv import sequence_shares
+from kvlib.serving.kv import sequence_shares, vllm_kv_cache_dtype
 from kvlib.serving.vllm_layout import (
     STATE_KINDS,
     largest_fitting_len,
@@ -190,6 +190,7 @@ def make_plan(dep: Deployment, context: int) -> Plan:
             experts = round(float(expected_distinct_experts(
                 layout.experts, layout.per_token, per_replica)), 2)
     notes += _weights_notes(dep)
+    notes += _kv_format_notes(dep)
     if basis == "bytes":
         notes.append("sessions: by bytes alone (budget // (cache + state)), vLLM's layout "
                      "not computed")
@@ -232,6 +233,15 @@ def make_plan(dep: Deployment, context: int) -> Plan:
         margin_bytes_per_gpu=dep.margin_bytes, resident_bytes_per_gpu=dep.resident_bytes,
         peak_bytes_per_gpu=dep.peak_bytes, assumptions=tuple(_assumptions(dep)),
     )
+
+
+def _kv_format_notes(dep: Deployment) -> list[str]:
+    """Which of vLLM's kv_cache_dtype values the plan's cache is, and how kvlib maps it."""
+    name = vllm_kv_cache_dtype(dep.kv_dtype, dep.scales)
+    if name is None or dep.scales is None:  # plain dtypes: b bytes per element, exact
+        return []
+    note = kv_format(name).note
+    return [f"kv_cache_dtype: vLLM's {name}" + (f"; {note}" if note else "")]
 
 
 def _gib(n: int) -> str:
@@ -305,6 +315,12 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]):
     if dep.draft is not None or dep.dcp > 1:
         notes.append("vllm_max_concurrency: not computed with a draft model or DCP")
         return None, dict.fromkeys(_VLLM_KEYS)
+    if dep.scales is not None:  # kvlib's layout of vLLM's pages holds no inline scales
+        name = vllm_kv_cache_dtype(dep.kv_dtype, dep.scales) or f"{dep.kv_dtype} with scales"
+        notes.append(f"vllm_max_concurrency: not computed for {name} (vLLM stores its "
+                     f"{dep.scales.name} scales inside the pages, which kvlib's layout of "
+                     "vLLM does not hold); sessions by bytes, scales included")
+        return None, dict.fromkeys(_VLLM_KEYS)
     kv_dtype, why = stored_kv_dtype(dep.config, dep.kv_dtype)
     if why:
         notes.append(f"vLLM {dep.vllm}: {why}")
@@ -317,7 +333,8 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]):
         notes.append(f"vllm_max_concurrency: not computed ({e})")
         return None, dict.fromkeys(_VLLM_KEYS)
     notes += [f"vLLM {dep.vllm}: {n}" for n in layout.notes]
-    if dep.kv_dtype in ("int8", "int4"):
+    if dep.kv_dtype in ("int8", "int4") and vllm_kv_cache_dtype(dep.kv_dtype,
+                                                                 dep.scales) is None:
         notes.append(f"vLLM {dep.vllm} has no plain {dep.kv_dtype} kv_cache_dtype (its "
                      f"{dep.kv_dtype}_per_token_head adds two fp32 scales per token and head, "
                      "vllm/config/cache.py:44-67): the figure is the cache at "
