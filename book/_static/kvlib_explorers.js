@@ -623,7 +623,7 @@
         ["activations, NCCL, graphs", gb(r.overhead)],
         ["KV budget", gb(r.budget)],
         [`KV per ${fc} session (${s.kv_dtype})`, gb(r.perSeq)],
-        ["max concurrent sessions", `${fmtInt(r.maxSequences)} (${r.replicas} replica${r.replicas > 1n ? "s" : ""} x ${fmtInt(r.perReplica)})`],
+        ["max concurrent sessions (bytes alone)", `${fmtInt(r.maxSequences)} (${r.replicas} replica${r.replicas > 1n ? "s" : ""} x ${fmtInt(r.perReplica)})`],
         [`max context at ${s.sessions} sessions per replica`, r.maxContext ? `${fmtInt(r.maxContext)} tokens` : "none fits"],
         ["decode step at full batch", r.bound !== null ? `>= ${fixedNumber(r.bound * 1e3, 2)} ms` : "-"],
       ];

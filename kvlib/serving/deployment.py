@@ -525,8 +525,9 @@ class Deployment:
         """
         return context_search.max_context(self, sequences, limit)
 
-    def plan(self, context: int):
-        """The :class:`~kvlib.serving.plan.Plan` for sequences of ``context`` tokens."""
+    def plan(self, context: int, sessions: str = "vllm"):
+        """The :class:`~kvlib.serving.plan.Plan` for sequences of ``context`` tokens;
+        sessions "vllm" (vLLM's allocator) or "bytes" (bytes alone: notebook 06's formula)."""
         from kvlib.serving.plan import make_plan  # plan.py builds on this module
 
-        return make_plan(self, context)
+        return make_plan(self, context, sessions)

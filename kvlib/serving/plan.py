@@ -112,29 +112,35 @@ class Plan:
 
 
 
-def make_plan(dep: Deployment, context: int) -> Plan:
-    """Budget, cache per sequence, sequence count and decode bound of ``dep`` at ``context``."""
+def make_plan(dep: Deployment, context: int, sessions: str = "vllm") -> Plan:
+    """Budget, cache per sequence, sequence count and decode bound of ``dep`` at ``context``.
+
+    sessions: "vllm" (default) counts what vLLM's allocator carries, in its blocks, with the
+    bytes per sequence of its pages; "bytes" counts budget // (cache + state bytes), the
+    formula notebook 06 builds up and its explorer (in the notebook and the book) follows."""
     context = validate.positive_int("context", context)
+    if sessions not in ("vllm", "bytes"):
+        raise ValueError(f"sessions must be vllm or bytes, got {sessions!r}")
     gpu = dep.gpu
     usable, budget = dep.usable_bytes_per_gpu, dep.kv_budget_bytes_per_gpu
     notes = [_budget_note(dep)] + list(dep.model.assumptions)
-    layout, vllm = _vllm(dep, context, budget, notes)
+    engine, vllm = _vllm(dep, context, budget, notes)
     draft_per_seq = dep.draft_kv_per_sequence(context)
     state = dep.state_bytes_per_sequence_per_gpu
     # a decode step reads every live cache and reads (and writes) every state
     live = dep.kv_bytes_per_sequence_per_gpu(context, block_size=1) + state
     bytes_alone = max(0, budget) // (dep.kv_bytes_per_sequence_per_gpu(context) + state)
-    if layout is not None:
+    if engine is not None and sessions == "vllm":
         # one layout for the whole plan: the sessions, the bytes per sequence and the logged
         # concurrency all come from vLLM's pages and blocks (one row size, one block size)
-        hold = layout.holding(context)
-        kinds = [g.kind in STATE_KINDS for g in layout.groups]
+        hold = engine.holding(context)
+        kinds = [g.kind in STATE_KINDS for g in engine.groups]
         state = sum(n for n, st in zip(hold.by_group, kinds, strict=True) if st) \
-            * layout.bytes_per_block
+            * engine.bytes_per_block
         per_seq = sum(n for n, st in zip(hold.by_group, kinds, strict=True) if not st) \
-            * layout.bytes_per_block
-        per_replica = layout.sessions(budget, context)
-        block_size, basis = layout.block_size, "vllm"
+            * engine.bytes_per_block
+        per_replica = engine.sessions(budget, context)
+        block_size, basis = engine.block_size, "vllm"
     else:
         per_seq = dep.kv_bytes_per_sequence_per_gpu(context)
         per_replica, block_size, basis = bytes_alone, dep.block_size, "bytes"
@@ -161,12 +167,12 @@ def make_plan(dep: Deployment, context: int) -> Plan:
                   f"overhead {_gb(dep.overhead_bytes_per_gpu)} = {_gb(fixed)} per GPU exceed "
                   f"the usable {_gb(usable)} ({how}); use "
                   f"more tensor parallelism, smaller weights or a larger GPU")
-    elif layout is not None and vllm["vllm_needed_bytes"] > budget - layout.bytes_per_block:
+    elif engine is not None and vllm["vllm_needed_bytes"] > budget - engine.bytes_per_block:
         fits = False
         longest = vllm["vllm_max_model_len"]
         reason = (f"vLLM {dep.vllm} would refuse to start: to serve one request of "
                   f"{context:,} tokens it needs {_gib(vllm['vllm_needed_bytes'])} of KV cache, "
-                  f"more than the {_gib(max(0, budget - layout.bytes_per_block))} it has "
+                  f"more than the {_gib(max(0, budget - engine.bytes_per_block))} it has "
                   "(the budget less the null block; v1/core/kv_cache_planning.py:99-131)"
                   + (f"; the longest context that fits is {longest:,} tokens (its own search)"
                      if longest else ""))
@@ -192,8 +198,9 @@ def make_plan(dep: Deployment, context: int) -> Plan:
     notes += _weights_notes(dep)
     notes += _kv_format_notes(dep)
     if basis == "bytes":
-        notes.append("sessions: by bytes alone (budget // (cache + state)), vLLM's layout "
-                     "not computed")
+        notes.append("sessions: by bytes alone (budget // (cache + state))"
+                     + (", vLLM's layout not computed" if engine is None else
+                        f"; vLLM's allocator carries {engine.sessions(budget, context):,}"))
     limit = dep.model.max_position_embeddings
     if limit is not None and context > limit:
         notes.append(f"context {context:,} exceeds the model's max_position_embeddings "

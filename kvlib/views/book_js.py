@@ -110,7 +110,11 @@ def js_formula(expr: sp.Expr) -> dict:
     swap = {s: sp.Symbol(f"{s.name}__n", positive=True, integer=True)
             / sp.Symbol(f"{s.name}__d", positive=True, integer=True) for s in fractional}
     num, den = sp.fraction(sp.together(expr.subs(swap)))
-    num, den = sp.factor(num), sp.factor(den)
+    # a rational coefficient (DeepSeek V4's entry: 584 / 64 bytes an element) moves its
+    # denominator to den, so both stay integer polynomials
+    (cn, pn), (cd, pd) = num.as_content_primitive(), den.as_content_primitive()
+    ratio = sp.Rational(cn) / sp.Rational(cd)
+    num, den = sp.factor(pn) * ratio.p, sp.factor(pd) * ratio.q
     printer = _BigIntPrinter()
     return {"args": [s.name for s in symbols], "fractional": [s.name for s in fractional],
             "num": printer.doprint(num), "den": printer.doprint(den)}

@@ -74,7 +74,9 @@ def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtyp
     spec, data = (load_model(model), None) if pasted is None else pasted
     d = Deployment(spec, gpu, gpus, tp, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
                    gpu_mem_util=gpu_mem_util, params=count, config=data, vllm=vllm)
-    return PlannerResult(d.plan(context), sessions, d.max_context(sessions),
+    # the explorer follows notebook 06's formula, sessions by bytes alone (the book's page
+    # computes the same in the browser); kvlib plan's headline is vLLM's allocator
+    return PlannerResult(d.plan(context, sessions="bytes"), sessions, d.max_context(sessions),
                          spec.max_position_embeddings)
 
 
@@ -98,7 +100,7 @@ def render(r: PlannerResult) -> str:
         ("KV budget", gb(p.kv_budget_bytes_per_gpu)),
         (f"KV per {format_context(p.context)} session ({p.kv_dtype})",
          gb(p.kv_bytes_per_sequence_per_gpu)),
-        ("max concurrent sessions",
+        ("max concurrent sessions (bytes alone)",
          f"{p.max_sequences:,} ({p.replicas} replica{'s' if p.replicas > 1 else ''} x "
          f"{p.max_sequences_per_replica:,})"),
         (f"max context at {r.sessions} sessions per replica",
