@@ -68,7 +68,8 @@ STATE_EXAMPLES = {
 
 # Capacity (notebook 06): (label, model, GPU, GPUs, TP, context, options) for two plans each.
 CAPACITY_EXAMPLES = [
-    ("Llama 3.1 70B on 4 x H200, TP 4, 131,072 tokens (blog post A's example)",
+    ("Llama 3.1 70B on 4 x H200, TP 4, 131,072 tokens (blog post A's node; the post sizes "
+     "Llama 3 70B on one 564 GB pool)",
      "llama-3.1-70b", "H200", 4, 4, 131_072, {}),
     ("Qwen3 32B on 2 x H100 80GB, TP 2, fp8 cache, 65,536 tokens",
      "qwen3-32b", "H100-80GB", 2, 2, 65_536, {"kv_dtype": "fp8"}),

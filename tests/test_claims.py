@@ -249,9 +249,14 @@ def test_four_bit_overheads_by_hand():
         llama, 1, "int4", block_size=1, scales=KVScales("g128", Fraction(4), 128)) == 87_040
     assert f"{16 / 4.5:.3f}" == "3.556" and f"{16 / 4.25:.3f}" == "3.765"
     shown = _outputs("06_capacity_planning.ipynb")
-    assert "NVFP4 per-16-fp8" in shown and "92,160 B per token" in shown
-    assert "87,040 B per token" in shown and "4.250 bits/element" in shown
-    assert "int4  per-16-fp8" not in shown
+    assert kv_bytes_per_sequence_per_gpu(llama, 1, "nvfp4", block_size=1) == 92_160
+    assert kv_bytes_per_sequence_per_gpu(llama, 1, "int4_per_token_head", block_size=1) \
+        == 80 * 8 * 2 * (64 + 4) == 87_040  # fp32 scale (zero point inside) per head, K and V
+    assert "nvfp4" in shown and "92,160 B per token" in shown
+    assert "int4_per_token_head" in shown and "87,040 B per token" in shown
+    assert "4.250 bits/element" in shown
+    assert "int4  per-16-fp8" not in shown and "GPTQ and AWQ use" in _markdown(
+        "06_capacity_planning.ipynb")
     assert "3.6x with per-16" not in _markdown("06_capacity_planning.ipynb")
 
 

@@ -413,7 +413,6 @@ EXEMPT: dict[str, dict[str, object]] = {
         "40x": Shown("/39.75 |"),
         "1,536": Input("DeepSeek V2's moe_intermediate_size, a config value"),
         "15.38%": Computed(lambda: f"{8 / 52 * 100:.2f}%"),
-        "25%": Shown("+25.00% over plain 4-bit"),
     },
     "07_hybrid_models.ipynb": {
         "536 tokens": Computed(_qwen3_next_tokens_per_state_page),

@@ -151,8 +151,8 @@ def test_the_blog_post_section_quotes_kvlib():
         f"({g['hidden_size']} against {g['num_attention_heads']} x {g['head_dim']}) it "
         f"over-estimates by {over:.0%}",
         f"bf16 weights alone are {fmt_bytes(weights, 'GB')}",
-        f"MHA ({fmt_bytes(mha_seq, 'GB')}); one 128K sequence of the real, GQA model is "
-        f"{fmt_bytes(seq, 'GB')}, under a third",
+        f"one 128K sequence of the real, GQA model is {fmt_bytes(seq, 'GB')},",
+        f"under a third of the bf16 weights, and {-(-weights // seq)} of them pass the weights",
         f"Gemma 3 27B caches {gemma.kv_bytes_per_token(2) / llama.kv_bytes_per_token(2):.2f}x more "
         "per token than Llama 3 70B",
         f"it is {fmt_bytes(ds.kv_bytes_per_token(2), 'KiB')}",
