@@ -167,7 +167,7 @@ def make_plan(dep: Deployment, context: int, sessions: str = "vllm") -> Plan:
                   f"overhead {_gb(dep.overhead_bytes_per_gpu)} = {_gb(fixed)} per GPU exceed "
                   f"the usable {_gb(usable)} ({how}); use "
                   f"more tensor parallelism, smaller weights or a larger GPU")
-    elif engine is not None and vllm["vllm_needed_bytes"] > budget - engine.bytes_per_block:
+    elif basis == "vllm" and vllm["vllm_needed_bytes"] > budget - engine.bytes_per_block:
         fits = False
         longest = vllm["vllm_max_model_len"]
         reason = (f"vLLM {dep.vllm} would refuse to start: to serve one request of "
