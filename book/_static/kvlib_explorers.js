@@ -616,12 +616,11 @@
     render(s, r) {
       const fc = formatContext(s.context);
       const rows = [
-        ["vLLM release (budget rule)", `${r.release} (${r.rule})`],
         [r.basis === "cuda" ? "memory per GPU (CUDA total)" : "memory per GPU (datasheet)", gb(r.total)],
         [`usable (x ${gFormat(toDouble(r.util))})`, gb(r.usable)],
         [`weights (${esc(r.label)}, / TP ${s.tp})`, gb(r.weights)],
         ["activations, NCCL, graphs", gb(r.overhead)],
-        ["KV budget", gb(r.budget)],
+        [`KV budget (vLLM ${r.release}, ${r.rule})`, gb(r.budget)],
         [`KV per ${fc} session (${s.kv_dtype})`, gb(r.perSeq)],
         ["max concurrent sessions (bytes alone)", `${fmtInt(r.maxSequences)} (${r.replicas} replica${r.replicas > 1n ? "s" : ""} x ${fmtInt(r.perReplica)})`],
         [`max context at ${s.sessions} sessions per replica`, r.maxContext ? `${fmtInt(r.maxContext)} tokens` : "none fits"],

@@ -91,13 +91,12 @@ def render(r: PlannerResult) -> str:
         return fmt_bytes(n, next((u for u in ("GB", "MB", "KB") if n >= UNITS[u]), "B"))
 
     rows = [
-        ("vLLM release (budget rule)", f"{p.vllm} ({p.budget_rule})"),
         ("memory per GPU (CUDA total)" if p.memory_basis == "cuda"
          else "memory per GPU (datasheet)", gb(p.total_memory_bytes_per_gpu)),
         (f"usable (x {float(p.gpu_mem_util):g})", gb(p.usable_bytes_per_gpu)),
         (f"weights ({p.weight_dtype}, / TP {p.tp})", gb(p.weights_bytes_per_gpu)),
         ("activations, NCCL, graphs", gb(p.overhead_bytes_per_gpu)),
-        ("KV budget", gb(p.kv_budget_bytes_per_gpu)),
+        (f"KV budget (vLLM {p.vllm}, {p.budget_rule})", gb(p.kv_budget_bytes_per_gpu)),
         (f"KV per {format_context(p.context)} session ({p.kv_dtype})",
          gb(p.kv_bytes_per_sequence_per_gpu)),
         ("max concurrent sessions (bytes alone)",
