@@ -2,16 +2,40 @@
 
 import json
 import re
+import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ROOT = Path(__file__).parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
+def _committed(path: Path) -> str | None:
+    """The notebook as committed (``git show HEAD:...``), or None outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "show", f"HEAD:notebooks/{path.name}"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
 def _load(path):
-    return json.loads(path.read_text(encoding="utf-8"))
+    """What is committed: a learner who runs and saves a notebook in JupyterLab (autosave
+    does) changes the working copy, and the tests a learner runs must not fail for that
+    (issue 36). Such a notebook is named in a warning; a clean clone (CI) is the commit."""
+    text = path.read_text(encoding="utf-8")
+    committed = _committed(path)
+    if committed is not None and committed != text:
+        warnings.warn(f"notebooks/{path.name} differs from the committed notebook (saved in "
+                      "JupyterLab?): these checks read the committed one; `git diff "
+                      f"notebooks/{path.name}` shows what changed, `git checkout` restores it",
+                      stacklevel=2)
+        text = committed
+    return json.loads(text)
 
 
 def test_all_seven_notebooks_exist_in_order():
@@ -151,3 +175,19 @@ def test_the_scan_catches_machine_dependent_outputs(tmp_path):
     assert [f.split(":")[0] for f in found] == ["cell 0", "cell 1", "cell 2", "cell 3", "cell 4",
                                                 "cell 8"]
     assert "6e-16" in found[0] and "1.362939532694" in found[2]
+
+
+def test_a_saved_working_copy_is_named_not_failed(tmp_path):
+    """A notebook saved in Lab (new metadata, widget state) differs from the commit: the
+    checks read the commit and a warning names the file."""
+    path = NOTEBOOKS[0]
+    committed = _committed(path)
+    if committed is None:
+        pytest.skip("not a git checkout: nothing committed to compare with")
+    saved = json.loads(committed)
+    saved["metadata"]["widgets"] = {"state": {}}  # what JupyterLab stores on save
+    copy = tmp_path / path.name  # the same name: _committed finds the same notebook
+    copy.write_text(json.dumps(saved), encoding="utf-8")
+    with pytest.warns(UserWarning, match=f"notebooks/{path.name} differs"):
+        nb = _load(copy)
+    assert "widgets" not in nb["metadata"]
