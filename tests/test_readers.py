@@ -30,6 +30,7 @@ EXPECTED = {
 }
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
 UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1", "granite_hybrid", "laguna",
+             "kolibri", "ergo",  # tests/test_kv_reuse_families.py
              "deepseek_v4"}  # tests/test_deepseek_v4.py reads the published V4 configs
 
 
