@@ -313,8 +313,7 @@ def test_figure_labels_say_blog_post_a():
 
 
 def test_readme_and_docs_attribute_table_3_to_blog_post_a():
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split(
-        "## What two popular blog posts get right and wrong")[1].split("\n## ")[0]
+    section = " ".join((ROOT / "docs/posts.md").read_text(encoding="utf-8").split())
     assert "DeepSeek V2 at 60 KiB per token** is its own arithmetic (the paper's Table 3" in section
     models = (ROOT / "docs/models.md").read_text(encoding="utf-8")
     assert "reproduces the paper's Table 3" not in models and "paper vs corrected]" not in models
@@ -343,8 +342,8 @@ def test_the_draft_claim_is_blog_post_b():
     # Blog post B (the estimator post) says a 7B draft adds "about 10-15%" of the target's KV.
     capacity = (ROOT / "docs/capacity.md").read_text(encoding="utf-8")
     assert "blog post A's 10-15%" not in capacity and "blog post B's 10-15%" in capacity
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "Post B's draft model** (\"a 7B draft adds 10-15% of the target's KV\")" in readme
+    posts = (ROOT / "docs/posts.md").read_text(encoding="utf-8")
+    assert "Post B's draft model** (\"a 7B draft adds 10-15% of the target's KV\")" in posts
     assert "Blog post B says \"a 7B draft" in _markdown("06_capacity_planning.ipynb")
     assert Fraction(32 * 8 * 128, 80 * 8 * 128) == Fraction(2, 5)  # Llama 3.1 8B over 70B: 40%
 

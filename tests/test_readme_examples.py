@@ -77,8 +77,9 @@ def test_the_matcher():
 
 
 def test_prose_quotes_the_plan():
-    """README's and docs/capacity.md's sentences about blog post A's 4 x H200 example: vLLM
-    0.33.0's profiled rule (the post's arithmetic, made exact), and the default release's."""
+    """docs/posts.md's, README's and docs/capacity.md's sentences about blog post A's 4 x H200
+    example: vLLM 0.33.0's profiled rule (the post's arithmetic, made exact), and the default
+    release's."""
     d = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, vllm="0.33.0")
     d34 = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4)
     assert d34.vllm == "0.34.0"
@@ -86,13 +87,13 @@ def test_prose_quotes_the_plan():
                        vllm="0.33.0")
     n, exact = d.max_sequences_per_replica(131072), d.sessions(131072)
     n34 = d34.max_sequences_per_replica(131072)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    posts = " ".join(readme.split())
+    posts = " ".join((ROOT / "docs/posts.md").read_text(encoding="utf-8").split())
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert (f"Counted, with vLLM 0.33.0's `gpu_memory_utilization` ({float(d.gpu_mem_util):g}), "
             f"the overhead and whole sessions, it is {n}") in posts
     assert (f"vLLM 0.34.0's measured budget {'also ' if n34 == n else ''}gives {n34}") in posts
     assert (f"`gpu_memory_utilization` resolves to {float(d34.gpu_mem_util):.1f} "
-            f"({float(d.gpu_mem_util):g} in 0.20.0-0.33.0") in posts
+            f"({float(d.gpu_mem_util):g} in 0.20.0-0.33.0") in readme
     capacity = (ROOT / "docs/capacity.md").read_text(encoding="utf-8")
     finds = " ".join(capacity.split("**What notebook 06 finds:**")[1].split())
     for said in (f"becomes **{n}** under vLLM 0.33.0's rule, once `gpu_memory_utilization` "
@@ -127,13 +128,12 @@ def test_docs_models_lists_every_bundled_model():
 
 
 def test_the_blog_post_section_quotes_kvlib():
-    """Every number README's section on the two blog posts states about a real model (issue 25),
-    recomputed; the posts' own figures (2.6 MB, 340 GB, 10-15%, ...) are quoted as theirs."""
+    """Every number docs/posts.md (once README's section) states about a real model (issues 25,
+    34), recomputed; the posts' own figures (2.6 MB, 340 GB, 10-15%, ...) are quoted as theirs."""
     from kvlib import bundled_config, fmt_bytes, load_model, simplified
     from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu
 
-    section = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split(
-        "## What two popular blog posts get right and wrong")[1].split("\n## ")[0].split())
+    section = " ".join((ROOT / "docs/posts.md").read_text(encoding="utf-8").split())
     llama, gemma, ds = (load_model(n) for n in ("llama-3.1-70b", "gemma-3-27b", "deepseek-v2"))
     token, seq = llama.kv_bytes_per_token(2), llama.kv_bytes_per_sequence(131072, 2)
     mha_seq = 2 * 80 * 8192 * 2 * 131072  # post B's formula, independent arithmetic
@@ -170,3 +170,13 @@ def test_the_blog_post_section_quotes_kvlib():
     assert bundled_config("deepseek-v2")["kv_lora_rank"] == 512
     assert simplified(ds).kv_bytes_per_token(2) == 60 * 512 * 2 == 60 * 1024  # post A: 60 KiB
     assert load_model("llama-3.1-8b").num_layers == 32 and llama.num_layers == 80
+
+
+def test_readme_is_short_and_links_the_posts():
+    """README keeps a summary of the two blog posts and links their page (issue 34)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150, len(readme.splitlines())
+    assert "](docs/posts.md)" in readme and (ROOT / "docs/posts.md").exists()
+    assert "What two popular blog posts get right and wrong" not in readme
+    for target in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / target).exists(), target
