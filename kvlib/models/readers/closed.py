@@ -289,6 +289,14 @@ def _switches(engine: Engine | None, obj: Mapping) -> frozenset[str]:
     return frozenset(s for s in set(_SWITCHED.values()) if s in keys or s in obj)
 
 
+def _refuse_if_set(path: str, key: str, value) -> None:
+    """A key that changes what the model is when set (encoder-decoder, ...): refused by name
+    unless its value says nothing (false, null, empty)."""
+    if says_something(value):
+        raise ValueError(f"{path}={_short(value)}: {_REFUSE_IF_SET[key]}; kvlib refuses rather "
+                         "than read the model without it")
+
+
 def _walk_known(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str],
                 ignored: list[str], engine: Engine, family: str, notes: list[str],
                 skip: frozenset[str] = frozenset()) -> None:
@@ -297,10 +305,8 @@ def _walk_known(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[st
     for key, value in obj.items():
         path = prefix + str(key)
         if key in _REFUSE_IF_SET:
-            if says_something(value):
-                raise ValueError(f"{path}={_short(value)}: {_REFUSE_IF_SET[key]}; kvlib "
-                                 "refuses rather than read the model without it")
-            continue
+            _refuse_if_set(path, key, value)
+            continue  # false, null or empty: a decoder-only model with all its heads
         if key in skip or path in seen or key in ignores or key in _OPAQUE:
             continue
         if key in MARKERS and not says_something(value):
@@ -334,9 +340,7 @@ def _walk(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str], n:
     for key, value in obj.items():
         path = prefix + str(key)
         if key in _REFUSE_IF_SET:
-            if says_something(value):
-                raise ValueError(f"{path}={_short(value)}: {_REFUSE_IF_SET[key]}; kvlib "
-                                 "refuses rather than read the model without it")
+            _refuse_if_set(path, key, value)
             continue  # false, null or empty: a decoder-only model with all its heads
         if key in skip:
             continue
