@@ -102,13 +102,21 @@ d_c = _count("d_c", "DeepSeek V4 key-value entry width (head_dim: one vector rea
              "value)", "elements", source="DeepSeek V4 (c)")
 m = _count("m", "tokens merged into one compressed entry (compress_ratios[i]: 4 or 128)",
            "tokens", source="DeepSeek V4 (m, m')")
+# Notebook 08's other ideas: a window of uncompressed tokens, the entries an indexer selects,
+# the overlap of a compressor's windows, and how many layers read one stored cache.
+N_W = _count("N_W", "tokens a sliding window keeps (sliding_window)", "tokens")
+N_top = _count("N_top", "entries the indexer selects per query (index_topk)", "entries",
+               source="DeepSeek (k of top-k)")
+c_o = _count("c_o", "compressor window overlap (2 for m = 4, whose windows overlap; else 1)",
+             source="vLLM (coff)")
+r_s = _count("r_s", "layers that read one stored cache (the sharing factor)")
 b_c = Symbol(sp.Symbol("b_c", positive=True), "bytes per convolution-state element", "bytes",
              "vLLM")
 b_s = Symbol(sp.Symbol("b_s", positive=True), "bytes per SSM / recurrent-state element",
              "bytes", "vLLM")
 
 STATE_SYMBOLS: tuple[Symbol, ...] = (d_conv, d_inner, d_state, N_sg, N_sh, d_sh, N_lk, N_lv,
-                                     d_lk, d_lv, d_I, d_c, m, b_c, b_s)
+                                     d_lk, d_lv, d_I, d_c, m, N_W, N_top, c_o, r_s, b_c, b_s)
 ALL_SYMBOLS: tuple[Symbol, ...] = SYMBOLS + STATE_SYMBOLS
 
 _BY_NAME = {s.name: s for s in ALL_SYMBOLS}

@@ -1,0 +1,75 @@
+"""Compressed, shared and selected caches (notebook 08), derived by SymPy from the tables.
+
+Three ideas of 2025-2026 change what a layer keeps. Each is an expression built from the
+tables' own rows (:mod:`kvlib.core.state_tables`, :mod:`kvlib.core.tables`); no byte count is
+typed here. All are bytes of one sequence of N_KV tokens (``b`` = 1 where the table already
+counts bytes):
+
+* **compressed** (DeepSeek V4, "DeepSeek-V4: Towards Highly Efficient Million-Token Context
+  Intelligence", DeepSeek-AI 2026, as vLLM 0.34.0 stores it): a layer with compression ratio m
+  keeps its last N_W tokens as they are (the window), one entry per m tokens
+  (floor(N_KV / m), :func:`kvlib.core.formulas.compressed`), and its compressor's running
+  state, c_o x m slots of 2 x c_o x d_c fp32 values (``vllm/model_executor/models/deepseek_v4/
+  compressor.py:156-158, 297-302``): :data:`WINDOW`, :data:`ENTRIES`, :data:`STATE`,
+  :data:`COMPRESSED_LAYER`. Past the window, per token it tends to (entry bytes) / m:
+  :data:`COMPRESSED_LIMIT`.
+* **selected** (DeepSeek V3.2's lightning indexer, arXiv:2512.02556; V4's m = 4 layers): the
+  indexer adds one small key per token, so memory grows (:data:`SELECTED_MEMORY_RATIO`), and a
+  decode step reads every indexer key but only N_top entries (:data:`DENSE_READS`,
+  :data:`SELECTED_READS`); their ratio tends to (indexer key bytes) / (entry bytes):
+  :data:`SELECTED_READS_LIMIT`.
+* **shared** (Gemma 3n and Gemma 4's ``num_kv_shared_layers``; transformers 5.25.0's
+  ``kv_source_layers``): a layer that reads another layer's cache stores none. When each stored
+  cache is read by r_s layers, the model stores N_L / r_s caches: memory divides by r_s exactly
+  (:data:`SHARED_MEMORY_RATIO`), while a decode step still reads one cache per layer
+  (:data:`SHARED_READS_RATIO` = 1).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from kvlib.core.formulas import COMPRESSOR, GQA, INDEXER, MLA_ROPE, V4, compressed
+from kvlib.core.notation import N_KV, N_L, N_W, N_top, b, c_o, d_c, m, r_s
+
+__all__ = ["ENTRY", "WINDOW", "ENTRIES", "STATE", "COMPRESSED_LAYER", "PAST_WINDOW",
+           "COMPRESSED_LIMIT", "DENSE_READS", "SELECTED_READS", "SELECTED_READS_LIMIT",
+           "SELECTED_MEMORY_RATIO", "SHARED", "SHARED_MEMORY_RATIO", "SHARED_READS_RATIO",
+           "per_token_limit"]
+
+T, W, L = N_KV.symbol, N_W.symbol, N_L.symbol
+
+# ------------------------------------------------------------------ compressed (DeepSeek V4)
+ENTRY = V4.symbolic.elements_per_token_layer  # bytes of one fp8_ds_mla entry (its table: b = 1)
+WINDOW = V4.symbolic.bytes_per_sequence.subs({b.symbol: 1, T: sp.Min(T, W)})
+ENTRIES = compressed(V4).subs(b.symbol, 1)
+# the compressor's window: c_o x m tokens, each 2 x (c_o x d_c) fp32 values (its table's rows)
+STATE = COMPRESSOR.symbolic.bytes_per_sequence.subs(
+    {b.symbol: 1, T: c_o.symbol * m.symbol, d_c.symbol: c_o.symbol * d_c.symbol},
+    simultaneous=True)
+COMPRESSED_LAYER = WINDOW + ENTRIES + STATE
+# past the window (N_KV >= N_W) the window term is a constant, which a limit can handle
+PAST_WINDOW = COMPRESSED_LAYER.subs(sp.Min(T, W), W)
+
+
+def per_token_limit(expr: sp.Expr) -> sp.Expr:
+    """lim_{N_KV -> oo} expr / N_KV: what one more token costs at long context (bytes)."""
+    return sp.limit(expr / T, T, sp.oo)
+
+
+COMPRESSED_LIMIT = per_token_limit(PAST_WINDOW)
+
+# ------------------------------------------------------------------ selected (an indexer)
+_LATENT = MLA_ROPE.symbolic.bytes_per_token  # one token's latent + RoPE key, all N_L layers
+_KEY = INDEXER.symbolic.bytes_per_token.subs(b.symbol, 1)  # one token's indexer keys
+DENSE_READS = T * _LATENT  # a dense decode step reads every cached latent
+SELECTED_READS = T * _KEY + sp.Min(T, N_top.symbol) * _LATENT
+SELECTED_READS_LIMIT = per_token_limit(SELECTED_READS.subs(sp.Min(T, N_top.symbol),
+                                                           N_top.symbol)) / (_LATENT)
+SELECTED_MEMORY_RATIO = sp.cancel((_LATENT + _KEY) / _LATENT)
+
+# ------------------------------------------------------------------ shared (cross-layer KV)
+# N_L layers, each stored cache read by r_s of them: N_L / r_s caches are stored
+SHARED = GQA.symbolic.bytes_per_sequence.subs(L, L / r_s.symbol)
+SHARED_MEMORY_RATIO = sp.cancel(GQA.symbolic.bytes_per_sequence / SHARED)
+SHARED_READS_RATIO = sp.Integer(1)  # every layer still attends over one full cache per step
