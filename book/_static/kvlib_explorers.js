@@ -48,7 +48,9 @@
     for (const [k, x] of Object.entries(g.sizes)) v[k] = parse(x);
     return v;
   }
-  const cachedTokens = (g, T) => (g.window !== null && BigInt(g.window) < T ? BigInt(g.window) : T);
+  // kvlib.models.spec.LayerGroup.cached_tokens: a compressed group keeps floor(T / m) entries
+  const cachedTokens = (g, T) => (g.ratio ? T / BigInt(g.ratio)
+    : g.window !== null && BigInt(g.window) < T ? BigInt(g.window) : T);
   function groupBytesPerToken(g, b) {
     return isGrowing(g) ? evaluate(`${g.attention}.bytes_per_token`,
       groupValues(g, { N_L: BigInt(g.layers), b })) : ZERO;

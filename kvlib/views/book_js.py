@@ -141,7 +141,8 @@ def _rope() -> dict:
 
 def _group(g) -> dict:
     return {"kind": str(g.kind), "layers": g.layers, "attention": g.attention,
-            "sizes": {k: _number(v) for k, v in g.sizes.items()}, "window": g.window}
+            "sizes": {k: _number(v) for k, v in g.sizes.items()}, "window": g.window,
+            "ratio": g.ratio}
 
 
 def _planner() -> dict:
@@ -231,7 +232,7 @@ def data() -> dict:
             "num_layers": spec.num_layers,
             "groups": [{"kind": str(g.kind), "layers": g.layers, "attention": g.attention,
                         "sizes": {k: _number(v) for k, v in g.sizes.items()},
-                        "window": g.window} for g in spec.groups],
+                        "window": g.window, "ratio": g.ratio} for g in spec.groups],
         }
     return {
         "models": models,
