@@ -79,6 +79,12 @@ def expected_bytes_per_token(cfg):
         g = t.get("num_global_key_value_heads") if t.get("attention_k_eq_v", True) else None
         return (_kv_plain(t, full, g or t["num_key_value_heads"], t.get("global_head_dim", 512))
                 + _kv_plain(t, sliding))
+    if mt in ("minimax_m3", "minimax_m3_vl"):  # vllm/models/minimax_m3/nvidia/model.py
+        # every layer K and V (num_key_value_heads x head_dim); a sparse layer
+        # (sparse_attention_freq[i] = 1) adds one bf16 index key of sparse_index_dim per token
+        # (common/indexer.py:155-163: MLAAttentionSpec, one head)
+        s = t["sparse_attention_config"]
+        return _kv_plain(t, n) + sum(s["sparse_attention_freq"]) * s["sparse_index_dim"] * 2
     if mt == "nemotron_h":  # attention layers only ("*" / "attention"); head_dim default 128
         pattern = t.get("layers_block_type") or list(t["hybrid_override_pattern"])
         attn = sum(x in ("*", "attention") for x in pattern)
@@ -106,7 +112,7 @@ def expected_bytes_per_token(cfg):
 # (transformers 5.25.0 does not recognize it; seen with tests/oracle/engine): refused
 READ = sorted(k for k, v in CORPUS.items()
               if not v["config"].get("model_type", "").startswith("deepseek_ref")
-              and "MiniMax-M3" not in k and "Muse-Glimmer" not in k)
+              and "Muse-Glimmer" not in k)
 REFUSED = sorted(set(CORPUS) - set(READ))
 
 
@@ -118,6 +124,19 @@ def test_the_corpus_is_large_and_sourced():
         assert len(src["blob"]) == 40 and src["path"].endswith(f"{name}_config.json")
 
 
+def test_minimax_m3_by_hand():
+    """MiniMax M3 (both published files: the text-only one and NVIDIA's NVFP4 wrapper): 60
+    layers of 4 KV heads x 128 for K and V, and 57 sparse layers (sparse_attention_freq: three
+    0s, then 1s) each with one 128-wide index key in bf16, whatever the KV dtype."""
+    kv = 60 * 2 * 4 * 128  # elements per token: 61,440
+    index = 57 * 128 * 2  # bytes per token: 14,592
+    for name in ("MiniMaxAI--MiniMax-M3", "nvidia--MiniMax-M3-NVFP4"):
+        s = read_config(CORPUS[name]["config"])
+        assert s.kv_bytes_per_token(2) == kv * 2 + index == 137_472
+        assert s.kv_bytes_per_token(1) == kv + index == 76_032  # an fp8 KV cache
+        assert s.num_layers == 60
+
+
 @pytest.mark.parametrize("name", READ)
 def test_read_exactly(name):
     cfg = CORPUS[name]["config"]
@@ -127,7 +146,7 @@ def test_read_exactly(name):
 
 @pytest.mark.parametrize("name", REFUSED)
 def test_refused_by_a_key_the_engine_reads(name):
-    """SGLang's DeepSeek V4 copies (model_type deepseek_ref), MiniMax M3 and Muse Glimmer: refused,
+    """SGLang's DeepSeek V4 copies (model_type deepseek_ref) and Muse Glimmer: refused,
     naming one key; where an engine knows the family the key is one engine_keys.json says it
     reads (this family's or, for a key whose name says cache, another's); else the word rule
     names why."""

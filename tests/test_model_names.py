@@ -36,3 +36,18 @@ def test_a_folder_is_named_by_its_whole_name(tmp_path: Path):
     assert load_model(str(folder)).name == "mistral-v0.3"
     assert load_model(folder).name == "mistral-v0.3"
     assert load_model(str(folder / "config.json")).name == "mistral-v0.3"
+
+
+def test_the_reader_names_a_folder_by_its_whole_name(tmp_path: Path, monkeypatch):
+    """parse_config / read_config given a folder (not only load_model): 'mistral-v0.3', not the
+    stem 'mistral-v0'; '.' and a bare 'config.json' in that folder name it too."""
+    from kvlib import parse_config, read_config
+
+    folder = tmp_path / "mistral-v0.3"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(bundled_config("llama-3.1-8b")))
+    assert parse_config(folder).name == "mistral-v0.3"
+    assert read_config(str(folder)).name == "mistral-v0.3"
+    monkeypatch.chdir(folder)
+    assert parse_config(".").name == "mistral-v0.3"
+    assert parse_config("config.json").name == "mistral-v0.3"

@@ -31,7 +31,8 @@ EXPECTED = {
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
 UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1", "granite_hybrid", "laguna",
              "kolibri", "ergo",  # tests/test_kv_reuse_families.py
-             "deepseek_v4"}  # tests/test_deepseek_v4.py reads the published V4 configs
+             "deepseek_v4",  # tests/test_deepseek_v4.py reads the published V4 configs
+             "minimax_m3"}  # tests/test_minimax_m3.py, tests/test_config_corpus_2026.py
 
 
 def test_each_bundled_model_is_read_by_its_family_module():

@@ -173,6 +173,18 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
     _m("minimax-m2.7", "MiniMax-M2.7", "MiniMaxAI/MiniMax-M2.7", 230e9,
        "230B total, 10B active, MiniMax-M2's model card (M2.7 keeps its architecture)", 10e9,
        copy=f"{_AIC.replace('@095f58a5', '@69386f5f')}, blob ba213004c5c8"),
+    # Issue 33: DeepSeek V4's compressed attention (notebook 08), byte-for-byte copies from the
+    # same mirror (tests/fixtures/configs/corpus-2026.json.gz holds them with their source)
+    _m("deepseek-v4-flash", "DeepSeek V4-Flash", "deepseek-ai/DeepSeek-V4-Flash", 284e9,
+       "284B total, 13B active, DeepSeek's announced figures (kvlib has no parameter counter "
+       "for deepseek_v4; not checked against the card)", 13e9,
+       copy=f"{_AIC.replace('@095f58a5', '@ab0e2834')} (src/aiconfigurator/model_configs/), "
+            "blob e78680334c31"),
+    _m("deepseek-v4-pro", "DeepSeek V4-Pro", "deepseek-ai/DeepSeek-V4-Pro", 1.6e12,
+       "1.6T total, 49B active, DeepSeek's announced figures (kvlib has no parameter counter "
+       "for deepseek_v4; not checked against the card)", 49e9,
+       copy=f"{_AIC.replace('@095f58a5', '@ab0e2834')} (src/aiconfigurator/model_configs/), "
+            "blob b282a14e3f5f"),
 )}
 
 
@@ -295,9 +307,6 @@ def load_model(name_or_path) -> ModelSpec:
         return spec
     if isinstance(name_or_path, str) and not _looks_like_path(name_or_path):
         raise _unknown(name_or_path)
-    if isinstance(name_or_path, (str, Path)) and Path(name_or_path).is_dir():
-        # a model's folder is named by its whole name ('mistral-v0.3', not 'mistral-v0')
-        return read_config(name_or_path, name=Path(name_or_path).resolve().name)
     if isinstance(name_or_path, str) and name_or_path.count("/") == 1 \
             and not name_or_path.endswith(".json") and not Path(name_or_path).exists():
         close = difflib.get_close_matches(_core(name_or_path.split("/")[1])[0],

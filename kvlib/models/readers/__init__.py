@@ -48,6 +48,7 @@ from kvlib.models.readers import (  # noqa: F401
     llama,
     llama4,
     mimo_v2,
+    minimax_m3,
     mistral,
     nemotron_h,
     nemotron_nas,
@@ -70,7 +71,9 @@ def _name(cfg: dict, source, text: Fields) -> str:
     if isinstance(cfg.get("_name_or_path"), str) and cfg["_name_or_path"]:
         return cfg["_name_or_path"]
     if isinstance(source, str | Path) and not isinstance(source, Mapping):
-        p = Path(source)
+        p = Path(source).resolve()  # "." and "config.json" in the working folder too
+        if p.is_dir():  # a model's folder, named by its whole name ('mistral-v0.3')
+            return p.name or p.stem
         return p.parent.name if p.name == "config.json" and p.parent.name else p.stem
     archs = cfg.get("architectures")
     if isinstance(archs, list) and archs and isinstance(archs[0], str):
