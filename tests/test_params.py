@@ -20,6 +20,7 @@ PUBLISHED = {
     "llama-3-70b": (70_553_706_496, "total", "HF safetensors, meta-llama/Meta-Llama-3-70B"),
     "llama-3.1-70b": (70_553_706_496, "total", "HF safetensors, meta-llama/Llama-3.1-70B"),
     "llama-3.1-8b": (8_030_261_248, "total", "HF safetensors, meta-llama/Llama-3.1-8B"),
+    "llama-2-7b": (6_738_415_616, "total", "HF safetensors, meta-llama/Llama-2-7b-hf"),
     "gemma-3-27b": (27_432_406_640, "total", "HF safetensors, google/gemma-3-27b-it "
                     "(SigLIP tower and projector included)"),
     "deepseek-v2": (235_741_434_880, "total", "HF safetensors, deepseek-ai/DeepSeek-V2"),
@@ -65,8 +66,12 @@ PUBLISHED = {
     "minimax-m2.7": (229e9, "total", "MiniMaxAI/MiniMax-M2.7 Hugging Face page: 229B; MiniMax-M2's "
                      "model card: 230B total, 10B active"),
 }
-# Bundled families kvlib reads the cache of but has no parameter counter for: none today
-UNCOUNTED: dict[str, str] = {}
+# Bundled families kvlib reads the cache of but has no parameter counter for
+UNCOUNTED: dict[str, str] = {
+    "gemma-3n-e4b": "gemma3n: per-layer embeddings, AltUp and LAuReL blocks are not counted",
+    "deepseek-v4-flash": "deepseek_v4: compressors, indexers and hyper-connections not counted",
+    "deepseek-v4-pro": "deepseek_v4: compressors, indexers and hyper-connections not counted",
+}
 # Only a rounded figure exists for the total: a whole billion (truncated), a whole trillion
 ROUNDED = {"llama-3.3-nemotron-super-49b", "kimi-k2.5"}
 

@@ -27,11 +27,12 @@ EXPECTED = {
     "mimo-v2-flash": "mimo_v2",
     "glm-5.2": "deepseek",
     "kimi-k2.5": "deepseek",
+    "deepseek-v4-flash": "deepseek_v4", "deepseek-v4-pro": "deepseek_v4",
+    "llama-2-7b": "llama", "gemma-3n-e4b": "gemma4",
 }
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
 UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1", "granite_hybrid", "laguna",
              "kolibri", "ergo",  # tests/test_kv_reuse_families.py
-             "deepseek_v4",  # tests/test_deepseek_v4.py reads the published V4 configs
              "minimax_m3"}  # tests/test_minimax_m3.py, tests/test_config_corpus_2026.py
 
 

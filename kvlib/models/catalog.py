@@ -185,6 +185,17 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
        "for deepseek_v4; not checked against the card)", 49e9,
        copy=f"{_AIC.replace('@095f58a5', '@ab0e2834')} (src/aiconfigurator/model_configs/), "
             "blob b282a14e3f5f"),
+    # Notebook 08's comparison: plain MHA, and a model whose later layers share earlier caches
+    _m("llama-2-7b", "Llama 2 7B", "meta-llama/Llama-2-7b-hf", 6.74e9,
+       "6.74B, the count shown on the model page (every layer MHA: 32 KV heads of 32)",
+       copy=f"{_AIC.replace('@095f58a5', '@38028ec8')} (src/aiconfigurator/model_configs/"
+            "meta-llama--Llama-2-7b-hf_config.json), blob 611075355b09; re-serialised"),
+    _m("gemma-3n-e4b", "Gemma 3n E4B", "google/gemma-3n-E4B", 8e9,
+       "8B raw, 4B effective, Google's model card figures (per-layer embeddings kept off the "
+       "accelerator make the difference)", 4e9,
+       copy="no public copy of the Hub file found: written from transformers 5.25.0's "
+            "Gemma3nConfig() defaults, which its docstring gives as google/gemma-3n-E4B's "
+            "(models/gemma3n/configuration_gemma3n.py:34, 96-124)"),
 )}
 
 
