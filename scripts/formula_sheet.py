@@ -15,7 +15,7 @@ from pathlib import Path
 import sympy as sp
 
 from kvlib.core.formulas import GQA, KINDS, STATES
-from kvlib.core.notation import ALL_SYMBOLS, N_g
+from kvlib.core.notation import ALL_SYMBOLS, N_g, by_name
 from kvlib.core.units import auto_unit, describe
 from kvlib.models.catalog import BUNDLED, load_model
 from kvlib.serving import capacity_formulas as cf
@@ -87,7 +87,7 @@ def _readable(n_bytes: int) -> str:
 def _capacity() -> list[str]:
     """Notebook 06's three capacity formulas, as SymPy expressions built on the GQA cache
     formula, each with two plans from kvlib's planner that the formula must reproduce."""
-    TP = sp.Symbol("TP", positive=True)
+    TP = by_name("TP").symbol
     per_gpu = GQA.symbolic.bytes_per_token.subs(N_g.symbol, N_g.symbol / sp.Min(TP, N_g.symbol))
     u, M, W, O, S, R, B, K, BW = (cf.SYMBOLS[k] for k in ("u", "M", "W", "O", "S", "R", "B",
                                                           "K", "BW"))
@@ -138,7 +138,7 @@ def _capacity() -> list[str]:
               rf"$$t_{{step}} \ge {sp.latex(cf.STEP, order='none')}$$", "",
               "Symbols: $R_W$ the weight bytes one GPU reads per step (not the input "
               "embedding, a lookup of one row per token; an MoE reads only the experts its "
-              "batch routes to); $B$ the sessions decoding together; $K$ one session's cache "
+              "batch routes to); $B$ the sessions decoding together; $R_{KV}$ one session's cache "
               "bytes read per step on one GPU; $BW$ the "
               "GPU's memory bandwidth (bytes/s, its datasheet). Reading is the floor: the "
               "arithmetic and the kernels' overheads only add to it.", ""]
@@ -194,13 +194,13 @@ def sheet() -> str:
             "Indexer": " The indexer is stored as bytes (fp8 keys and fp32 scales): b = 1 "
                        "whatever the KV dtype.",
             "V4 entry": " Stored as bytes in vLLM 0.34.0's fp8_ds_mla layout: b = 1 whatever "
-                        "the KV dtype. A compressed layer keeps floor(T / m) entries.",
+                        "the KV dtype. A compressed layer keeps $\\lfloor N_{KV} / m \\rfloor$ entries.",
             "Compressor state": " Stored as bytes (fp32): b = 1; vLLM keeps a window of "
                                 "2 m (m = 4) or m tokens.",
         }.get(kind, "")
         lines += [f"### {kind}", "", f"$$\\text{{bytes per token}} = {sp.latex(expr)}$$", "",
                   f"Symbols: {_symbols(expr)}. One sequence of $N_{{KV}}$ tokens: times "
-                  f"$N_{{KV}}$ (a sliding window W keeps min(T, W)).{stored}", ""]
+                  f"$N_{{KV}}$ (a sliding window keeps $\\min(N_{{KV}}, N_W)$).{stored}", ""]
         for example in examples:
             label, sizes = _sizes(example, kind)
             value = f.bytes_per_token(**{k: v for k, v in {"b": 2, **sizes}.items()

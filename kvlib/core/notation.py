@@ -1,18 +1,28 @@
-"""The collection's notation, defined once (notebook 01, "Notation").
+"""The collection's notation, defined once (notebook 01, "Notation"): one symbol, one meaning.
 
 Each symbol says where it comes from (``source``):
 
 * ``paper``: M. F. Serret, *Understanding Transformers and Attention Mechanisms: An
-  Introduction for Applied Mathematicians* (arXiv:2604.00965, 2026), Tables 1 and 2:
-  N_L, N_h (the paper's N_heads), N_KV, N_Q, d_in, d_QK, d_V (d_head in the cache formula as
-  blog post A quotes it) and d_L;
+  Introduction for Applied Mathematicians* (arXiv:2604.00965, 2026), Tables 1 and 2, as blog
+  post A quotes them: N_L, N_h (the paper's N_heads), N_KV, d_in, d_QK, d_V (d_head in the
+  cache formula as post A quotes it), d_L, and the matrices W^K, W^V and W^L;
 * ``DeepSeek``: the DeepSeek-V2 paper (arXiv:2405.04434), whose decoupled RoPE key and
-  query compression the paper's tables do not contain: d_R (its d_h^R) and d_Lq (its d'_c).
+  query compression the paper's tables do not contain: d_R (its d_h^R), d_Lq (its d'_c) and
+  the matrices W^{DQ}, W^{UQ}, W^{QR}, W^{KR};
 * ``vLLM``: sizes named after what vLLM 0.33.0 allocates: b_c and b_s, the element sizes
-  of the convolution and SSM states;
+  of the convolution and SSM states, and u, vLLM's ``gpu_memory_utilization``;
 * ``ours``: kvlib's own: N_g (the paper names the number of key/value heads only in
-  words), B, b (the paper multiplies by the bits of one float; kvlib counts bytes), and the
-  symbols of the state tables (the paper covers attention only).
+  words), N_Q (neither blog post has it, and this collection does not verify that the paper
+  does), B, b (the paper multiplies by the bits of one float; kvlib counts bytes), the symbols
+  of the state tables (the paper covers attention only) and of capacity planning
+  (:data:`SERVING_SYMBOLS`, notebook 06 and ``kvlib.serving.capacity_formulas``).
+
+No two entries share a name or a meaning (``tests/test_notation.py``), and the notebooks, the
+formula sheet and the docs write each meaning with its entry's symbol: a window is N_W (never
+W), the context N_KV (never T), the weights one GPU holds W_GPU, a bandwidth BW, a peak
+FLOP/s F_pk, the parameters P, a session's cache read per step R_KV (never K, the keys), the
+batch B (never Mamba's input matrix, which the notebooks name in words), and the key and value
+up-projections W^{LK}, W^{LV} (DeepSeek's W^{UK}, W^{UV}).
 
 Beware a clash of names: ``N_KV`` counts key/value *tokens* (the rows of the
 cached K and V), as in the paper, while "KV heads" is ``N_g``.
@@ -24,7 +34,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-__all__ = ["SYMBOLS", "STATE_SYMBOLS", "ALL_SYMBOLS", "Symbol", "by_name"]
+__all__ = ["SYMBOLS", "STATE_SYMBOLS", "MATRIX_SYMBOLS", "SERVING_SYMBOLS", "ALL_SYMBOLS",
+           "Symbol", "by_name"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +68,7 @@ N_L = _count("N_L", "layers", source="paper")
 N_h = _count("N_h", "query heads", source="paper (N_heads)")
 N_g = _count("N_g", "key/value heads (GQA groups)")
 N_KV = _count("N_KV", "key/value tokens cached (context length)", "tokens", source="paper")
-N_Q = _count("N_Q", "query tokens in one step (1 in decode; a prefill chunk's length)", "tokens",
-             source="paper")
+N_Q = _count("N_Q", "query tokens in one step (1 in decode; a prefill chunk's length)", "tokens")
 d_in = _count("d_in", "model (embedding) width", "elements", source="paper")
 d_QK = _count("d_QK", "query/key width per head", "elements", source="paper")
 d_V = _count("d_V", "value width per head", "elements", source="paper (d_head)")
@@ -117,7 +127,81 @@ b_s = Symbol(sp.Symbol("b_s", positive=True), "bytes per SSM / recurrent-state e
 
 STATE_SYMBOLS: tuple[Symbol, ...] = (d_conv, d_inner, d_state, N_sg, N_sh, d_sh, N_lk, N_lv,
                                      d_lk, d_lv, d_I, d_c, m, N_W, N_top, c_o, r_s, b_c, b_s)
-ALL_SYMBOLS: tuple[Symbol, ...] = SYMBOLS + STATE_SYMBOLS
+
+
+def _matrix(name: str, meaning: str, source: str) -> Symbol:
+    return Symbol(sp.Symbol(name), meaning, "matrix", source)
+
+
+# The weight matrices of notebooks 01-04 (names only; each notebook writes their shapes).
+MATRIX_SYMBOLS: tuple[Symbol, ...] = (
+    _matrix("W^Q_h", "query projection of head h (d_in x d_QK)",
+            "Vaswani et al. (arXiv:1706.03762, W_i^Q)"),
+    _matrix("W^K_h", "key projection of head h (d_in x d_QK)", "paper (W^K)"),
+    _matrix("W^V_h", "value projection of head h (d_in x d_V)", "paper (W^V)"),
+    _matrix("W^O_h", "output projection of head h (d_V x d_in)",
+            "Vaswani et al. (arXiv:1706.03762, W^O)"),
+    _matrix("W^L", "latent down-projection shared by all heads (d_in x d_L)",
+            "paper (L = X W^L); DeepSeek's W^{DKV}"),
+    _matrix("W^{LK}_h", "key up-projection of head h from the latent (d_L x d_QK)",
+            "ours (kvlib's Table 2); DeepSeek's W^{UK}"),
+    _matrix("W^{LV}_h", "value up-projection of head h from the latent (d_L x d_V)",
+            "ours (kvlib's Table 2); DeepSeek's W^{UV}"),
+    _matrix("W^{DQ}", "query down-projection (d_in x d_Lq, q_lora_rank)",
+            "DeepSeek (arXiv:2405.04434, section 2.1.2)"),
+    _matrix("W^{UQ}_h", "query up-projection of head h (d_Lq x d_QK)",
+            "DeepSeek (arXiv:2405.04434, section 2.1.2)"),
+    _matrix("W^{QR}_h", "RoPE query projection of head h (d_Lq x d_R)",
+            "DeepSeek (arXiv:2405.04434, section 2.1.3)"),
+    _matrix("W^{KR}", "RoPE key projection shared by all heads (d_in x d_R)",
+            "DeepSeek (arXiv:2405.04434, section 2.1.3)"),
+    _matrix("R_m", "RoPE's rotation at position m (d_QK x d_QK, or d_R x d_R)",
+            "RoFormer (arXiv:2104.09864, R^d_{Theta,m})"),
+)
+
+
+def _bytes(name: str, meaning: str, source: str = "ours", unit: str = "bytes") -> Symbol:
+    return Symbol(sp.Symbol(name, positive=True), meaning, unit, source)
+
+
+# Capacity planning (notebook 06, kvlib.serving.capacity_formulas, the formula sheet): bytes
+# per GPU unless said. A session is one sequence being served.
+SERVING_SYMBOLS: tuple[Symbol, ...] = (
+    _bytes("u", "share of M that vLLM may use (gpu_memory_utilization)", "vLLM", "fraction"),
+    _bytes("M", "memory CUDA reports for one GPU (its total, not the datasheet's)",
+           "CUDA (cudaMemGetInfo's total, as vLLM reads it)"),
+    _bytes("M_0", "memory in use on one GPU when vLLM starts (CUDA context, other processes)",
+           "ours (M less the free memory vLLM 0.34.0 reads then)"),
+    _bytes("M_pk", "transient peak vLLM 0.34.0 keeps free (profiling peak, CUDA-graph estimate)",
+           "ours (vLLM 0.34.0's peak)"),
+    Symbol(sp.Symbol("M_gr", nonnegative=True),  # may be 0
+           "growth of torch's reservation over one sizing step (vLLM 0.34.0)", "bytes",
+           "ours (vLLM 0.34.0's growth)"),
+    _bytes("M_fl", "floor of vLLM 0.34.0's sizing margin (1 GiB on CUDA)",
+           "ours (vLLM 0.34.0's margin floor)"),
+    _bytes("W_GPU", "weights one GPU holds (a draft model's included)"),
+    _bytes("O", "non-KV memory vLLM 0.33.0 measures at start-up (activations, CUDA graphs)"),
+    _bytes("O_R", "non-KV memory resident after warmup besides the weights (vLLM 0.34.0)"),
+    _bytes("S", "one session's bytes on one GPU: its cache in whole blocks, plus any state"),
+    _bytes("R_W", "weight bytes one GPU reads per decode step"),
+    _bytes("R_KV", "cache bytes one session reads per decode step on one GPU"),
+    _bytes("BW", "memory bandwidth of one GPU (its datasheet)", unit="bytes/s"),
+    _bytes("F_pk", "peak dense FLOP/s of one GPU (its datasheet)", unit="FLOP/s"),
+    _bytes("F", "FLOPs of one decode step", unit="FLOPs"),
+    _bytes("D", "bytes one decode step reads"),
+    _count("TP", "tensor-parallel size (GPUs one replica's layers are split over)",
+           source="vLLM (tensor_parallel_size)"),
+    _count("P", "parameters of a model"),
+    _count("P_a", "parameters active per token (an MoE's: shared and routed-to weights)"),
+    _count("P_emb", "parameters of the untied input embedding (a lookup, not read whole)"),
+    _bytes("b_w", "bytes per weight"),
+    _count("E", "routed experts per MoE layer (n_routed_experts)"),
+    _count("E_k", "routed experts each token is sent to (num_experts_per_tok)"),
+    _count("N_blk", "tokens per cache block (vLLM's block_size: 16 in 0.33.0, 64 in 0.34.0)",
+           "tokens", source="vLLM (block_size)"),
+    _count("N_pre", "tokens of a prompt prefix that sessions share (a system prompt)", "tokens"),
+)
+ALL_SYMBOLS: tuple[Symbol, ...] = SYMBOLS + STATE_SYMBOLS + MATRIX_SYMBOLS + SERVING_SYMBOLS
 
 _BY_NAME = {s.name: s for s in ALL_SYMBOLS}
 
