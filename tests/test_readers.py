@@ -32,7 +32,7 @@ EXPECTED = {
 }
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
 UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1", "granite_hybrid", "laguna",
-             "kolibri", "ergo",  # tests/test_kv_reuse_families.py
+             "kolibri", "ergo", "mistral_large4", "dots3_note",  # test_kv_reuse_families.py
              "minimax_m3"}  # tests/test_minimax_m3.py, tests/test_config_corpus_2026.py
 
 
