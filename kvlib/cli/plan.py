@@ -122,6 +122,7 @@ def add_parser(subparsers) -> None:
                    help="parameter count, e.g. 70.6B (default: counted from the config; "
                         "then the weights are params x --weight-dtype, bf16 by default)")
     p.add_argument("--draft", default=None, help="speculative-decoding draft model")
+    _add_engine_flags(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=run)
 
@@ -259,6 +260,12 @@ def _memory_note(deployment: Deployment) -> str:
             f"and from nvidia-smi's)")
 
 
+def _add_engine_flags(p) -> None:
+    from kvlib.cli.plan_engines import add_engine_flags
+
+    add_engine_flags(p)
+
+
 _TERMS = {"--overhead-gib": "overhead_bytes", "--in-use-gib": "in_use_bytes",
           "--activation-peak-gib": "activation_peak_bytes",
           "--graph-pool-gib": "graph_pool_bytes", "--non-torch-gib": "non_torch_bytes"}
@@ -283,6 +290,10 @@ def _budget_terms(args) -> dict:
 
 
 def run(args) -> int:
+    if getattr(args, "engine", "vllm") != "vllm":
+        from kvlib.cli.plan_engines import run_engine
+
+        return run_engine(args)
     from kvlib.models.catalog import BUNDLED, bundled_name, load_model, variant_of
     from kvlib.models.readers.fields import load_config
 
