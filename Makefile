@@ -88,6 +88,8 @@ $(OSTAMP): tests/oracle/requirements.txt
 
 oracle: $(STAMP) $(OSTAMP)
 	@mkdir -p $(ORACLE)
+	@ls $(ORACLE)/sglang-0.5.23-*.whl >/dev/null 2>&1 || \
+		$(BIN)/python -m pip download --quiet sglang==0.5.23 --no-deps -d $(ORACLE)
 	$(BIN)/python tests/oracle/cases.py $(ORACLE)/cases.json
 	cd tests/oracle/engine && timeout 3000 ../../../$(OVENV)/bin/python measure.py \
 		../../../$(ORACLE)/cases.json ../../../$(ORACLE)/measured.json
