@@ -195,17 +195,20 @@ def test_compressed_group_validation():
         LayerGroup(CacheKind.FULL, 1, "MHA", {}, ratio=4)
 
 
-def test_vllm_layout_refuses_v4_today():
+def test_vllm_layout_lays_v4_out_with_vllms_pages():
+    """The plan's layout now builds V4 (tests/test_vllm_v4.py: its groups, block bytes and
+    blocks per request against vLLM's own); its pages are the oracle's above."""
     from kvlib.serving.vllm_layout import vllm_layout
-    with pytest.raises(ValueError):
-        vllm_layout(read_config(FLASH), 131072, "fp8")
+    from kvlib.serving.vllm_v4 import v4_specs
+    spec = read_config(FLASH)
+    pages = {(s.spec, s.window, s.block_size, s.page_bytes) for s in v4_specs(spec)}
+    assert pages == {tuple(p[:4]) for p in ORACLE_PAGES["flash"]}
+    assert vllm_layout(spec, 131072, "fp8").bytes_per_block == 21 * 37440 + 20 * 1728 + 21 * 8640
 
 
-@pytest.mark.parametrize("which", ["v4-flash", "toy"])
-def test_vllm_layout_refuses_compressed_naming_the_kind(which):
+def test_vllm_layout_refuses_compressed_without_a_window():
     from kvlib.serving.vllm_layout import vllm_layout
     g = LayerGroup(CacheKind.COMPRESSED, 4, "V4 entry", {"d_c": 512, "d_R": 64, "b": 1}, ratio=4)
-    model = read_config(FLASH) if which == "v4-flash" else ModelSpec("toy", (g,))
-    # never laid out as full attention: refused, naming the kind
-    with pytest.raises(ValueError, match="compressed layer"):
-        vllm_layout(model, 131072, "bf16")
+    # never laid out as full attention: refused, naming what is missing
+    with pytest.raises(ValueError, match="compressed layers without"):
+        vllm_layout(ModelSpec("toy", (g,)), 131072, "bf16")

@@ -119,8 +119,11 @@ def paged_tokens(tokens: int, block_size: int = DEFAULT_BLOCK_SIZE) -> int:
 
 def _held(group: LayerGroup, tokens: int, b) -> int | Fraction:
     """Bytes ``group`` holds for exactly ``tokens`` cached tokens (no window clamp)."""
+    if not tokens:  # a compressed group before its first m tokens (DeepSeek V4)
+        return 0
     kind = CacheKind.LATENT if group.kind is CacheKind.LATENT else CacheKind.FULL
-    return replace(group, kind=kind, window=None).bytes_per_sequence(tokens, b)
+    # a compressed group's tokens here are its entries, one per m tokens
+    return replace(group, kind=kind, window=None, ratio=None).bytes_per_sequence(tokens, b)
 
 
 def _scale_bytes(group: LayerGroup, tokens: int, scales: KVScales | None) -> int | Fraction:
@@ -187,7 +190,7 @@ def sequence_shares(model: ModelSpec, context: int, kv_dtype: str = "bf16", tp: 
                     f"tensor_parallel_size / heads = {sharding.replicas}")
             cached = -(-cached // dcp)
             sharding = replace(sharding, replicas=sharding.replicas // dcp)
-        slots = paged_tokens(cached, block_size)
+        slots = paged_tokens(cached, block_size) if cached else 0
         out.append(GroupShare(g, cached, slots, _held(rank_group, slots, b),
                               _scale_bytes(rank_group, slots, scales), sharding))
     return out

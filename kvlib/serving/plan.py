@@ -346,7 +346,9 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]):
                      f"{dep.kv_dtype}_per_token_head adds two fp32 scales per token and head, "
                      "vllm/config/cache.py:44-67): the figure is the cache at "
                      f"{bytes_per_element(dep.kv_dtype)} B per element alone")
-    sizes = {g.kind: g.block_size for g in layout.groups}  # Gemma 4: full 128, sliding 64
+    # Gemma 4: full 128, sliding 64; DeepSeek V4's two compressor states by their window
+    sizes = {g.kind if g.kind != "compressor" else f"compressor {g.window}": g.block_size
+             for g in layout.groups}
     hold = layout.holding(context)
     needed = layout.needed_bytes()
     available = max(0, budget) - layout.bytes_per_block  # less the null block

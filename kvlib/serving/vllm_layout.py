@@ -194,7 +194,7 @@ class VllmGroup:
             saved, last = chunk
             return 1 + saved + last
         blocks = -(-end // self.block_size)
-        if self.kind == "sliding":
+        if self.kind in ("sliding", "compressor"):  # a V4 compressor state is a window too
             blocks -= max(0, processed - self.window + 1) // self.block_size
         elif self.kind == "chunked":  # the tokens left of the current chunk (:1386-1432)
             blocks -= processed // self.window * self.window // self.block_size
@@ -548,13 +548,12 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
     hopper = _cuda_major(gpu) == 9
     attn = [g for g in model.groups if g.grows]
     states = [g for g in model.groups if g.kind in STATEFUL]
-    compressed = [g for g in model.groups if g.kind is CacheKind.COMPRESSED]
-    if compressed:
-        # DeepSeek V4: vLLM 0.34.0 keeps windowed, compressed and compressor-state groups in
-        # 64-, 256- and 4/8-token blocks (models/deepseek_v4/attention.py:817-881); not traced
-        raise ValueError(f"{model.name}: {compressed[0].layers} compressed layer(s) (one entry "
-                         f"per {compressed[0].ratio} tokens): vLLM {release}'s block layout for "
-                         "compressed attention is not traced in kvlib")
+    if any(g.kind is CacheKind.COMPRESSED for g in model.groups):
+        # DeepSeek V4: windowed, compressed and compressor-state groups packed side by side
+        # in one block (kvlib/serving/vllm_v4.py, each rule with its vLLM 0.34.0 line)
+        from kvlib.serving.vllm_v4 import v4_layout
+        return v4_layout(model, N, kv_dtype, gpu, in_flight=in_flight, release=release,
+                         block_size=block_size, limits=limits)
     if not attn:
         raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
     diff_kv = [g for g in attn if g.sizes.get("d_V") not in (None, g.sizes.get("d_QK"))

@@ -2,12 +2,13 @@
 
     python tests/oracle/cases.py OUT.json
 
-Runs in kvlib's environment. Every bundled model, at three contexts and two KV dtypes, on one
-H200 at TP 1, with a fixed pool of KV memory (vLLM's ``kv_cache_memory_bytes``): the pool is
-the smaller of 40 GiB and what about 64 of kvlib's sequences hold at full length, so that
-each scheduler run stays short while the null block, whole blocks and the prefill peak
-still count. kvlib's predicted sessions are the first guess of the oracle's search
-(``tests/oracle/engine/drive.py``); the comparison itself is ``test_vllm_oracle.py``.
+Runs in kvlib's environment. Every bundled model, at three contexts and two KV dtypes (DeepSeek
+V4 also at 1M tokens), on one H200 at TP 1, with a fixed pool of KV memory (vLLM's
+``kv_cache_memory_bytes``): the pool is the smaller of 40 GiB and what about 64 of kvlib's
+sequences hold at full length, so that each scheduler run stays short while the null block,
+whole blocks and the prefill peak still count. kvlib's predicted sessions are the first guess
+of the oracle's search (``tests/oracle/engine/drive.py``); the comparison itself is
+``test_vllm_oracle.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from kvlib.serving.vllm_layout import stored_kv_dtype, vllm_layout
 
 GiB = 1024**3
 CONTEXTS = (8192, 32768, 131072)
+# DeepSeek V4 is built for a million tokens: that context too, with "auto" (fp8 is the same
+# fp8_ds_mla cache); about 35 s of scheduler steps each
+LONG = {"deepseek-v4-flash": 1048576, "deepseek-v4-pro": 1048576}
 KV_DTYPES = ("auto", "fp8")  # vLLM's names: auto is the model dtype (bf16 here)
 GPU = "H200"
 SESSIONS = 64  # about how many sequences each pool holds
@@ -58,21 +62,22 @@ def cases() -> list[dict]:
     gpu = get_gpu(GPU)
     out = []
     for model in sorted(BUNDLED):
-        for context in CONTEXTS:
-            for kv_cache_dtype in KV_DTYPES:
-                case = {"id": f"{model}@{context}@{kv_cache_dtype}", "model": model,
-                        "config": bundled_config(model), "context": context,
-                        "kv_cache_dtype": kv_cache_dtype, "tp": 1,
-                        "gpu": [list(gpu.cuda_capability), gpu.total_memory_bytes,
-                                f"NVIDIA {gpu.name}"]}
-                try:
-                    pool = pool_for(model, context, kv_cache_dtype)
-                    case.update(pool_bytes=pool, kvlib=predict(model, context, kv_cache_dtype,
-                                                               pool))
-                    case["guess"] = case["kvlib"]["sessions"]
-                except ValueError as e:  # kvlib refuses this layout: vLLM is still asked
-                    case.update(pool_bytes=MAX_POOL, kvlib={"error": str(e)}, guess=1)
-                out.append(case)
+        runs = [(n, d) for n in CONTEXTS for d in KV_DTYPES]
+        runs += [(LONG[model], "auto")] if model in LONG else []
+        for context, kv_cache_dtype in runs:
+            case = {"id": f"{model}@{context}@{kv_cache_dtype}", "model": model,
+                    "config": bundled_config(model), "context": context,
+                    "kv_cache_dtype": kv_cache_dtype, "tp": 1,
+                    "gpu": [list(gpu.cuda_capability), gpu.total_memory_bytes,
+                            f"NVIDIA {gpu.name}"]}
+            try:
+                pool = pool_for(model, context, kv_cache_dtype)
+                case.update(pool_bytes=pool, kvlib=predict(model, context, kv_cache_dtype,
+                                                           pool))
+                case["guess"] = case["kvlib"]["sessions"]
+            except ValueError as e:  # kvlib refuses this layout: vLLM is still asked
+                case.update(pool_bytes=MAX_POOL, kvlib={"error": str(e)}, guess=1)
+            out.append(case)
     return out
 
 

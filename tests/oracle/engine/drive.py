@@ -90,6 +90,10 @@ def build(config: dict, max_model_len: int, kv_cache_dtype: str = "auto", tp: in
                           distributed_executor_backend="uni" if tp == 1 else "mp")
         cfg = args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
         cfg.parallel_config.tensor_parallel_size = tp
+        if config.get("model_type") == "deepseek_v4":
+            # DeepSeek V4's backends warm up JIT kernels at start-up, which imports tilelang
+            # (not in this CPU environment); the warm-up sizes no cache
+            cfg.kernel_config.enable_jit_warmup = False
         _distributed(cfg, tp)
         if not workspace.is_workspace_manager_initialized():  # as the model runner does
             workspace.init_workspace_manager(torch.device("meta"))
