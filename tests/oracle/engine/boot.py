@@ -26,7 +26,9 @@ stands in for one of those, and none changes what is planned:
 * **Import-time helpers without a GPU:** ``triton.Config`` keeps its fields (kernel tables are
   filtered by ``num_stages`` at import); torchvision, imported by multimodal processors only,
   is a placeholder; a Hopper router-GEMM warm-up hook is skipped; the sparse indexer's DeepGEMM
-  check passes (its cache spec does not depend on the kernel).
+  check passes (its cache spec does not depend on the kernel); Gemma 3n's timm vision tower
+  is an empty module (:class:`_GemmaTowers`: timm is not installed, and the tower holds no
+  cache), and its sparse GELU's quantile is computed on the CPU (a float, not a buffer).
 """
 
 from __future__ import annotations
@@ -191,8 +193,10 @@ class _Absent(types.ModuleType):
         return _NoKernels(f"{self.__name__}.{name}")
 
 
+import vllm.model_executor.layers.activation as _activation  # noqa: E402
 import vllm.model_executor.layers.fused_moe.router.gate_linear as _gate_linear  # noqa: E402
 import vllm.model_executor.layers.sparse_attn_indexer as _indexer  # noqa: E402
+import vllm.model_executor.models.gemma3n_mm as _gemma3n_mm  # noqa: E402
 import vllm.model_executor.models.registry as _registry  # noqa: E402
 import vllm.triton_utils as _triton_utils  # noqa: E402
 
@@ -203,6 +207,37 @@ for _cls in vars(_gate_linear).values():
     if isinstance(_cls, type) and hasattr(_cls, "_register_sm90_bf16x3_warmup"):
         _cls._register_sm90_bf16x3_warmup = lambda self: None
 _indexer.has_deep_gemm = lambda: True
+
+
+class _GemmaTowers:
+    """``AutoModel`` as Gemma 3n's multimodal model sees it (gemma3n_mm.py:617 in 0.34.0),
+    except that its vision tower, a timm MobileNet (``TimmWrapperModel``, which needs the
+    timm package: not in this environment), is an empty module. An image encoder holds no KV
+    cache, and with ``--language-model-only`` vLLM replaces the tower by a placeholder right
+    after building it (``_mark_tower_model``, model_executor/models/interfaces.py:382-394)."""
+
+    @staticmethod
+    def from_config(config, **kwargs):
+        if getattr(config, "model_type", None) == "gemma3n_vision":
+            return torch.nn.Module()
+        return _AutoModel.from_config(config, **kwargs)
+
+
+_AutoModel = _gemma3n_mm.AutoModel
+_gemma3n_mm.AutoModel = _GemmaTowers
+_sparse_gelu_init = _activation.GeluAndMulSparse.__init__
+
+
+def _sparse_gelu_on_cpu(self, *args, **kwargs):
+    """Gemma 3n's sparse GELU computes one Python float at build time, the normal quantile
+    of its sparsity (layers/activation.py:336-339 in 0.34.0), from a scalar tensor that
+    :class:`MetaTensors` would put on the meta device, where ``.item()`` has no value: the
+    scalar is computed on the CPU. An activation's constant shapes no cache."""
+    with torch._C.DisableTorchFunction():
+        _sparse_gelu_init(self, *args, **kwargs)
+
+
+_activation.GeluAndMulSparse.__init__ = _sparse_gelu_on_cpu
 # after transformers is imported (it looks torchvision up by its spec, which these lack)
 for _name in ("torchvision", "torchvision.transforms", "torchvision.transforms.v2",
               "torchvision.transforms.v2.functional", "torchvision.transforms.functional",

@@ -24,7 +24,8 @@ import vllm
 def fixed(config: dict) -> tuple[dict, list[str]]:
     """The config as transformers 5.25.0 accepts it, and what was changed (none of it shapes
     the cache): Llama 4's published ``attn_temperature_tuning`` is the int 4 where
-    Llama4TextConfig now declares a bool (a strict dataclass field), read as true."""
+    Llama4TextConfig now declares a bool (a strict dataclass field), read as true; a Gemma 3n
+    config without ``architectures`` names the Hub checkpoint's generating class."""
     changes = []
     text = config.get("text_config", config)
     if isinstance(text.get("attn_temperature_tuning"), int) and \
@@ -32,6 +33,13 @@ def fixed(config: dict) -> tuple[dict, list[str]]:
         text = {**text, "attn_temperature_tuning": bool(text["attn_temperature_tuning"])}
         config = {**config, "text_config": text} if "text_config" in config else text
         changes.append("attn_temperature_tuning read as a bool (transformers 5.25.0)")
+    if config.get("model_type") == "gemma3n" and not config.get("architectures"):
+        # kvlib's Gemma 3n file is transformers' Gemma3nConfig() defaults, with no
+        # architectures; vLLM would then take MODEL_MAPPING_NAMES' Gemma3nModel
+        # (vllm/transformers_utils/config.py:985-994 in 0.34.0), a pooling model. The Hub
+        # checkpoint names the generating class, as here
+        config = {**config, "architectures": ["Gemma3nForConditionalGeneration"]}
+        changes.append("architectures: Gemma3nForConditionalGeneration, as google/gemma-3n-E4B")
     return config, changes
 
 
