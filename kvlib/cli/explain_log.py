@@ -157,6 +157,11 @@ def _load(args, log: VllmLog):
 def run(args) -> int:
     if args.gpu is not None:
         get_gpu(args.gpu)  # a bad name: one line, exit 2
+    from kvlib.cli.explain_engine_log import run_engine_log
+
+    done = run_engine_log(args)  # an SGLang or TensorRT-LLM log (issue 35), else None
+    if done is not None:
+        return done
     log = read_log(args.log)
     model, source, weights = _load(args, log)
     e = explain(log, model, tp=args.tp, kv_dtype=args.kv_dtype, gpu=args.gpu,

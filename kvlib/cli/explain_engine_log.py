@@ -1,0 +1,60 @@
+"""``kvlib explain-log`` for SGLang's and TensorRT-LLM's start-up lines (issue 35; the checks
+are :mod:`kvlib.serving.engine_log`). Exit status as for vLLM's logs: 1 when a number
+disagrees (one line on stderr each), 2 when the log or the model cannot be read."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from kvlib.core.dtypes import bytes_per_element
+from kvlib.serving.engine_log import detect_engine, explain_engine_log
+
+__all__ = ["run_engine_log"]
+
+_STATUS = {"ok": "ok", "mismatch": "DISAGREES", "info": "info"}
+
+
+def run_engine_log(args) -> int | None:
+    """Explain ``args.log`` if it is an SGLang or TensorRT-LLM log; None otherwise."""
+    try:
+        text = Path(args.log).read_text(errors="replace")
+    except OSError:
+        return None  # vLLM's reader names the missing file
+    engine = detect_engine(text)
+    if engine is None:
+        return None
+    model = None
+    if args.model is not None:
+        from kvlib.models.catalog import load_model
+
+        model = load_model(args.model)
+    kv = int(bytes_per_element(args.kv_dtype)) if args.kv_dtype else None
+    e = explain_engine_log(text, model, tp=args.tp or 1, kv_bytes=kv)
+    name = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine]
+    if args.json:
+        print(json.dumps({"log": args.log, "engine": engine,
+                          "model": model.name if model else None, "tp": args.tp or 1,
+                          "checks": [c.__dict__ for c in e.checks]}, indent=2))
+    else:
+        out = [f"{name} start-up log {args.log}",
+               f"  model: {model.name if model else 'not given (--model): self-consistency only'}"
+               f", TP={args.tp or 1}"]
+        last = None
+        for c in e.checks:
+            if c.line != last:
+                out.append(f"line {c.line:>5}  {c.text.strip()[:110]}")
+                last = c.line
+            out.append(f"  {_STATUS[c.status]:<12} {c.quantity}: log {c.printed}, kvlib {c.kvlib}")
+            if c.how:
+                out.append(f"               = {c.how}")
+        ok = sum(c.status == "ok" for c in e.checks)
+        out.append(f"verdict: {'explained' if not e.mismatches else 'DISAGREES'}: {ok} number(s)"
+                   f" agree, {len(e.mismatches)} disagree, "
+                   f"{sum(c.status == 'info' for c in e.checks)} shown as information")
+        print("\n".join(out))
+    for c in e.mismatches:
+        print(f"kvlib explain-log: line {c.line} ({c.quantity}): the log prints {c.printed}, "
+              f"kvlib {c.kvlib}", file=sys.stderr)
+    return 1 if e.mismatches else 0
