@@ -45,11 +45,22 @@ RIGHT = {
     "07.2": (36 * (3 * 8192 * 2 + 32 * 128 * 128 * 4),),  # Qwen3-Next fp32 state
     "07.3": (Fraction(80 * 2 * 8 * 128 * 2 * 2**20,
                       12 * 2 * 2 * 256 * 2 * 2**20 + 39_518_208),),
+    # DeepSeek V4: a 584-byte entry (448 fp8 + 64 bf16 + 8 scale bytes) per 128 tokens
+    "08.1": (Fraction(448 + 64 * 2 + 8, 128),),
+    # V4-Pro at 128K: 30 m = 4 layers, a 132-byte key per 4 tokens; the whole sequence is 30 x
+    # (32,768 entries + 128-token window + 8-slot states) + 31 x (1,024 entries + window + state)
+    "08.2": (30 * 32768 * 132,
+             Fraction(30 * 32768 * 132,
+                      30 * 32768 * 132 + 61 * 128 * 584 + 30 * 32768 * 584 + 31 * 1024 * 584
+                      + 30 * 8 * (2 * 1024) * 4 + 30 * 8 * (2 * 256) * 4
+                      + 31 * 128 * (2 * 512) * 4)),
+    # Gemma 3n E4B at 32K: 4 full layers and 16 sliding (512 tokens) store; 2 KV heads of 256
+    "08.3": (4 * 2 * 2 * 256 * 2 * 32768 + 16 * 2 * 2 * 256 * 2 * 512,),
 }
 
 
-def test_all_21_exercises_are_checked():
-    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 21
+def test_all_24_exercises_are_checked():
+    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 24
     for exercise, answers in RIGHT.items():
         assert len(ANSWERS[exercise].parts) == len(answers), exercise
 

@@ -38,11 +38,12 @@ def _load(path):
     return json.loads(text)
 
 
-def test_all_seven_notebooks_exist_in_order():
+def test_all_eight_notebooks_exist_in_order():
     assert [p.name for p in NOTEBOOKS] == [
         "01_attention_and_kv_cache.ipynb", "02_gqa_and_mqa.ipynb",
         "03_latent_attention_mla.ipynb", "04_rope_decoupling.ipynb",
         "05_real_models.ipynb", "06_capacity_planning.ipynb", "07_hybrid_models.ipynb",
+        "08_compressed_shared_selected.ipynb",
     ]
 
 

@@ -422,6 +422,20 @@ EXEMPT: dict[str, dict[str, object]] = {
         "132 bytes": Computed(_indexer_key_bytes),
         "9x": Computed(lambda: f"{round(_number(_per_layer_bytes()) / 132)}x"),
     },
+    "08_compressed_shared_selected.ipynb": {
+        # the claims section 7 checks, quoted as their sources state them
+        "10%": Input("DeepSeek V4 report: V4-Pro's KV cache at 1M tokens is 10% of V3.2's"),
+        "7%": Input("DeepSeek V4 report: V4-Flash's is 7% of V3.2's"),
+        "10x": Input("the report's 10%, said as a factor"),
+        "8.7 GiB": Input("the Reddit calculation's V4-Pro figure, rounded (its 8.71 GiB is shown)"),
+        "68.63 GiB": Input("the Reddit calculation's V3.2 figure (68.625 GiB, which kvlib's output "
+                           "rounds half-to-even to 68.62)"),
+        "83.9 GiB": Input("a blog summary's 'standard attention' figure for V3.2"),
+        "9.6 GiB": Input("a blog post's BF16 figure for V4 (yiliu30.github.io/posts/ds-v4)"),
+        "2 bytes": Input("bf16's element size, a definition"),
+        "11%": Shown("11.4%"),
+        "13%": Shown("12.7%"),
+    },
 }
 
 

@@ -195,7 +195,8 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
        "accelerator make the difference)", 4e9,
        copy="no public copy of the Hub file found: written from transformers 5.25.0's "
             "Gemma3nConfig() defaults, which its docstring gives as google/gemma-3n-E4B's "
-            "(models/gemma3n/configuration_gemma3n.py:34, 96-124)"),
+            "(models/gemma3n/configuration_gemma3n.py:34, 96-124), with the checkpoint's "
+            "architectures (Gemma3nForConditionalGeneration) added"),
 )}
 
 

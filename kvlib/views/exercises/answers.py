@@ -114,6 +114,38 @@ def _at_1m(model: str) -> int:
     return load_model(model).total_bytes_per_sequence(1 << 20, 2)
 
 
+def _v4_limit(model: str, ratio: int, entry: str = "V4 entry") -> Fraction:
+    """Bytes per token one compressed layer of ``ratio`` adds past its window
+    (:data:`kvlib.core.compression.COMPRESSED_LIMIT`, sizes read from the model's config)."""
+    from kvlib.core import compression
+    from kvlib.core.notation import by_name
+
+    g = next(g for g in load_model(model).groups if g.ratio == ratio and g.attention == entry)
+    sizes = {"N_L": 1, "m": ratio, **{k: v for k, v in g.sizes.items() if k != "b"}}
+    value = compression.COMPRESSED_LIMIT.subs({by_name(k).symbol: v for k, v in sizes.items()})
+    return Fraction(int(value.p), int(value.q))
+
+
+def _indexer_keys(model: str, T: int, scale: bool = True, per: int = 4) -> int:
+    g = next(g for g in load_model(model).groups if g.attention == "Indexer")
+    if scale and per == 4:
+        return g.bytes_per_sequence(T, 1)
+    return g.layers * (T // per) * (g.sizes["d_I"] + (4 * g.sizes["d_I"] // 128 if scale else 0))
+
+
+def _gemma3n_no_window() -> int:
+    """Gemma 3n's 20 storing layers as if every one kept the whole 32K context."""
+    g = next(g for g in load_model("gemma-3n-e4b").groups if str(g.kind) == "full")
+    return GQA.bytes_per_sequence(N_L=20, N_KV=32768, b=2, **g.sizes)
+
+
+def _gemma3n(T: int, shared: bool = True) -> int:
+    config = bundled_config("gemma-3n-e4b")
+    if not shared:
+        config = {**config, "text_config": {**config["text_config"], "num_kv_shared_layers": 0}}
+    return read_config(config).total_bytes_per_sequence(T, 2)
+
+
 ANSWERS: dict[str, Exercise] = {
     "01.1": Exercise((
         Part("per_token", "bytes per token", "bytes",
@@ -299,5 +331,30 @@ ANSWERS: dict[str, Exercise] = {
     "07.3": Exercise((
         Part("times_less", "times less per sequence at 1M tokens", "ratio",
              lambda: Fraction(_at_1m("llama-3.1-70b"), _at_1m("qwen3-next-80b-a3b"))),
+    )),
+    "08.1": Exercise((
+        Part("per_token", "bytes per token per layer past the window", "bytes",
+             lambda: _v4_limit("deepseek-v4-flash", 128),
+             lambda: {584: "that is one whole entry: the layer writes one per 128 tokens",
+                      Fraction(1024, 128): "that is a bf16 entry (512 x 2 B); vLLM stores 584 B",
+                      Fraction(584, 4): "that is an m = 4 layer: this one merges 128 tokens"}),
+    )),
+    "08.2": Exercise((
+        Part("keys", "bytes of indexer keys per sequence", "bytes",
+             lambda: _indexer_keys("deepseek-v4-pro", _K),
+             lambda: {_indexer_keys("deepseek-v4-pro", _K, per=1):
+                      "one key per 4 tokens, not per token: the keys are compressed too",
+                      _indexer_keys("deepseek-v4-pro", _K, scale=False):
+                      "each key also keeps one fp32 scale (4 B) per 128 values: 132 B"}),
+        Part("share", "share of the sequence that is indexer keys", "ratio",
+             lambda: Fraction(_indexer_keys("deepseek-v4-pro", _K),
+                              load_model("deepseek-v4-pro").total_bytes_per_sequence(_K, 1))),
+    )),
+    "08.3": Exercise((
+        Part("per_sequence", "bytes of one 32K sequence, sharing as shipped", "bytes",
+             lambda: _gemma3n(32768),
+             lambda: {_gemma3n(32768, shared=False):
+                      "that is without sharing: the last 15 layers store nothing",
+                      _gemma3n_no_window(): "the sliding layers keep only their last 512 tokens"}),
     )),
 }
