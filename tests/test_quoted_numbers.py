@@ -433,6 +433,10 @@ EXEMPT: dict[str, dict[str, object]] = {
         "83.9 GiB": Input("a blog summary's 'standard attention' figure for V3.2"),
         "9.6 GiB": Input("a blog post's BF16 figure for V4 (yiliu30.github.io/posts/ds-v4)"),
         "2 bytes": Input("bf16's element size, a definition"),
+        "576 bytes": Input("vLLM 0.34.0's fp8_ds_mla page alignment (v1/kv_cache_interface.py:"
+                           "731-738), an engine constant"),
+        "8 tokens": Input("the compressor states' block sizes, 4 or 8 tokens "
+                          "(models/deepseek_v4/compressor.py:167-171), engine constants"),
         "11%": Shown("11.4%"),
         "13%": Shown("12.7%"),
     },
