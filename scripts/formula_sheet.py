@@ -194,7 +194,8 @@ def sheet() -> str:
             "Indexer": " The indexer is stored as bytes (fp8 keys and fp32 scales): b = 1 "
                        "whatever the KV dtype.",
             "V4 entry": " Stored as bytes in vLLM 0.34.0's fp8_ds_mla layout: b = 1 whatever "
-                        "the KV dtype. A compressed layer keeps $\\lfloor N_{KV} / m \\rfloor$ entries.",
+                        "the KV dtype. A compressed layer keeps "
+                        "$\\lfloor N_{KV} / m \\rfloor$ entries.",
             "Compressor state": " Stored as bytes (fp32): b = 1; vLLM keeps a window of "
                                 "2 m (m = 4) or m tokens.",
         }.get(kind, "")

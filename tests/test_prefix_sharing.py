@@ -4,8 +4,11 @@ against hand arithmetic."""
 import pytest
 
 from kvlib.models.catalog import load_model
-from kvlib.serving.prefix_sharing import (prefix_sharing, sessions_sharing_prefix,
-                                          shared_prefix_blocks)
+from kvlib.serving.prefix_sharing import (
+    prefix_sharing,
+    sessions_sharing_prefix,
+    shared_prefix_blocks,
+)
 from kvlib.serving.vllm_layout import vllm_layout
 
 

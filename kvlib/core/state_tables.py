@@ -68,7 +68,7 @@ GATED_DELTANET = TensorTable(
         _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
         _t("C^conv", r"C^{\mathrm{conv}}", _CONV_ROWS, 2 * N_lk * d_lk + N_lv * d_lv, 1, S,
            note="last d_conv - 1 inputs of q, k and v", store="conv"),
-        _t("S_h", "S_h", d_lk, d_lv, N_lv, S, note="recurrent state of each value head",
+        _t("H_h", "H_h", d_lk, d_lv, N_lv, S, note="recurrent state of each value head",
            store="ssm"),
         _t("Y", "Y", N_KV, d_in, 1, A, note="layer output"),
     ),

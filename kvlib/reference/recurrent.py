@@ -5,7 +5,7 @@ delta rule, which changes how the state is updated, not its size): a causal
 depthwise convolution of width ``d_conv`` over the concatenated q, k, v
 projections, then one ``d_lk x d_lv`` matrix per value head,
 
-    S_h <- g S_h + k_h^T v_h,        y_h = q_h S_h,
+    H_h <- g H_h + k_h^T v_h,        y_h = q_h H_h,
 
 with a fixed decay 0 < g <= 1. Decoding keeps exactly the two tensors of
 :data:`kvlib.core.state_tables.GATED_DELTANET`: the last ``d_conv - 1`` convolution

@@ -7,8 +7,9 @@ request's tokens one *full* block at a time, each hash chained over the whole pr
 hash full blocks": ``get_request_block_hasher``, vllm/v1/core/kv_cache_utils.py:953-999 in
 0.33.0, :953-995 in 0.34.0), and hands a new request the blocks already computed for the same
 hashes (``KVCacheManager.get_computed_blocks``, v1/core/kv_cache_manager.py:288 in 0.34.0).
-Only full blocks are shared: a prefix of ``N_pre`` tokens in blocks of ``N_blk`` gives floor(N_pre / N_blk)
-shared blocks, and the rest of the prefix sits in each request's own first partial block.
+Only full blocks are shared: a prefix of ``N_pre`` tokens in blocks of ``N_blk`` gives
+floor(N_pre / N_blk) shared blocks, and the rest of the prefix sits in each request's own
+first partial block.
 
 So ``n`` sessions of ``length`` tokens (``length - 1`` cached at full length, as
 :meth:`kvlib.serving.vllm_layout.VllmLayout.holding` counts them) need, per attention group,
