@@ -45,8 +45,9 @@ RIGHT = {
     "07.2": (36 * (3 * 8192 * 2 + 32 * 128 * 128 * 4),),  # Qwen3-Next fp32 state
     "07.3": (Fraction(80 * 2 * 8 * 128 * 2 * 2**20,
                       12 * 2 * 2 * 256 * 2 * 2**20 + 39_518_208),),
-    # DeepSeek V4: a 584-byte entry (448 fp8 + 64 bf16 + 8 scale bytes) per 128 tokens
-    "08.1": (Fraction(448 + 64 * 2 + 8, 128),),
+    # DeepSeek V4, an m = 4 layer: a 584-byte entry (448 fp8 + 64 bf16 + 8 scale bytes) and a
+    # 132-byte indexer key (128 fp8 + one fp32 scale) per 4 tokens
+    "08.1": (Fraction(448 + 64 * 2 + 8 + 128 + 4, 4),),
     # V4-Pro at 128K: 30 m = 4 layers, a 132-byte key per 4 tokens; the whole sequence is 30 x
     # (32,768 entries + 128-token window + 8-slot states) + 31 x (1,024 entries + window + state)
     "08.2": (30 * 32768 * 132,

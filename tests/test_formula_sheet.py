@@ -27,7 +27,10 @@ def test_every_formula_is_on_the_sheet_with_two_worked_numbers():
     names = [s.split("\n", 1)[0] for s in sections]
     capacity = ["Cache per GPU under tensor parallelism", "Sessions per TP group",
                 "Decode step, a lower bound"]
-    assert set(names) == set(KINDS) | set(STATES) | set(capacity)
+    compressed = ["One compressed layer, one sequence", "What one more token costs, past the "
+                  "window", "Selection: bytes one decode step reads",
+                  "Sharing: memory divided, reads not"]
+    assert set(names) == set(KINDS) | set(STATES) | set(capacity) | set(compressed)
     for s in sections:
         assert s.count("\n- ") == 2, s.split("\n", 1)[0]
     # hand values: Llama 3.1 70B 80 x 2 x 8 x 128 x 2; DeepSeek V2 60 x 576 x 2

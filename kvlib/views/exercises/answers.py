@@ -120,8 +120,13 @@ def _v4_limit(model: str, ratio: int, entry: str = "V4 entry") -> Fraction:
     from kvlib.core import compression
     from kvlib.core.notation import by_name
 
+    from kvlib.core.formulas import INDEXER
+
     g = next(g for g in load_model(model).groups if g.ratio == ratio and g.attention == entry)
     sizes = {"N_L": 1, "m": ratio, **{k: v for k, v in g.sizes.items() if k != "b"}}
+    if entry == "Indexer":  # the indexer's key, one per m tokens
+        key = INDEXER.bytes_per_token(N_L=1, b=1, d_I=sizes["d_I"])
+        return Fraction(key, ratio)
     value = compression.COMPRESSED_LIMIT.subs({by_name(k).symbol: v for k, v in sizes.items()})
     return Fraction(int(value.p), int(value.q))
 
@@ -333,11 +338,17 @@ ANSWERS: dict[str, Exercise] = {
              lambda: Fraction(_at_1m("llama-3.1-70b"), _at_1m("qwen3-next-80b-a3b"))),
     )),
     "08.1": Exercise((
-        Part("per_token", "bytes per token per layer past the window", "bytes",
-             lambda: _v4_limit("deepseek-v4-flash", 128),
-             lambda: {584: "that is one whole entry: the layer writes one per 128 tokens",
-                      Fraction(1024, 128): "that is a bf16 entry (512 x 2 B); vLLM stores 584 B",
-                      Fraction(584, 4): "that is an m = 4 layer: this one merges 128 tokens"}),
+        Part("per_token", "bytes per token of one m = 4 layer past its window, indexer key "
+             "included", "bytes",
+             lambda: _v4_limit("deepseek-v4-flash", 4) + _v4_limit("deepseek-v4-flash", 4,
+                                                                   "Indexer"),
+             lambda: {_v4_limit("deepseek-v4-flash", 4):
+                      "that is the entry alone: an m = 4 layer also keeps an indexer key per 4 "
+                      "tokens",
+                      _v4_limit("deepseek-v4-flash", 4) + 132:
+                      "one indexer key per 4 tokens, not per token: the keys are compressed too",
+                      Fraction(1024, 4) + Fraction(132, 4):
+                      "that is a bf16 entry (512 x 2 B); vLLM stores 584 B"}),
     )),
     "08.2": Exercise((
         Part("keys", "bytes of indexer keys per sequence", "bytes",
