@@ -53,10 +53,11 @@ def rope_price() -> Figure:
 
 
 def _collect() -> dict[str, Callable[[], Figure]]:
-    from kvlib.views.figures import capacity, hybrid, mla, models
+    from kvlib.views.figures import capacity, compressed, hybrid, mla, models
 
     return {"heads_vs_context": heads_vs_context, "rope_price": rope_price,
-            **mla.FIGURES, **models.FIGURES, **capacity.FIGURES, **hybrid.FIGURES}
+            **mla.FIGURES, **models.FIGURES, **capacity.FIGURES, **hybrid.FIGURES,
+            **compressed.FIGURES}
 
 
 FIGURES = _collect()

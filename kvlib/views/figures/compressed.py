@@ -82,7 +82,7 @@ def plot_cache_per_sequence(ax, kv_dtype: str = "bf16", unit: str = "GiB") -> No
     context_axis(ax, CONTEXTS[0], CONTEXTS[-1])
     log_value_axis(ax)
     ax.set_ylabel(f"cache of one sequence ({unit}, log scale)")
-    ax.set_title(f"One sequence, {kv_dtype} cache: seven ways of keeping the context "
+    ax.set_title(f"One sequence, {kv_dtype} cache: seven ways of keeping the context\n"
                  "(dotted: past the model's longest context)")
     ax.legend(loc="upper left", frameon=True, framealpha=0.95, edgecolor="none", fontsize=11)
 
