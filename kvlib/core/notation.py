@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-__all__ = ["SYMBOLS", "STATE_SYMBOLS", "MATRIX_SYMBOLS", "SERVING_SYMBOLS", "ALL_SYMBOLS",
+__all__ = ["SYMBOLS", "STATE_SYMBOLS", "COMPRESSION_SYMBOLS", "MATRIX_SYMBOLS", "SERVING_SYMBOLS", "ALL_SYMBOLS",
            "Symbol", "by_name"]
 
 
@@ -126,7 +126,9 @@ b_s = Symbol(sp.Symbol("b_s", positive=True), "bytes per SSM / recurrent-state e
              "bytes", "vLLM")
 
 STATE_SYMBOLS: tuple[Symbol, ...] = (d_conv, d_inner, d_state, N_sg, N_sh, d_sh, N_lk, N_lv,
-                                     d_lk, d_lv, d_I, d_c, m, N_W, N_top, c_o, r_s, b_c, b_s)
+                                     d_lk, d_lv, d_I, b_c, b_s)
+# Notebook 08's: compressed, selected and shared caches
+COMPRESSION_SYMBOLS: tuple[Symbol, ...] = (d_c, m, N_W, N_top, c_o, r_s)
 
 
 def _matrix(name: str, meaning: str, source: str) -> Symbol:
@@ -201,7 +203,8 @@ SERVING_SYMBOLS: tuple[Symbol, ...] = (
            "tokens", source="vLLM (block_size)"),
     _count("N_pre", "tokens of a prompt prefix that sessions share (a system prompt)", "tokens"),
 )
-ALL_SYMBOLS: tuple[Symbol, ...] = SYMBOLS + STATE_SYMBOLS + MATRIX_SYMBOLS + SERVING_SYMBOLS
+ALL_SYMBOLS: tuple[Symbol, ...] = (SYMBOLS + STATE_SYMBOLS + COMPRESSION_SYMBOLS + MATRIX_SYMBOLS
+                                   + SERVING_SYMBOLS)
 
 _BY_NAME = {s.name: s for s in ALL_SYMBOLS}
 
