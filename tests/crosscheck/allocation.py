@@ -1,6 +1,6 @@
 """What transformers' cache holds per layer, what kvlib says, and the stated rules between them.
 
-Checked against transformers 5.24.0 (pinned in the ``crosscheck`` extra), reading
+Checked against transformers 5.25.0 (pinned in the ``crosscheck`` extra), reading
 ``transformers/cache_utils.py`` in the installed package:
 
 * ``DynamicCache(config=...)`` (built by every model's forward when ``use_cache`` is on)
@@ -215,6 +215,13 @@ def build(tiny: dict, dtype=torch.float32, seed: int = 0):
     """A tiny random-weight model from a (shrunk) config dict; nothing is downloaded."""
     fields = transformers_fields(tiny)
     model_type = fields.pop("model_type")
+    if model_type == "nemotron_h" and dtype == torch.bfloat16:
+        # transformers 5.25.0's CPU mamba2_chunk_scan clamps a bfloat16 dt to time_step_limit,
+        # whose default upper end, inf, torch refuses ("cannot be converted to type
+        # c10::BFloat16 without overflow", models/nemotron_h/modeling_nemotron_h.py:322): a
+        # finite bound, far above any dt, changes no value and no cache shape
+        low, high = fields.get("time_step_limit") or (0.0, float("inf"))
+        fields["time_step_limit"] = (low, min(high, 1e4))
     torch.manual_seed(seed)
     config = AutoConfig.for_model(model_type, **fields)
     return AutoModelForCausalLM.from_config(config, dtype=dtype).eval()

@@ -56,6 +56,9 @@ UNBUNDLED = {
     # Olmo3Config: 3 sliding (4,096) to 1 full; Cohere2Config (Command A / R7B): the same.
     "olmo3": ("olmo3", {}),
     "cohere2": ("cohere2", {}),
+    # transformers 5.25.0's new families kvlib reads (issue 31). ErgoConfig: 3 sliding (512,
+    # local_attention_window) to 1 full, head dim hidden_size / heads.
+    "ergo": ("ergo", {}),
 }
 # Published configs of the families issue 23 added (name -> file under tests/).
 PUBLISHED = {
@@ -119,6 +122,14 @@ def unsupported(name: str) -> str | None:
         return None
     config = _source(name)
     model_type = text_model_type(config)
+    if model_type == "deepseek_v4":
+        # transformers 5.25.0 builds it (compressed and indexed layers in its own cache
+        # classes), but allocation.py has no stated rule from those classes to vLLM 0.34.0's
+        # fp8_ds_mla entries and compressor states yet (issue 31): named, not silently passed
+        return (f"{name}: transformers {transformers.__version__}'s deepseek_v4 cache is not "
+                "yet compared (no stated rule in tests/crosscheck/allocation.py from its "
+                "compressed layers to vLLM 0.34.0's fp8_ds_mla entries); kvlib's reading is "
+                "checked in tests/test_deepseek_v4.py only")
     if model_type in CONFIG_MAPPING_NAMES:
         return None
     remote = config.get("auto_map", {}).get("AutoModelForCausalLM")

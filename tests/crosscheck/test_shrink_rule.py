@@ -40,9 +40,9 @@ def _runnable(name: str) -> None:
 
 
 def test_every_bundled_model_is_crosschecked_or_named_as_skipped():
-    assert BUNDLED_NAMES == list(BUNDLED) and len(BUNDLED_NAMES) == 30
+    assert BUNDLED_NAMES == list(BUNDLED) and len(BUNDLED_NAMES) == 34
     assert set(NAMES) - set(BUNDLED) == {"jamba", "lfm2", "gemma3n", "falcon_h1", "olmo3",
-                                         "cohere2",
+                                         "cohere2", "ergo",
                                          "gemma-4-26b-a4b+kv-sharing"} | set(PUBLISHED)
     # issue 23's families, each from a published config
     new = [*PUBLISHED, "qwen3.5-27b", "nemotron-3-ultra-550b-a55b", "minimax-m2.5"]
@@ -82,6 +82,9 @@ def test_pattern_period_of_each_family():
         # issue 31: after one full layer, 5 sliding : 1 full; after 2 full indexers, 3 shared :
         # 1 full (both periodic only past a prefix, shrink.periodic_tail)
         "mimo-v2-flash": 6, "glm-5.2": 4, "minimax-m2.7": 1, "kimi-k2.5": 1,
+        # issue 33's bundles (Llama 2 all full, Gemma 3n E4B full every 5th); transformers
+        # 5.25.0's Ergo: 3 sliding : 1 full
+        "llama-2-7b": 1, "gemma-3n-e4b": 5, "ergo": 4,
     }
     assert {name: pattern_offset(real(name)) for name in periods
             if pattern_offset(real(name))} == {"mimo-v2-flash": 1, "glm-5.2": 2}
