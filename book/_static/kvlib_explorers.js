@@ -51,9 +51,11 @@
   // kvlib.models.spec.LayerGroup.cached_tokens: a compressed group keeps floor(T / m) entries
   const cachedTokens = (g, T) => (g.ratio ? T / BigInt(g.ratio)
     : g.window !== null && BigInt(g.window) < T ? BigInt(g.window) : T);
+  // kvlib.models.spec.LayerGroup.bytes_per_token: a compressed group's entry per m tokens
   function groupBytesPerToken(g, b) {
-    return isGrowing(g) ? evaluate(`${g.attention}.bytes_per_token`,
-      groupValues(g, { N_L: BigInt(g.layers), b })) : ZERO;
+    if (!isGrowing(g)) return ZERO;
+    const entry = evaluate(`${g.attention}.bytes_per_token`, groupValues(g, { N_L: BigInt(g.layers), b }));
+    return g.ratio ? mul(entry, [1n, BigInt(g.ratio)]) : entry;
   }
   function groupBytesPerSequence(g, T, b) {
     return isGrowing(g) ? evaluate(`${g.attention}.bytes_per_sequence`,

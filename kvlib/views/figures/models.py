@@ -56,7 +56,8 @@ KIND_COLORS = {CacheKind.FULL: COLORS["GQA"], CacheKind.SLIDING: "#F0E442",
                CacheKind.INDEXER: "#661100",
                # constant-size states and empty layers (notebook 07), from Paul Tol's palette
                CacheKind.MAMBA: "#44AA99", CacheKind.LINEAR: "#882255",
-               CacheKind.CONV: "#AA4499", CacheKind.NONE: "#DDDDDD", CacheKind.SHARED: "#999933"}
+               CacheKind.CONV: "#AA4499", CacheKind.NONE: "#DDDDDD", CacheKind.SHARED: "#999933",
+               CacheKind.COMPRESSED: "#332288"}  # DeepSeek V4's compressed layers (notebook 08)
 POST_A_COLOR = "#999999"
 T128K = 131072
 BF16 = 2
