@@ -11,7 +11,8 @@ export PYTHONHASHSEED := 0
 
 # A room without a network (docs/workshop.md): `make lab WHEELS=wheels` installs from that
 # wheelhouse only (pip --no-index; it must hold setuptools, which building kvlib itself needs)
-# and leaves pip as it is. tests/test_workshop.py checks the recipe.
+# and leaves pip as it is. tests/test_workshop.py checks the recipe; tests/test_offline_lab.py
+# runs it with no network, from a wheelhouse it packs, and asks the Lab it starts for notebook 01.
 WHEELS ?=
 PIP_FROM := $(if $(WHEELS),--no-index --find-links $(WHEELS))
 
