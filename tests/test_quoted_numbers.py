@@ -397,6 +397,9 @@ EXEMPT: dict[str, dict[str, object]] = {
         "1 block": Input("one block, a rule in words"),
     },
     "06_capacity_planning.ipynb": {
+        "1 token": Input("SGLang 0.5.23's page on CUDA (srt/arg_groups/overrides.py:1341-1362)"),
+        "32 tokens": Input("TensorRT-LLM's tokens_per_block default, an engine constant"),
+        "10%": Input("TensorRT-LLM keeps 1 - free_gpu_memory_fraction 0.9, a definition"),
         "118.84GiB": Input("a line of a vLLM log, quoted"),
         "143,165 MiB": Computed(lambda: f"{round(139.81 * 1024):,} MiB"),
         "139.80 GiB": Input("a PyTorch out-of-memory message, quoted"),

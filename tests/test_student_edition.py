@@ -39,7 +39,7 @@ def test_no_solution_and_no_output(edition):
 
 
 def test_every_exercise_is_checked_with_all_its_answers(edition):
-    """24 exercises, each answer cell calling check() with one variable per answer asked;
+    """25 exercises, each answer cell calling check() with one variable per answer asked;
     01.1 asks for the bytes per token and per sequence, so its cell takes both."""
     checked = []
     for path in sorted(edition.glob("*.ipynb")):
@@ -49,7 +49,7 @@ def test_every_exercise_is_checked_with_all_its_answers(edition):
                 call = "".join(c["source"]).splitlines()[-1]
                 assert call.startswith('check("') and call.endswith(");"), (path.name, call)
                 checked.append(call)
-    assert len(checked) == 24
+    assert len(checked) == 25
     assert 'check("01.1", per_token, per_sequence);' in checked
     assert 'check("06.1", sessions);' in checked and 'check("07.1", share);' in checked
 

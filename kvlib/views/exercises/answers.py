@@ -81,6 +81,13 @@ def _plan(model: str, gpu: str, gpus: int, tp: int, context: int, **options):
     return Deployment(load_model(model), gpu, gpus, tp, **options).plan(context)
 
 
+@cache
+def _engine(model: str, gpu: str, engine: str, **options):
+    from kvlib.serving.engines import engine_tokens
+
+    return engine_tokens(model, gpu, engine, context=8192, **options)
+
+
 def _gemma_8k() -> int:
     return load_model("gemma-3-27b").kv_bytes_per_sequence(8192, 2)
 
@@ -316,6 +323,19 @@ ANSWERS: dict[str, Exercise] = {
                                      weight_dtype="bf16").decode_step_seconds_all_weights):
                       "that reads every weight: the input embedding is a lookup of one row "
                       "per token, not read whole (notebook 06, section 10)"}),
+    )),
+    "06.4": Exercise((
+        Part("tokens", "KV tokens SGLang allocates", "count",
+             lambda: _engine("qwen3-32b", "H100-80GB", "sglang").tokens,
+             lambda: {_engine("qwen3-32b", "H100-80GB", "trtllm").tokens:
+                      "that is TensorRT-LLM's: it keeps 0.9 of what is free after the weights; "
+                      "SGLang's fraction applies to what was free before them",
+                      _engine("qwen3-32b", "H100-80GB", "vllm").tokens:
+                      "that is vLLM 0.34.0's, measured after warmup",
+                      _engine("qwen3-32b", "H100-80GB", "sglang", in_use_bytes=0).tokens:
+                      "0.5 GiB was in use before the weights: the fraction applies to what is "
+                      "free, not to the CUDA total"},
+             unit="tokens"),
     )),
     "07.1": Exercise((
         Part("share", "share of the sequence that is Mamba2 state", "ratio",
