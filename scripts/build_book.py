@@ -12,7 +12,7 @@ publish the result). This script prepares a source folder for Sphinx, then runs 
    - exercise solutions (cell tag ``solution``) get MyST-NB's ``hide-cell`` tag: input and output
      are folded behind a "Show solution" button;
    - after each live-widget cell (one that builds a kvlib Explorer): where the page has the
-     explorer (:data:`LIVE_EXPLORERS`: notebooks 02, 04-07; issue 27), a note and the
+     explorer (:data:`LIVE_EXPLORERS`: notebooks 02, 04-08; issue 27), a note and the
      explorer itself, which runs in the page; elsewhere a note that the book shows the widget's
      static output and how to run it live;
    - ``_static/kvlib_formulas.js``: kvlib's SymPy formulas printed as JavaScript, with the
@@ -87,6 +87,7 @@ LIVE_EXPLORERS = {
     "model_explorer": ("models", "kvlib.views.widgets.models"),
     "rope_explorer": ("rope", "kvlib.views.widgets.mla"),
     "planner_explorer": ("planner", "kvlib.views.widgets.capacity"),
+    "compressed_explorer": ("compressed", "kvlib.views.widgets.compressed"),
 }
 LIVE_EXPLORER_NOTE = """\
 ```{{admonition}} Live explorer

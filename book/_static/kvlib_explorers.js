@@ -152,9 +152,12 @@
   // ------------------------------------------------------------ the chart: plain SVG, log axes
   // opts: title, xlabel, ylabel, x: [lo, hi] (log 2), xticks: [[value, label]], y: [lo, hi]
   // (log), yticks: [[value, label]], series: [{xs, ys, color, dash, marker, width, opacity}],
-  // vline, dots: [{x, y, color, r, label, dx, dy, anchor}], legend: [{label, color, dash, marker}].
+  // vline, dots: [{x, y, color, r, label, dx, dy, anchor}], legend: [{label, color, dash, marker}],
+  // legendBelow: the legend in two columns under the axes (where no corner of the axes is free),
+  // note: a line of text under it.
   function chart(o) {
-    const W = 760, H = 380, L = 78, R = 16, T = 34, B = 52;
+    const LB = o.legendBelow ? Math.ceil(o.legend.length / 2) * 18 + 10 + (o.note ? 18 : 0) : 0;
+    const W = 760, H = 380 + LB, L = 78, R = 16, T = 34, B = 52 + LB;
     const lx = (v) => Math.log2(v), ly = (v) => Math.log(v);
     const X = (v) => L + (lx(v) - lx(o.x[0])) / (lx(o.x[1]) - lx(o.x[0])) * (W - L - R);
     const Y = (v) => H - B - (ly(v) - ly(o.y[0])) / (ly(o.y[1]) - ly(o.y[0])) * (H - T - B);
@@ -173,7 +176,7 @@
         `<text x="${f(X(v))}" y="${H - B + 16}" text-anchor="middle">${esc(label)}</text>`);
     }
     out.push(`<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
-      `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 12}" text-anchor="middle">${esc(o.xlabel)}</text>`,
+      `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 12 - LB}" text-anchor="middle">${esc(o.xlabel)}</text>`,
       `<text class="kvlib-ylabel" transform="translate(16 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">${esc(o.ylabel)}</text>`);
     if (o.vline) out.push(`<line class="kvlib-vline" x1="${f(X(o.vline))}" x2="${f(X(o.vline))}" y1="${T}" y2="${H - B}" stroke="#555" stroke-dasharray="2 3" stroke-width="1.5"/>`);
     for (const s of o.series) {
@@ -187,6 +190,20 @@
     for (const p of o.dots || []) {
       out.push(`<circle class="kvlib-dot" cx="${f(X(p.x))}" cy="${f(Y(p.y))}" r="${p.r}" fill="${p.color}" stroke="white" stroke-width="1.5"/>`);
       if (p.label) out.push(`<text x="${f(X(p.x) + p.dx)}" y="${f(Y(p.y) + p.dy)}" text-anchor="${p.anchor}" fill="${p.color}" font-weight="bold" font-size="13">${esc(p.label)}</text>`);
+    }
+    if (o.legendBelow) {  // two columns under the axes, filled down the first column
+      const rows = Math.ceil(o.legend.length / 2), colW = (W - L - R) / 2;
+      out.push(`<g class="kvlib-legend">`);
+      o.legend.forEach((e, i) => {
+        const x = L + Math.floor(i / rows) * colW, y = H - LB + 8 + (i % rows) * 18;
+        out.push(`<line x1="${x}" x2="${x + 26}" y1="${y}" y2="${y}" stroke="${e.color}" stroke-width="${e.width || 2}"${e.dash ? ` stroke-dasharray="${e.dash}"` : ""}/>`);
+        if (e.marker) out.push(`<circle cx="${x + 13}" cy="${y}" r="3.5" fill="${e.color}"/>`);
+        out.push(`<text x="${x + 32}" y="${y + 4}">${esc(e.label)}</text>`);
+      });
+      out.push(`</g>`);
+      if (o.note) out.push(`<text class="kvlib-note" x="${L}" y="${H - 8}" fill="#555">${esc(o.note)}</text>`);
+      out.push(`</svg>`);
+      return out.join("");
     }
     // legend: upper left, inside the axes
     let ly0 = T + 10;
@@ -672,7 +689,63 @@
       max_context: r.maxContext }),
   };
 
-  const EXPLORERS = { gqa, hybrid, models, rope, planner };
+  // ------------------------------------------------------------ notebook 08: seven ways of keeping the context
+  // kvlib.views.figures.compressed.sweep: one bundled model per kind (the pairs come from kvlib),
+  // each one sequence's cache and constant state (ModelSpec.total_bytes_per_sequence) at every
+  // context; a group's own element size (V4's entries, an indexer's keys) wins over the KV dtype.
+  const COMP = DATA.compressed, COMP_CONTEXTS = COMP.contexts;
+  const compressed = {
+    controls: () => [
+      { name: "context", label: "context", type: "range", options: COMP_CONTEXTS.map((t) => [t, formatContext(t)]) },
+      { name: "kv_dtype", label: "KV dtype", type: "select", options: COMP.dtypes.map((k) => [k, k]) },
+    ],
+    // kvlib.views.widgets.compressed.compare
+    compute(s) {
+      if (!COMP_CONTEXTS.includes(s.context)) throw new Error(`context=${s.context}: not one of the explorer's contexts`);
+      const b = parse(DATA.dtypes[s.kv_dtype]), k = COMP_CONTEXTS.indexOf(s.context);
+      const curves = COMP.kinds.map(([kind, name]) => {
+        const m = DATA.models[name], state = sum(m.groups.map(groupStateBytes));
+        const bytes = COMP_CONTEXTS.map((t) => add(sum(m.groups.map((g) => groupBytesPerSequence(g, BigInt(t), b))), state));
+        return { kind, name, title: m.title, longest: m.max_position_embeddings, bytes };
+      });
+      return { curves, at: curves.map((c) => c.bytes[k]) };
+    },
+    // kvlib.views.widgets.compressed.render
+    render(s, r) {
+      const ref = r.at[r.curves.findIndex((c) => c.kind === COMP.reference)];
+      const rows = r.curves.map((c, i) => {
+        const beyond = c.longest && s.context > c.longest ? " (past its longest context)" : "";
+        const times = fixed(rat(r.at[i][0] * ref[1], r.at[i][1] * ref[0]), 1).replace(/,/g, "");
+        return [c.kind, esc(c.title) + beyond, fmtSize(r.at[i]), `${times}x`];
+      });
+      return `<p>One sequence of <b>${fmtInt(s.context)}</b> tokens, ${s.kv_dtype} cache (V4's entries ` +
+        "always in vLLM's 584-byte layout):</p>" +
+        htmlTable(["kind", "model", "one sequence", "x V4-Pro"], rows, [false, false, true, true]);
+    },
+    // kvlib.views.widgets.compressed.draw: every curve on the figure's steady value axis, solid up to
+    // the model's longest context and dotted past it (as the notebook's figure), the context marked
+    chart(s, r) {
+      const gib = (x) => toNumber(x) / 1073741824, k = COMP_CONTEXTS.indexOf(s.context);
+      const series = [], legend = [], dots = [];
+      r.curves.forEach((c, i) => {
+        const color = COMP.colors[i], ys = c.bytes.map(gib), width = c.kind === COMP.reference ? 3.2 : 2;
+        const n = COMP_CONTEXTS.filter((t) => !c.longest || t <= c.longest).length;
+        series.push({ xs: COMP_CONTEXTS.slice(0, n), ys: ys.slice(0, n), color, marker: true, width });
+        if (n < COMP_CONTEXTS.length)
+          series.push({ xs: COMP_CONTEXTS.slice(Math.max(n - 1, 0)), ys: ys.slice(Math.max(n - 1, 0)), color, dash: "2 4", width: 1.6, opacity: 0.6 });
+        legend.push({ label: `${c.kind}: ${c.title}`, color, marker: true, width });
+        dots.push({ x: s.context, y: ys[k], color, r: 6 });
+      });
+      const [lo, hi] = COMP.value_limits;
+      return chart({ title: `One sequence at ${formatContext(s.context)} tokens, ${s.kv_dtype} cache`,
+        xlabel: XLABEL, ylabel: "cache of one sequence (GiB, log scale)", x: [COMP_CONTEXTS[0] / 1.3, COMP_CONTEXTS.at(-1) * 1.3],
+        xticks: contextAxis(COMP_CONTEXTS), y: [lo, hi], yticks: logTicks(lo, hi), series, vline: s.context, dots, legend,
+        legendBelow: true, note: "dotted: past the model's longest context (its config's max_position_embeddings)" });
+    },
+    exact: (r) => ({ at: r.at, curves: r.curves.map((c) => c.bytes) }),
+  };
+
+  const EXPLORERS = { gqa, hybrid, models, rope, planner, compressed };
 
   // ------------------------------------------------------------ controls -> compute -> readout + chart
   const jsonExact = (x) => JSON.stringify(x, (k, v) => (Array.isArray(v) && v.length === 2 &&

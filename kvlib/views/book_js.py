@@ -218,10 +218,29 @@ def _releases() -> dict:
     return out
 
 
+def _compressed() -> dict:
+    """Notebook 08's explorer: the (kind, bundled model) pairs of its sweep, in order
+    (:data:`kvlib.views.figures.compressed.KINDS`), the slider's contexts, the KV dtypes it
+    offers, one colour per kind, the kind every other is compared with, and the value axis
+    (GiB) the notebook's figure keeps for every setting (read from its ``draw``)."""
+    from matplotlib.figure import Figure
+
+    from kvlib.views.figures import compressed as figure
+    from kvlib.views.widgets import compressed as widget
+
+    view = Figure()
+    widget.draw(view, widget.compare())
+    return {"kinds": [list(k) for k in figure.KINDS], "contexts": list(figure.CONTEXTS),
+            "dtypes": list(figure.DTYPES), "colors": list(figure.COLORS),
+            "reference": widget.REFERENCE,
+            "value_limits": [float(v) for v in view.axes[0].get_ylim()]}
+
+
 def data() -> dict:
     """What the explorers read besides the formulas: the bundled models (title, attention
     label, layer groups, longest context), the KV dtypes' bytes per element, the house colours,
-    notebook 04's fixed sizes (:func:`_rope`)."""
+    notebook 04's fixed sizes (:func:`_rope`), the planner's (:func:`_planner`) and notebook
+    08's kinds (:func:`_compressed`)."""
     models = {}
     for name, bundled in BUNDLED.items():
         spec = load_model(name)
@@ -243,6 +262,7 @@ def data() -> dict:
         "kind_colors": {str(k): v for k, v in KIND_COLORS.items()},
         "rope": _rope(),
         "planner": _planner(),
+        "compressed": _compressed(),
     }
 
 

@@ -27,10 +27,13 @@ import pytest
 from matplotlib.figure import Figure
 
 from kvlib.core.decode_cost import PATHS
+from kvlib.core.dtypes import bytes_per_element
 from kvlib.core.formulas import KINDS, STATES
-from kvlib.models.catalog import BUNDLED
+from kvlib.models.catalog import BUNDLED, load_model
 from kvlib.views import book_js
+from kvlib.views.figures import compressed as compressed_figure
 from kvlib.views.widgets import capacity as capacity_widget
+from kvlib.views.widgets import compressed as compressed_widget
 from kvlib.views.widgets import gqa as gqa_widget
 from kvlib.views.widgets import hybrid as hybrid_widget
 from kvlib.views.widgets import mla as rope_widget
@@ -271,7 +274,10 @@ def test_gqa_explorer_equals_kvlib(open_page):
 HYBRID_SAMPLES = ([("qwen3-next-80b-a3b", 131072)]
                   + [(m, 1 << 20) for m in BUNDLED]  # every model at the largest context
                   + [("gemma-3-27b", 1024), ("deepseek-v3.2", 4096), ("llama-4-scout", 8192),
-                     ("nemotron-3-nano-30b-a3b", 1024)])
+                     ("nemotron-3-nano-30b-a3b", 1024),
+                     # compressed entries (floor(T / m)), shared layers, recurrent state
+                     ("deepseek-v4-pro", 1024), ("deepseek-v4-pro", 131072),
+                     ("gemma-3n-e4b", 32768), ("qwen3-next-80b-a3b", 4096)])
 
 
 def test_hybrid_explorer_equals_kvlib(open_page):
@@ -288,6 +294,9 @@ def test_hybrid_explorer_equals_kvlib(open_page):
             "kv": _text(e.kv_bytes_per_sequence), "state": _text(e.state_bytes_per_sequence),
             "total": _text(e.total_bytes_per_sequence),
             "cache": [_text(c) for c in view.cache]}, (model, context)
+        # the page's sum is the spec's: cache + constant state, exactly
+        assert page.exact()["total"] == _text(load_model(model).total_bytes_per_sequence(
+            context, bytes_per_element("bf16"))), (model, context)
         assert page.readout_text() == page.as_text(hybrid_widget.render(view)), (model, context)
         chart = page.chart()
         fig = _figure_texts(hybrid_widget.draw, view)
@@ -475,6 +484,65 @@ def test_planner_explorer_equals_kvlib(open_page):
             assert chart["svg"] != previous, f"the chart did not change for {sample}"
         previous = chart["svg"]
     assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
+
+
+# ------------------------------------------------------------------ notebook 08
+
+COMPRESSED_SAMPLES = [
+    (131072, "bf16"),  # the notebook's start
+    (1024, "bf16"),  # the smallest context: V4's window and compressor state weigh most
+    (1 << 20, "bf16"),  # the largest: every model but V4 past its longest context
+    (1 << 20, "fp8"), (2048, "fp8"), (32768, "fp8"),  # Gemma 3n's longest context
+    (65536, "bf16"), (524288, "fp8"),
+]
+
+
+def _compressed_expected(context: int, kv_dtype: str):
+    c = compressed_widget.compare(context, kv_dtype)
+    return c, {"at": [_text(v) for v in c.at],
+               "curves": [[_text(v) for v in x.bytes] for x in c.curves]}
+
+
+def test_compressed_explorer_equals_kvlib(open_page):
+    page = open_page("08_compressed_shared_selected")
+    contexts = list(compressed_figure.CONTEXTS)
+    # the kinds and their models are kvlib's (book_js.data), not typed into the page
+    data = page.page.evaluate("() => KVLIB_GENERATED.data.compressed")
+    assert data["kinds"] == [list(k) for k in compressed_figure.KINDS]
+    assert data["contexts"] == contexts
+    previous = None
+    for context, kv_dtype in COMPRESSED_SAMPLES:
+        page.act("kv_dtype", kv_dtype)
+        page.act("context", context, contexts)
+        sample = {"context": context, "kv_dtype": kv_dtype}
+        assert page.state() == sample
+        c, exact = _compressed_expected(context, kv_dtype)
+        assert page.exact() == exact, sample
+        b = bytes_per_element(kv_dtype)  # each curve: cache + constant state of the spec
+        assert exact["at"] == [_text(load_model(n).total_bytes_per_sequence(context, b))
+                               for _, n in compressed_figure.KINDS]
+        assert page.readout_text() == page.as_text(compressed_widget.render(c)), sample
+        chart = page.chart()
+        fig = _figure_texts(compressed_widget.draw, c)
+        assert chart["title"] == fig["title"]
+        assert chart["ylabel"] == fig["ylabel"]
+        assert chart["legend"] == fig["legend"], sample
+        assert chart["xlabel"] == "context length N_KV (tokens, log scale)"
+        beyond = sum(1 for x in c.curves if x.longest and x.longest < contexts[-1])
+        assert len(chart["lines"]) == len(c.curves) + beyond  # solid, and dotted past the end
+        if previous is not None:
+            assert chart["svg"] != previous["svg"], f"the chart did not change for {sample}"
+        previous = chart
+    assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
+
+
+def test_no_model_typed_into_the_page():
+    """The explorers name no bundled model in their code: models come from kvlib's data."""
+    from pathlib import Path
+
+    code = (Path(__file__).parents[2] / "book" / "_static" / "kvlib_explorers.js").read_text()
+    typed = [n for n in BUNDLED if f'"{n}"' in code or f"'{n}'" in code]
+    assert typed == []
 
 
 # ------------------------------------------------------------------ the formulas themselves

@@ -20,17 +20,19 @@ import subprocess
 
 import pytest
 from test_explorers import (
+    COMPRESSED_SAMPLES,
     GQA_SAMPLES,
     HYBRID_SAMPLES,
     MODEL_SAMPLES,
     PLAN_SAMPLES,
     REDRAW_LIMIT_MS,
     ROPE_SAMPLES,
+    _compressed_expected,
     _gqa_expected,
     _text,
 )
 
-from kvlib.views.widgets import capacity, gqa, hybrid, mla, models
+from kvlib.views.widgets import capacity, compressed, gqa, hybrid, mla, models
 
 FIREFOX = os.environ.get("KVLIB_FIREFOX") or shutil.which("firefox-esr") or shutil.which("firefox")
 
@@ -91,6 +93,10 @@ def _cases() -> list:
         except ValueError as e:
             html = f"ERROR {e}"
         cases.append(["planner", s, None, html])
+    for context, kv_dtype in COMPRESSED_SAMPLES:
+        c, exact = _compressed_expected(context, kv_dtype)
+        cases.append(["compressed", {"context": context, "kv_dtype": kv_dtype}, exact,
+                      compressed.render(c)])
     return cases
 
 
