@@ -8,7 +8,9 @@ publish the result). This script prepares a source folder for Sphinx, then runs 
    integrity (``npm pack``, cached in ``build/cache/``), copied into the site's ``_static`` so
    the book loads no script, font or stylesheet from another host.
 2. ``build/book-src/``: the configuration and landing page of ``book/``, README.md (the landing
-   page includes its sections), ``figures/``, and a copy of every notebook with two changes:
+   page includes its sections), ``figures/``, the formula sheet (``docs/formula_sheet.md``, its
+   links to other pages of ``docs/`` written as their paths; :func:`formula_sheet_page`), and a
+   copy of every notebook with two changes:
    - exercise solutions (cell tag ``solution``) get MyST-NB's ``hide-cell`` tag: input and output
      are folded behind a "Show solution" button;
    - after each live-widget cell (one that builds a kvlib Explorer): where the page has the
@@ -284,6 +286,17 @@ def book_notebook(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
+FORMULA_SHEET = "formula_sheet.md"  # docs/formula_sheet.md, a page of the book (issue 36)
+_DOCS_LINK = re.compile(r"\[([^\]]+)\]\(([\w.-]+\.md)(#[^)\s]*)?\)")
+
+
+def formula_sheet_page() -> str:
+    """docs/formula_sheet.md as the book shows it: a link to another page of docs/, which the
+    book does not hold, becomes that page's path in the repository (`docs/capacity.md`)."""
+    text = (REPO / "docs" / FORMULA_SHEET).read_text(encoding="utf-8")
+    return _DOCS_LINK.sub(lambda m: f"`docs/{m.group(2)}`", text)
+
+
 def stage(src: Path, notebooks: list[Path], pages: Path | None = None) -> None:
     """Fill the Sphinx source folder ``src`` (stale files removed)."""
     if pages is not None:  # the configuration stays book/'s; the pages come from `pages`
@@ -293,7 +306,8 @@ def stage(src: Path, notebooks: list[Path], pages: Path | None = None) -> None:
     else:
         keep = _sync_tree(BOOK, src, skip=("__pycache__",))
         _write_if_changed(src / "README.md", (REPO / "README.md").read_bytes())
-        keep.add(src / "README.md")
+        _write_if_changed(src / FORMULA_SHEET, formula_sheet_page().encode())
+        keep |= {src / "README.md", src / FORMULA_SHEET}
         keep |= _sync_tree(REPO / "figures", src / "figures")
     for nb_path in notebooks:
         out = src / "notebooks" / nb_path.name

@@ -25,6 +25,24 @@ def _sections() -> dict[tuple[str, int], str]:
     return found
 
 
+def _section_words() -> dict[tuple[str, int], int]:
+    """(notebook number, section number) -> words of markdown from its "## N." heading to the
+    next level-2 heading (its ### parts included, code and outputs not)."""
+    words: dict[tuple[str, int], int] = {}
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        key = None
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for part in re.split(r"^(?=## )", cell.source, flags=re.M):
+                if part.startswith("## "):
+                    m = re.match(r"## (\d+)\. ", part)
+                    key = (path.name[:2], int(m.group(1))) if m else None
+                if key is not None:
+                    words[key] = words.get(key, 0) + len(part.split())
+    return words
+
+
 SECTIONS = _sections()
 REFERENCES = re.findall(r'\b(\d\d) §(\d+)(?: "([^"]+)")?', TEXT)
 
@@ -67,6 +85,62 @@ def test_the_workshop_fills_three_hours_with_setup_breaks_and_questions():
     assert "Break" in blocks and "Questions" in blocks
     taught = [b[:2] for b in blocks if b[:2].isdigit()]
     assert taught == ["01", "02", "03", "04", "05", "06", "07"]
+
+
+# Issue 36: the 03 and 04 blocks held 1,700-1,850 words of dense material for 15 live minutes.
+WORDS_PER_LIVE_MINUTE = 65  # the page's rule: half of reading aloud (about 130 a minute)
+EXERCISE_MINUTES = 5
+
+
+def test_the_page_states_the_live_words_rule():
+    assert f"at most {WORDS_PER_LIVE_MINUTE} words of prose per live minute" in \
+        " ".join(TEXT.split())
+    assert f"less the {EXERCISE_MINUTES} of its exercise" in " ".join(TEXT.split())
+
+
+@pytest.mark.parametrize("row", [r for r in _table("## The 3-hour workshop") if r[1][:2].isdigit()],
+                         ids=lambda r: r[1][:2])
+def test_each_block_runs_live_only_what_its_minutes_hold(row):
+    words = _section_words()
+    live = [(nb, int(n)) for nb, n, _ in re.findall(r'\b(\d\d) §(\d+)(?: "([^"]+)")?', row[3])]
+    later = [(nb, int(n)) for nb, n, _ in re.findall(r'\b(\d\d) §(\d+)(?: "([^"]+)")?', row[4])]
+    assert live and not set(live) & set(later), row[1]
+    assert {nb for nb, _ in live + later} == {row[1][:2]}, row[1]
+    minutes = int(row[2]) - EXERCISE_MINUTES
+    said = sum(words[k] for k in live)
+    assert said <= WORDS_PER_LIVE_MINUTE * minutes, (
+        f"{row[1]}: {said} words live in {minutes} live minutes (at most "
+        f"{WORDS_PER_LIVE_MINUTE * minutes}); move a section to 'leave for later' or give the "
+        f"block minutes: " + ", ".join(f"{nb} §{n} {words[(nb, n)]}" for nb, n in live))
+
+
+def test_the_formula_sheet_is_a_page_of_the_book():
+    """The page sends the room to the book's formula sheet: the book's build stages it, its
+    landing page lists it, and its links to other pages of docs/ become paths (make book is
+    strict: a link to a page the book lacks would fail it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_book",
+                                                  ROOT / "scripts" / "build_book.py")
+    build_book = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_book)
+    page = build_book.formula_sheet_page()
+    assert page.startswith("# Formula sheet")
+    assert not re.search(r"\]\((?!https?:)[^)]*\.md", page), "a link the book cannot resolve"
+    assert "`docs/capacity.md`" in page
+    index = (ROOT / "book" / "index.md").read_text(encoding="utf-8")
+    toctrees = re.findall(r"```\{toctree\}(.*?)```", index, re.S)
+    assert any(re.search(r"^formula_sheet$", t, re.M) for t in toctrees), toctrees
+    assert "under \"Reference\" in the book's" in " ".join(TEXT.split())
+    assert ":caption: Reference" in index
+
+
+def test_the_page_says_when_learners_use_the_student_edition():
+    section = TEXT.split("\n## Which edition, when", 1)[1].split("\n## ", 1)[0]
+    assert "student/" in section and "pause exercise" in section and "Or start in" in section
+    setup = _table("## The 3-hour workshop")[0]
+    assert "student/01_attention_and_kv_cache.ipynb" in setup[3]
+    assert (ROOT / "notebooks" / "01_attention_and_kv_cache.ipynb").is_file()
 
 
 def test_the_self_study_path_takes_90_minutes():

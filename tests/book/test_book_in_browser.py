@@ -23,7 +23,7 @@ SCREENSHOTS = Path(__file__).parent / "screenshots"
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 PAGES = (["index.html"] + [f"notebooks/{p.stem}.html" for p in NOTEBOOKS]
-         + ["search.html", "genindex.html"])
+         + ["formula_sheet.html", "search.html", "genindex.html"])
 
 
 def expected(path: Path, explorer: re.Pattern) -> Expect:

@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 PAGES = (["index.html"] + [f"notebooks/{p.stem}.html" for p in NOTEBOOKS]
-         + ["search.html", "genindex.html"])
+         + ["formula_sheet.html", "search.html", "genindex.html"])
 PHONE = {"width": 390, "height": 844}
 MIN_TEXT_PX = 11
 
