@@ -63,6 +63,8 @@ def _build(ax, curves) -> None:
     for curve, color in zip(curves, COLORS, strict=True):
         ax.plot([], [], color=color, marker="o", ms=4, lw=3.2 if curve.kind == REFERENCE else 2,
                 label=f"{curve.kind}: {curve.title}")
+    for color in COLORS:  # past the model's longest context, dotted
+        ax.plot([], [], color=color, ls=":", lw=1.6, alpha=0.6)
     for color in COLORS:
         ax.plot([], [], ls="none", marker="o", ms=10, color=color, markeredgecolor="white",
                 markeredgewidth=1.5)
@@ -81,9 +83,13 @@ def draw(fig, c: Comparison) -> None:
         _build(fig.add_subplot(), c.curves)
     ax = fig.axes[0]
     n = len(c.curves)
-    lines, dots, vline = ax.lines[:n], ax.lines[n:2 * n], ax.lines[2 * n]
-    for line, dot, curve, v in zip(lines, dots, c.curves, c.at, strict=True):
-        line.set_data(CONTEXTS, [x / GIB for x in curve.bytes])
+    lines, beyond, dots = ax.lines[:n], ax.lines[n:2 * n], ax.lines[2 * n:3 * n]
+    vline = ax.lines[3 * n]
+    for line, past, dot, curve, v in zip(lines, beyond, dots, c.curves, c.at, strict=True):
+        y = [x / GIB for x in curve.bytes]
+        k = sum(1 for t in CONTEXTS if curve.longest is None or t <= curve.longest)
+        line.set_data(CONTEXTS[:k], y[:k])
+        past.set_data(CONTEXTS[max(k - 1, 0):], y[max(k - 1, 0):])
         dot.set_data([c.context], [v / GIB])
     vline.set_xdata([c.context, c.context])
     ax.set_title(f"One sequence at {format_context(c.context)} tokens, {c.kv_dtype} cache")
