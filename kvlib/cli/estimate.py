@@ -120,29 +120,36 @@ def render(e: Estimate) -> str:
     spec = e.spec
     params = f"; {spec.params / 1e9:,.4g}B parameters" if spec.params else ""
     source = f", {spec.source}" if spec.source else ""
+    # groups that store their own bytes whatever the KV dtype (DeepSeek V4's fp8_ds_mla entries,
+    # fp32 compressor states, indexer keys): name what each stores
+    own = {"V4 entry": "entries", "Compressor state": "compressor state", "Indexer": "indexer keys"}
+    fixed = all(g.group.sizes.get("b") is not None for g in e.groups if g.group.grows)
+    dtype = (f"KV dtype {e.kv_dtype} ({_number(e.b)} B/element)" if not fixed else
+             f"KV dtype not used (--kv-dtype {e.kv_dtype}): every group stores its own bytes")
     lines = [
         f"{title(spec)}  ({spec.name}{source})",
         f"{_heads(e)}{params}",
-        f"KV dtype {e.kv_dtype} ({_number(e.b)} B/element), context {e.context:,} tokens, "
-        f"batch {e.batch:,}",
+        f"{dtype}, context {e.context:,} tokens, batch {e.batch:,}",
         "",
-        f"{'layers':>8}  {'kind':<8} {'window':>9} {'cached tokens':>14}  "
+        f"{'layers':>8}  {'kind':<10} {'window':>9} {'cached tokens':>14}  "
         f"{'per token':>12}  {'per sequence':>14}",
     ]
     for g in e.groups:
         w = f"{g.group.window:,}" if g.group.window is not None else "-"
         if g.group.grows:
-            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} "
+            what = (f"  {own[g.group.attention]}" if g.group.attention in own
+                    and str(g.group.kind) in ("sliding", "compressed") else "")
+            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<10} {w:>9} "
                          f"{g.cached_tokens:>14,}  {fmt_size(g.bytes_per_token):>12}  "
-                         f"{fmt_size(g.bytes_per_sequence):>14}")
+                         f"{fmt_size(g.bytes_per_sequence):>14}{what}")
         elif g.state_bytes_per_sequence:  # a constant-size state: no tokens, no per-token bytes
-            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} {'-':>14}  "
+            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<10} {w:>9} {'-':>14}  "
                          f"{'-':>12}  {fmt_size(g.state_bytes_per_sequence):>14}  state")
         else:
-            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<8} {w:>9} {'-':>14}  "
+            lines.append(f"{g.group.layers:>8,}  {str(g.group.kind):<10} {w:>9} {'-':>14}  "
                          f"{'-':>12}  {'-':>14}  nothing kept")
     lines += [
-        f"{spec.num_layers:>8,}  {'all':<8} {'':>9} {'':>14}  "
+        f"{spec.num_layers:>8,}  {'all':<10} {'':>9} {'':>14}  "
         f"{fmt_size(e.kv_bytes_per_token):>12}  {fmt_size(e.kv_bytes_per_sequence):>14}",
         "",
     ]
