@@ -65,15 +65,19 @@ PUBLISHED = {
                   "(rounded: see the test below); vision tower apart"),
     "minimax-m2.7": (229e9, "total", "MiniMaxAI/MiniMax-M2.7 Hugging Face page: 229B; MiniMax-M2's "
                      "model card: 230B total, 10B active"),
+    "deepseek-v4-flash": (284e9, "total", "deepseek-ai/DeepSeek-V4-Flash model card: 284B "
+                          "parameters, 13B activated (MTP apart); tests/test_params_v4.py"),
+    "deepseek-v4-pro": (1.6e12, "total", "deepseek-ai/DeepSeek-V4-Pro model card: 1.6T "
+                        "parameters, 49B activated (rounded: see the test below; the Hub's "
+                        "861.6B stored elements in tests/test_params_v4.py)"),
 }
 # Bundled families kvlib reads the cache of but has no parameter counter for
 UNCOUNTED: dict[str, str] = {
     "gemma-3n-e4b": "gemma3n: per-layer embeddings, AltUp and LAuReL blocks are not counted",
-    "deepseek-v4-flash": "deepseek_v4: compressors, indexers and hyper-connections not counted",
-    "deepseek-v4-pro": "deepseek_v4: compressors, indexers and hyper-connections not counted",
 }
-# Only a rounded figure exists for the total: a whole billion (truncated), a whole trillion
-ROUNDED = {"llama-3.3-nemotron-super-49b", "kimi-k2.5"}
+# Only a rounded figure exists for the total: a whole billion (truncated), a whole trillion,
+# a tenth of a trillion
+ROUNDED = {"llama-3.3-nemotron-super-49b", "kimi-k2.5", "deepseek-v4-pro"}
 
 
 def compared(name: str) -> int:
@@ -124,6 +128,14 @@ def test_kimi_k2_5_between_its_published_totals_and_at_its_active_count():
     r = count_params(bundled_config("kimi-k2.5"))
     assert 1e12 <= r.text <= 1.04e12 and r.towers == "text only"
     assert abs(r.active / 32.86e9 - 1) < 1e-3
+
+
+def test_deepseek_v4_pro_in_its_tenth_of_a_trillion():
+    # "1.6T" rounds to a tenth of a trillion: the count, 1,573.0B, is 1.7% below 1.6e12 but
+    # rounds to it; its active count less the input embedding, 48.85B, is the card's "49B".
+    r = count_params(bundled_config("deepseek-v4-pro"))
+    assert 1.55e12 <= compared("deepseek-v4-pro") < 1.65e12
+    assert abs((r.active - r.parts["embedding"]) / 49e9 - 1) < 0.005
 
 
 def test_mimo_v2_flash_by_hand():

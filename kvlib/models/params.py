@@ -22,9 +22,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kvlib.models.readers.deepseek import shared_indexer_layers
+from kvlib.models.readers.deepseek_v4 import compress_ratios
 from kvlib.models.readers.fields import Fields, describe, load_config
 
-__all__ = ["PARTS", "Linear", "ParamCount", "count_params", "COUNTERS"]
+__all__ = ["PARTS", "Fixed", "Linear", "ParamCount", "count_params", "COUNTERS"]
 
 PARTS = ("embedding", "lm_head", "attention", "mlp", "experts", "shared_experts", "router",
          "mixers", "norms", "vision")
@@ -48,6 +49,19 @@ class Linear:
 
 
 @dataclass(frozen=True)
+class Fixed:
+    """A tensor (not a linear weight) that vLLM creates in a dtype of its own whatever the
+    model's: ``elements`` of ``bytes_per`` bytes each (fp32 4, int32 4) under ``name``, kept
+    whole on every TP rank when ``whole``. In ``ParamCount.parts`` too (its ``part``)."""
+
+    name: str
+    part: str
+    elements: int
+    bytes_per: int
+    whole: bool = True
+
+
+@dataclass(frozen=True)
 class ParamCount:
     """Parameter counts (elements) of one checkpoint.
 
@@ -56,6 +70,7 @@ class ParamCount:
     "counted" (every tower counted exactly) or "text only" (a tower exists, not counted).
     linears: every linear weight of the text model (vision excluded), in ``parts`` too.
     mtp, mtp_linears: next-n / MTP layers as stored, excluded from ``total``.
+    fixed, mtp_fixed: the :class:`Fixed` tensors of the model and of its MTP layers.
     active: elements read per text token. notes: what was assumed.
     """
 
@@ -67,6 +82,8 @@ class ParamCount:
     mtp_linears: tuple[Linear, ...] = ()
     towers: str = "none"
     notes: tuple[str, ...] = ()
+    fixed: tuple[Fixed, ...] = ()
+    mtp_fixed: tuple[Fixed, ...] = ()
 
     @property
     def total(self) -> int:
@@ -86,6 +103,7 @@ class _Tally:
         self.c, self.family = c, family
         self.parts = dict.fromkeys(PARTS, 0)
         self.linears: list[Linear] = []
+        self.fixed: list[Fixed] = []
         self.idle, self.notes = 0, [] if notes is None else notes
         self.mtp: _Tally | None = None
 
@@ -97,6 +115,12 @@ class _Tally:
         """A Linear(i -> o) (weight (o, i), bias (o,)) x count under ``name``."""
         self.linears.append(Linear(name, part, i, o, count))
         self.parts[part] += count * (i * o + (o if bias else 0))
+
+    def keep(self, part: str, name: str, elements: int, bytes_per: int = 4,
+             whole: bool = True) -> None:
+        """A :class:`Fixed` tensor of ``elements`` (fp32 or int32 by default) under ``name``."""
+        self.fixed.append(Fixed(name, part, elements, bytes_per, whole))
+        self.parts[part] += elements
 
     def glu(self, part: str, p: str, d: int, i: int, bias: bool = False, count: int = 1):
         """Gated MLP ``p``: gate_proj and up_proj (d -> i), down_proj (i -> d)."""
@@ -616,6 +640,126 @@ def _gemma4(t: _Tally) -> None:
         t.lin("mlp", "model.language_model.per_layer_model_projection", d, n * ple)
     t.add(norms=d)
 
+def _v4_layer(t: _Tally, p: str, d: int, m: int, hash_moe: bool) -> None:
+    """One DeepSeek V4 decoder layer of compression ratio ``m`` (1: none) as vLLM 0.34.0 builds
+    it (paths under vllm/models/deepseek_v4/):
+
+    * attention (attention.py:253-290): wq_a (d -> q_lora_rank) and wkv (d -> head_dim),
+      loaded fused as ``fused_wqa_wkv``, replicated (disable_tp); q_norm and kv_norm; wq_b
+      (q_lora_rank -> h head_dim, column-parallel); wo_a, o_groups blocks of (h head_dim /
+      o_groups -> o_lora_rank), stored as one (o_groups o_lora_rank, h head_dim / o_groups)
+      weight (common/grouped_wo_a.py:15-26, column-parallel); wo_b (o_groups o_lora_rank -> d,
+      row-parallel); one fp32 sink per head (attention.py:247-251).
+    * m > 1: a compressor (attention.py:364-372; compressor.py:270-294): ape, fp32 (m, c
+      head_dim) with c = 2 for m = 4 (overlapping windows) else 1; wkv and wgate (d -> c
+      head_dim), loaded fused and unquantized (quant_config=None, disable_tp); its norm.
+    * m = 4: the indexer (attention.py:304-322, 947-1004): wq_b (q_lora_rank -> index_n_heads
+      index_head_dim) and weights_proj (d -> index_n_heads, unquantized), both replicated, and
+      a compressor of its own at index_head_dim with m = 4.
+    * the MoE (nvidia/model.py:270-336, 426-437): gate (d -> E, GateLinear, replicated);
+      an fp32 e_score_correction_bias of E (``topk_method`` noaux_tc) except on a hash layer,
+      which holds instead the int32 token -> expert table tid2eid (vocab, top_k); the shared
+      expert (gated MLP of n_shared x moe_intermediate_size); E routed experts w1, w3 (d -> I)
+      and w2 (I -> d), top_k of them read per token.
+    * attn_norm and ffn_norm; the hyper-connections (nvidia/model.py:617-667): for the
+      attention and the FFN each an fp32 fn ((2 + hc) hc, hc d), base ((2 + hc) hc) and
+      scale (3), hc = ``hc_mult``, replicated.
+    """
+    c = t.c
+    h, hd, qr = c.int("num_attention_heads"), c.int("head_dim"), c.int("q_lora_rank")
+    o_r, g = c.int("o_lora_rank"), c.int("o_groups")
+    if (h * hd) % g:
+        raise ValueError(f"{c.path('o_groups')}={g} must divide num_attention_heads x head_dim "
+                         f"= {h * hd} (vLLM's grouped wo_a)")
+    a = f"{p}.attn"
+    t.lin("attention", f"{a}.wq_a", d, qr)
+    t.lin("attention", f"{a}.wkv", d, hd)
+    t.lin("attention", f"{a}.wq_b", qr, h * hd)
+    t.lin("attention", f"{a}.wo_a", h * hd // g, g * o_r)
+    t.lin("attention", f"{a}.wo_b", g * o_r, d)
+    t.keep("attention", f"{a}.attn_sink", h, whole=False)
+    t.add(norms=qr + hd)
+
+    def compressor(q: str, width: int) -> None:
+        coff = 2 if m == 4 else 1
+        t.keep("attention", f"{q}.compressor.ape", m * coff * width)
+        t.lin("attention", f"{q}.compressor.wkv", d, coff * width)
+        t.lin("attention", f"{q}.compressor.wgate", d, coff * width)
+        t.add(norms=width)
+
+    if m > 1:
+        compressor(a, hd)
+    if m == 4:
+        ih, ihd = c.int("index_n_heads"), c.int("index_head_dim")
+        t.lin("attention", f"{a}.indexer.wq_b", qr, ih * ihd)
+        t.lin("attention", f"{a}.indexer.weights_proj", d, ih)
+        compressor(f"{a}.indexer", ihd)
+    e, im, k = c.int("n_routed_experts"), c.int("moe_intermediate_size"), \
+        c.int("num_experts_per_tok")
+    f = f"{p}.ffn"
+    t.lin("router", f"{f}.gate", d, e)
+    if hash_moe:
+        t.keep("router", f"{f}.gate.tid2eid", c.int("vocab_size") * k)
+    elif c.text("topk_method") == "noaux_tc":
+        t.keep("router", f"{f}.gate.e_score_correction_bias", e)
+    shared = c.int("n_shared_experts", required=False, allow_zero=True) or 0
+    if shared:
+        t.glu("shared_experts", f"{f}.shared_experts", d, shared * im)
+    t.experts(f, e, k, (("w1", d, im), ("w3", d, im), ("w2", im, d)))
+    hc = c.int("hc_mult")
+    mix = (2 + hc) * hc
+    for side in ("attn", "ffn"):
+        t.keep("mixers", f"{p}.hc_{side}_fn", mix * hc * d)
+        t.keep("mixers", f"{p}.hc_{side}_base", mix)
+        t.keep("mixers", f"{p}.hc_{side}_scale", 3)
+    t.add(norms=2 * d)
+
+
+def _deepseek_v4(t: _Tally) -> None:
+    """DeepSeek V4 (V4-Flash, V4-Pro) as vLLM 0.34.0 builds it (vllm/models/deepseek_v4/
+    nvidia/model.py; transformers 5.25.0 modeling_deepseek_v4.py has the same tensors).
+    Embedding and untied head (nvidia/model.py:866-872, 1353-1358); per layer
+    :func:`_v4_layer` by its ratio (:func:`kvlib.models.readers.deepseek_v4.compress_ratios`);
+    the first ``num_hash_layers`` (or ``mlp_layer_types``' "hash_moe") layers route by hash
+    (nvidia/model.py:286, 614); a final norm and the fp32 hc_head (fn (hc, hc d), base hc,
+    scale 1: nvidia/model.py:890-913). The next-n layers (nvidia/mtp.py:95-135): a decoder
+    layer without compressor (attention.py:239-243: m = 1 past num_hidden_layers), e_proj and
+    h_proj (d -> d, FP8), enorm, hnorm, an hc_head and the shared head's norm: counted in
+    ``mtp``. Embedding and head are the main model's: vLLM installs the target's lm_head as
+    each MTP layer's shared_head.head (v1/worker/gpu/spec_decode/eagle/utils.py:145-160; V4
+    has no head of its own, model_executor/models/interfaces.py:1557) and its embedding
+    (nvidia/mtp.py:301-302), and the Hub's count of the Pro checkpoint (861.6B as stored,
+    tests/test_params_v4.py) has neither."""
+    c = t.c
+    d, n = c.int("hidden_size"), c.int("num_hidden_layers")
+    ratios = compress_ratios(c, n, [])
+    types = c.data.get("mlp_layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) < n or set(types[:n]) - {"hash_moe", "moe"}:
+            raise ValueError(f"{c.path('mlp_layer_types')} must give hash_moe or moe for each of "
+                             f"the {n} layers, got {describe(types)[:60]}")
+        hashed = types[:n].count("hash_moe")  # vLLM: the first that many (nvidia/model.py:614)
+    else:
+        hashed = t.opt("num_hash_layers", 3)  # transformers' default_num_hash_layers
+    _embed(t, d, False)
+    for i, m in enumerate(ratios):
+        _v4_layer(t, f"model.layers.{i}", d, max(m, 1), i < hashed)
+    hc = c.int("hc_mult")
+    t.keep("mixers", "model.hc_head_fn", hc * hc * d)
+    t.keep("mixers", "model.hc_head_base", hc)
+    t.keep("mixers", "model.hc_head_scale", 1)
+    t.add(norms=d)
+    for i in range(n, n + (c.int("num_nextn_predict_layers", required=False,
+                                 allow_zero=True) or 0)):
+        mt, p = t.fork(), f"model.layers.{i}"
+        _v4_layer(mt, f"{p}.mtp_block", d, 1, False)
+        mt.lin("mlp", f"{p}.e_proj", d, d)
+        mt.lin("mlp", f"{p}.h_proj", d, d)
+        mt.keep("mixers", f"{p}.hc_head_fn", hc * hc * d)
+        mt.keep("mixers", f"{p}.hc_head_base", hc)
+        mt.keep("mixers", f"{p}.hc_head_scale", 1)
+        mt.add(norms=3 * d)
+
 
 COUNTERS: dict[str, Callable[[_Tally], None]] = {
     **{k: _standard for k in _STANDARD}, "llama4": _llama4, "gpt_oss": _gpt_oss,
@@ -630,7 +774,7 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "qwen3_5": _qwen3_next, "qwen3_5_moe": _qwen3_next,
     "minimax_m2": _minimax_m2,
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "qwen3_next": _qwen3_next,
-    "nemotron-nas": _nemotron_nas, "gemma4": _gemma4,
+    "nemotron-nas": _nemotron_nas, "gemma4": _gemma4, "deepseek_v4": _deepseek_v4,
 }
 
 
@@ -707,4 +851,4 @@ def count_params(config) -> ParamCount:
     active = sum(t.parts.values()) - t.parts["vision"] - t.idle
     m = t.mtp or _Tally(c, family)
     return ParamCount(family, dict(t.parts), active, tuple(t.linears), sum(m.parts.values()),
-                      tuple(m.linears), towers, tuple(t.notes))
+                      tuple(m.linears), towers, tuple(t.notes), tuple(t.fixed), tuple(m.fixed))

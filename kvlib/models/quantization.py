@@ -10,6 +10,11 @@ follow vLLM 0.33.0 ``vllm/model_executor/layers/quantization/``:
   ``weight_scale_inv`` per block (fp8.py; utils/fp8_utils.py ``create_fp8_scale_parameter``).
 * ``mxfp4``: MoE experts only, 4-bit values and one uint8 (e8m0) scale per 32 inputs;
   linear layers stay unquantized (mxfp4.py ``get_quant_method``).
+* ``fp8`` in a DeepSeek V4 config (``model_type`` deepseek_v4) is vLLM 0.34.0's
+  ``deepseek_v4_fp8`` (models/deepseek_v4/quant_config.py:171-188): FP8 128 x 128 blocks for
+  the linears, and by ``expert_dtype`` (default "fp4", :88-108) either MXFP4 routed experts
+  (4-bit, one e8m0 byte per 32 inputs: ``Mxfp4MoEMethod``, :222) with every FP8 block scale
+  one e8m0 byte (``is_scale_e8m0``, :111-115), or FP8 block experts with fp32 scales.
 * ``modelopt`` / ``modelopt_fp4``: ``quant_algo`` NVFP4 (4-bit values, one fp8 scale per 16
   inputs, fp32 ``weight_scale_2`` and ``input_scale``) or FP8 (per-tensor; modelopt.py).
 * ``awq`` (auto_awq.py): qweight int32 (in, out/8), qzeros int32 (in/g, out/8), fp16 scales
@@ -48,8 +53,12 @@ __all__ = ["Scheme", "Quantization", "read_quantization", "quantization_entry",
 
 # Never quantized unless a config says so: lm_head, embeddings, routers, MTP and indexer
 # projections (module name's last segments).
+# DeepSeek V4's compressor wkv / wgate are built with quant_config=None (vLLM 0.34.0
+# models/deepseek_v4/compressor.py:285-293) and ship in bf16 (transformers 5.25.0
+# modeling_deepseek_v4.py:1254-1263).
 _DENSE = re.compile(r"(^|\.)(lm_head|embed_tokens|shared_head\.head|eh_proj|mtp\.fc|gate|router"
-                    r"|router\.proj|shared_expert_gate|weights_proj)$")
+                    r"|router\.proj|shared_expert_gate|weights_proj|compressor\.wkv"
+                    r"|compressor\.wgate)$")
 
 
 def _packed(n: int, bits: int) -> int:
@@ -109,8 +118,9 @@ class Scheme:
 class Quantization:
     """A checkpoint's storage: ``scheme`` for its quantized linears, ``skip`` patterns (as the
     config lists them) for those left in the model dtype (``dense_bytes`` per element).
-    experts_only: only routed experts are quantized (mxfp4). kv_cache: the KV-cache scheme
-    the config names ("fp8", ...) or None."""
+    experts_only: only routed experts are quantized (mxfp4). experts: the scheme of the
+    routed experts when it differs from ``scheme`` (DeepSeek V4's MXFP4), else None.
+    kv_cache: the KV-cache scheme the config names ("fp8", ...) or None."""
 
     method: str
     scheme: Scheme
@@ -120,6 +130,7 @@ class Quantization:
     quantize_lm_head: bool = False
     kv_cache: str | None = None
     notes: tuple[str, ...] = field(default=())
+    experts: Scheme | None = None
 
     def quantized(self, module_name: str, part: str = "") -> bool:
         """Whether the linear ``module_name`` (part from :mod:`kvlib.models.params`) is stored
@@ -135,6 +146,8 @@ class Quantization:
     def bytes(self, in_features: int, out_features: int, module_name: str, part: str = "") -> int:
         """Exact stored bytes of the linear weight (out_features, in_features) ``module_name``."""
         if self.quantized(module_name, part):
+            if self.experts is not None and ".experts." in module_name:
+                return self.experts.bytes(in_features, out_features)
             return self.scheme.bytes(in_features, out_features)
         return in_features * out_features * self.dense_bytes
 
@@ -267,6 +280,28 @@ def _bnb(q: Fields, d: int) -> tuple[Scheme, dict]:
                      "load_in_8bit")
 
 
+def _deepseek_v4(cfg: Mapping, q: Fields, d: int) -> tuple[Scheme, dict]:
+    """vLLM 0.34.0's DeepseekV4FP8Config (models/deepseek_v4/quant_config.py), which takes
+    over an ``fp8`` config of model_type deepseek_v4 (:171-188)."""
+    scheme, extra = _fp8(q, d)
+    if scheme.strategy != "block":
+        raise ValueError(f"{q.path('weight_block_size')} is missing: DeepSeek V4 checkpoints "
+                         "store FP8 in 128 x 128 blocks (quant_config.py:60-64)")
+    # transformers 5.25.0 moves expert_dtype into quantization_config
+    # (configuration_deepseek_v4.py:243-251); vLLM reads the top level, default "fp4" (:88-108)
+    dtype = cfg.get("expert_dtype", q.data.get("expert_dtype", "fp4"))
+    if dtype not in ("fp4", "fp8"):
+        raise ValueError(f"expert_dtype={dtype!r}: vLLM 0.34.0 knows fp4 and fp8 "
+                         "(models/deepseek_v4/quant_config.py:22)")
+    if q.data.get("moe_quant_algo"):
+        raise ValueError(f"{q.path('moe_quant_algo')}={q.data['moe_quant_algo']!r}: DeepSeek V4 "
+                         "experts in another format are not counted")
+    if dtype == "fp8":  # fp32 block scales, Fp8MoEMethod for the experts (:228-230)
+        return scheme, extra
+    e8m0 = Scheme(f"{scheme.name}, e8m0 scales", 8, "block", block=scheme.block, scale_bytes=1)
+    return e8m0, {**extra, "experts": Scheme("mxfp4", 4, "group", group=32, scale_bytes=1)}
+
+
 METHODS = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _modelopt, "modelopt_fp4": _modelopt,
            "awq": lambda q, d: _awq_gptq(q, d, False), "gptq": lambda q, d: _awq_gptq(q, d, True),
            "compressed-tensors": _compressed, "bitsandbytes": _bnb}
@@ -317,7 +352,11 @@ def read_quantization(config) -> Quantization | None:
                          f"counts ({', '.join(METHODS)}); refusing rather than assume bf16")
     notes: list[str] = []
     d = model_dtype_bytes(c, notes)
-    scheme, extra = METHODS[method](q, d)
+    if method == "fp8" and c.text("model_type") == "deepseek_v4":
+        scheme, extra = _deepseek_v4(c.data, q, d)
+        method = "deepseek_v4_fp8"
+    else:
+        scheme, extra = METHODS[method](q, d)
     return Quantization(method, scheme, dense_bytes=d, notes=tuple(notes), **extra)
 
 
@@ -333,7 +372,8 @@ def checkpoint_bytes(config, count: ParamCount | None = None, include_mtp: bool 
     """Total weight bytes of a config's checkpoint (tensor bytes, no file headers).
 
     Each linear of ``count`` (:func:`kvlib.models.params.count_params` of the config when
-    not given) in its stored format, every other element in the model dtype; with
+    not given) in its stored format, each of its ``fixed`` tensors in its own dtype, every
+    other element in the model dtype; with
     ``include_mtp`` the next-n layers the checkpoint ships too.
     """
     q = read_quantization(config)
@@ -345,4 +385,7 @@ def checkpoint_bytes(config, count: ParamCount | None = None, include_mtp: bool 
     for lin in linears:
         elements -= lin.params
         total += linear_bytes(q, lin, d)
+    for f in count.fixed + (count.mtp_fixed if include_mtp else ()):  # fp32 / int32 tensors
+        elements -= f.elements
+        total += f.elements * f.bytes_per
     return total + elements * d

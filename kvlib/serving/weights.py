@@ -46,9 +46,12 @@ def weights_bytes_per_gpu(params: int, dtype: str = "bf16", tp: int = 1) -> int:
 # ReplicatedLinear, model_executor/layers/fused_moe/router/gate_linear.py:22), MLA's down
 # projections (q_a_proj and kv_a_proj_with_mqa, ReplicatedLinear or disable_tp=True,
 # models/deepseek_v2.py:494-525, 953-967) and the sparse indexer's projections (wq_b,
-# wk + weights_proj, models/deepseek_v2.py:703-719).
-_REPLICATED = re.compile(r"(\.mlp\.gate|\.router|q_a_proj|kv_a_proj_with_mqa|indexer\.(wq_b|wk|"
-                         r"weights_proj))$")
+# wk + weights_proj, models/deepseek_v2.py:703-719); DeepSeek V4's (vLLM 0.34.0
+# models/deepseek_v4/): the MoE gate, wq_a + wkv (fused_wqa_wkv, disable_tp, attention.py:
+# 253-260), the compressors' wkv + wgate (disable_tp, compressor.py:285-293) and the indexer's
+# wq_b and weights_proj (ReplicatedLinear, attention.py:947-960).
+_REPLICATED = re.compile(r"(\.mlp\.gate|\.ffn\.gate|\.router|q_a_proj|kv_a_proj_with_mqa|indexer\.("
+                         r"wq_b|wk|weights_proj)|attn\.(wq_a|wkv)|compressor\.(wkv|wgate))$")
 VOCAB_PADDING = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64, then splits
 
 
@@ -73,7 +76,9 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     (:func:`kvlib.models.quantization.linear_bytes`), split as vLLM splits them: column/row-
     parallel layers and routed experts by ``tp``; the vocabulary padded to 64 and split; K/V
     projections split by at most the KV-head count (vLLM replicates KV heads when tp exceeds
-    them); routers, MLA down projections, indexer projections and norms whole on every rank.
+    them); routers, MLA down projections, indexer projections and norms whole on every rank;
+    the count's ``fixed`` tensors (DeepSeek V4's fp32 hyper-connections, compressor positions,
+    sinks, int32 hash tables) in their own dtype, whole or split as it says.
     Other small tensors (biases, convolution kernels, SSM parameters) are counted as split.
     MTP / next-n layers are not counted: vLLM loads them only for speculative decoding.
     """
@@ -111,7 +116,12 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
         else:
             by["tp"] += size
     linear_elements = sum(lin.params for lin in count.linears)
-    other = (count.total - linear_elements - count.parts["norms"]) * d
+    fixed_elements = 0
+    for f in count.fixed:  # tensors vLLM keeps in a dtype of their own (fp32, int32)
+        fixed_elements += f.elements
+        stored += f.elements * f.bytes_per
+        by["whole" if f.whole else "tp"] += f.elements * f.bytes_per
+    other = (count.total - linear_elements - fixed_elements - count.parts["norms"]) * d
     if vocab and not any(lin.part == "embedding" for lin in count.linears):
         rows = count.parts["embedding"] * d  # an embedding table not held as a linear
         other -= rows
@@ -120,7 +130,7 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     split = Fraction(by["tp"], tp) + Fraction(by["kv"], n_kv if isinstance(n_kv, int) else 1)
     if vocab:
         split += Fraction(by["vocab"] * padded, vocab * tp)
-    total = stored + (count.total - linear_elements) * d
+    total = stored + (count.total - linear_elements - fixed_elements) * d
     method = q.method if q else {2: "bf16", 1: "fp8"}.get(d, f"{d} B")
     if q:
         notes += list(q.notes)
