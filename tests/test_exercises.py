@@ -52,15 +52,15 @@ RIGHT = {
     # DeepSeek V4, an m = 4 layer: a 584-byte entry (448 fp8 + 64 bf16 + 8 scale bytes) and a
     # 132-byte indexer key (128 fp8 + one fp32 scale) per 4 tokens
     "08.1": (Fraction(448 + 64 * 2 + 8 + 128 + 4, 4),),
-    # V4-Pro at 128K: 30 m = 4 layers, a 132-byte key per 4 tokens; the whole sequence is 30 x
-    # (32,768 entries + 128-token window + 8-slot states) + 31 x (1,024 entries + window + state)
-    "08.2": (30 * 32768 * 132,
-             Fraction(30 * 32768 * 132,
-                      30 * 32768 * 132 + 61 * 128 * 584 + 30 * 32768 * 584 + 31 * 1024 * 584
+    # V4-Pro at 64K: 30 m = 4 layers, a 132-byte key per 4 tokens; the whole sequence is 30 x
+    # (16,384 entries + 128-token window + 8-slot states) + 31 x (512 entries + window + state)
+    "08.2": (30 * 16384 * 132,
+             Fraction(30 * 16384 * 132,
+                      30 * 16384 * 132 + 61 * 128 * 584 + 30 * 16384 * 584 + 31 * 512 * 584
                       + 30 * 8 * (2 * 1024) * 4 + 30 * 8 * (2 * 256) * 4
                       + 31 * 128 * (2 * 512) * 4)),
-    # Gemma 3n E4B at 32K: 4 full layers and 16 sliding (512 tokens) store; 2 KV heads of 256
-    "08.3": (4 * 2 * 2 * 256 * 2 * 32768 + 16 * 2 * 2 * 256 * 2 * 512,),
+    # Gemma 3n E4B at 16K: 4 full layers and 16 sliding (512 tokens) store; 2 KV heads of 256
+    "08.3": (4 * 2 * 2 * 256 * 2 * 16384 + 16 * 2 * 2 * 256 * 2 * 512,),
 }
 
 
@@ -233,3 +233,113 @@ def test_a_solution_that_disagrees_with_the_check_fails_the_notebook():
                     r"</summary><pre>30,517 tokens</pre>", folded._repr_html_())
     with pytest.raises(AssertionError, match="the solution of 01.2 disagrees"):
         solution("01.2", 30_518, say="30,518 tokens")
+
+
+# --- Issue 36: every general hint against the input that triggers it ------------------------
+# "3.05e4" tokens was told to give three significant digits, which it has. Each case below is
+# one hint's trigger; the sweep after it types every answer the ways learners round and slip
+# (1-6 significant digits, rounded, cut off or up; in every unit; times 2, 1/2, 100, 1,000;
+# upside down; one more) and holds each general hint to what the typed answer shows.
+
+
+@pytest.mark.parametrize("exercise, answers, hint", [
+    ("01.2", ("30,500",), "a count is exact"),  # a whole number with its zeros rounded
+    ("01.2", (30_500,), "a count is exact"),  # the same, as a Python int
+    ("01.1", ("524,000", 2**31), "a whole number of bytes is read as exact"),
+    ("07.3", ("13x",), "this answer is not whole: give it with its decimals"),
+    ("03.3", (262_144, 81_920, "260", 1), "a whole number is read as exact: give the exact"),
+    ("01.3", (101_376, "30x"), "at least two significant digits"),  # one digit, 30 for 32
+    ("01.1", (524_288, "2000 MiB"), "one of the steps B, KiB, MiB, GiB, TiB taken as 1,000"),
+    ("01.1", ("500 KB", 2**31), "two of the steps"),  # 0.5 MiB written as 0.5 MB
+    ("01.1", ("512 MiB", 2**31), "off by a factor 1,024: check the unit"),
+    ("01.1", (524_288, "2.14 GB"), "the last digit is off by one"),  # 2.147 GB cut off
+    ("03.3", (131_072, 81_920, 256, 1), "a multiply-add is two FLOPs"),
+    ("06.3", (43, "44091 ms"), "off by a factor 1,000: check the unit"),  # microseconds
+    ("06.3", (43, "44.09 s"), "off by a factor 1,000: check the unit"),
+])
+def test_each_general_hint_on_the_input_that_triggers_it(exercise, answers, hint):
+    right, message = verdict(exercise, *answers)
+    assert not right and hint in message, message
+
+
+@pytest.mark.parametrize("exercise, answers, not_said", [
+    ("02.1", (131_072, "400"), "a share is a fraction"),  # 4x is not a share
+    ("03.3", (262_144, 81_920, "25600x", 1), "a share is a fraction"),
+    ("02.2", (9,), "round down"),  # KV heads are not rounded: they divide the query heads
+    ("03.2", (2049,), "round down"),
+    ("03.3", (262_144, 81_920 * 2, 256, 1), "what each token caches"),  # FLOPs, not bytes
+    ("06.3", (43, "44091 ms"), "write 'ms' after it"),
+])
+def test_a_hint_that_does_not_apply_is_not_given(exercise, answers, not_said):
+    right, message = verdict(exercise, *answers)
+    assert not right and not_said not in message, message
+
+
+def _typed(value: Fraction, digits: int, rounding: str) -> str:
+    from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_UP, Decimal
+
+    d = Decimal(value.numerator) / Decimal(value.denominator)
+    if not d:
+        return "0"
+    step = Decimal(1).scaleb(d.adjusted() - digits + 1)
+    mode = {"round": ROUND_HALF_EVEN, "down": ROUND_DOWN, "up": ROUND_UP}[rounding]
+    return format(d.quantize(step, rounding=mode), "f")
+
+
+_UNITS_TYPED = {"bytes": ["", " KiB", " MiB", " GiB", " KB", " MB", " GB"],
+                "ratio": ["", "x", "%"], "count": [""], "seconds": ["", " ms", " s"]}
+
+
+def _significant(text: str) -> int:
+    number = re.match(r"[\d.,]+", text).group(0).replace(",", "")
+    if "." in number:
+        return len(number.replace(".", "").lstrip("0"))
+    return len(number.strip("0"))
+
+
+def _claims_hold(part, text, want) -> list[str]:
+    """What is wrong with the hint ``text`` gets: each general hint's claim, checked."""
+    from kvlib.views.exercises import _hint
+    from kvlib.views.exercises.reading import read
+
+    r = read(text, part.kind, part.unit)
+    if r.matches(want):
+        return []
+    hint, said = _hint(part, r, want), _significant(text)
+    wrong = {
+        "at least three significant digits": said >= 3,
+        "at least two significant digits": said >= 2,
+        "a count is exact": r.value == want,
+        "a share is a fraction": want >= 1,
+        "write 'ms' after it": bool(r.unit),
+        "round down": part.unit not in ("tokens", "sequences", "sessions"),
+        "what each token caches": part.unit in ("FLOPs", "multiply-adds"),
+        "a multiply-add is two FLOPs": part.unit not in ("FLOPs", "multiply-adds"),
+        "the last digit is off by one": not r.tolerance or abs(r.value - want) > 2 * r.tolerance,
+        "read as exact": "." in text,
+        "this answer is not whole": Fraction(want).denominator == 1,
+        "upside down": not r.matches(1 / Fraction(want)),
+    }
+    return [f"{text!r} -> {hint!r}" for claim, bad in wrong.items() if claim in hint and bad]
+
+
+@pytest.mark.parametrize("exercise", [k for k, e in ANSWERS.items()
+                                      if any(p.kind != "exception" for p in e.parts)])
+def test_every_general_hint_says_only_what_the_typed_answer_shows(exercise):
+    from kvlib.core.units import UNITS
+
+    wrong = []
+    for part in ANSWERS[exercise].parts:
+        if part.kind == "exception":
+            continue
+        want = Fraction(part.value())
+        for unit in _UNITS_TYPED[part.kind]:
+            scale = {"%": Fraction(1, 100), " ms": Fraction(1, 1000)}.get(
+                unit, UNITS.get(unit.strip(), 1))
+            for variant in (want, want * 2, want / 2, want * 100, want * 1000, want + 1,
+                            1 / want if want else want):
+                for digits in range(1, 7):
+                    for rounding in ("round", "down", "up"):
+                        text = _typed(variant / scale, digits, rounding) + unit
+                        wrong += _claims_hold(part, text, want)
+    assert not wrong, f"{len(wrong)} hints say what the answer does not show: {wrong[:10]}"

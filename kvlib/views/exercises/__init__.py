@@ -53,44 +53,88 @@ def _show(value, kind: str, unit: str = "") -> str:
                                     else "x" if kind == "ratio" else "")
 
 
+# Counts of things that fit (tokens, sequences, sessions): a fraction or one more is rounded
+# the wrong way. Other counts (heads, widths, FLOPs) are not rounded at all.
+_FITTING = ("tokens", "sequences", "sessions")
+# Counts of operations: a factor 2 between them is FLOPs vs multiply-adds.
+_OPERATIONS = ("FLOPs", "multiply-adds")
+
+
 def _hint(part: Part, reading: Reading, want) -> str:
-    """Why ``reading`` is not ``want``: the part's own slips first, then the general ones."""
+    """Why ``reading`` is not ``want``: the part's own slips first, then the general ones.
+    Each general hint says only what the reading shows (issue 36: "3.05e4" was told to give
+    three significant digits, which it has; tests/test_exercises.py holds every hint to the
+    input that triggers it)."""
     for slip, hint in part.slips().items():
         if reading.matches(slip):
             return hint
     if part.kind == "exception":
         return "run the call and read the exception's type, on the last line of the traceback"
+    want = Fraction(want)
     if part.kind == "bytes" and want:
-        for binary, decimal in _MIXUPS:
+        for level, (binary, decimal) in enumerate(_MIXUPS, start=1):
             factor = Fraction(UNITS[binary], UNITS[decimal])
             if reading.matches(want / factor) or reading.matches(want * factor):
-                return (f"a unit mix-up, {binary} vs {decimal}: 1 {binary} = "
-                        f"{UNITS[binary]:,} B, 1 {decimal} = {UNITS[decimal]:,} B")
-    def near(x) -> bool:  # a count computed from a wrong size may be off by one more
-        return abs(reading.value - x) <= 1 if part.kind == "count" else reading.matches(x)
+                if reading.unit in ("", binary.lower(), decimal.lower()):
+                    return (f"a unit mix-up, {binary} vs {decimal}: 1 {binary} = "
+                            f"{UNITS[binary]:,} B, 1 {decimal} = {UNITS[decimal]:,} B")
+                steps = ("one", "two", "three", "four")[level - 1]
+                return (f"a unit mix-up: {steps} of the steps B, KiB, MiB, GiB, TiB taken as "
+                        "1,000 instead of 1,024")
+        for power in (1, 2, 3):
+            for base in (1024, 1000):
+                if reading.matches(want * base**power) or reading.matches(want / base**power):
+                    return (f"off by a factor {base**power:,}: check the unit (1 KiB = 1,024 B, "
+                            "1 MiB = 1,024 KiB, 1 GiB = 1,024 MiB; KB, MB, GB: 1,000)")
 
-    if part.kind in ("bytes", "count") and want and (near(want * 2) or
-                                                      near(Fraction(want, 2))):
+    def near(x) -> bool:  # a count computed from a wrong size may be off by one more
+        return abs(reading.value - x) <= 1 if part.unit in _FITTING else reading.matches(x)
+
+    if want and part.kind in ("bytes", "count") and (near(want * 2) or near(want / 2)):
+        if part.unit in _OPERATIONS:
+            return ("off by a factor 2: a multiply-add is two FLOPs (one multiply, one add); "
+                    f"the question counts {part.unit}")
         return ("off by a factor 2: check what each token caches (a K and a V per KV head; "
                 "one latent for MLA) and the bytes per element (2 in bf16, 1 in fp8)")
-    if part.kind == "count" and (reading.value == want + 1 or (
-            reading.value.denominator != 1 and reading.value // 1 == Fraction(want))):
+    if part.unit in _FITTING and (reading.value == want + 1 or (
+            reading.value.denominator != 1 and reading.value // 1 == want)):
         return "round down: only whole ones fit"
     if part.kind == "ratio" and want and reading.value:
-        if reading.matches(1 / Fraction(want)):
+        if reading.matches(1 / want):
             return "upside down: the question's first quantity over its second"
-        if reading.matches(Fraction(want) * 100):
+        if want < 1 and reading.matches(want * 100):
             return "a share is a fraction: write it with a % sign, or as a decimal below 1"
-    if part.kind == "seconds" and reading.matches(Fraction(want) * 1000):
-        return "that number is in milliseconds: write 'ms' after it (a bare number is seconds)"
+    if part.kind == "seconds" and want and (reading.matches(want * 1000)
+                                            or reading.matches(want / 1000)):
+        if not reading.unit and reading.matches(want * 1000):
+            return "that number is in milliseconds: write 'ms' after it (a bare number is seconds)"
+        return "off by a factor 1,000: check the unit (1 s = 1,000 ms = 1,000,000 us)"
+    zeros = reading.trailing_zeros
+    if zeros is not None and abs(reading.value - want) <= Fraction(10) ** zeros / 2:
+        # A whole number typed without a point is read as exact: 30,500 for 30,517 tokens,
+        # 524,000 for 524,288 B, 13 for 13.3x; 30 for 32x has one significant digit.
+        digits = len(str(abs(reading.value.numerator))) - zeros
+        if part.kind == "count":
+            return "close, but a count is exact: write the whole number, every digit"
+        if part.kind == "bytes":
+            return ("close, but a whole number of bytes is read as exact: give every digit, or "
+                    "round it with a unit (KB, KiB, MB, ...)")
+        if digits < (2 if part.kind == "ratio" else 3):
+            return (f"close: give at least {'two' if part.kind == 'ratio' else 'three'} "
+                    "significant digits, or the exact number")
+        if want.denominator != 1:
+            return ("close, but a whole number is read as exact and this answer is not whole: "
+                    "give it with its decimals")
+        return "close, but a whole number is read as exact: give the exact number"
     if reading.rounds_to(want):
-        # Reached only when the reading is not precise enough to be judged right (issue 36:
-        # "3.05e4" tokens was told to give three significant digits, which it has): a count
-        # must be exact; a size or a time needs three significant digits, a ratio two.
+        # Reached only when too few digits were typed to be judged right: a count must be
+        # exact; a size or a time needs three significant digits, a ratio two.
         if part.kind == "count":
             return "close, but a count is exact: write the whole number, every digit"
         return (f"close: give at least {'two' if part.kind == 'ratio' else 'three'} "
                 "significant digits, or the exact number")
+    if reading.tolerance and abs(reading.value - want) <= 2 * reading.tolerance:
+        return "close, but the last digit is off by one: round to the nearest, not down or up"
     return "recompute step by step"
 
 

@@ -125,9 +125,8 @@ def _v4_limit(model: str, ratio: int, entry: str = "V4 entry") -> Fraction:
     """Bytes per token one compressed layer of ``ratio`` adds past its window
     (:data:`kvlib.core.compression.COMPRESSED_LIMIT`, sizes read from the model's config)."""
     from kvlib.core import compression
-    from kvlib.core.notation import by_name
-
     from kvlib.core.formulas import INDEXER
+    from kvlib.core.notation import by_name
 
     g = next(g for g in load_model(model).groups if g.ratio == ratio and g.attention == entry)
     sizes = {"N_L": 1, "m": ratio, **{k: v for k, v in g.sizes.items() if k != "b"}}
@@ -146,9 +145,9 @@ def _indexer_keys(model: str, T: int, scale: bool = True, per: int = 4) -> int:
 
 
 def _gemma3n_no_window() -> int:
-    """Gemma 3n's 20 storing layers as if every one kept the whole 32K context."""
+    """Gemma 3n's 20 storing layers as if every one kept the whole 16K context."""
     g = next(g for g in load_model("gemma-3n-e4b").groups if str(g.kind) == "full")
-    return GQA.bytes_per_sequence(N_L=20, N_KV=32768, b=2, **g.sizes)
+    return GQA.bytes_per_sequence(N_L=20, N_KV=16384, b=2, **g.sizes)
 
 
 def _gemma3n(T: int, shared: bool = True) -> int:
@@ -372,19 +371,19 @@ ANSWERS: dict[str, Exercise] = {
     )),
     "08.2": Exercise((
         Part("keys", "bytes of indexer keys per sequence", "bytes",
-             lambda: _indexer_keys("deepseek-v4-pro", _K),
-             lambda: {_indexer_keys("deepseek-v4-pro", _K, per=1):
+             lambda: _indexer_keys("deepseek-v4-pro", _K // 2),
+             lambda: {_indexer_keys("deepseek-v4-pro", _K // 2, per=1):
                       "one key per 4 tokens, not per token: the keys are compressed too",
-                      _indexer_keys("deepseek-v4-pro", _K, scale=False):
+                      _indexer_keys("deepseek-v4-pro", _K // 2, scale=False):
                       "each key also keeps one fp32 scale (4 B) per 128 values: 132 B"}),
         Part("share", "share of the sequence that is indexer keys", "ratio",
-             lambda: Fraction(_indexer_keys("deepseek-v4-pro", _K),
-                              load_model("deepseek-v4-pro").total_bytes_per_sequence(_K, 1))),
+             lambda: Fraction(_indexer_keys("deepseek-v4-pro", _K // 2),
+                              load_model("deepseek-v4-pro").total_bytes_per_sequence(_K // 2, 1))),
     )),
     "08.3": Exercise((
-        Part("per_sequence", "bytes of one 32K sequence, sharing as shipped", "bytes",
-             lambda: _gemma3n(32768),
-             lambda: {_gemma3n(32768, shared=False):
+        Part("per_sequence", "bytes of one 16K sequence, sharing as shipped", "bytes",
+             lambda: _gemma3n(16384),
+             lambda: {_gemma3n(16384, shared=False):
                       "that is without sharing: the last 15 layers store nothing",
                       _gemma3n_no_window(): "the sliding layers keep only their last 512 tokens"}),
     )),

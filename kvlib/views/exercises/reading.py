@@ -53,12 +53,16 @@ class Reading:
     the last digit the learner typed when at least three significant digits were typed (0 for
     an exact answer), or a relative 1e-9 for a Python float. ``half_ulp``: half the last
     digit typed, however few digits (0 for a number that is not text). ``name``: an
-    exception's name (kind "exception")."""
+    exception's name (kind "exception"). For the hints: ``unit``, the unit typed (lower case,
+    "" for none); ``trailing_zeros``, for a whole number typed without a point, an exponent or
+    a unit that scales it (30,500 or the int 30500: read as exact), how many zeros end it."""
 
     value: Fraction | None
     tolerance: Fraction = Fraction(0)
     half_ulp: Fraction = Fraction(0)
     name: str | None = None
+    unit: str = ""
+    trailing_zeros: int | None = None
 
     def matches(self, target) -> bool:
         """Whether this reading is ``target`` (a number, or an exception's name)."""
@@ -88,7 +92,8 @@ def _number(answer, kind: str) -> Reading:
         return Reading(Fraction(int(answer.p), int(answer.q)))
     if isinstance(answer, numbers.Integral) or hasattr(answer, "__index__"):
         try:
-            return Reading(Fraction(answer.__index__()))
+            whole = answer.__index__()
+            return Reading(Fraction(whole), trailing_zeros=_trailing_zeros(str(abs(whole))))
         except (TypeError, ValueError):  # e.g. a NumPy array of several numbers
             raise Unreadable(f"expected {_expected(kind)}; got {type(answer).__name__} "
                              f"{answer!r}") from None
@@ -131,7 +136,12 @@ def _text(text: str, kind: str, named: str = "") -> Reading:
     rounded = bool(decimals or exponent or factor != 1)
     enough = significant >= (2 if kind == "ratio" else 3)
     tolerance = ulp / 2 if rounded and enough and kind != "count" else Fraction(0)
-    return Reading(value * factor, tolerance, ulp / 2)
+    return Reading(value * factor, tolerance, ulp / 2, unit=unit.strip(),
+                   trailing_zeros=None if rounded else _trailing_zeros(whole))
+
+
+def _trailing_zeros(digits: str) -> int:
+    return len(digits) - len(digits.rstrip("0")) if digits.strip("0") else 0
 
 
 def _unit_factor(unit: str, kind: str, text: str, named: str = "") -> Fraction:
