@@ -440,8 +440,6 @@ EXEMPT: dict[str, dict[str, object]] = {
                            "731-738), an engine constant"),
         "8 tokens": Input("the compressor states' block sizes, 4 or 8 tokens "
                           "(models/deepseek_v4/compressor.py:167-171), engine constants"),
-        "11%": Shown("11.4%"),
-        "13%": Shown("12.7%"),
     },
 }
 

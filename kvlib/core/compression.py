@@ -9,8 +9,8 @@ counts bytes):
   Intelligence", DeepSeek-AI 2026, as vLLM 0.34.0 stores it): a layer with compression ratio m
   keeps its last N_W tokens as they are (the window), one entry per m tokens
   (floor(N_KV / m), :func:`kvlib.core.formulas.compressed`), and its compressor's running
-  state, c_o x m slots of 2 x c_o x d_c fp32 values (``vllm/model_executor/models/deepseek_v4/
-  compressor.py:156-158, 297-302``): :data:`WINDOW`, :data:`ENTRIES`, :data:`STATE`,
+  state, c_o x m slots of 2 x c_o x d_c fp32 values (``vllm/models/deepseek_v4/compressor.py:
+  156-158, 297-302``): :data:`WINDOW`, :data:`ENTRIES`, :data:`STATE`,
   :data:`COMPRESSED_LAYER`. Past the window, per token it tends to (entry bytes) / m:
   :data:`COMPRESSED_LIMIT`.
 * **selected** (DeepSeek V3.2's lightning indexer, arXiv:2512.02556; V4's m = 4 layers): the

@@ -176,13 +176,13 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
     # Issue 33: DeepSeek V4's compressed attention (notebook 08), byte-for-byte copies from the
     # same mirror (tests/fixtures/configs/corpus-2026.json.gz holds them with their source)
     _m("deepseek-v4-flash", "DeepSeek V4-Flash", "deepseek-ai/DeepSeek-V4-Flash", 284e9,
-       "284B total, 13B active, DeepSeek's announced figures (kvlib has no parameter counter "
-       "for deepseek_v4; not checked against the card)", 13e9,
+       "284B total, 13B active, DeepSeek's announced figures (kvlib counts it from the config "
+       "within 1%: tests/test_params_v4.py)", 13e9,
        copy=f"{_AIC.replace('@095f58a5', '@ab0e2834')} (src/aiconfigurator/model_configs/), "
             "blob e78680334c31"),
     _m("deepseek-v4-pro", "DeepSeek V4-Pro", "deepseek-ai/DeepSeek-V4-Pro", 1.6e12,
-       "1.6T total, 49B active, DeepSeek's announced figures (kvlib has no parameter counter "
-       "for deepseek_v4; not checked against the card)", 49e9,
+       "1.6T total, 49B active, DeepSeek's announced figures, rounded to a tenth of a trillion "
+       "(kvlib's count from the config lies inside: tests/test_params_v4.py)", 49e9,
        copy=f"{_AIC.replace('@095f58a5', '@ab0e2834')} (src/aiconfigurator/model_configs/), "
             "blob b282a14e3f5f"),
     # Notebook 08's comparison: plain MHA, and a model whose later layers share earlier caches
