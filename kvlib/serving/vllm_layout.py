@@ -21,10 +21,11 @@ code):
   FLASHMLA_SPARSE with bf16, FLASHINFER_MLA_SPARSE (plain fp8 rows) with fp8; on SM120
   FLASHINFER_MLA_SPARSE_SM120 (fp8_ds_mla rows whatever the dtype); none on Ampere or Ada
   (refused). The indexer's own backend takes 64-token blocks only, so a sparse model's
-  blocks are 64 tokens on every CUDA GPU. For a hybrid model the attention block grows until
-  one attention page holds one state page, in multiples of K = the block size (16 in 0.33.0,
-  64 in 0.34.0), or lcm(16, 64) for Qwen GDN layers with FlashInfer prefill on Hopper in
-  0.33.0 (``_align_hybrid_block_size``,
+  blocks are 64 tokens on every CUDA GPU. MiniMax M3 (GQA with an indexer key, no latent;
+  0.34.0 only) takes 128-token blocks on every CUDA GPU (:func:`_minimax_m3_block`).
+  For a hybrid model the attention block grows until one attention page holds one state
+  page, in multiples of K = the block size (16 in 0.33.0, 64 in 0.34.0), or lcm(16, 64) for
+  Qwen GDN layers with FlashInfer prefill on Hopper in 0.33.0 (``_align_hybrid_block_size``,
   platforms/interface.py:940-1137); every state page is then padded to the attention page.
   Attention layers of different head sizes (Gemma 4: 512-wide full layers, 256-wide sliding
   ones) get the backends of ``Gemma4Config`` (model_executor/models/config.py): FA4
@@ -133,7 +134,52 @@ _ARCH = {9: "Hopper", 10: "Blackwell (SM100)", 12: "SM120"}
 def _fp8_ds_mla(model: ModelSpec, kv_dtype: str, gpu: GPU) -> bool:
     """Whether vLLM stores a sparse-MLA latent as fp8_ds_mla rows (:data:`_SPARSE_MLA`)."""
     backend = _SPARSE_MLA.get((_cuda_major(gpu), kv_dtype))
-    return _sparse(model) and backend is not None and backend[1]
+    return _sparse(model) and not _gqa_indexer(model) and backend is not None and backend[1]
+
+
+def _gqa_indexer(model: ModelSpec) -> bool:
+    """MiniMax M3's shape: an indexer key beside attention layers with no latent (the one
+    reader that makes it is kvlib/models/readers/minimax_m3.py)."""
+    return _sparse(model) and not any(g.kind is CacheKind.LATENT for g in model.groups)
+
+
+MINIMAX_M3_BLOCK = 128  # the only kernel block of MiniMax M3's backends in vLLM 0.34.0
+
+
+def _minimax_m3_block(model: ModelSpec, kv_dtype: str, gpu: GPU, block_size: int | None,
+                      notes: list[str], release: str) -> int:
+    """MiniMax M3's block size in vLLM 0.34.0 (vllm/ paths; measured by its own code on the
+    CPU, tests/test_minimax_m3.py). The sparse layers' backend, MINIMAX_M3_SPARSE (Triton, or
+    the MSA subclasses on SM100, nvidia/sparse_attention_msa.py:98, :106, :131, :139, none
+    overriding it), and the indexer's, MINIMAX_M3_SPARSE_INDEXER (its NVFP4 and MSA
+    subclasses, nvidia/indexer_nvfp4.py:93, indexer_msa.py:65, neither overriding it), take
+    128-token kernel blocks only
+    (models/minimax_m3/common/sparse_attention.py:174-176, common/indexer.py:94-95); the dense
+    layers' FLASH_ATTN (multiples of 16) or FLASHINFER (16, 32, 64 and up, v1/attention/
+    backends/flashinfer.py:587-606) take sizes dividing 128. vLLM takes the smallest least
+    common multiple all accept, 128 (``_preferred_block_size_for_backends``,
+    platforms/interface.py:710-757); a backend accepts any multiple of its size
+    (``supports_block_size``, v1/attention/backend.py:125-141). The layers' FullAttentionSpec
+    (nvidia/model.py:1040-1048) and the indexer's MLAAttentionSpec (common/indexer.py:155-163)
+    then form one group (MLAAttentionSpec groups as full attention,
+    v1/core/single_type_kv_cache_manager.py:2733-2736; v1/core/kv_cache_planning.py:1187-1191)
+    whose page is the sum of theirs (v1/kv_cache_interface.py:1354-1365)."""
+    kinds = {g.kind for g in model.groups if g.kind not in EMPTY}
+    if release != "0.34.0" or kinds != {CacheKind.FULL, CacheKind.INDEXER} \
+            or _cuda_major(gpu) is None or kv_dtype not in ("bf16", "fp8"):
+        raise ValueError(f"{model.name}: GQA layers with an indexer key (MiniMax M3) are traced "
+                         "in vLLM 0.34.0 on CUDA GPUs with a bf16 or fp8 cache only, not in vLLM "
+                         f"{release} on {gpu.name} with {kv_dtype} (the ROCm model, "
+                         "models/minimax_m3/amd/, and other dtypes are not traced)")
+    if block_size is not None and block_size % MINIMAX_M3_BLOCK:
+        raise ValueError(f"--block-size {block_size}: vLLM 0.34.0's MiniMax M3 backends take "
+                         "multiples of 128 only (common/sparse_attention.py:174-176, "
+                         "common/indexer.py:94-95)")
+    notes.append("MiniMax M3: its sparse and indexer backends take 128-token blocks only "
+                 "(common/sparse_attention.py:174-176, common/indexer.py:94-95), so "
+                 f"{block_size or MINIMAX_M3_BLOCK}-token blocks; K, V and indexer keys in one "
+                 "group, a block holding every layer's page")
+    return block_size or MINIMAX_M3_BLOCK
 
 
 def _tier(gpu: GPU) -> int:
@@ -567,7 +613,10 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
                          f"with keys of {diff_kv[0].sizes['d_QK']} and values of "
                          f"{diff_kv[0].sizes['d_V']}: \"Unsupported FP8 Diff-KV configuration; "
                          "use an unquantized KV cache\" (flash_attn_diffkv.py:95-106)")
-    bs = block_size or _base_block(model, kv_dtype, gpu, notes, release)
+    if _gqa_indexer(model):  # MiniMax M3
+        bs = _minimax_m3_block(model, kv_dtype, gpu, block_size, notes, release)
+    else:
+        bs = block_size or _base_block(model, kv_dtype, gpu, notes, release)
     ds_mla = _fp8_ds_mla(model, kv_dtype, gpu)
     if ds_mla:
         (d_L, d_R), row = _FP8_DS_MLA
