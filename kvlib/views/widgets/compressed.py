@@ -64,7 +64,7 @@ def _build(ax, curves) -> None:
         ax.plot([], [], color=color, marker="o", ms=4, lw=3.2 if curve.kind == REFERENCE else 2,
                 label=f"{curve.kind}: {curve.title}")
     for color in COLORS:  # past the model's longest context, dotted
-        ax.plot([], [], color=color, ls=":", lw=1.6, alpha=0.6)
+        ax.plot([], [], color=color, ls=":", lw=2.2, alpha=0.85)
     for color in COLORS:
         ax.plot([], [], ls="none", marker="o", ms=10, color=color, markeredgecolor="white",
                 markeredgewidth=1.5)
