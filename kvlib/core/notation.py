@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-__all__ = ["SYMBOLS", "STATE_SYMBOLS", "COMPRESSION_SYMBOLS", "MATRIX_SYMBOLS", "SERVING_SYMBOLS", "ALL_SYMBOLS",
-           "Symbol", "by_name"]
+__all__ = ["SYMBOLS", "STATE_SYMBOLS", "COMPRESSION_SYMBOLS", "MATRIX_SYMBOLS", "SERVING_SYMBOLS",
+           "ALL_SYMBOLS", "Symbol", "by_name"]
 
 
 @dataclass(frozen=True)
