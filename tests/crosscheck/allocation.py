@@ -39,7 +39,11 @@ kvlib's figure is the serving engine's (vLLM 0.33.0). Where the two differ, the 
 turns transformers' tensors into vLLM's count is written here from transformers' and
 vLLM's code, never from kvlib's count: :func:`rule` (sliding and chunked tokens),
 :func:`vllm_conv_elements` (d_conv - 1 rows), :func:`vllm_indexer_bytes` (fp8 keys plus
-scales) and :func:`vllm_state_dtypes` (state element sizes). :func:`compare` applies them
+scales) and :func:`vllm_state_dtypes` (state element sizes); for transformers 5.25.0's
+families :func:`transformers_class` (Kolibri 1.1's and MiniMax M3's layer classes),
+:func:`transformers_sizes` with :func:`vllm_dots3_padding` (dots3 Note's DSA entries, padded
+in vLLM only) and :func:`stored_indexer_bytes` (MiniMax M3's bf16 and Mistral Large 4's own
+indexer keys). :func:`compare` applies them
 layer by layer and reports every disagreement. Nothing is loosened: every count is exact.
 """
 
@@ -48,13 +52,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from kvlib import parse_config, read_config
 from kvlib.models.spec import EMPTY, STATEFUL, CacheKind
 
 __all__ = ["Part", "Held", "Expected", "build", "steps", "held", "expected",
            "transformers_tokens", "rule", "vllm_conv_elements", "vllm_indexer_bytes",
+           "transformers_class", "transformers_sizes", "vllm_dots3_padding",
+           "stored_indexer_bytes",
            "vllm_state_dtypes", "run_dtype", "transformers_fields", "transformers_window",
            "indexer_layers", "compare", "STATE_FAMILIES", "TRANSFORMERS_RECURRENT_BYTES",
            "TEXT_MODEL_TYPES"]
@@ -86,6 +92,12 @@ STATE_FAMILIES = frozenset({"qwen3_next", "nemotron_h", "jamba", "lfm2", "qwen3_
 TRANSFORMERS_RECURRENT_BYTES = 4
 
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+EAGER_EXPERTS = frozenset({"kolibri1_1"})
+# text model_types transformers 5.25.0 builds only as a base model (no ForCausalLM:
+# models/mistral_large4/modeling_mistral_large4.py has MistralLarge4TextModel and the
+# multimodal ForConditionalGeneration); :func:`steps` then decodes tokens of its own choosing
+NO_CAUSAL_LM = frozenset({"mistral_large4_text"})
 
 
 @dataclass(frozen=True)
@@ -133,9 +145,9 @@ class Expected:
 
     tokens: ``LayerGroup.cached_tokens(T)``; bytes: ``bytes_per_sequence(T, b) / layers``;
     per_token: elements one token adds to this layer (``bytes_per_token(b) / layers / b``).
-    indexer_bytes: the indexer group's ``bytes_per_sequence(T, b) / layers`` (bytes, b = 1) on
-    a layer with an indexer of its own (:func:`indexer_layers`), else 0; d_I: its key width;
-    indexed: the model has an indexer group (every layer is then a ``DynamicIndexedLayer`` in
+    indexer_bytes: the indexer group's ``bytes_per_sequence(T, b) / layers`` on a layer with an
+    indexer of its own (:func:`indexer_layers`), else 0; d_I: its key width;
+    indexed: a latent layer of a model with an indexer group (a ``DynamicIndexedLayer`` in
     transformers, one that shares an earlier layer's indexer holding no indexer keys).
     conv_elements, ssm_elements: the state formula's two parts; b_c, b_s: their element
     sizes; state_bytes: ``state_bytes_per_sequence() / layers``.
@@ -200,14 +212,32 @@ def transformers_window(tiny: dict, window: int | None) -> int | None:
 
 
 def indexer_layers(tiny: dict) -> set[int]:
-    """The layers kvlib counts indexer keys for: every layer, less those that share an
-    earlier layer's indexer (GLM-5.2's ``indexer_types`` "shared"), read by kvlib's own
-    ``shared_indexer_layers`` (vLLM 0.34.0's ``compute_skip_topk_layers``)."""
+    """The layers that cache indexer keys, from the keys transformers 5.25.0 builds them by.
+
+    * MiniMax M3: ``layer_types[i] == "minimax_m3_sparse"`` (its text config writes the list
+      from ``sparse_attention_freq``, configuration_minimax_m3_vl.py:137-140);
+    * Mistral Large 4: ``indexer_types[i] == "full"`` (configuration_mistral_large4.py:158-171;
+      a "shared" indexer caches nothing, modeling_mistral_large4.py:362-363);
+    * dots3 Note: the DSA layers (``layer_types`` "indexed_attention" / "full_attention")
+      less those that share an earlier layer's indexer;
+    * DeepSeek V3.2, GLM-5: every layer, less those that share an earlier layer's indexer
+      (GLM-5.2's ``indexer_types`` "shared").
+    The sharing is read by kvlib's own ``shared_indexer_layers`` (vLLM 0.34.0's
+    ``compute_skip_topk_layers``).
+    """
     from kvlib.models.readers.deepseek import shared_indexer_layers
     from kvlib.models.readers.fields import Fields
 
     n = parse_config(tiny).num_layers
+    family = tiny["model_type"].removesuffix("_text")
+    types = tiny.get("layer_types") or [None] * n
+    if family == "minimax_m3_vl":
+        return {i for i in range(n) if types[i] == "minimax_m3_sparse"}
+    if family == "mistral_large4":
+        return {i for i in range(n) if tiny["indexer_types"][i] == "full"}
     shared, _ = shared_indexer_layers(Fields(tiny), n)
+    if family == "dots3_note":
+        return {i for i in range(n) if types[i] != "sliding_attention"} - shared
     return set(range(n)) - shared
 
 
@@ -224,13 +254,22 @@ def build(tiny: dict, dtype=torch.float32, seed: int = 0):
         fields["time_step_limit"] = (low, min(high, 1e4))
     torch.manual_seed(seed)
     config = AutoConfig.for_model(model_type, **fields)
-    return AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
+    kwargs = {}
+    if model_type in EAGER_EXPERTS:
+        # torch's CPU grouped_mm wants 16-byte strides, which a tiny hidden size that is no
+        # whole number of heads (Kolibri 1.1: 2560 / 48, tiny 194) lacks: the eager loop over
+        # experts computes the same MLP and touches no cache
+        kwargs["experts_implementation"] = "eager"
+    auto = AutoModel if model_type in NO_CAUSAL_LM else AutoModelForCausalLM
+    return auto.from_config(config, dtype=dtype, **kwargs).eval()
 
 
 def steps(model, prompt: int, decode: int, seed: int = 0):
     """Prefill ``prompt`` random tokens, then ``decode`` greedy steps.
 
     Yields (T, q, cache) after every forward: T tokens so far, q added by that step.
+    A base model (``NO_CAUSAL_LM``) has no logits: its decode tokens are drawn at random
+    from the same generator, which changes no cache shape.
     """
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, model.config.vocab_size, (1, prompt), generator=gen)
@@ -238,12 +277,18 @@ def steps(model, prompt: int, decode: int, seed: int = 0):
         out = model(ids, use_cache=True)
         yield prompt, prompt, out.cache
         for k in range(1, decode + 1):
-            out = model(out.logits[:, -1:].argmax(-1), cache=out.cache, use_cache=True)
+            logits = getattr(out, "logits", None)
+            token = logits[:, -1:].argmax(-1) if logits is not None else torch.randint(
+                0, model.config.vocab_size, (1, 1), generator=gen)
+            out = model(token, cache=out.cache, use_cache=True)
             yield prompt + k, 1, out.cache
 
 
-# Tensors a cache layer may hold, by attribute (states: dict entry 0).
-_ALLOWED = {"keys", "values", "indexer_keys", "conv_states[0]", "recurrent_states[0]"}
+# Tensors a cache layer may hold, by attribute (states: dict entry 0). ``idx_keys``: MiniMax
+# M3's indexer keys, [batch, 1, T, index_head_dim], on its own cache layer
+# (MiniMaxM3VLSparseCacheLayer, models/minimax_m3_vl/modeling_minimax_m3_vl.py:57-94).
+_ALLOWED = {"keys", "values", "indexer_keys", "idx_keys", "conv_states[0]",
+            "recurrent_states[0]"}
 
 
 def _tensors(layer) -> dict:
@@ -260,7 +305,8 @@ def _tensors(layer) -> dict:
 def held(cache) -> list[Held]:
     """What every layer of a transformers ``DynamicCache`` holds.
 
-    Fails if a layer holds a tensor other than keys, values, indexer keys, one convolution
+    Fails if a layer holds a tensor other than keys, values, indexer keys (``indexer_keys``,
+    or MiniMax M3's ``idx_keys``), one convolution
     and one recurrent state, and the 0-d window scalar of ``DynamicSlidingWindowLayer``
     (so nothing it allocates goes uncounted).
     """
@@ -279,7 +325,7 @@ def held(cache) -> list[Held]:
                       element_size=k.element_size(), shapes=(tuple(k.shape), tuple(v.shape)))
         out.append(Held(
             layer=i, cls=type(layer).__name__, window=getattr(layer, "sliding_window", None),
-            **kv, indexer=Part.of(tensors.get("indexer_keys")),
+            **kv, indexer=Part.of(tensors.get("indexer_keys", tensors.get("idx_keys"))),
             conv=Part.of(tensors.get("conv_states[0]")),
             recurrent=Part.of(tensors.get("recurrent_states[0]"))))
     return out
@@ -304,7 +350,7 @@ def expected(tiny: dict, T: int, b: int) -> list[Expected]:
     groups = {_key(g.kind, g.window, g.attention, g.sizes): g for g in reading.groups()}
     indexers = [g for g in reading.groups() if g.kind is CacheKind.INDEXER]
     indexed = indexer_layers(tiny) if indexers else set()
-    assert all(g.layers == len(indexed) for g in indexers)
+    assert all(g.layers == len(indexed) for g in indexers), (indexers, indexed)
     def full_key(key):
         if len(key) == 2:
             key = (*key, reading.attention, tuple(sorted(reading.sizes.items())))
@@ -332,9 +378,12 @@ def expected(tiny: dict, T: int, b: int) -> list[Expected]:
             fields.update(conv_elements=_call(f.conv_elements_per_layer, g.sizes),
                           ssm_elements=_call(f.ssm_elements_per_layer, g.sizes),
                           b_c=g.sizes["b_c"], b_s=g.sizes["b_s"], state_bytes=state // n)
-        if indexers:
+        if indexers and g.kind is CacheKind.LATENT:
             fields["indexed"] = True
-            fields["d_I"] = indexers[0].sizes["d_I"]
+        if indexers:
+            x = indexers[0].sizes
+            fields["d_I"] = x["d_I"] if "d_I" in x else x["d_L"]  # MiniMax M3, Mistral Large 4:
+            # the one-vector formula (MLA), its width d_L
         if i in indexed:
             fields["indexer_bytes"] = sum(x.bytes_per_sequence(T, b) // x.layers for x in indexers)
         for p in parallel:
@@ -434,50 +483,131 @@ def vllm_state_dtypes(config: dict, dtype) -> tuple[int, int]:
     return b_c, b_c
 
 
-def _shapes(e: Expected, tokens: int) -> tuple:
-    s = e.sizes
-    if e.kind is CacheKind.LATENT:  # latent as keys, RoPE key as values, one "head" each
-        return (1, 1, tokens, s["d_L"]), (1, 1, tokens, s["d_R"])
+def _family(tiny: dict) -> str:
+    return tiny["model_type"].removesuffix("_text")
+
+
+def transformers_class(tiny: dict, e: Expected) -> str:
+    """The cache layer class transformers 5.25.0 builds for a layer kvlib reads as ``e``.
+
+    ``LAYER_CLASS`` by kvlib's kind, but: a latent layer of a model with an indexer is a
+    ``DynamicIndexedLayer``; Kolibri 1.1's full layers are its "indexed_attention" layers, a
+    ``DynamicIndexedLayer`` too (cache_utils.py:1529), whose indexer-key slot Kolibri never
+    fills (its indexer scores the layer's own keys, modeling_kolibri1_1.py:324); MiniMax M3's
+    sparse layers are its own ``MiniMaxM3VLSparseCacheLayer`` (modeling_minimax_m3_vl.py:57).
+    """
+    if e.indexed or (_family(tiny) == "kolibri1_1" and e.kind is CacheKind.FULL):
+        return INDEXED_CLASS
+    if _family(tiny) == "minimax_m3_vl" and e.indexer_bytes:
+        return "MiniMaxM3VLSparseCacheLayer"
+    return PARALLEL_CLASS if e.parallel_state else LAYER_CLASS[e.kind]
+
+
+def transformers_sizes(tiny: dict, e: Expected) -> dict:
+    """The widths transformers' layer holds, where they differ from kvlib's (vLLM's) by design.
+
+    dots3 Note's DSA layers: vLLM 0.34.0 pads each entry to the sliding layers' latent,
+    ``swa_kv_lora_rank + swa_qk_rope_head_dim`` (vllm/models/dots3_note/nvidia/model.py:228-240,
+    :307), and kvlib counts that; transformers 5.25.0 caches the layer's own
+    ``kv_lora_rank`` and ``qk_rope_head_dim`` (modeling_dots3_note.py:484-487, :531), unpadded.
+    Checked from the file: :func:`vllm_dots3_padding`. Every other layer: kvlib's sizes.
+    """
+    if _family(tiny) == "dots3_note" and e.kind is CacheKind.LATENT:
+        return {"d_L": tiny["kv_lora_rank"], "d_R": tiny["qk_rope_head_dim"]}
+    return e.sizes
+
+
+def vllm_dots3_padding(tiny: dict) -> dict:
+    """The latent and RoPE widths of every dots3 Note entry in vLLM 0.34.0: the sliding
+    layers' ``swa_kv_lora_rank`` and ``swa_qk_rope_head_dim``, on DSA layers too (model.py:307)."""
+    return {"d_L": tiny["swa_kv_lora_rank"], "d_R": tiny["swa_qk_rope_head_dim"]}
+
+
+def _width(sizes: dict) -> int:
+    """Elements per token of one layer's K and V (latent and RoPE key for MLA)."""
+    if "d_L" in sizes:
+        return sizes["d_L"] + sizes.get("d_R", 0)
+    return sizes["N_g"] * (sizes["d_QK"] + sizes["d_V"])
+
+
+def _shapes(sizes: dict, tokens: int) -> tuple:
+    s = sizes
+    if "d_L" in s:  # latent as keys, RoPE key as values (0 wide on a NoPE layer), one "head"
+        return (1, 1, tokens, s["d_L"]), (1, 1, tokens, s.get("d_R", 0))
     return (1, s["N_g"], tokens, s["d_QK"]), (1, s["N_g"], tokens, s["d_V"])
 
 
-def _growing(h: Held, e: Expected, T: int, q: int, b: int, where: str) -> tuple[list, int]:
+def _growing(h: Held, e: Expected, tiny: dict, T: int, q: int, b: int,
+             where: str) -> tuple[list, int]:
+    """Problems, and the elements transformers holds by the rule (its widths, kvlib's tokens)."""
     problems = []
     fewer, more = rule(e.kind, e.window, T, q, h.window)
+    sizes = transformers_sizes(tiny, e)
+    width = _width(sizes)
     # kvlib's count, transformed by the stated rule.
     want_elements = e.elements - fewer * e.per_token
     want_storage = e.bytes + more * e.per_token * b
-    if h.shapes != _shapes(e, e.tokens - fewer):
+    if sizes is not e.sizes:  # widths differ by design: kvlib's tokens at transformers' width
+        if e.per_token != _width(e.sizes) or e.elements != e.tokens * e.per_token:
+            problems.append(f"{where}: kvlib's {e.elements} elements are not its {e.tokens} "
+                            f"tokens x {_width(e.sizes)} ({e.sizes})")
+        if e.sizes != vllm_dots3_padding(tiny):
+            problems.append(f"{where}: kvlib's sizes {e.sizes} are not vLLM's padded entry "
+                            f"{vllm_dots3_padding(tiny)}")
+        want_elements = (e.tokens - fewer) * width
+        want_storage = (e.tokens + more) * width * b
+    if h.shapes != _shapes(sizes, e.tokens - fewer):
         problems.append(f"{where}: {e.kind} layer, transformers' K, V shapes {h.shapes}; "
-                        f"kvlib's {e.tokens} tokens less {fewer} and sizes {e.sizes} give "
-                        f"{_shapes(e, e.tokens - fewer)}")
+                        f"kvlib's {e.tokens} tokens less {fewer} and sizes {sizes} give "
+                        f"{_shapes(sizes, e.tokens - fewer)}")
     if h.elements != want_elements:
         problems.append(f"{where}: {e.kind} layer, transformers holds {h.elements} elements; "
                         f"kvlib's {e.elements} ({e.tokens} tokens x {e.per_token}) less "
-                        f"{fewer} token(s) by the rule = {want_elements}")
+                        f"{fewer} token(s) by the rule, at width {width} = {want_elements}")
     if h.storage_bytes != want_storage:
         problems.append(f"{where}: {e.kind} layer, transformers' storage is "
                         f"{h.storage_bytes} B; kvlib's {e.bytes} B plus {more} token(s) "
-                        f"by the rule = {want_storage} B")
-    return problems, fewer * e.per_token
+                        f"by the rule, at width {width} = {want_storage} B")
+    return problems, want_elements
 
 
-def _indexer(h: Held, e: Expected, T: int, where: str) -> list[str]:
+def stored_indexer_bytes(tiny: dict, indexer: Part) -> int:
+    """The bytes kvlib must count for the indexer keys transformers holds as ``indexer``.
+
+    * MiniMax M3: [1, 1, T, d_I] in the model dtype; vLLM 0.34.0 keeps the same elements in
+      bf16 whatever the KV dtype (``indexer_kv_dtype``, vllm/models/minimax_m3/nvidia/
+      model.py:967-969): T x d_I x 2 B;
+    * Mistral Large 4: vLLM 0.34.0 has no model, so kvlib counts transformers' own keys,
+      [1, T, d_I] in the model dtype: T x d_I x b;
+    * DeepSeek V3.2, GLM-5, dots3 Note: :func:`vllm_indexer_bytes` (fp8 plus scales).
+    """
+    family = _family(tiny)
+    if family == "minimax_m3_vl":
+        batch, heads, tokens, d_i = indexer.shape
+        assert (batch, heads) == (1, 1)
+        return tokens * d_i * 2
+    if family == "mistral_large4":
+        return indexer.elements * indexer.element_size
+    return vllm_indexer_bytes(indexer.shape)
+
+
+def _indexer(h: Held, e: Expected, tiny: dict, T: int, where: str) -> list[str]:
     x = h.indexer
     if x is None:
         return [f"{where}: kvlib counts {e.indexer_bytes} B of indexer keys, transformers "
                 "holds none"]
     problems = []
-    if x.shape != (1, T, e.d_I):
+    want = (1, 1, T, e.d_I) if _family(tiny) == "minimax_m3_vl" else (1, T, e.d_I)
+    if x.shape != want:
         problems.append(f"{where}: transformers' indexer keys {x.shape}; kvlib's T={T} tokens "
-                        f"of d_I={e.d_I} give {(1, T, e.d_I)}")
+                        f"of d_I={e.d_I} give {want}")
     if x.storage_bytes != x.elements * x.element_size:
         problems.append(f"{where}: indexer storage {x.storage_bytes} B for {x.elements} "
                         "elements")
-    if e.indexer_bytes != vllm_indexer_bytes(x.shape):
+    if e.indexer_bytes != stored_indexer_bytes(tiny, x):
         problems.append(f"{where}: transformers' indexer keys {x.shape} are "
-                        f"{vllm_indexer_bytes(x.shape)} B as vLLM stores them (fp8 + a "
-                        f"scale per 128); kvlib counts {e.indexer_bytes} B")
+                        f"{stored_indexer_bytes(tiny, x)} B as kvlib's engine stores them; "
+                        f"kvlib counts {e.indexer_bytes} B")
     return problems
 
 
@@ -532,11 +662,10 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
     problems = []
     if len(got) != len(want):
         problems.append(f"transformers has {len(got)} cache layers, kvlib reads {len(want)}")
-    delta_elements = 0
+    want_elements = 0
     for h, e in zip(got, want, strict=False):
         where = f"layer {e.layer} at T={T}"
-        cls = INDEXED_CLASS if e.indexed else PARALLEL_CLASS if e.parallel_state \
-            else LAYER_CLASS[e.kind]
+        cls = transformers_class(tiny, e)
         window = transformers_window(tiny, e.window)
         if h.cls != cls or (e.kind in WINDOWED) != (h.window is not None) \
                 or (e.kind in WINDOWED and h.window != window):
@@ -555,13 +684,13 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
         if e.kind in STATEFUL:
             problems += _state(h, e, tiny, b, where)
             continue
-        found, fewer = _growing(h, e, T, q, b, where)
+        found, elements = _growing(h, e, tiny, T, q, b, where)
         problems += found
-        delta_elements += fewer
+        want_elements += elements
         if e.parallel_state:
             problems += _state(h, e, tiny, b, where)
         if e.indexer_bytes:
-            problems += _indexer(h, e, T, where)
+            problems += _indexer(h, e, tiny, T, where)
         elif h.indexer is not None:
             problems.append(f"{where}: kvlib reads a layer sharing an earlier layer's indexer "
                             f"(no indexer keys), transformers holds {h.indexer.shape}")
@@ -574,8 +703,7 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
         problems.append(f"ModelSpec.state_bytes_per_sequence() = "
                         f"{spec.state_bytes_per_sequence()} B is not the sum of kvlib's layers")
     held_total = sum(h.elements for h in got) * b
-    kv_total = sum(e.bytes for e in want)
-    if not problems and held_total != kv_total - delta_elements * b:
-        problems.append(f"total at T={T}: transformers {held_total} B, kvlib {kv_total} B "
-                        f"less {delta_elements * b} B by the rule")
+    if not problems and held_total != want_elements * b:
+        problems.append(f"total at T={T}: transformers {held_total} B, kvlib's layers by the "
+                        f"rule {want_elements * b} B")
     return problems

@@ -23,6 +23,7 @@ models transformers cannot build.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from pathlib import Path
@@ -34,7 +35,8 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
 from kvlib.models.catalog import BUNDLED, bundled_config
 
-__all__ = ["NAMES", "BUNDLED_NAMES", "UNBUNDLED", "PUBLISHED", "real", "tiny", "unsupported",
+__all__ = ["NAMES", "BUNDLED_NAMES", "UNBUNDLED", "WRITTEN", "PUBLISHED",
+           "NEW_IN_TRANSFORMERS", "real", "tiny", "unsupported",
            "text_model_type", "VARIANT"]
 
 _TESTS = Path(__file__).resolve().parents[1]
@@ -59,6 +61,38 @@ UNBUNDLED = {
     # transformers 5.25.0's new families kvlib reads (issue 31). ErgoConfig: 3 sliding (512,
     # local_attention_window) to 1 full, head dim hidden_size / heads.
     "ergo": ("ergo", {}),
+    # Kolibri1_1Config: 4 sliding (513) to 1 indexed; of the 10 indexed layers 6 read an
+    # earlier one's K/V (kv_source_layers), the first at layer 9
+    "kolibri1_1": ("kolibri1_1", {}),
+    # MistralLarge4TextConfig: MLA + DSA indexer in every layer, NoPE every 4th layer
+    "mistral_large4": ("mistral_large4_text", {}),
+    # MiniMaxM3VLTextConfig with the published MiniMax-M3 file's sparse_attention_freq (3 full
+    # layers, then 57 sparse; tests/fixtures/configs/corpus-2026.json.gz "MiniMaxAI--MiniMax-M3"):
+    # the class's default has no sparse layer
+    "minimax_m3_vl": ("minimax_m3_vl_text",
+                      {"sparse_attention_config": {"sparse_attention_freq": [0] * 3 + [1] * 57}}),
+}
+# A config written as the released checkpoint writes it, where transformers' to_dict() would
+# not be read by vLLM (and so not by kvlib): dots3 Note's text config with layer_types and the
+# swa_* keys (Dots3NoteTextConfig.__post_init__ turns them into per_layer_config, which vLLM
+# 0.34.0 never reads). The values are the class's defaults (configuration_dots3_note.py:231-320,
+# swa_* defaults :300-320), the layout its rule derives (i < 2 or i % 4 == 1: DSA).
+WRITTEN = {
+    "dots3_note": {
+        "model_type": "dots3_note_text", "num_hidden_layers": 46, "hidden_size": 5120,
+        "num_attention_heads": 128, "num_key_value_heads": 128, "head_dim": 256,
+        "kv_lora_rank": 512, "q_lora_rank": 1024, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, "index_topk": 2048, "index_head_dim": 128,
+        "index_n_heads": 64, "intermediate_size": 13824, "moe_intermediate_size": 1536,
+        "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1,
+        "vocab_size": 152064, "max_position_embeddings": 524288,
+        "layer_types": ["indexed_attention" if i < 2 or i % 4 == 1 else "sliding_attention"
+                        for i in range(46)],
+        "sliding_window_size": 512, "swa_kv_lora_rank": 1024, "swa_qk_rope_head_dim": 64,
+        "swa_num_attention_heads": 64, "swa_num_key_value_heads": 64,
+        "swa_qk_nope_head_dim": 192, "swa_v_head_dim": 128, "swa_q_lora_rank": 1024,
+        "swa_head_dim": 256,
+    },
 }
 # Published configs of the families issue 23 added (name -> file under tests/).
 PUBLISHED = {
@@ -75,9 +109,17 @@ PUBLISHED = {
     "kimi-k3": "fixtures/configs/kimi-k3.json",
     # minimax_m2 (bundled: minimax-m2.5): full attention on every layer, partial RoPE
 }
+# transformers 5.25.0's new model families with a text model (issue 31), and the case that
+# builds each; "refused": kvlib refuses the family by name (readers/refuse.py
+# FAMILIES_REFUSED: a cache it cannot count per token), so there is no reading to compare.
+NEW_IN_TRANSFORMERS = {
+    "ergo": "ergo", "kolibri1_1": "kolibri1_1", "mistral_large4": "mistral_large4",
+    "dots3_note": "dots3_note", "minimax_m3_vl": "minimax_m3_vl",
+    "deepseek_v4": "deepseek-v4-flash", "blt": "refused", "inkling": "refused",
+}
 VARIANT = "gemma-4-26b-a4b+kv-sharing"
 BUNDLED_NAMES = list(BUNDLED)
-NAMES = BUNDLED_NAMES + list(UNBUNDLED) + list(PUBLISHED) + [VARIANT]
+NAMES = BUNDLED_NAMES + list(UNBUNDLED) + list(WRITTEN) + list(PUBLISHED) + [VARIANT]
 
 
 def _source(name: str) -> dict:
@@ -123,13 +165,23 @@ def unsupported(name: str) -> str | None:
     config = _source(name)
     model_type = text_model_type(config)
     if model_type == "deepseek_v4":
-        # transformers 5.25.0 builds it (compressed and indexed layers in its own cache
-        # classes), but allocation.py has no stated rule from those classes to vLLM 0.34.0's
-        # fp8_ds_mla entries and compressor states yet (issue 31): named, not silently passed
+        # transformers 5.25.0 builds it: a tiny V4 that keeps vLLM's 512 + 64 entry (kvlib
+        # refuses any other, readers/deepseek_v4.py _entry_widths) runs on the CPU, and after a
+        # 130-token prefill (W = 8) its DeepseekV4CSACache holds window keys [1, 1, 7, 512]
+        # (K = V, one storage), compressed_kv "compressor" [1, 32, 512] and "indexer"
+        # [1, 32, 128], buffers of T mod 4 tokens and an overlap slice; its DeepseekV4HCACache
+        # one [1, 1, 512] entry. allocation.compare reads one kind per layer and cannot yet
+        # split those dicts into kvlib's window, compressed, indexer and compressor-state
+        # groups: named, not silently passed (issue 31)
         return (f"{name}: transformers {transformers.__version__}'s deepseek_v4 cache is not "
-                "yet compared (no stated rule in tests/crosscheck/allocation.py from its "
-                "compressed layers to vLLM 0.34.0's fp8_ds_mla entries); kvlib's reading is "
-                "checked in tests/test_deepseek_v4.py only")
+                "yet compared: its DeepseekV4CSACache / DeepseekV4HCACache hold the window, "
+                "the compressed entries, the indexer keys and the compressor buffers of one "
+                "layer in one object, and tests/crosscheck/allocation.py has no stated rule "
+                "from them to kvlib's separate groups (window rows min(T, W) against W - 1, "
+                "floor(T / m) entries, floor(T / 4) indexer keys, head_dim values in the model "
+                "dtype against vLLM 0.34.0's 584-byte fp8_ds_mla entry, T mod m buffered "
+                "tokens against vLLM's coff x m state window); kvlib's reading is checked in "
+                "tests/test_deepseek_v4.py only")
     if model_type in CONFIG_MAPPING_NAMES:
         return None
     remote = config.get("auto_map", {}).get("AutoModelForCausalLM")
@@ -144,6 +196,8 @@ def _real(name: str) -> dict:
     if name in UNBUNDLED:
         model_type, overrides = UNBUNDLED[name]
         return AutoConfig.for_model(model_type, **overrides).to_dict()
+    if name in WRITTEN:
+        return copy.deepcopy(WRITTEN[name])
     return _variant() if name == VARIANT else _source(name)
 
 

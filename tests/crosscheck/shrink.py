@@ -72,7 +72,8 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
   * windows: every ``sliding_window`` becomes WINDOW = 8 tokens (an inert one, Qwen2.5's,
     stays inert: ``use_sliding_window`` is kept), and so does Gemma 2's
     ``sliding_window_size`` alias where the file writes it (kvlib requires the two to
-    agree, as they do in the real file); ``attention_chunk_size`` becomes
+    agree, as they do in the real file), and dots3 Note's ``sliding_window_size``, its only
+    window key; ``attention_chunk_size`` becomes
     CHUNK = 12, so contexts can lie below, at and above both.
   * sizes: intermediate 32, MoE and shared-expert intermediate 16, 4 experts with at most
     2 per token (DeepSeek: 2 groups, top-1 group; a single group stays single), MoE latent
@@ -113,10 +114,16 @@ _DROP = {"quantization_config", "architectures", "auto_map", "transformers_versi
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 _PER_LAYER = ("layer_types", "no_rope_layers", "activation_sparsity_pattern",
               "layers_block_type", "attn_type_list", "indexer_types", "mlp_layer_types",
-              "hybrid_layer_pattern", "moe_layer_freq")
-# Written patterns, first match wins (:func:`pattern`).
+              "hybrid_layer_pattern", "moe_layer_freq", "kv_source_layers")
+# Lists of layer numbers (Kolibri 1.1's indexer and dense-MLP layers): those below n are kept.
+_LAYER_NUMBERS = ("index_layers", "mlp_only_layers")
+# Written patterns, read together (:func:`pattern`).
 _PATTERNS = ("layer_types", "no_rope_layers", "hybrid_override_pattern", "layers_block_type",
              "hybrid_layer_pattern", "indexer_types", "attn_type_list")
+# MLA sizes of dots3 Note's sliding layers, each scaled as its DSA counterpart is (swa_ -> key)
+_SWA_MLA = {"swa_kv_lora_rank": "kv_lora_rank", "swa_qk_rope_head_dim": "qk_rope_head_dim",
+            "swa_qk_nope_head_dim": "qk_nope_head_dim", "swa_v_head_dim": "v_head_dim",
+            "swa_q_lora_rank": "q_lora_rank", "swa_head_dim": "head_dim"}
 _MLA = {"kv_lora_rank": 64, "qk_rope_head_dim": 8, "qk_nope_head_dim": HEAD_DIM,
         "v_head_dim": HEAD_DIM}
 _SIZES = {"intermediate_size": 32, "intermediate_size_mlp": 32, "moe_intermediate_size": 16,
@@ -151,17 +158,26 @@ def _kda_pattern(c: dict) -> list | None:
 def pattern(c: dict) -> list | None:
     """The per-layer pattern a config writes out, if it writes one (shared layers excluded).
 
-    ``layer_types``, else ``no_rope_layers``, else Nemotron-H's ``hybrid_override_pattern``
-    (one character per layer) or ``layers_block_type``, else MiMo-V2's
-    ``hybrid_layer_pattern`` (1 sliding, 0 full), GLM-5.2's ``indexer_types`` ("full" or
-    "shared" indexer), MiniMax-M2's ``attn_type_list``, else Kimi Linear's
+    ``layer_types``, ``no_rope_layers``, Nemotron-H's ``hybrid_override_pattern`` (one
+    character per layer) or ``layers_block_type``, MiMo-V2's ``hybrid_layer_pattern`` (1
+    sliding, 0 full), GLM-5.2's / Mistral Large 4's ``indexer_types`` ("full" or "shared"
+    indexer), MiniMax-M2's ``attn_type_list``: one list when the config writes one of them,
+    layer by layer tuples when it writes several (Mistral Large 4: ``layer_types``,
+    ``no_rope_layers`` and ``indexer_types``), with, where ``kv_source_layers`` makes a layer
+    read another's K/V (Kolibri 1.1), whether each layer keeps its own; else Kimi Linear's
     ``linear_attn_config``; None when the pattern follows from a rule instead.
     """
+    lists = []
     for key in _PATTERNS:
         if c.get(key):
             seq = list(c[key])
-            return seq[:len(seq) - shared_layers(c)] if key == "layer_types" else seq
-    return _kda_pattern(c)
+            lists.append(seq[:len(seq) - shared_layers(c)] if key == "layer_types" else seq)
+    sources = c.get("kv_source_layers")
+    if lists and isinstance(sources, list) and any(s != i for i, s in enumerate(sources)):
+        lists.append([s == i for i, s in enumerate(sources)])  # keeps its own K/V
+    if not lists:
+        return _kda_pattern(c)
+    return lists[0] if len(lists) == 1 else list(zip(*lists, strict=False))
 
 
 def periodic_tail(seq) -> tuple[int, int] | None:
@@ -274,6 +290,9 @@ def _layers(c: dict) -> None:
     for key in _PER_LAYER:
         if isinstance(c.get(key), list) and c[key]:
             c[key] = c[key][:n]
+    for key in _LAYER_NUMBERS:
+        if isinstance(c.get(key), list):
+            c[key] = [i for i in c[key] if i < n]
     if isinstance(c.get("hybrid_override_pattern"), str):
         c["hybrid_override_pattern"] = c["hybrid_override_pattern"][:n]
     if isinstance(c.get("full_attn_idxs"), list):  # LFM2's older spelling of its layer list
@@ -317,6 +336,8 @@ def _attention_heads(c: dict) -> int:
     hidden_key = "n_embd" if "n_embd" in c else "hidden_size"
     dim_key = next((k for k in ("head_dim", "attention_head_dim") if c.get(k) is not None), None)
     if "kv_lora_rank" in c:
+        real_rope = c.get("qk_rope_head_dim")
+        real_mla = {k: c.get(k) for k in (*_SWA_MLA, *_SWA_MLA.values())}
         c.update({k: v for k, v in _MLA.items() if k in c})
         if c.get("q_lora_rank") is not None:
             c["q_lora_rank"] = 48
@@ -324,8 +345,13 @@ def _attention_heads(c: dict) -> int:
             c["index_head_dim"] = INDEX_HEAD_DIM
         if c.get("qk_head_dim") is not None:  # GLM-5: nope + rope
             c["qk_head_dim"] = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
-        if c.get("head_dim") is not None:  # GLM-5: the RoPE width
-            c["head_dim"] = c["qk_rope_head_dim"]
+        if c.get("head_dim") is not None and real_rope:
+            # its real ratio to the RoPE width: GLM-5, Mistral Large 4 1 (head_dim is the RoPE
+            # width), dots3 Note 4 (its RoPE turns head_dim x partial_rotary_factor 0.25 dims)
+            c["head_dim"] = c["head_dim"] * c["qk_rope_head_dim"] // real_rope
+        for swa, key in _SWA_MLA.items():  # dots3 Note's sliding layers: their real ratio
+            if c.get(swa) is not None and c.get(key):
+                c[swa] = c[key] * real_mla[swa] // real_mla[key]
         c[hidden_key] = t_h * HEAD_DIM
     elif dim_key:
         c_hidden_real = c[hidden_key]
@@ -378,8 +404,8 @@ def shrink(config: dict) -> dict:
     _states(c, real_hidden)
     if c.get("sliding_window") is not None:
         c["sliding_window"] = WINDOW
-        if c.get("sliding_window_size") is not None:  # Gemma 2's alias, equal in the file
-            c["sliding_window_size"] = WINDOW
+    if c.get("sliding_window_size") is not None:  # Gemma 2's alias, equal in the file; dots3
+        c["sliding_window_size"] = WINDOW  # Note's only window key (vLLM 0.34.0 reads it)
     if c.get("attention_chunk_size") is not None:
         c["attention_chunk_size"] = CHUNK
     for key, value in _SIZES.items():

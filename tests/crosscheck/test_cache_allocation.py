@@ -124,6 +124,25 @@ BY_HAND = {
     # Nemotron 3 Ultra ("MEMEMEM*" from layers_block_type): 64 : 2 heads of 16; MoE keeps nothing.
     "nemotron-3-ultra-550b-a55b": [(7, "DynamicLayer", 21 * 64, 21 * 64, 21 * 64 * 2,
                                     21 * 64 * 2), (1, "DummyLayer", 0, 0, 0, 0)],
+    # transformers 5.25.0's families. Kolibri 1.1: 2 KV heads x 16; layer 4 indexed (every
+    # token, a DynamicIndexedLayer with no indexer keys), layer 0 sliding, layer 9 reads layer
+    # 4's K/V (kv_source_layers) and keeps nothing.
+    "kolibri1_1": [(4, "DynamicIndexedLayer", 21 * 64, 21 * 64, 21 * 64 * 4, 21 * 64 * 4),
+                   (0, "DynamicSlidingWindowLayer", 7 * 64, 8 * 64, 8 * 64 * 4, 8 * 64 * 4),
+                   (9, "DummyLayer", 0, 0, 0, 0)],
+    # Mistral Large 4: latent 64 + RoPE key 8; layer 3 is NoPE: the latent alone (its RoPE
+    # key tensor is 0 wide).
+    "mistral_large4": [(0, "DynamicIndexedLayer", 21 * 72, 21 * 72, 21 * 72 * 4, 21 * 72 * 4),
+                       (3, "DynamicIndexedLayer", 21 * 64, 21 * 64, 21 * 64 * 4, 21 * 64 * 4)],
+    # MiniMax M3: 2 KV heads x 16 on every layer; layers 3-4 are sparse (their own class).
+    "minimax_m3_vl": [(0, "DynamicLayer", 21 * 64, 21 * 64, 21 * 64 * 4, 21 * 64 * 4),
+                      (3, "MiniMaxM3VLSparseCacheLayer", 21 * 64, 21 * 64, 21 * 64 * 4,
+                       21 * 64 * 4)],
+    # dots3 Note: a DSA layer holds its own latent 64 + RoPE 8 = 72 per token; vLLM (kvlib)
+    # pads it to the sliding layers' 128 + 8 = 136. A sliding layer holds 136 in both.
+    "dots3_note": [(0, "DynamicIndexedLayer", 21 * 72, 21 * 136, 21 * 72 * 4, 21 * 136 * 4),
+                   (2, "DynamicSlidingWindowLayer", 7 * 136, 8 * 136, 8 * 136 * 4,
+                    8 * 136 * 4)],
 }
 # The state families run in bfloat16 (allocation.run_dtype): their K/V bytes are 2 per element.
 BY_HAND_BYTES = {"kimi-k3": 2, "nemotron-3-ultra-550b-a55b": 2}
@@ -207,6 +226,46 @@ def test_indexer_keys_by_hand(name):
         assert h.indexer.shape == (1, 21, 128) and h.indexer.storage_bytes == 21 * 128 * 4
         assert e.indexer_bytes == vllm_indexer_bytes(h.indexer.shape) == 21 * 132 == 2772
     assert vllm_indexer_bytes((1, 5, 64)) == 5 * 64  # under 128 values: no scale
+
+
+# Indexer keys at T = 21, float32: (layers, transformers' shape, kvlib's bytes per layer).
+INDEXER_BY_HAND = {
+    # MiniMax M3's idx_keys: 21 x 128 float32 = 10,752 B; vLLM keeps them in bf16 whatever
+    # the KV dtype: 21 x 128 x 2 = 5,376 B
+    "minimax_m3_vl": ((3, 4), (1, 1, 21, 128), 21 * 128 * 2),
+    # Mistral Large 4 (no vLLM model): transformers' own keys, 21 x 128 x 4 = 10,752 B
+    "mistral_large4": (tuple(range(8)), (1, 21, 128), 21 * 128 * 4),
+    # dots3 Note's two DSA layers: vLLM's fp8 keys + a scale per 128: 21 x 132 = 2,772 B
+    "dots3_note": ((0, 1), (1, 21, 128), 21 * 132),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEXER_BY_HAND))
+def test_indexer_keys_of_the_transformers_5_25_families_by_hand(name):
+    layers, shape, kv_bytes = INDEXER_BY_HAND[name]
+    T, q, cache = after(name, 20, 1)
+    for h, e in zip(held(cache), expected(tiny(name), T, 4), strict=True):
+        if e.layer in layers:
+            assert h.indexer.shape == shape and h.indexer.storage_bytes == 21 * 128 * 4
+            assert e.indexer_bytes == kv_bytes
+        else:
+            assert h.indexer is None and e.indexer_bytes == 0
+    # Kolibri 1.1's indexer scores the layer's own keys: no indexer keys anywhere
+    assert all(h.indexer is None for h in held(after("kolibri1_1", 20, 1)[2]))
+
+
+def test_control_dots3_dsa_latent_unpadded_is_caught(monkeypatch):
+    """kvlib's DSA width and vLLM's padded entry disagreeing is reported: here the stated rule
+    is made the layer's own width (64 + 8), against kvlib's padded 128 + 8."""
+    import allocation
+
+    T, q, cache = after("dots3_note", 11, 1)
+    t = tiny("dots3_note")
+    monkeypatch.setattr(allocation, "vllm_dots3_padding",
+                        lambda tiny: {"d_L": tiny["kv_lora_rank"], "d_R": tiny["qk_rope_head_dim"]})
+    problems = compare(t, cache, T, q)
+    assert [p.split(":")[0] for p in problems] == ["layer 0 at T=12", "layer 1 at T=12"]
+    assert all("not vLLM's padded entry" in p for p in problems)
 
 
 def test_glm5_caches_no_expanded_keys_or_values():
