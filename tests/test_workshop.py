@@ -114,6 +114,14 @@ def test_each_block_runs_live_only_what_its_minutes_hold(row):
         f"block minutes: " + ", ".join(f"{nb} §{n} {words[(nb, n)]}" for nb, n in live))
 
 
+def test_the_optional_block_runs_live_only_what_its_minutes_hold():
+    (row,) = _table("## An optional block: notebook 08")
+    row = [""] + row  # the same columns as the 3-hour table, without its start time
+    assert row[1].startswith("08 ") and int(row[2]) == 25
+    test_each_block_runs_live_only_what_its_minutes_hold(row)
+    assert "exercise 08.1" in row[5] and "08.1" in ANSWERS
+
+
 def test_the_formula_sheet_is_a_page_of_the_book():
     """The page sends the room to the book's formula sheet: the book's build stages it, its
     landing page lists it, and its links to other pages of docs/ become paths (make book is
