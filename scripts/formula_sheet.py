@@ -44,6 +44,12 @@ ATTENTION_EXAMPLES = {
                           dict(N_L=21, d_c=1024, b=1)),
                          ("DeepSeek V4-Flash's m = 128 compressors, 20 layers (d_c = 512)",
                           dict(N_L=20, d_c=512, b=1))],
+    # Inkling (issue 31): vLLM 0.34.0's conv window, 8 KV heads x 2,048 (1,792 padded), bf16;
+    # Inkling 2's in transformers 5.25.0, 2 x 8 x 128 + 2 x 4,608 values in float32
+    "Short-conv window": [("InklingTextConfig's defaults, 66 layers (d_w = 16,384), bf16",
+                           dict(N_L=66, d_w=16384, b=2)),
+                          ("Inkling2TextConfig's defaults, 48 layers (d_w = 11,264), float32",
+                           dict(N_L=48, d_w=11264, b=4))],
 }
 STATE_EXAMPLES = {
     "Mamba": [("JambaConfig's defaults (28 Mamba layers, d_inner 8,192, d_state 16), bf16",
@@ -264,6 +270,8 @@ def sheet() -> str:
             "V4 entry": " Stored as bytes in vLLM 0.34.0's fp8_ds_mla layout: b = 1 whatever "
                         "the KV dtype. A compressed layer keeps "
                         "$\\lfloor N_{KV} / m \\rfloor$ entries.",
+            "Short-conv window": " A window of d_conv tokens: vLLM keeps it in bf16 (b = 2) "
+                                 "whatever the KV dtype.",
             "Compressor state": " Stored as bytes (fp32): b = 1; vLLM keeps a window of "
                                 "2 m (m = 4) or m tokens.",
         }.get(kind, "")

@@ -163,9 +163,6 @@ def test_dots3_note_refusals(change, match):
 
 @pytest.mark.parametrize("model_type, what", [
     ("blt", "DynamicCache(config=BltConfig) fails"),
-    ("inkling_text", "sconv_swa_attn.py:185-192"),
-    ("inkling2_text", "number_of_conv_states = 4"),
-    ("inkling2_loop_text", "four short-convolution streams"),
 ])
 def test_families_kvlib_cannot_count_are_refused_by_name(model_type, what):
     with pytest.raises(ValueError, match="model_type '") as e:

@@ -33,7 +33,8 @@ EXPECTED = {
 # Readers of families no bundled model belongs to (tests/test_hybrid_models.py reads them).
 UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1", "granite_hybrid", "laguna",
              "kolibri", "ergo", "mistral_large4", "dots3_note",  # test_kv_reuse_families.py
-             "minimax_m3"}  # tests/test_minimax_m3.py, tests/test_config_corpus_2026.py
+             "minimax_m3",  # tests/test_minimax_m3.py, tests/test_config_corpus_2026.py
+             "inkling", "inkling2", "inkling2_loop"}  # tests/test_inkling.py
 
 
 def test_each_bundled_model_is_read_by_its_family_module():

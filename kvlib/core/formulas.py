@@ -19,11 +19,11 @@ import sympy as sp
 from kvlib.core.derive import CacheFormulas, StateFormulas, derive, derive_state
 from kvlib.core.numeric import Formula
 from kvlib.core.state_tables import INDEXER as INDEXER_TABLE
-from kvlib.core.state_tables import STATE_TABLES, V4_COMPRESSOR, V4_ENTRY
+from kvlib.core.state_tables import SHORT_CONV_WINDOW, STATE_TABLES, V4_COMPRESSOR, V4_ENTRY
 from kvlib.core.tables import TABLE_1, TABLE_2, TABLE_2_ROPE, TensorTable, grouped
 
 __all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "INDEXER", "V4", "COMPRESSOR",
-           "KINDS", "ratio", "compressed", "State", "STATES"]
+           "CONV_WINDOW", "KINDS", "ratio", "compressed", "State", "STATES"]
 
 
 class _Generated:
@@ -83,9 +83,11 @@ INDEXER = Attention("Indexer", INDEXER_TABLE)  # DeepSeek V3.2's indexer keys, i
 # running state, both in bytes (b = 1)
 V4 = Attention("V4 entry", V4_ENTRY)
 COMPRESSOR = Attention("Compressor state", V4_COMPRESSOR)
+# Inkling's four short-convolution streams per layer, kept as a window of d_conv tokens
+CONV_WINDOW = Attention("Short-conv window", SHORT_CONV_WINDOW)
 
 KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE, INDEXER, V4,
-                                                   COMPRESSOR)}
+                                                   COMPRESSOR, CONV_WINDOW)}
 
 
 def compressed(a: Attention) -> sp.Expr:

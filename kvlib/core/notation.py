@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-__all__ = ["SYMBOLS", "STATE_SYMBOLS", "COMPRESSION_SYMBOLS", "MATRIX_SYMBOLS", "SERVING_SYMBOLS",
-           "ALL_SYMBOLS", "Symbol", "by_name"]
+__all__ = ["SYMBOLS", "STATE_SYMBOLS", "COMPRESSION_SYMBOLS", "WINDOW_SYMBOLS", "MATRIX_SYMBOLS",
+           "SERVING_SYMBOLS", "ALL_SYMBOLS", "Symbol", "by_name"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,10 @@ STATE_SYMBOLS: tuple[Symbol, ...] = (d_conv, d_inner, d_state, N_sg, N_sh, d_sh,
                                      d_lk, d_lv, d_I, b_c, b_s)
 # Notebook 08's: compressed, selected and shared caches
 COMPRESSION_SYMBOLS: tuple[Symbol, ...] = (d_c, m, N_W, N_top, c_o, r_s)
+# Inkling's short convolutions, kept as a window of their last inputs (a sliding group)
+d_w = _count("d_w", "width of one token's row in a short-convolution window (Inkling: its four "
+             "streams K, V, attention output and MLP output, side by side)", "elements")
+WINDOW_SYMBOLS: tuple[Symbol, ...] = (d_w,)
 
 
 def _matrix(name: str, meaning: str, source: str) -> Symbol:
@@ -203,8 +207,8 @@ SERVING_SYMBOLS: tuple[Symbol, ...] = (
            "tokens", source="vLLM (block_size)"),
     _count("N_pre", "tokens of a prompt prefix that sessions share (a system prompt)", "tokens"),
 )
-ALL_SYMBOLS: tuple[Symbol, ...] = (SYMBOLS + STATE_SYMBOLS + COMPRESSION_SYMBOLS + MATRIX_SYMBOLS
-                                   + SERVING_SYMBOLS)
+ALL_SYMBOLS: tuple[Symbol, ...] = (SYMBOLS + STATE_SYMBOLS + COMPRESSION_SYMBOLS + WINDOW_SYMBOLS
+                                   + MATRIX_SYMBOLS + SERVING_SYMBOLS)
 
 _BY_NAME = {s.name: s for s in ALL_SYMBOLS}
 

@@ -21,14 +21,14 @@ from kvlib.core import notation
 from kvlib.core.tables import Role, TensorTable, _t
 
 __all__ = ["MAMBA", "MAMBA2", "GATED_DELTANET", "LIGHTNING", "SHORT_CONV", "STATE_TABLES",
-           "INDEXER", "V4_ENTRY", "V4_COMPRESSOR"]
+           "INDEXER", "V4_ENTRY", "V4_COMPRESSOR", "SHORT_CONV_WINDOW"]
 
 W, A, S = Role.WEIGHT, Role.ACTIVATION, Role.STATE
 # The SymPy symbols themselves, for arithmetic on shapes.
 (N_KV, N_h, N_lk, N_lv, N_sg, N_sh, d_conv, d_in, d_inner, d_lk, d_lv, d_QK, d_sh, d_state,
- d_V, d_I, d_c, d_R) = (getattr(notation, n).symbol for n in (
+ d_V, d_I, d_c, d_R, d_w) = (getattr(notation, n).symbol for n in (
     "N_KV", "N_h", "N_lk", "N_lv", "N_sg", "N_sh", "d_conv", "d_in", "d_inner", "d_lk", "d_lv",
-    "d_QK", "d_sh", "d_state", "d_V", "d_I", "d_c", "d_R"))
+    "d_QK", "d_sh", "d_state", "d_V", "d_I", "d_c", "d_R", "d_w"))
 _CONV_ROWS = d_conv - 1  # a causal convolution of width d_conv needs d_conv - 1 past inputs
 
 MAMBA = TensorTable(
@@ -158,5 +158,26 @@ V4_COMPRESSOR = TensorTable(
         _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
         _t("S^kv", r"S^{kv}", N_KV, 4 * d_c, 1, Role.CACHE, note="projected values, fp32"),
         _t("S^score", r"S^{score}", N_KV, 4 * d_c, 1, Role.CACHE, note="gate scores, fp32"),
+    ),
+)
+
+
+# Inkling's short convolutions (transformers 5.25.0 models/inkling*, vLLM 0.34.0 models/inkling):
+# every decoder layer convolves four streams over its last d_conv inputs: its keys and values
+# (before they are cached) and the outputs of its attention and of its MLP. vLLM 0.34.0 keeps
+# the four as one sliding window of d_conv tokens per layer (``InklingConvState``: a
+# ``SlidingWindowSpec`` with sliding_window = block_size = sconv_kernel_size, bf16,
+# vllm/models/inkling/nvidia/sconv_swa_attn.py:150-192); transformers 5.25.0 keeps each stream's
+# last conv_kernel_size inputs in float32 (cache_utils.py:1242-1301, models/inkling/
+# modeling_inkling.py:555-557). So the table is one growing row per token, d_w elements wide,
+# that a window of d_conv tokens bounds (the group's window), in b bytes each.
+SHORT_CONV_WINDOW = TensorTable(
+    "Short-conv window",
+    "One Inkling layer's short-convolution streams, kept as a window of their last d_conv "
+    "inputs: per token one row of d_w elements (the four streams side by side).",
+    (
+        _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
+        _t("C^w", r"C^{w}", N_KV, d_w, 1, Role.CACHE,
+           note="one row per token of the window: K, V, attention-output and MLP-output inputs"),
     ),
 )

@@ -115,7 +115,10 @@ PUBLISHED = {
 NEW_IN_TRANSFORMERS = {
     "ergo": "ergo", "kolibri1_1": "kolibri1_1", "mistral_large4": "mistral_large4",
     "dots3_note": "dots3_note", "minimax_m3_vl": "minimax_m3_vl",
-    "deepseek_v4": "deepseek-v4-flash", "blt": "refused", "inkling": "refused",
+    "deepseek_v4": "deepseek-v4-flash", "blt": "refused",
+    # read by kvlib (readers/inkling*.py, tests/test_inkling.py), not yet built here: each
+    # layer's four float32 conv states need a stated rule to vLLM's bf16 window (issue 31)
+    **dict.fromkeys(("inkling", "inkling2", "inkling2_loop"), "read, not yet compared"),
 }
 VARIANT = "gemma-4-26b-a4b+kv-sharing"
 BUNDLED_NAMES = list(BUNDLED)

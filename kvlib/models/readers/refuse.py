@@ -59,12 +59,6 @@ FAMILIES_REFUSED = {
            "by entropy at run time, so not a count per token; transformers 5.25.0 cannot build "
            "its cache (DynamicCache(config=BltConfig) fails: BltConfig has no num_hidden_layers, "
            "models/blt/modeling_blt.py:1190) and vLLM 0.34.0 has no BLT model",
-    **dict.fromkeys(("inkling", "inkling_mm_model", "inkling2", "inkling2_loop"),
-                    "sliding_window_size attention with relative-position keys beside four "
-                    "short-convolution streams per layer (vLLM 0.34.0 packs them into a "
-                    "sliding-window cache, vllm/models/inkling/nvidia/sconv_swa_attn.py:185-192; "
-                    "transformers 5.25.0 number_of_conv_states = 4, "
-                    "models/inkling/configuration_inkling.py:172)"),
 }
 
 
