@@ -127,6 +127,32 @@ def test_planner_widget_shows_errors_and_recovers():
     assert e.error.value == "" and "max concurrent sessions" in e.readout.value
 
 
+def test_planner_engine_control():
+    """The engine control (issue 35): vLLM by default; SGLang's and TensorRT-LLM's plans of the
+    same deployment are kvlib's engine_plan, their assumptions in the readout; a model an
+    engine is not traced for shows the refusal; back to vLLM, the plan of before."""
+    from kvlib.models.catalog import load_model
+    from kvlib.serving.deployment import Deployment
+    from kvlib.serving.engines import engine_plan
+
+    e = planner_explorer()  # Llama 3.1 70B, 4 x H200, TP 4, bf16, 128K
+    assert e.controls["engine"].value == "vllm"
+    before = e.readout.value
+    dep = Deployment(load_model("llama-3.1-70b"), "H200", 4, 4, kv_dtype="bf16")
+    for engine, tokens in (("sglang", "the #tokens it logs"), ("trtllm", "the (N) it logs")):
+        e.controls["engine"].value = engine
+        plan = engine_plan(dep, 131072, engine)
+        assert e.error.value == "" and tokens in e.readout.value
+        assert f"{plan.tokens:,}" in e.readout.value
+        assert all(a in e.readout.value for a in plan.assumptions)
+        assert f"{plan.sessions:,} x 128K" == e.fig.axes[0].texts[0].get_text()
+    e.controls["model"].value = "gpt-oss-120b"  # sliding windows: TensorRT-LLM's VSWA
+    assert "(VSWA) by memory per window, a rule kvlib has not traced" in e.error.value
+    e.controls["model"].value = "llama-3.1-70b"
+    e.controls["engine"].value = "vllm"
+    assert e.error.value == "" and e.readout.value == before
+
+
 def test_planner_lists_every_bundled_model_by_title():
     from kvlib import BUNDLED
 

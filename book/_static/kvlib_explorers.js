@@ -37,6 +37,28 @@
     }
     return rat(f.num(v), f.den(v));
   }
+  // The engines' expressions (floors, ceilings, min, max): one exact-rational JavaScript
+  // expression each, in v (the arguments) and R (these helpers); kvlib.views.book_js.js_exact
+  const floorDiv = (n, d) => { const q = n / d; return n % d !== 0n && n < 0n ? q - 1n : q; };  // d > 0
+  const cmp = (a, b) => a[0] * b[1] - b[0] * a[1];
+  const R = {
+    add: (...xs) => xs.reduce(add), mul: (...xs) => xs.reduce(mul),
+    inv: (x) => { if (x[0] === 0n) throw new Error("division by zero"); return rat(x[1], x[0]); },
+    pow: (x, k) => rat(x[0] ** k, x[1] ** k),
+    floor: (x) => [floorDiv(x[0], x[1]), 1n], ceil: (x) => [-floorDiv(-x[0], x[1]), 1n],
+    min: (...xs) => xs.reduce((a, b) => (cmp(a, b) <= 0n ? a : b)),
+    max: (...xs) => xs.reduce((a, b) => (cmp(a, b) >= 0n ? a : b)),
+  };
+  function evaluateExact(key, values) {
+    const f = G.engine_formulas[key];
+    if (!f) throw new Error(`no generated formula ${key}`);
+    const v = {};
+    for (const a of f.args) {
+      if (values[a] === undefined) throw new Error(`${key} needs ${a}`);
+      v[a] = values[a];
+    }
+    return f.value(v, R);
+  }
 
   // ------------------------------------------------------------ a model's layer groups
   // As kvlib.models.spec.LayerGroup: the group's own sizes win over the caller's (b).
@@ -551,6 +573,7 @@
       { name: "weight_dtype", label: "weights", type: "select", options: PLAN.weight_dtypes.map((k) => [k, k]) },
       { name: "kv_dtype", label: "KV dtype", type: "select", options: Object.keys(DATA.dtypes).map((k) => [k, k]) },
       { name: "context", label: "context", type: "range", options: PLAN_CONTEXTS.map((t) => [t, formatContext(t)]) },
+      { name: "engine", label: "engine", type: "select", options: Object.entries(PLAN.engines.names) },
       { name: "vllm", label: "vLLM", type: "select", options: Object.keys(PLAN.releases).map((k) => [k, k]) },
       { name: "gpu_mem_util", label: "gpu_memory_util", type: "range", options: UTILS.map((u) => [u / 100, (u / 100).toFixed(2)]) },
       { name: "sessions", label: "sessions", type: "range", options: Array.from({ length: 256 }, (_, i) => [i + 1, `${i + 1}`]) },
@@ -565,6 +588,7 @@
     compute(s) {
       const m = PLAN.models[s.model], gpu = PLAN.gpus[s.gpu];
       if (s.gpus % s.tp) throw new Error(`gpus=${s.gpus} must be a multiple of tensor_parallel_size=${s.tp} (each data-parallel replica is one TP group)`);
+      if (s.engine !== "vllm") return engineCompute(s, m, gpu);
       const w = m.weights[`${s.weight_dtype} ${s.tp}`], layout = m.tp[s.tp];
       if (w.error) throw new Error(w.error);
       if (layout.error) throw new Error(layout.error);
@@ -635,6 +659,7 @@
     },
     // kvlib.views.widgets.capacity.render
     render(s, r) {
+      if (r.engine) return engineRender(s, r);
       const fc = formatContext(s.context);
       const rows = [
         [r.basis === "cuda" ? "memory per GPU (CUDA total)" : "memory per GPU (datasheet)", gb(r.total)],
@@ -649,10 +674,7 @@
       ];
       if (r.uniform !== null)
         rows.push([`uniform routing (${gFormat(r.experts)} of ${r.moe[0]} experts per layer)`, `${fixedNumber(r.uniform * 1e3, 2)} ms`]);
-      const limit = DATA.models[s.model].max_position_embeddings;
-      let warn = r.fits ? "" : `<p style="color:#b00;margin:2px 0"><b>${esc(r.reason)}</b></p>`;
-      if (limit !== null && s.context > limit)
-        warn += `<p style="color:#b00;margin:2px 0"><b>context ${fmtInt(s.context)} exceeds the model's max_position_embeddings (${fmtInt(limit)})</b></p>`;
+      const warn = (r.fits ? "" : `<p style="color:#b00;margin:2px 0"><b>${esc(r.reason)}</b></p>`) + warnContext(s);
       return warn + htmlTable([`${s.model}, per GPU`, ""], rows, [false, true]);
     },
     // kvlib.views.figures.capacity.plot_budget, as the planner's draw updates it
@@ -667,7 +689,7 @@
       const X = (v) => L + v / end * (W - L - R), f = (v) => v.toFixed(1);
       const verdict = r.fits ? `${fmtInt(r.perReplica)} x ${formatContext(s.context)}` : "does not fit";
       const out = [`<svg class="kvlib-svg" viewBox="0 0 ${W} ${H}" width="100%" role="img" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
-        `<text class="kvlib-chart-title" x="${(L + W - R) / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">${esc(`${s.model}: one GPU's memory at ${formatContext(s.context)}`)}</text>`,
+        `<text class="kvlib-chart-title" x="${(L + W - R) / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">${esc(`${s.model}: one GPU's memory at ${formatContext(s.context)}` + (r.engine ? ` under ${PLAN.engines.names[r.engine]}` : ""))}</text>`,
         `<g class="kvlib-legend">`];
       Object.entries(colors).forEach(([name, c], i) => out.push(`<rect x="${L + i * 130}" y="30" width="14" height="10" fill="${c}"/><text x="${L + i * 130 + 18}" y="39">${name}</text>`));
       out.push(`</g>`);
@@ -684,10 +706,107 @@
         `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 10}" text-anchor="middle">memory per GPU (GB); dashed: usable, solid: all</text></svg>`);
       return out.join("");
     },
-    exact: (r) => ({ total: r.total, usable: r.usable, weights: r.weights, budget: r.budget, per_sequence: r.perSeq,
+    exact: (r) => (r.engine ? { engine: r.engine, total: r.total, weights: r.weights, fraction: r.fraction, budget: r.budget,
+      cell: r.cell, page: r.page, tokens: r.tokens, swa_cell: r.swaCell, swa_tokens: r.swaTokens, max_running: r.running,
+      sessions: r.sessions, max_sequences: r.maxSequences, used: r.used } : { total: r.total, usable: r.usable, weights: r.weights, budget: r.budget, per_sequence: r.perSeq,
       state: r.state, per_replica: r.perReplica, max_sequences: r.maxSequences, used: r.used, free: r.free,
       max_context: r.maxContext }),
   };
+  function warnContext(s) {
+    const limit = DATA.models[s.model].max_position_embeddings;
+    return limit !== null && s.context > limit
+      ? `<p style="color:#b00;margin:2px 0"><b>context ${fmtInt(s.context)} exceeds the model's max_position_embeddings (${fmtInt(limit)})</b></p>` : "";
+  }
+  // kvlib.serving.engines.engine_plan at the engine's defaults, in its order of refusals: the
+  // Deployment, the model, the KV dtype, (SGLang) the page and the default fraction on this GPU,
+  // (TensorRT-LLM) the model's heads, then a budget of nothing. Every rule is a generated formula.
+  const gib = (r) => fmtBytes(r, "GiB");
+  const ratOf = (o) => Object.fromEntries(Object.entries(o).map(([k, x]) => [k, parse(String(x))]));
+  function engineCompute(s, m, gpu) {
+    const w = m.weights[`${s.weight_dtype} ${s.tp}`], me = m.engines[s.engine], eng = PLAN.engines[s.engine];
+    if (w.weights === undefined) throw new Error(w.error);
+    if (me.refuse) throw new Error(me.refuse);
+    const kvb = eng.kv_bytes[s.kv_dtype];
+    if (typeof kvb === "string") throw new Error(kvb);
+    const sglang = s.engine === "sglang", b = [BigInt(kvb), 1n], TP = [BigInt(s.tp), 1n], C = [BigInt(s.context), 1n];
+    const total = [BigInt(gpu.total), 1n], W_GPU = [BigInt(w.weights), 1n];
+    const cellOf = (groups, pool) => sum(groups.filter((g) => pool === undefined || g[2] === pool)
+      .map(([key, values]) => evaluateExact(`${s.engine}.${key}`, { ...ratOf(values), TP, b })));
+    const r = { engine: s.engine, total: total[0], weights: W_GPU[0], label: w.label, basis: gpu.basis,
+      swaCell: null, swaTokens: null, running: null, replicas: BigInt(s.gpus / s.tp) };
+    let assumptions, page;
+    if (sglang) {
+      const p = me.pages[s.gpu];
+      if (typeof p === "string") throw new Error(p);
+      page = [BigInt(p || 1), 1n];
+      const fr = eng.fractions[s.gpu];
+      if (typeof fr === "string") throw new Error(fr);
+      const f = parse(fr[String(s.tp)][me.mla ? 1 : 0]), inUse = [BigInt(eng.in_use), 1n];
+      const F_0 = add(total, [-inUse[0], 1n]), X = [BigInt(eng.other), 1n];
+      const budget = evaluateExact("sglang.KV_BUDGET", { F_0, W_GPU, X, f });
+      if (budget[0] <= 0n)
+        throw new Error(`${s.model} on ${s.gpu}, TP=${s.tp}: SGLang would stop ('Loaded weights leave no GPU memory for the KV cache', kv_cache_configurator.py:3041-3058): ` +
+          `the weights ${gib(W_GPU)} exceed mem_fraction_static x free memory ${gib(mul(F_0, f))}`);
+      const full = cellOf(me.groups, "full"), swa = cellOf(me.groups, "swa"), ratio = parse(eng.ratio);
+      let T, sessions;
+      if (swa[0] > 0n) {
+        T = evaluateExact("sglang.FULL_TOKENS_SWA", { B_KV: budget, c_full: full, c_swa: swa, p: page, r: ratio });
+        const T_SWA = evaluateExact("sglang.SWA_TOKENS", { T, r: ratio, p: page });
+        sessions = evaluateExact("sglang.SESSIONS_SWA", { T, C, p: page, T_SWA, w: [BigInt(me.window), 1n] });
+        Object.assign(r, { swaCell: swa[0], swaTokens: T_SWA[0] });
+      } else {
+        T = evaluateExact("sglang.TOKENS", { B_KV: budget, c: full, p: page });
+        sessions = evaluateExact("sglang.SESSIONS", { T, C, p: page });
+      }
+      Object.assign(r, { fraction: f, budget: budget[0], cell: full[0], tokens: T[0], sessions: sessions[0],
+        running: evaluateExact("sglang.MAX_RUNNING", { T, C })[0] });
+      assumptions = [`free before the weights load (CUDA total less CUDA context, NCCL, other processes ${gib(inUse)}): ${gib(F_0)} (--in-use-gib)`,
+        `memory taken after the weights and before the KV pool: ${gib(X)} (--other-gib)`];
+    } else {
+      if (me.late) throw new Error(me.late);
+      const cell = cellOf(me.groups), O_T = [BigInt(eng.other_peak), 1n], phi = parse(eng.fraction);
+      page = [BigInt(eng.block), 1n];
+      const budget = evaluateExact("trtllm.KV_BUDGET", { M: total, W_GPU, O_T, phi });
+      if (budget[0] <= 0n)
+        throw new Error(`${s.model} on ${s.gpu}, TP=${s.tp}: nothing is left for the KV cache: weights ${gib(W_GPU)} + the rest of the profiling peak ${gib(O_T)} exceed the ${gib(total)} CUDA total`);
+      const T = evaluateExact("trtllm.TOKENS", { B_KV: budget, c: cell, n: page });
+      const sessions = evaluateExact("trtllm.SESSIONS", { T, C, n: page, S_max: [BigInt(eng.max_batch), 1n] });
+      Object.assign(r, { fraction: phi, budget: budget[0], cell: cell[0], tokens: T[0], sessions: sessions[0] });
+      assumptions = [`TensorRT-LLM's profiling peak less the weights and its temporary cache (CUDA context, activations, CUDA graphs, NCCL): ${gib(O_T)} (--trtllm-peak-gib)`];
+    }
+    // kvlib.views.widgets.capacity.engine_used_bytes and _engine_bar: the sessions' pages (and a
+    // sliding pool's min(context, window) + one page), the rest of the GPU the engine's overhead
+    r.page = page[0];
+    let perRequest = ceilDiv(C[0], r.page) * r.page * r.cell;
+    if (r.swaTokens !== null) perRequest += ((C[0] < BigInt(me.window) ? C[0] : BigInt(me.window)) + r.page) * r.swaCell;
+    Object.assign(r, { assumptions, perReplica: r.sessions, maxSequences: r.replicas * r.sessions, used: r.sessions * perRequest,
+      usable: r.total, overhead: r.total - r.weights - r.budget, fits: r.sessions > 0n });
+    r.free = r.budget - r.used;
+    return r;
+  }
+  // kvlib.views.widgets.capacity.render_engine
+  function engineRender(s, r) {
+    const sglang = r.engine === "sglang", name = sglang ? `SGLang ${PLAN.engines.sglang.release}` : "TensorRT-LLM";
+    const rows = [
+      [r.basis === "cuda" ? "memory per GPU (CUDA total)" : "memory per GPU (datasheet)", gb(r.total)],
+      [`weights (${esc(r.label)}, / TP ${s.tp})`, gb(r.weights)],
+      [sglang ? "mem_fraction_static (its default)" : "free_gpu_memory_fraction (0.9 as a float32)",
+        sglang ? gFormat(toDouble(r.fraction)) : String(Number(toDouble(r.fraction).toPrecision(16)))],
+      [`KV budget (${name}, ${sglang ? "F_0 - W - F_0 (1 - f))" : "(M - W - O_T) x fraction)"}`, gb(r.budget)],
+      [`KV per token (${s.kv_dtype}, ${r.swaTokens !== null ? "full-attention pool)" : "every layer)"}`, `${fmtInt(r.cell)} B`],
+      [sglang ? "page" : "block", `${r.page} token${r.page !== 1n ? "s" : ""}`],
+      [sglang ? "KV tokens (the #tokens it logs)" : "KV tokens (whole blocks, the (N) it logs)", fmtInt(r.tokens)],
+    ];
+    if (r.swaTokens !== null) rows.push([`sliding-window pool (${fmtInt(r.swaCell)} B per token)`, `${fmtInt(r.swaTokens)} tokens`]);
+    if (r.running !== null) rows.push(["max_running_requests (its default)", fmtInt(r.running)]);
+    rows.push([`max concurrent ${formatContext(s.context)} sessions`,
+      `${fmtInt(r.maxSequences)} (${r.replicas} replica${r.replicas > 1n ? "s" : ""} x ${fmtInt(r.sessions)})`]);
+    const rule = sglang ? "SGLang keeps 1 - mem_fraction_static of the memory free before the weights load, and gives its KV pools the rest of what is free after them."
+      : "TensorRT-LLM gives its KV cache free_gpu_memory_fraction of what is free after a profiling run with the weights loaded.";
+    return warnContext(s) + htmlTable([`${s.model}, per GPU`, ""], rows, [false, true]) +
+      `<p style="margin:4px 0">${rule} Assumed (kvlib plan --engine ${r.engine} overrides each):</p>` +
+      `<ul style="margin:2px 0">${r.assumptions.map((a) => `<li>${esc(a)}</li>`).join("")}</ul>`;
+  }
 
   // ------------------------------------------------------------ notebook 08: seven ways of keeping the context
   // kvlib.views.figures.compressed.sweep: one bundled model per kind (the pairs come from kvlib),
@@ -830,7 +949,7 @@
     update(performance.now());
   }
 
-  window.KVLIB_EXPLORERS = { evaluate, fmtSize, formatContext, mount, parse };
+  window.KVLIB_EXPLORERS = { evaluate, evaluateExact, explorers: EXPLORERS, fmtSize, formatContext, mount, parse };
   const start = () => document.querySelectorAll(".kvlib-explorer").forEach(mount);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

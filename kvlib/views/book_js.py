@@ -14,6 +14,12 @@ Exact, as kvlib is: every formula is printed with SymPy's JavaScript printer
     GQA.bytes_per_token = N_L N_g b (d_QK + d_V)
     ->  num: N_L*N_g*b__n*(d_QK + d_V)   den: b__d
 
+The engines' rules (SGLang's and TensorRT-LLM's budgets, cells, tokens, sessions:
+:mod:`kvlib.serving.engines.sglang`, :mod:`~kvlib.serving.engines.trtllm`) have floors,
+ceilings, minima and maxima, which no numerator/denominator pair holds; :func:`js_exact` prints
+each as one JavaScript expression over exact rationals (``R.floor(R.mul(v.B_KV, ...))``, the
+helpers ``R`` the page supplies), and ``engines_sha256`` hashes them.
+
 The file also holds the bundled models' layer groups, the KV dtypes and the sizes the
 explorers offer (:func:`data`), and ``derivation_sha256``: the SHA-256 of every exported
 expression (``sympy.srepr``), so a test can tell that the page's formulas are the ones
@@ -34,19 +40,26 @@ from kvlib.core.decode_cost import PATHS
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.formulas import KINDS, STATES
 from kvlib.core.notation import by_name
-from kvlib.models.catalog import BUNDLED, attention_label, load_model
+from kvlib.models.catalog import BUNDLED, attention_label, bundled_config, load_model
 from kvlib.models.spec import EMPTY, GROWING, STATEFUL
 from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, MEASURED_DEFAULTS, VLLM_DEFAULTS
 from kvlib.serving.kv import DEFAULT_BLOCK_SIZE
 from kvlib.views.figures.models import KIND_COLORS
 from kvlib.views.style import COLORS
 
-__all__ = ["ATTENTION_QUANTITIES", "STATE_QUANTITIES", "expressions", "derivation_sha256",
-           "js_formula", "data", "module_text"]
+__all__ = ["ATTENTION_QUANTITIES", "STATE_QUANTITIES", "ENGINE_QUANTITIES", "expressions",
+           "derivation_sha256", "js_formula", "engine_expressions", "engines_sha256", "js_exact",
+           "data", "module_text"]
 
 ATTENTION_QUANTITIES = ("elements_per_token_layer", "bytes_per_token", "bytes_per_sequence",
                         "bytes_per_batch")
 STATE_QUANTITIES = ("bytes_per_sequence", "bytes_per_batch")
+# the engines' expressions the book's planner evaluates (kvlib.serving.engines.<engine>.<name>)
+ENGINE_QUANTITIES = {
+    "sglang": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "FULL_TOKENS_SWA", "SWA_TOKENS",
+               "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA"),
+    "trtllm": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "SESSIONS"),
+}
 
 
 class _BigIntPrinter(JavascriptCodePrinter):
@@ -120,6 +133,55 @@ def js_formula(expr: sp.Expr) -> dict:
             "num": printer.doprint(num), "den": printer.doprint(den)}
 
 
+def engine_expressions() -> dict[str, sp.Expr]:
+    """The engines' expressions by key ``"<engine>.<NAME>"`` ("sglang.KV_BUDGET"), in order."""
+    from kvlib.serving import engines
+
+    return {f"{e}.{name}": getattr(getattr(engines, e), name)
+            for e, names in ENGINE_QUANTITIES.items() for name in names}
+
+
+def engines_sha256(exprs: dict[str, sp.Expr] | None = None) -> str:
+    """SHA-256 of the engines' exported expressions (``srepr``, by key)."""
+    exprs = engine_expressions() if exprs is None else exprs
+    text = "\n".join(f"{k} {sp.srepr(e)}" for k, e in exprs.items())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _ExactPrinter:
+    """An expression as one JavaScript expression over exact rationals: every value a
+    ``[numerator, denominator]`` pair of BigInt, ``v.<symbol>`` the arguments, and ``R`` the
+    page's helpers (add, mul, inv, pow, floor, ceil, min, max). Anything else is refused."""
+
+    _CALLS = {sp.Add: "add", sp.Mul: "mul", sp.Min: "min", sp.Max: "max",
+              sp.floor: "floor", sp.ceiling: "ceil"}
+
+    def doprint(self, e) -> str:
+        if e.is_Rational:
+            return f"[{e.p}n, {e.q}n]"
+        if e.is_Symbol:
+            return f"v.{e.name}"
+        if e.is_Pow:
+            base, exp = e.args
+            if not exp.is_Integer or exp == 0:
+                raise ValueError(f"only integer powers print exactly: {e}")
+            power = f"R.pow({self.doprint(base)}, {abs(exp.p)}n)" if abs(exp) > 1 \
+                else self.doprint(base)
+            return power if exp > 0 else f"R.inv({power})"
+        for kind, name in self._CALLS.items():
+            if isinstance(e, kind):
+                return f"R.{name}({', '.join(self.doprint(a) for a in e.args)})"
+        raise ValueError(f"{type(e).__name__} has no exact JavaScript form: {e}")
+
+
+def js_exact(expr: sp.Expr) -> dict:
+    """``{"args": [...], "value": "..."}``: the symbol names ``expr`` takes, and a JavaScript
+    expression in ``v`` (arguments, rationals) and ``R`` (the page's rational helpers) whose
+    value is ``expr``'s, exactly: floors, ceilings, minima and maxima included."""
+    return {"args": sorted(s.name for s in expr.free_symbols),
+            "value": _ExactPrinter().doprint(expr)}
+
+
 def _number(x) -> str:
     """An exact number as text for the page: "2", "1/2"."""
     f = Fraction(x)
@@ -176,6 +238,10 @@ def _planner() -> dict:
             for w in weights:
                 try:
                     d = Deployment(spec, next(iter(CATALOG)), tp, tp, weight_dtype=w)
+                except ValueError as e:  # the engines' planner stops here too
+                    per_weights[f"{w} {tp}"] = {"error": str(e)}
+                    continue
+                try:
                     d.state_bytes_per_sequence_per_gpu  # noqa: B018 (raises for a bad split)
                     layout = d.routing()
                     per_weights[f"{w} {tp}"] = {
@@ -186,14 +252,97 @@ def _planner() -> dict:
                         "moe": None if layout is None else [
                             layout.experts, layout.per_token, layout.moe_layers,
                             layout.expert_params]}
-                except ValueError as e:
-                    per_weights[f"{w} {tp}"] = {"error": str(e)}
-        models[name] = {"tp": per_tp, "weights": per_weights}
+                except ValueError as e:  # vLLM's plan refuses; SGLang's and TRT-LLM's go on
+                    per_weights[f"{w} {tp}"] = {"error": str(e), "weights": d.weights_bytes_per_gpu,
+                                                "label": d.weights_label}
+        models[name] = {"tp": per_tp, "weights": per_weights,
+                        "engines": _model_engines(spec, bundled_config(name))}
     start = {k: p.default for k, p in explorer.items()}
     start["gpu_mem_util"] = float(VLLM_DEFAULTS[start["vllm"]]["gpu_mem_util"])
     return {"gpus": gpus, "models": models, "tps": list(tps), "weight_dtypes": list(weights),
             "gpu_counts": list(capacity.GPU_COUNTS), "overhead": DEFAULT_OVERHEAD_BYTES,
-            "block_size": DEFAULT_BLOCK_SIZE, "releases": _releases(), "start": start}
+            "block_size": DEFAULT_BLOCK_SIZE, "releases": _releases(), "start": start,
+            "engines": _engines()}
+
+
+def _model_engines(spec, config) -> dict:
+    """One bundled model under SGLang and TensorRT-LLM (:mod:`kvlib.serving.engines`): the
+    refusal of the model alone (``refuse``, checked before the KV dtype), else its layer groups
+    as each engine's cell expression takes them (name, values by symbol, SGLang's pool), the
+    window of SGLang's sliding-window pool, whether it is MLA (SGLang's default fraction), the
+    page on the GPUs where it is not 1 token (or the refusal there), and TensorRT-LLM's refusal
+    of its heads (``late``: checked after the KV dtype)."""
+    from kvlib.serving import engines
+    from kvlib.serving.gpus import CATALOG
+
+    out = {}
+    for engine in ("sglang", "trtllm"):
+        try:
+            engines.refuse_model(spec, config, engine)
+        except ValueError as e:
+            out[engine] = {"refuse": str(e)}
+            continue
+        if engine == "trtllm":
+            try:
+                out[engine] = {"groups": [[k, v] for k, v in engines.trtllm_groups(spec, config)]}
+            except ValueError as e:
+                out[engine] = {"late": str(e)}
+            continue
+        groups = engines.sglang_groups(spec, config)
+        pages = {}
+        for gpu in CATALOG.values():
+            try:
+                page, _ = engines.sglang_page(spec, gpu, config)
+            except ValueError as e:
+                pages[gpu.name] = str(e)
+                continue
+            if page != 1:
+                pages[gpu.name] = page
+        out[engine] = {
+            "groups": [[k, v, pool] for _, k, v, pool in groups],
+            "window": max((g.window for g, _, _, pool in groups if pool == "swa"), default=None),
+            "mla": any(k == "CELL_MLA" for _, k, _, _ in groups), "pages": pages}
+    return out
+
+
+def _engines() -> dict:
+    """What SGLang's and TensorRT-LLM's plans take besides the model
+    (:func:`kvlib.serving.engines.engine_plan` at its defaults): each KV dtype's bytes or its
+    refusal; SGLang's default mem_fraction_static per GPU, TP and MLA or no (or the GPU's
+    refusal), the memory in use before the weights, the sliding pool's ratio; TensorRT-LLM's
+    float32 fraction, block, max batch and the rest of its profiling peak."""
+    from kvlib.serving import engines
+    from kvlib.serving.engines import sglang as sg
+    from kvlib.serving.engines import trtllm as trt
+    from kvlib.serving.gpus import CATALOG
+    from kvlib.views.widgets import capacity
+
+    def dtypes(kv_bytes):
+        out = {}
+        for k in DTYPE_BYTES:
+            try:
+                out[k] = kv_bytes(k)
+            except ValueError as e:
+                out[k] = str(e)
+        return out
+
+    fractions = {}
+    for gpu in CATALOG.values():
+        try:
+            fractions[gpu.name] = {str(tp): [_number(engines.sglang_fraction(gpu, tp, mla)[0])
+                                             for mla in (False, True)]
+                                   for tp in capacity.TP_OPTIONS}
+        except ValueError as e:
+            fractions[gpu.name] = str(e)
+    return {
+        "names": dict(capacity.ENGINE_NAMES),
+        "sglang": {"release": sg.RELEASE, "kv_bytes": dtypes(sg.kv_bytes),
+                   "fractions": fractions, "in_use": MEASURED_DEFAULTS["in_use_bytes"],
+                   "other": 0, "ratio": _number(sg.SWA_FULL_TOKENS_RATIO)},
+        "trtllm": {"kv_bytes": dtypes(trt.kv_bytes), "fraction": _number(trt.DEFAULT_FRACTION),
+                   "block": trt.TOKENS_PER_BLOCK, "max_batch": trt.MAX_BATCH_SIZE,
+                   "other_peak": engines.TRTLLM_OTHER_PEAK},
+    }
 
 
 def _releases() -> dict:
@@ -270,6 +419,10 @@ def module_text() -> str:
     """The whole ``kvlib_formulas.js``: a classic script (it runs from ``file://``, where
     browsers refuse ES modules) that sets ``window.KVLIB_GENERATED``."""
     exprs = expressions()
+    engine_exprs = engine_expressions()
+    exact = ",\n  ".join(
+        f"{json.dumps(k)}: {{args: {json.dumps(js_exact(e)['args'])},\n"
+        f"    value: (v, R) => {js_exact(e)['value']}}}" for k, e in engine_exprs.items())
     formulas = {}
     for key, expr in exprs.items():
         f = js_formula(expr)
@@ -285,6 +438,8 @@ def module_text() -> str:
         f"derivation_sha256: {json.dumps(derivation_sha256(exprs))},\n"
         f"sympy: {json.dumps(sp.__version__)},\n"
         f"formulas: {{\n  {body}\n}},\n"
+        f"engines_sha256: {json.dumps(engines_sha256(engine_exprs))},\n"
+        f"engine_formulas: {{\n  {exact}\n}},\n"
         f"data: {json.dumps(data(), sort_keys=True)}\n"
         "};\n"
     )

@@ -10,6 +10,10 @@ re-offers another) is set through the page's own controls; after each:
   Matplotlib figure (kvlib's ``draw`` on a figure here), and its lines or bars moved;
 - the time from the input event to the next frame is under 150 ms.
 
+The planner's engine control: under SGLang and TensorRT-LLM the page's budget, cell, page,
+tokens, pools and sessions equal kvlib's ``engine_plan`` exactly, and a combination kvlib
+refuses shows its refusal; the engines' expressions are printed from their SymPy too.
+
 No request leaves ``file://`` (every request is intercepted). The formulas in the page must be
 the ones kvlib derives today: each generated function's source equals what
 :mod:`kvlib.views.book_js` prints from kvlib's expressions, the embedded derivation hash equals
@@ -21,15 +25,19 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from fractions import Fraction
 
 import pytest
+import sympy as sp
 from matplotlib.figure import Figure
 
 from kvlib.core.decode_cost import PATHS
 from kvlib.core.dtypes import bytes_per_element
 from kvlib.core.formulas import KINDS, STATES
 from kvlib.models.catalog import BUNDLED, load_model
+from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines import engine_plan
 from kvlib.views import book_js
 from kvlib.views.figures import compressed as compressed_figure
 from kvlib.views.widgets import capacity as capacity_widget
@@ -414,7 +422,8 @@ def test_rope_explorer_equals_kvlib(open_page):
 # ------------------------------------------------------------------ notebook 06
 
 PLAN_START = dict(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dtype="checkpoint",
-                  kv_dtype="bf16", context=131072, gpu_mem_util=1.0, sessions=8, vllm="0.34.0")
+                  kv_dtype="bf16", context=131072, gpu_mem_util=1.0, sessions=8, vllm="0.34.0",
+                  engine="vllm")
 PLAN_SAMPLES = [
     PLAN_START,  # the notebook's start
     {**PLAN_START, "model": "deepseek-v3", "gpus": 8, "tp": 8, "kv_dtype": "fp8",
@@ -433,20 +442,23 @@ PLAN_SAMPLES = [
 ]
 
 
+def _set_planner(page, sample: dict, contexts: list, utils: list) -> None:
+    page.act("gpus", 16)  # GPUs first to 16, so that no intermediate TP is refused...
+    for name in ("model", "gpu", "gpus", "tp", "weight_dtype", "kv_dtype", "engine", "vllm"):
+        page.act(name, sample[name])
+    page.act("context", sample["context"], contexts)
+    page.act("gpu_mem_util", sample["gpu_mem_util"], utils)  # after the release, which resets it
+    page.act("sessions", sample["sessions"], list(range(1, 257)))
+    assert page.state() == sample
+
+
 def test_planner_explorer_equals_kvlib(open_page):
     page = open_page("06_capacity_planning")
     contexts = list(capacity_widget.CONTEXTS)
     utils = [round(0.5 + i / 100, 2) for i in range(51)]
-    order = ("model", "gpu", "gpus", "tp", "weight_dtype", "kv_dtype", "vllm")  # then the util
     previous = None
     for sample in PLAN_SAMPLES:
-        page.act("gpus", 16)  # GPUs first to 16, so that no intermediate TP is refused...
-        for name in order:
-            page.act(name, sample[name])
-        page.act("context", sample["context"], contexts)
-        page.act("gpu_mem_util", sample["gpu_mem_util"], utils)
-        page.act("sessions", sample["sessions"], list(range(1, 257)))
-        assert page.state() == sample
+        _set_planner(page, sample, contexts, utils)
         try:
             r = capacity_widget.planner(**sample)
         except ValueError as e:  # the notebook's explorer shows the message and no result
@@ -483,6 +495,94 @@ def test_planner_explorer_equals_kvlib(open_page):
         if previous is not None:
             assert chart["svg"] != previous, f"the chart did not change for {sample}"
         previous = chart["svg"]
+    assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
+
+
+ENGINE_SAMPLES = [
+    {**PLAN_START, "engine": "sglang"},  # the notebook's start under SGLang
+    {**PLAN_START, "engine": "trtllm"},  # and under TensorRT-LLM
+    {**PLAN_START, "engine": "sglang", "model": "gpt-oss-120b", "gpus": 2, "tp": 1,
+     "context": 32768},  # SGLang's second pool for the sliding layers, 2 replicas
+    {**PLAN_START, "engine": "sglang", "model": "deepseek-v3", "gpus": 8, "tp": 8,
+     "kv_dtype": "fp8", "context": 1 << 20},  # MLA: its own default fraction, past its longest
+    {**PLAN_START, "engine": "trtllm", "model": "deepseek-v3", "gpu": "B200", "gpus": 8,
+     "tp": 8, "kv_dtype": "fp8", "context": 262144},  # MLA, not split by TP
+    {**PLAN_START, "engine": "sglang", "model": "qwen2.5-7b", "gpu": "A100-80GB", "gpus": 4,
+     "tp": 2, "kv_dtype": "fp16", "context": 8192},
+    {**PLAN_START, "engine": "sglang", "model": "llama-3.1-8b", "gpu": "L40S", "gpus": 1,
+     "tp": 1, "weight_dtype": "fp8", "context": 1024},  # short requests: max_running_requests
+    {**PLAN_START, "engine": "trtllm", "model": "qwen2.5-7b", "gpu": "L4", "gpus": 2, "tp": 2,
+     "kv_dtype": "fp8", "context": 32768},
+    {**PLAN_START, "engine": "trtllm", "model": "llama-3.1-8b", "gpu": "H100-80GB", "gpus": 16,
+     "tp": 16, "context": 1024},  # max_batch_size caps the sessions; fewer KV heads than TP
+    # refused, by name, as kvlib refuses them
+    {**PLAN_START, "engine": "trtllm", "model": "gpt-oss-120b", "gpus": 1, "tp": 1},  # VSWA
+    {**PLAN_START, "engine": "sglang", "gpu": "B200"},  # no nvidia-smi total for the fraction
+    {**PLAN_START, "engine": "sglang", "model": "qwen3-next-80b-a3b"},  # state layers
+    {**PLAN_START, "engine": "trtllm", "kv_dtype": "int4"},  # a KV dtype it does not size
+    {**PLAN_START, "engine": "sglang", "model": "llama-3-70b", "gpu": "L40S", "gpus": 1,
+     "tp": 1},  # the weights leave nothing: SGLang would stop
+    {**PLAN_START, "engine": "trtllm", "model": "llama-3-70b", "gpu": "L4", "gpus": 1,
+     "tp": 1},  # nothing left after the profiling peak
+]
+
+
+def _engine_plan(s: dict):
+    """kvlib's own answer for a sample: engine_plan of the Deployment the planner builds."""
+    d = Deployment(load_model(s["model"]), s["gpu"], s["gpus"], s["tp"], kv_dtype=s["kv_dtype"],
+                   weight_dtype=s["weight_dtype"])
+    return engine_plan(d, s["context"], s["engine"])
+
+
+def _engine_exact(e, replicas: int, window) -> dict:
+    opt = lambda x: None if x is None else _text(x)  # noqa: E731
+    return {"engine": e.engine, "total": _text(e.total_memory), "weights": _text(e.weights),
+            "fraction": _text(e.fraction), "budget": _text(e.kv_budget), "cell": _text(e.cell),
+            "page": _text(e.page), "tokens": _text(e.tokens), "swa_cell": opt(e.swa_cell),
+            "swa_tokens": opt(e.swa_tokens), "max_running": opt(e.max_running_requests),
+            "sessions": _text(e.sessions), "max_sequences": _text(replicas * e.sessions),
+            "used": _text(capacity_widget.engine_used_bytes(e, window))}
+
+
+def test_planner_engines_equal_kvlib(open_page):
+    """The engine control: SGLang's and TensorRT-LLM's budget, cell, page, tokens, pools and
+    sessions in the page equal kvlib's engine_plan exactly; its readout (with the assumptions)
+    reads as render's, its chart as draw's; a refused model, dtype or GPU shows kvlib's
+    refusal, word for word, and no numbers."""
+    page = open_page("06_capacity_planning")
+    contexts = list(capacity_widget.CONTEXTS)
+    utils = [round(0.5 + i / 100, 2) for i in range(51)]
+    shown = refused = 0
+    for sample in ENGINE_SAMPLES:
+        _set_planner(page, sample, contexts, utils)
+        try:
+            e = _engine_plan(sample)
+        except ValueError as err:
+            with pytest.raises(ValueError, match="^" + re.escape(str(err)) + "$"):
+                capacity_widget.planner(**sample)  # the widget refuses as engine_plan does
+            assert page.exact() is None, sample
+            assert page.explorer.locator(".kvlib-message").inner_text() == str(err), sample
+            assert "(no result for this setting)" in page.readout_text()
+            refused += 1
+            continue
+        r = capacity_widget.planner(**sample)
+        assert r.engine == e
+        assert page.exact() == _engine_exact(e, sample["gpus"] // sample["tp"], r.swa_window)
+        text = page.readout_text()
+        assert text == page.as_text(capacity_widget.render(r)), sample
+        assert all(a in text for a in e.assumptions), sample  # the engine's assumptions, said
+        chart = page.explorer.evaluate("""el => ({
+          title: el.querySelector('.kvlib-chart-title').textContent,
+          verdict: el.querySelector('.kvlib-verdict').textContent,
+          label: el.querySelector('.kvlib-ylabel').textContent})""")
+        fig = Figure(figsize=(9, 2.2))
+        capacity_widget.draw(fig, r)
+        ax = fig.axes[0]
+        assert chart["title"] == ax.get_title()
+        assert chart["verdict"] == ax.texts[0].get_text()
+        assert chart["label"] == ax.get_yticklabels()[0].get_text()
+        shown += 1
+    assert shown >= 8 and refused >= 5
     assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
 
 
@@ -612,6 +712,43 @@ def test_every_generated_formula_is_exact(open_page):
     want = [w for _, _, w in cases]
     assert got == want
     assert any(int(w.split("/")[0]) > 2**53 for w in want)  # BigInt needed, and exact
+
+
+def test_page_engine_formulas_are_kvlibs(open_page):
+    """The engines' expressions in the page are what book_js prints from kvlib's SymPy today
+    (source and hash), and each gives SymPy's exact value on random inputs (fractions,
+    negatives and past 2^53 included): floors, ceilings, minima, maxima."""
+    page = open_page("06_capacity_planning")
+    got = page.page.evaluate("""() => Object.fromEntries(Object.entries(
+      KVLIB_GENERATED.engine_formulas).map(
+        ([k, f]) => [k, {args: f.args, value: f.value.toString()}]))""")
+    exprs = book_js.engine_expressions()
+    assert got == {k: {"args": js_exact["args"], "value": f"(v, R) => {js_exact['value']}"}
+                   for k, js_exact in ((k, book_js.js_exact(e)) for k, e in exprs.items())}
+    assert page.page.evaluate("() => KVLIB_GENERATED.engines_sha256") == book_js.engines_sha256()
+    rng = random.Random(35)
+    cases = []
+    for key, expr in exprs.items():
+        for _ in range(6):
+            values = {}
+            for sym in sorted(expr.free_symbols, key=lambda x: x.name):
+                if sym.name in ("f", "r", "phi"):
+                    values[sym.name] = Fraction(rng.randint(1, 1000), 1000)
+                else:
+                    values[sym.name] = Fraction(rng.choice(
+                        [1, 2, 7, 64, 4096, 131072, 10**9 + 7, 2**60 + 3, rng.randint(1, 10**12)]))
+            want = expr.subs({s: sp.Rational(values[s.name].numerator, values[s.name].denominator)
+                              for s in expr.free_symbols})
+            cases.append((key, {k: _text(v) for k, v in values.items()},
+                          _text(Fraction(str(want)))))
+    page_values = page.page.evaluate("""cases => cases.map(([key, values]) => {
+      const E = KVLIB_EXPLORERS, v = {};
+      for (const [k, x] of Object.entries(values)) v[k] = E.parse(x);
+      const r = E.evaluateExact(key, v);
+      return r[1] === 1n ? `${r[0]}` : `${r[0]}/${r[1]}`;
+    })""", [[k, v] for k, v, _ in cases])
+    assert page_values == [w for _, _, w in cases]
+    assert any(abs(int(w.split("/")[0])) > 2**53 for _, _, w in cases)
 
 
 def test_number_formatting_is_kvlibs(open_page):

@@ -21,6 +21,7 @@ import subprocess
 import pytest
 from test_explorers import (
     COMPRESSED_SAMPLES,
+    ENGINE_SAMPLES,
     GQA_SAMPLES,
     HYBRID_SAMPLES,
     MODEL_SAMPLES,
@@ -28,6 +29,7 @@ from test_explorers import (
     REDRAW_LIMIT_MS,
     ROPE_SAMPLES,
     _compressed_expected,
+    _engine_exact,
     _gqa_expected,
     _text,
 )
@@ -93,6 +95,14 @@ def _cases() -> list:
         except ValueError as e:
             html = f"ERROR {e}"
         cases.append(["planner", s, None, html])
+    for s in ENGINE_SAMPLES:  # SGLang's and TensorRT-LLM's plans, numbers exact, or refusals
+        try:
+            r = capacity.planner(**s)
+        except ValueError as e:
+            cases.append(["planner", s, None, f"ERROR {e}"])
+            continue
+        cases.append(["planner", s, _engine_exact(r.engine, s["gpus"] // s["tp"], r.swa_window),
+                      capacity.render(r)])
     for context, kv_dtype in COMPRESSED_SAMPLES:
         c, exact = _compressed_expected(context, kv_dtype)
         cases.append(["compressed", {"context": context, "kv_dtype": kv_dtype}, exact,

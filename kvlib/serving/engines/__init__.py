@@ -24,7 +24,8 @@ from kvlib.serving.deployment import MEASURED_DEFAULTS, Deployment
 from kvlib.serving.engines import sglang as sg
 from kvlib.serving.engines import trtllm as trt
 
-__all__ = ["ENGINES", "EnginePlan", "engine_plan", "engine_tokens", "sglang", "trtllm"]
+__all__ = ["ENGINES", "EnginePlan", "engine_plan", "engine_tokens", "refuse_model",
+           "sglang_fraction", "sglang_groups", "sglang_page", "trtllm_groups", "sglang", "trtllm"]
 
 sglang, trtllm = sg, trt
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -100,20 +101,114 @@ def _refuse_common(dep: Deployment, engine: str) -> None:
     if dep.scales is not None:
         raise ValueError(f"--kv-scales/--kv-dtype {dep.kv_dtype} with scales: {name}'s "
                          "scaled KV formats are not traced by kvlib")
-    for g in dep.model.groups:
+    refuse_model(dep.model, dep.config, engine)
+
+
+def refuse_model(model, config: dict | None, engine: str) -> None:
+    """Raise (ValueError, by name) what ``engine``'s rule is not traced for in ``model`` alone,
+    whatever the GPU, TP and KV dtype: its layer kinds, and SGLang's multimodal and per-kind
+    sliding pools or TensorRT-LLM's variable windows (the book's planner reads it too)."""
+    name = {"sglang": f"SGLang {sg.RELEASE}", "trtllm": "TensorRT-LLM"}[engine]
+    for g in model.groups:
         if g.kind in STATEFUL:
-            raise ValueError(f"{dep.model.name}: {name}'s pool for {g.attention} state layers "
+            raise ValueError(f"{model.name}: {name}'s pool for {g.attention} state layers "
                              "is not traced by kvlib (the per-request state size it budgets)")
         if g.kind in (CacheKind.NONE, CacheKind.SHARED):
-            raise ValueError(f"{dep.model.name}: {name}'s handling of {g.layers} layers that "
+            raise ValueError(f"{model.name}: {name}'s handling of {g.layers} layers that "
                              f"keep no cache ({g.kind}) is not traced by kvlib")
         if g.kind == CacheKind.INDEXER:
-            raise ValueError(f"{dep.model.name}: {name}'s sparse-attention indexer pool is "
+            raise ValueError(f"{model.name}: {name}'s sparse-attention indexer pool is "
                              "not traced by kvlib")
         if g.kind == CacheKind.COMPRESSED or g.ratio is not None or g.attention not in (
                 "MHA", "GQA", "MQA", "MLA", "MLA+RoPE"):
-            raise ValueError(f"{dep.model.name}: {name}'s pool for {g.attention or g.kind} "
+            raise ValueError(f"{model.name}: {name}'s pool for {g.attention or g.kind} "
                              f"layers ({g.kind}) is not traced by kvlib")
+    arch = _arch(config)
+    if engine == "sglang":
+        if arch.endswith("ForConditionalGeneration") and arch not in sg.HYBRID_SWA_ARCHS:
+            raise ValueError(f"{model.name} ({arch}): SGLang {sg.RELEASE}'s multimodal "
+                             "reserves (mem_fraction_static x 0.95 and more, "
+                             "mm_runtime_reservation_gb) are not traced by kvlib")
+        if sg.untraced_swa(arch):
+            raise ValueError(f"{model.name} ({arch}): SGLang {sg.RELEASE} pools its sliding "
+                             "layers with per-kind head sizes kvlib has not traced")
+        return
+    for g in model.groups:
+        if g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED):
+            raise ValueError(f"{model.name}: TensorRT-LLM sizes {g.kind}-window layers "
+                             "(VSWA) by memory per window, a rule kvlib has not traced")
+
+
+def sglang_page(model, gpu, config: dict | None) -> tuple[int, str]:
+    """SGLang 0.5.23's page (tokens) on ``gpu`` when none is given, and why; ValueError where
+    it is not traced (MLA other than DeepSeek's on SM100)."""
+    arch = _arch(config)
+    mla = any(g.kind == CacheKind.LATENT for g in model.groups)
+    sm100 = gpu.cuda_capability is not None and gpu.cuda_capability[0] == 10
+    if sm100 and not mla:
+        return 64, ("its default attention backend on SM100 is trtllm_mha, which "
+                    "needs pages of 16-128 tokens and gets 64 (arg_groups/"
+                    "model_override_base.py:312-325, overrides.py:1176-1187)")
+    if sm100 and arch in ("DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"):
+        return 64, ("DeepSeek's default on SM100 is trtllm_mla, pages of 64 "
+                    "(model_overrides/deepseek_v2.py:177-185, overrides.py:1155-1163)")
+    if sm100:
+        raise ValueError(f"{model.name} on {gpu.name}: SGLang {sg.RELEASE}'s MLA page size "
+                         "on SM100 is traced for DeepSeek V2/V3 only; give --page-size")
+    return 1, "1 token on CUDA (arg_groups/overrides.py:1341-1362)"
+
+
+def sglang_fraction(gpu, tp: int, mla: bool) -> tuple[Fraction, str]:
+    """SGLang 0.5.23's default mem_fraction_static on ``gpu`` at ``tp`` and how it came
+    (:func:`~kvlib.serving.engines.sglang.default_mem_fraction`); ValueError for a GPU whose
+    nvidia-smi memory.total kvlib does not know."""
+    if gpu.reported_bytes is None:
+        raise ValueError(f"--gpu {gpu.name}: kvlib has no nvidia-smi memory.total for it, "
+                         f"which SGLang {sg.RELEASE}'s default mem_fraction_static needs; "
+                         "give --mem-fraction-static")
+    return sg.default_mem_fraction(Fraction(gpu.reported_bytes, MiB), tp, mla)
+
+
+def sglang_groups(model, config: dict | None) -> list[tuple]:
+    """Per layer group of ``model``: (group, the cell expression's name in
+    :mod:`~kvlib.serving.engines.sglang` ("CELL_MLA" or "CELL_MHA"), its values by symbol name
+    less TP and b, the pool: "swa" for the sliding layers of SGLang's hybrid-SWA
+    architectures, else "full")."""
+    hybrid = _arch(config) in sg.HYBRID_SWA_ARCHS
+    out = []
+    for g in model.groups:
+        if g.kind == CacheKind.LATENT:
+            key, values = "CELL_MLA", {"d_L": g.sizes["d_L"], "d_R": g.sizes.get("d_R", 0),
+                                       "N_L": g.layers}
+        else:
+            key, values = "CELL_MHA", {"N_kv": _heads(g), "d_k": g.sizes["d_QK"],
+                                       "d_v": g.sizes["d_V"], "N_L": g.layers}
+        sliding = g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED)
+        out.append((g, key, values, "swa" if hybrid and sliding else "full"))
+    return out
+
+
+def trtllm_groups(model, config: dict | None) -> list[tuple[str, dict]]:
+    """Per layer group: (the cell expression's name in :mod:`~kvlib.serving.engines.trtllm`,
+    its values by symbol name less TP and b); ValueError for the heads and head sizes
+    TensorRT-LLM's cell is not traced for (checked after the KV dtype, as it plans)."""
+    text = _text(config)
+    out = []
+    for g in model.groups:
+        if g.kind == CacheKind.LATENT:
+            out.append(("CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
+                                     "d_R": g.sizes.get("d_R", 0)}))
+            continue
+        heads = _heads(g)
+        if "num_key_value_heads" not in text and heads != g.sizes.get("N_h", heads):
+            raise ValueError(f"{model.name}: its config has no num_key_value_heads, so "
+                             "TensorRT-LLM reads num_attention_heads for the cache, which "
+                             "kvlib has not traced against this model's KV heads")
+        if g.sizes["d_QK"] != g.sizes["d_V"]:
+            raise ValueError(f"{model.name}: TensorRT-LLM's cell has one head_dim; "
+                             "K and V head sizes differ here")
+        out.append(("CELL_MHA", {"N_L": g.layers, "d": g.sizes["d_QK"], "N_kv": heads}))
+    return out
 
 
 def _gib(n) -> str:
@@ -125,31 +220,11 @@ def _sglang(dep: Deployment, context: int, *, mem_fraction_static=None, in_use_b
     _refuse_common(dep, "sglang")
     model, gpu, tp, config = dep.model, dep.gpu, dep.tp, dep.config
     arch = _arch(config)
-    if arch.endswith("ForConditionalGeneration") and arch not in sg.HYBRID_SWA_ARCHS:
-        raise ValueError(f"{model.name} ({arch}): SGLang {sg.RELEASE}'s multimodal reserves "
-                         "(mem_fraction_static x 0.95 and more, mm_runtime_reservation_gb) are "
-                         "not traced by kvlib")
-    if sg.untraced_swa(arch):
-        raise ValueError(f"{model.name} ({arch}): SGLang {sg.RELEASE} pools its sliding layers "
-                         "with per-kind head sizes kvlib has not traced")
     b = sg.kv_bytes(dep.kv_dtype)
     mla = any(g.kind == CacheKind.LATENT for g in model.groups)
-    sm100 = gpu.cuda_capability is not None and gpu.cuda_capability[0] == 10
     notes, terms = [], []
     if page_size is None:
-        page = 1
-        if sm100 and not mla:
-            page, why = 64, ("its default attention backend on SM100 is trtllm_mha, which "
-                             "needs pages of 16-128 tokens and gets 64 (arg_groups/"
-                             "model_override_base.py:312-325, overrides.py:1176-1187)")
-        elif sm100 and arch in ("DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"):
-            page, why = 64, ("DeepSeek's default on SM100 is trtllm_mla, pages of 64 "
-                             "(model_overrides/deepseek_v2.py:177-185, overrides.py:1155-1163)")
-        elif sm100:
-            raise ValueError(f"{model.name} on {gpu.name}: SGLang {sg.RELEASE}'s MLA page size "
-                             "on SM100 is traced for DeepSeek V2/V3 only; give --page-size")
-        else:
-            why = "1 token on CUDA (arg_groups/overrides.py:1341-1362)"
+        page, why = sglang_page(model, gpu, config)
         notes.append(f"page: {page} token{'s' if page > 1 else ''}: {why}")
     else:
         page = page_size
@@ -158,15 +233,14 @@ def _sglang(dep: Deployment, context: int, *, mem_fraction_static=None, in_use_b
     full = swa = 0
     window = None
     heads_rank = head_dim = layers_kv = None
-    for g in model.groups:
-        if g.kind == CacheKind.LATENT:
-            cell = (g.sizes["d_L"] + g.sizes.get("d_R", 0)) * g.layers * b
+    for g, key, v, pool in sglang_groups(model, config):
+        if key == "CELL_MLA":
+            cell = (v["d_L"] + v["d_R"]) * v["N_L"] * b
         else:
-            heads = _heads(g)
-            per_rank = max(1, heads // tp)
-            cell = per_rank * (g.sizes["d_QK"] + g.sizes["d_V"]) * g.layers * b
-            heads_rank, head_dim = per_rank, g.sizes["d_QK"]
-        if hybrid and g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED):
+            per_rank = max(1, v["N_kv"] // tp)
+            cell = per_rank * (v["d_k"] + v["d_v"]) * v["N_L"] * b
+            heads_rank, head_dim = per_rank, v["d_k"]
+        if pool == "swa":
             swa += cell
             window = g.window if window is None else max(window, g.window)
         else:
@@ -187,12 +261,7 @@ def _sglang(dep: Deployment, context: int, *, mem_fraction_static=None, in_use_b
                    f"memory taken after the weights and before the KV pool: {_gib(other_bytes)} "
                    "(--other-gib)"]
     if mem_fraction_static is None:
-        smi = gpu.reported_bytes
-        if smi is None:
-            raise ValueError(f"--gpu {gpu.name}: kvlib has no nvidia-smi memory.total for it, "
-                             f"which SGLang {sg.RELEASE}'s default mem_fraction_static needs; "
-                             "give --mem-fraction-static")
-        fraction, how = sg.default_mem_fraction(Fraction(smi, MiB), tp, mla)
+        fraction, how = sglang_fraction(gpu, tp, mla)
         notes.append(f"mem_fraction_static {float(fraction):g}: SGLang's default, {how} "
                      "(arg_groups/memory_hook.py:281-343)")
     else:
@@ -238,28 +307,14 @@ def _trtllm(dep: Deployment, context: int, *, free_gpu_memory_fraction=None,
             other_peak_bytes=None, tokens_per_block=None) -> EnginePlan:
     _refuse_common(dep, "trtllm")
     model, gpu, tp = dep.model, dep.gpu, dep.tp
-    for g in model.groups:
-        if g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED):
-            raise ValueError(f"{model.name}: TensorRT-LLM sizes {g.kind}-window layers "
-                             "(VSWA) by memory per window, a rule kvlib has not traced")
     b = trt.kv_bytes(dep.kv_dtype)
-    text = _text(dep.config)
     cell = 0
-    for g in model.groups:
-        if g.kind == CacheKind.LATENT:
-            cell += trt.CELL_MLA.subs({trt.L: g.layers, trt.d_L: g.sizes["d_L"],
-                                       trt.d_R: g.sizes.get("d_R", 0), trt.b: b})
-        else:
-            heads = _heads(g)
-            if "num_key_value_heads" not in text and heads != g.sizes.get("N_h", heads):
-                raise ValueError(f"{model.name}: its config has no num_key_value_heads, so "
-                                 "TensorRT-LLM reads num_attention_heads for the cache, which "
-                                 "kvlib has not traced against this model's KV heads")
-            if g.sizes["d_QK"] != g.sizes["d_V"]:
-                raise ValueError(f"{model.name}: TensorRT-LLM's cell has one head_dim; "
-                                 "K and V head sizes differ here")
-            cell += trt.CELL_MHA.subs({trt.L: g.layers, trt.d: g.sizes["d_QK"],
-                                       trt.N_kv: heads, trt.tp: tp, trt.b: b})
+    for key, v in trtllm_groups(model, dep.config):
+        values = {trt.SYMBOLS_BY_NAME[k]: x for k, x in v.items()}
+        values[trt.b] = b
+        if key == "CELL_MHA":
+            values[trt.tp] = tp
+        cell += getattr(trt, key).subs(values)
     cell = int(cell)
     block = tokens_per_block or trt.TOKENS_PER_BLOCK
     fraction = trt.DEFAULT_FRACTION if free_gpu_memory_fraction is None else trt.float32(

@@ -60,7 +60,8 @@ from fractions import Fraction
 import sympy as sp
 
 __all__ = ["RELEASE", "SYMBOLS", "KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "CELL_SWA",
-           "FULL_TOKENS_SWA", "SWA_TOKENS", "MAX_RUNNING", "K_SIZE", "MEM_FRACTION",
+           "FULL_TOKENS_SWA", "SWA_TOKENS", "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA", "K_SIZE",
+           "MEM_FRACTION", "SYMBOLS_BY_NAME",
            "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS", "SGLangPool", "default_mem_fraction",
            "prefill_graph_sizes", "pool", "k_size_bytes"]
 
@@ -87,6 +88,16 @@ SWA_TOKENS = sp.floor(sp.floor(T * r) / p) * p
 MAX_RUNNING = sp.Min(sp.Max(sp.Min(sp.floor(T / C * 512), 4096), 2048), sp.floor(T / 2))
 K_SIZE = (T + p) * sp.Max(1, sp.floor(N_kv / tp)) * d_k * L * b
 MEM_FRACTION = (G - R_mib) / G  # then rounded to 3 decimals
+# requests of C tokens at once: whole pages each, at most max_running_requests (pool()); with
+# a sliding-window pool of T_SWA tokens, also min(C, window w) + one page each (the admission
+# floor, pool_configurator.py:198-216)
+T_swa, w = sp.symbols("T_SWA w", positive=True)
+SESSIONS = sp.Min(MAX_RUNNING, sp.floor(T / (sp.ceiling(C / p) * p)))
+SESSIONS_SWA = sp.Min(SESSIONS, sp.floor(T_swa / (sp.Min(C, w) + p)))
+# every expression's symbols by name (the book's planner passes values by name)
+SYMBOLS_BY_NAME = {s.name: s for s in (F0, W, X, f, c, c_full, c_swa, p, r, N_kv, d_k, d_v, L,
+                                       b, d_L, d_R, tp, T, C, G, R_mib, T_swa, w,
+                                       sp.Symbol("B_KV"))}
 
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)  # arg_groups/fields/schedule.py:160 (fallback=0.8)
 # configs/model_config.py:2655-2679: the architectures whose sliding layers get a pool of

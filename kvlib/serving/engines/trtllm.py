@@ -44,7 +44,8 @@ from fractions import Fraction
 
 import sympy as sp
 
-__all__ = ["SOURCE", "SYMBOLS", "KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS",
+__all__ = ["SOURCE", "SYMBOLS", "SYMBOLS_BY_NAME", "KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS",
+           "SESSIONS",
            "DEFAULT_FRACTION", "TOKENS_PER_BLOCK", "MAX_BATCH_SIZE", "TRTLLMPool", "float32",
            "kv_budget", "tokens", "pool"]
 
@@ -60,6 +61,12 @@ KV_BUDGET = sp.floor(sp.Add(M, -W, -O, evaluate=False) * phi)
 CELL_MHA = 2 * L * sp.floor(d * N_kv / tp) * b
 CELL_MLA = 1 * L * (d_L + d_R) * b
 TOKENS = sp.ceiling(sp.floor(B_KV / c) / n) * n
+# requests of C tokens at once: whole blocks each, at most max_batch_size S_max (pool())
+T, C, S_max = sp.symbols("T C S_max", positive=True)
+SESSIONS = sp.Min(S_max, sp.floor(T / (sp.ceiling(C / n) * n)))
+# every expression's symbols by name (the book's planner passes values by name)
+SYMBOLS_BY_NAME = {s.name: s for s in (M, W, O, phi, N_kv, d, L, b, tp, d_L, d_R, c, B_KV, n,
+                                       T, C, S_max)}
 
 
 def float32(x) -> Fraction:

@@ -1,14 +1,18 @@
-"""Notebook 06's planner: model, GPU, GPU count, TP, dtypes, context, vLLM release,
+"""Notebook 06's planner: model, GPU, GPU count, TP, dtypes, context, engine, vLLM release,
 utilization -> plan.
 
 :func:`planner` is the computation (plain, called by the widget and by a
 compared notebook cell); :func:`planner_explorer` wires it to controls: every
-bundled model by title, or a pasted ``config.json`` with its parameter count.
+bundled model by title, or a pasted ``config.json`` with its parameter count. The engine
+control plans the same deployment under SGLang or TensorRT-LLM
+(:func:`kvlib.serving.engines.engine_plan`): its KV budget, tokens, page and sessions per
+replica, with what it assumes; vLLM (the default) is the plan of the sections above.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 import ipywidgets as widgets
 
@@ -17,6 +21,7 @@ from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import UNITS, fmt_bytes
 from kvlib.models.catalog import BUNDLED, load_model
 from kvlib.serving.deployment import CHECKPOINT, VLLM_DEFAULTS, Deployment
+from kvlib.serving.engines import ENGINES, EnginePlan, engine_plan, sglang_groups
 from kvlib.serving.gpus import CATALOG
 from kvlib.serving.plan import Plan
 from kvlib.serving.vllm_layout import vllm_release
@@ -26,7 +31,7 @@ from kvlib.views.widgets.kit import Explorer, html_table
 from kvlib.views.widgets.models import pasted_config_box, read_pasted
 
 __all__ = ["PlannerResult", "planner", "render", "draw", "planner_explorer", "MODELS",
-           "parse_params"]
+           "ENGINES", "parse_params", "engine_used_bytes"]
 
 MODELS = tuple(BUNDLED)  # every bundled model; the dropdown shows their titles
 CONTEXTS = context_ticks(1024, 1 << 20)  # 1K .. 1M tokens
@@ -34,6 +39,8 @@ UNIT = "GB"  # GPU memory is sold in GB
 GPU_COUNTS = TP_OPTIONS = (1, 2, 4, 8, 16)  # the GPUs and TP dropdowns
 WEIGHT_OPTIONS = (CHECKPOINT, "bf16", "fp8", "int4")  # the weights dropdown
 RELEASES = tuple(VLLM_DEFAULTS)  # the vLLM dropdown, the default release (the newest) first
+# the engine dropdown (vLLM first, the default) and how the readout names each engine
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # Plan fields of the budget bar that a planner's plan may leave at 0 (no draft model here)
 _PLACEHOLDERS = ("overhead_bytes_per_gpu", "kv_used_bytes_per_gpu", "kv_free_bytes_per_gpu")
 
@@ -42,10 +49,15 @@ _PLACEHOLDERS = ("overhead_bytes_per_gpu", "kv_used_bytes_per_gpu", "kv_free_byt
 class PlannerResult:
     """A plan, plus the longest context at which ``sessions`` sequences fit per replica."""
 
-    plan: Plan
+    plan: Plan | None  # None under SGLang or TensorRT-LLM: ``engine`` is their plan
     sessions: int
     max_context: int
     max_position_embeddings: int | None = None
+    engine: EnginePlan | None = None
+    gpus: int = 1
+    weights_label: str = ""
+    memory_basis: str = "cuda"
+    swa_window: int | None = None  # SGLang's sliding-window pool: the layers' window
 
 
 def parse_params(text: str) -> int:
@@ -56,7 +68,7 @@ def parse_params(text: str) -> int:
 
 def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtype: str,
             context: int, gpu_mem_util: float | None, sessions: int, config: str = "",
-            params: str = "", vllm: str | None = None) -> PlannerResult:
+            params: str = "", vllm: str | None = None, engine: str = "vllm") -> PlannerResult:
     """The plan of ``model`` on ``gpus`` x ``gpu`` (TP ``tp``) at ``context`` tokens.
 
     vllm: the release whose budget rule and block size apply (default the newest,
@@ -68,12 +80,28 @@ def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtyp
     parameter count as text ("70.6B"), needed for a pasted config only where kvlib cannot
     count it from the config (a count given overrides the count, as ``kvlib plan --params``
     does, and the weights are then params x ``weight_dtype``).
+
+    engine: "vllm" (the default), "sglang" or "trtllm": the same deployment's budget, pools
+    and sessions under that engine at its defaults (:func:`kvlib.serving.engines.engine_plan`;
+    ``vllm`` and ``gpu_mem_util`` do not apply there, nor ``sessions``' longest context); a
+    model or setting kvlib has not traced for that engine raises its ValueError.
     """
     count = parse_params(params) if params.strip() else None
     pasted = read_pasted(config)
     spec, data = (load_model(model), None) if pasted is None else pasted
     d = Deployment(spec, gpu, gpus, tp, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
                    gpu_mem_util=gpu_mem_util, params=count, config=data, vllm=vllm)
+    if engine != "vllm":
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        return PlannerResult(None, sessions, 0, spec.max_position_embeddings,
+                             engine=engine_plan(d, context, engine), gpus=d.gpus,
+                             weights_label=d.weights_label,
+                             swa_window=max((g.window for g, _, _, pool in
+                                             sglang_groups(spec, d.config) if pool == "swa"),
+                                            default=None),
+                             memory_basis="cuda" if d.gpu.cuda_total_bytes is not None
+                             else "datasheet")
     # the explorer follows notebook 06's formula, sessions by bytes alone (the book's page
     # computes the same in the browser); kvlib plan's headline is vLLM's allocator
     return PlannerResult(d.plan(context, sessions="bytes"), sessions, d.max_context(sessions),
@@ -84,11 +112,11 @@ def render(r: PlannerResult) -> str:
     """HTML: the budget per GPU, sessions, max context at the chosen concurrency, decode bound.
 
     Sizes in GB (GPU memory is sold in GB), MB or KB under 1 GB (never "0 GB"); a context
-    beyond the model's ``max_position_embeddings`` is flagged, as ``kvlib plan`` notes it."""
+    beyond the model's ``max_position_embeddings`` is flagged, as ``kvlib plan`` notes it.
+    Under SGLang or TensorRT-LLM: :func:`render_engine`."""
+    if r.engine is not None:
+        return render_engine(r)
     p = r.plan
-
-    def gb(n):  # kit.fmt_size's rule in decimal units
-        return fmt_bytes(n, next((u for u in ("GB", "MB", "KB") if n >= UNITS[u]), "B"))
 
     rows = [
         ("memory per GPU (CUDA total)" if p.memory_basis == "cuda"
@@ -114,10 +142,87 @@ def render(r: PlannerResult) -> str:
                      f"{p.decode_step_seconds_uniform_routing * 1e3:.2f} ms"))
     limit = r.max_position_embeddings
     warn = "" if p.fits else f"<p style='color:#b00;margin:2px 0'><b>{p.reason}</b></p>"
-    if limit is not None and p.context > limit:
-        warn += (f"<p style='color:#b00;margin:2px 0'><b>context {p.context:,} exceeds the "
-                 f"model's max_position_embeddings ({limit:,})</b></p>")
+    warn += _warn_context(p.context, limit)
     return warn + html_table([f"{p.model}, per GPU", ""], rows, [False, True])
+
+
+def gb(n) -> str:
+    """Bytes in GB, MB or KB under 1 GB (never "0 GB"): kit.fmt_size's rule in decimal units."""
+    return fmt_bytes(n, next((u for u in ("GB", "MB", "KB") if n >= UNITS[u]), "B"))
+
+
+def _warn_context(context: int, limit: int | None) -> str:
+    if limit is not None and context > limit:
+        return (f"<p style='color:#b00;margin:2px 0'><b>context {context:,} exceeds the "
+                f"model's max_position_embeddings ({limit:,})</b></p>")
+    return ""
+
+
+def render_engine(r: PlannerResult) -> str:
+    """HTML for SGLang's or TensorRT-LLM's plan: the budget per GPU and the fraction it came
+    from, the bytes per token, the page (block), the KV tokens the engine would log, its pools
+    and sessions per replica; then the rule in a sentence and what kvlib assumed."""
+    e = r.engine
+    sglang = e.engine == "sglang"
+    name = f"SGLang {e.release}" if sglang else "TensorRT-LLM"
+    replicas = r.gpus // e.tp
+    rows = [
+        ("memory per GPU (CUDA total)" if r.memory_basis == "cuda"
+         else "memory per GPU (datasheet)", gb(e.total_memory)),
+        (f"weights ({r.weights_label}, / TP {e.tp})", gb(e.weights)),
+        ("mem_fraction_static (its default)" if sglang
+         else "free_gpu_memory_fraction (0.9 as a float32)",
+         f"{float(e.fraction):g}" if sglang else f"{float(e.fraction):.16g}"),
+        (f"KV budget ({name}, " + ("F_0 - W - F_0 (1 - f))" if sglang
+                                   else "(M - W - O_T) x fraction)"), gb(e.kv_budget)),
+        (f"KV per token ({e.kv_dtype}, " + ("full-attention pool)" if e.swa_tokens is not None
+                                             else "every layer)"), f"{e.cell:,} B"),
+        ("page" if sglang else "block", f"{e.page} token{'s' if e.page != 1 else ''}"),
+        ("KV tokens (the #tokens it logs)" if sglang
+         else "KV tokens (whole blocks, the (N) it logs)", f"{e.tokens:,}"),
+    ]
+    if e.swa_tokens is not None:
+        rows.append((f"sliding-window pool ({e.swa_cell:,} B per token)",
+                     f"{e.swa_tokens:,} tokens"))
+    if e.max_running_requests is not None:
+        rows.append(("max_running_requests (its default)", f"{e.max_running_requests:,}"))
+    rows.append((f"max concurrent {format_context(e.context)} sessions",
+                 f"{replicas * e.sessions:,} ({replicas} replica{'s' if replicas > 1 else ''} "
+                 f"x {e.sessions:,})"))
+    rule = ("SGLang keeps 1 - mem_fraction_static of the memory free before the weights load, "
+            "and gives its KV pools the rest of what is free after them." if sglang else
+            "TensorRT-LLM gives its KV cache free_gpu_memory_fraction of what is free after a "
+            "profiling run with the weights loaded.")
+    said = "".join(f"<li>{a}</li>" for a in e.assumptions)
+    return (_warn_context(e.context, r.max_position_embeddings)
+            + html_table([f"{e.model}, per GPU", ""], rows, [False, True])
+            + f"<p style='margin:4px 0'>{rule} Assumed (kvlib plan --engine {e.engine} "
+            f"overrides each):</p><ul style='margin:2px 0'>{said}</ul>")
+
+
+def engine_used_bytes(e: EnginePlan, window: int | None = None) -> int:
+    """The KV bytes per GPU that ``e.sessions`` requests of ``e.context`` tokens take: whole
+    pages (blocks) of the full pool each, and min(context, window) + one page of a
+    sliding-window pool (SGLang's admission floor)."""
+    per_request = -(-e.context // e.page) * e.page * e.cell
+    if e.swa_tokens is not None:
+        per_request += (min(e.context, window) + e.page) * e.swa_cell
+    return e.sessions * per_request
+
+
+def _engine_bar(r: PlannerResult) -> SimpleNamespace:
+    """An engine plan as the budget bar reads a Plan: the weights, the rest the engine keeps
+    out of the KV cache ("overhead"), the sessions' KV and the budget left; both ticks at the
+    CUDA total (the engine's fraction is inside its overhead)."""
+    e = r.engine
+    used = engine_used_bytes(e, r.swa_window)
+    return SimpleNamespace(
+        weights_bytes_per_gpu=e.weights, draft_weights_bytes_per_gpu=0,
+        overhead_bytes_per_gpu=e.total_memory - e.weights - e.kv_budget,
+        kv_used_bytes_per_gpu=used, kv_free_bytes_per_gpu=e.kv_budget - used,
+        usable_bytes_per_gpu=e.total_memory, total_memory_bytes_per_gpu=e.total_memory,
+        max_sequences_per_replica=e.sessions, context=e.context, fits=e.sessions > 0,
+        model=e.model, gpus=r.gpus, gpu=e.gpu, tp=e.tp)
 
 
 def draw(fig, r: PlannerResult) -> None:
@@ -127,11 +232,16 @@ def draw(fig, r: PlannerResult) -> None:
     where this plan has none), so each later plan only moves and resizes the
     segments (one of 0 bytes is hidden), the two ticks, the verdict and the labels.
     """
-    p = r.plan
+    p = r.plan if r.engine is None else _engine_bar(r)
     label = f"{p.gpus} x {p.gpu}, TP={p.tp}"
     heading = f"{p.model}: one GPU's memory at {format_context(p.context)}"
+    if r.engine is not None:
+        heading += f" under {ENGINE_NAMES[r.engine.engine]}"
     if not fig.axes:
-        skeleton = replace(p, **{f: getattr(p, f) or 1 for f in _PLACEHOLDERS})
+        skeleton = (replace(p, **{f: getattr(p, f) or 1 for f in _PLACEHOLDERS})
+                    if r.engine is None else
+                    SimpleNamespace(**{**vars(p), **{f: getattr(p, f) or 1
+                                                     for f in _PLACEHOLDERS}}))
         plot_budget(fig.add_subplot(), {label: skeleton}, unit=UNIT, title=heading)
     ax = fig.axes[0]
     bars = {c.get_label(): c.patches[0] for c in ax.containers}  # one plan: a bar per segment
@@ -172,10 +282,12 @@ def follow_release(change, controls) -> None:
 
 def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4,
                      weight_dtype=CHECKPOINT, kv_dtype="bf16", context=131072,
-                     gpu_mem_util=None, sessions=8, vllm=RELEASES[0]) -> Explorer:
+                     gpu_mem_util=None, sessions=8, vllm=RELEASES[0],
+                     engine="vllm") -> Explorer:
     """Controls for every planner input, in two columns; a TP the heads do not allow, or a
     pasted config without a parameter count, shows its error. The utilization starts at the
-    release's default (``gpu_mem_util`` None) and follows a change of release."""
+    release's default (``gpu_mem_util`` None) and follows a change of release. The engine
+    control (vLLM by default) plans the same deployment under SGLang or TensorRT-LLM."""
     vllm = vllm_release(vllm)
     if gpu_mem_util is None:
         gpu_mem_util = _release_utilization(vllm)
@@ -196,6 +308,7 @@ def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4,
         context=widgets.SelectionSlider(
             options=[(format_context(t), t) for t in CONTEXTS],
             value=context, description="context", style=style, layout=wide),
+        engine=dropdown([(ENGINE_NAMES[k], k) for k in ENGINES], engine, "engine"),
         vllm=dropdown(list(RELEASES), vllm, "vLLM"),
         gpu_mem_util=widgets.FloatSlider(gpu_mem_util, min=0.5, max=1.0, step=0.01,
                                          description="gpu_memory_util", style=style,
