@@ -63,7 +63,8 @@ __all__ = ["Part", "Held", "Expected", "build", "steps", "held", "expected",
            "stored_indexer_bytes",
            "vllm_state_dtypes", "run_dtype", "transformers_fields", "transformers_window",
            "indexer_layers", "compare", "STATE_FAMILIES", "TRANSFORMERS_RECURRENT_BYTES",
-           "TEXT_MODEL_TYPES"]
+           "TEXT_MODEL_TYPES", "V4Held", "v4_held", "v4_rule", "vllm_v4_entry_bytes",
+           "vllm_v4_state_bytes", "compare_v4"]
 
 WINDOWED = (CacheKind.SLIDING, CacheKind.CHUNKED)
 LAYER_CLASS = {CacheKind.FULL: "DynamicLayer", CacheKind.LATENT: "DynamicLayer",
@@ -655,6 +656,8 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
     (recurrent), their element sizes through :func:`vllm_state_dtypes`; no tensor at all in a
     layer kvlib says keeps nothing. Then the totals, against ``ModelSpec``.
     """
+    if tiny["model_type"] == "deepseek_v4":
+        return compare_v4(tiny, cache, T, q)
     got = held(cache)
     b = next((h.element_size for h in got if h.element_size), None) or next(
         (h.conv.element_size for h in got if h.conv), 4)
@@ -706,4 +709,238 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
     if not problems and held_total != want_elements * b:
         problems.append(f"total at T={T}: transformers {held_total} B, kvlib's layers by the "
                         f"rule {want_elements * b} B")
+    return problems
+
+
+# --- DeepSeek V4 (transformers 5.25.0 ``deepseek_v4``; vLLM 0.34.0 models/deepseek_v4/) ---------
+# transformers keeps each layer's caches in one object: a sliding_attention layer (m = 0) is a
+# plain DynamicSlidingWindowLayer; a compressed one its model's own class
+# (models/deepseek_v4/modeling_deepseek_v4.py, "modeling" below), m from the config's
+# compress_rates (configuration_deepseek_v4.py:253-271 turns the file's compress_ratios into
+# layer_types). kvlib, like vLLM, keeps a group per kind of cache. :func:`compare_v4` maps one
+# onto the other by the rule in :func:`v4_rule`; every count is exact.
+V4_CLASSES = {"DynamicSlidingWindowLayer": None,
+              "DeepseekV4CSACache": "compressed_sparse_attention",
+              "DeepseekV4HCACache": "heavily_compressed_attention"}
+_V4_STATES = ("buffer_kv", "buffer_gate", "compressed_kv", "overlap_kv", "overlap_gate")
+
+
+@dataclass(frozen=True)
+class V4Held:
+    """One transformers 5.25.0 DeepSeek V4 cache layer after a step.
+
+    m: the layer's compression rate (0: the window only); keys: [1, 1, rows, head_dim];
+    shared: values is keys (one storage: modeling:195, :199), else two tensors (a plain
+    ``DynamicSlidingWindowLayer``, cache_utils.py:246-247, fed ``kv`` as both, modeling:835);
+    window_storage_bytes: what keys (and values) keep alive; parts: ``"buffer_kv[compressor]"``
+    etc., each a :class:`Part`.
+    """
+
+    layer: int
+    cls: str
+    window: int | None
+    m: int
+    keys: tuple
+    shared: bool
+    window_elements: int
+    window_storage_bytes: int
+    element_size: int
+    parts: dict
+
+
+def v4_held(cache, config) -> list[V4Held]:
+    """Every layer of a DeepSeek V4 ``DynamicCache``; fails on a tensor it does not name."""
+    out = []
+    for i, layer in enumerate(cache.layers):
+        cls = type(layer).__name__
+        assert cls in V4_CLASSES, f"layer {i}: {cls}"
+        k, v = layer.keys, layer.values
+        parts, extra = {}, {}
+        for name, value in vars(layer).items():
+            if isinstance(value, dict) and name in _V4_STATES:
+                parts.update({f"{name}[{key}]": Part.of(t) for key, t in value.items()
+                              if isinstance(t, torch.Tensor)})
+            elif isinstance(value, torch.Tensor) and name not in ("keys", "values") \
+                    and value.numel() > 1:
+                extra[name] = tuple(value.shape)
+        assert not extra, f"layer {i} ({cls}) also holds {extra}"
+        shared = v.untyped_storage().data_ptr() == k.untyped_storage().data_ptr()
+        storage = k.untyped_storage().nbytes() + (0 if shared else v.untyped_storage().nbytes())
+        rate = V4_CLASSES[cls]
+        out.append(V4Held(i, cls, layer.sliding_window,
+                          config.compress_rates[rate] if rate else 0, tuple(k.shape), shared,
+                          k.numel() + (0 if shared else v.numel()), storage, k.element_size(),
+                          parts))
+    return out
+
+
+def vllm_v4_entry_bytes(d_c: int, d_R: int) -> int:
+    """Bytes of one vLLM 0.34.0 fp8_ds_mla entry for a head_dim-wide (d_c) vector with a d_R
+    RoPE part: (d_c - d_R) fp8 NoPE values, d_R bf16 RoPE values, one UE8M0 scale byte per 64
+    NoPE values plus one byte of padding ("448B NoPE + 128B RoPE + 8B fp8 scale = 584B per
+    token", vllm/models/deepseek_v4/attention.py:837-839). 512, 64: 584."""
+    return (d_c - d_R) + 2 * d_R + (d_c - d_R) // 64 + 1
+
+
+def vllm_v4_state_bytes(m: int, width: int, T: int) -> int:
+    """vLLM 0.34.0's compressor state for one compressor of rate m over ``width`` values:
+    coff = 2 for m = 4 (overlapping windows), else 1; a ring of coff x m slots
+    (``sliding_window = coff * compress_ratio``, compressor.py:159-160), each slot
+    ``state_dim = 2 * coff * head_dim`` float32 values (kv_state + score_state,
+    compressor.py:248, :269, :298-299); min(T, coff x m) slots are in use."""
+    coff = 1 + (m == 4)
+    return min(T, coff * m) * 2 * coff * width * 4
+
+
+def v4_rule(m: int, W: int, T: int, q: int) -> dict:
+    """What transformers 5.25.0 holds in a DeepSeek V4 layer of rate m after a step that added q
+    tokens to a sequence now T long (window W), in rows / entries / tokens, from its code:
+
+    * ``window``: visible min(T, W - 1) rows, storage min(T - q, W - 1) + q rows (:func:`rule`,
+      which turns kvlib's min(T, W) into these): ``update`` keeps ``full[:, :, -W + 1:, :]``,
+      a view of the step's concatenation (modeling:198; the plain layer of an m = 0 layer,
+      cache_utils.py:246-247), since the next token is attended beside those W - 1;
+    * ``entries`` (m > 0): floor(T / m) compressed entries, and as many indexer keys on a
+      layer with m = 4: a window is compressed once all its m tokens have arrived
+      (``usable``, modeling:221), entries are concatenated (:234);
+    * ``buffered`` (m > 0): T mod m tokens not yet compressed, visible in ``buffer_kv`` /
+      ``buffer_gate`` (modeling:222), whose storage is the step's concatenation,
+      (T - q) mod m + q tokens;
+    * ``overlap`` (m = 4): the last closed window's first half (Ca), m tokens, once T >= m
+      (``update_overlap_state``, modeling:296-297), else none.
+    """
+    visible, storage = transformers_tokens(CacheKind.SLIDING, W, T, q)
+    out = {"window": visible, "window_storage": storage}
+    if m:
+        out.update(entries=T // m, buffered=T % m, buffered_storage=(T - q) % m + q,
+                   overlap=m if m == 4 and T >= m else 0)
+    return out
+
+
+def _v4_groups(reading) -> dict:
+    """kvlib's V4 groups by what they hold: ("window",), ("entries", m), ("indexer", m),
+    ("state", window, d_c)."""
+    out = {}
+    for g in reading.groups():
+        if g.attention == "V4 entry":
+            key = ("window",) if g.kind is CacheKind.SLIDING else ("entries", g.ratio)
+        elif g.attention == "Indexer":
+            key = ("indexer", g.ratio)
+        else:
+            assert g.attention == "Compressor state", g
+            key = ("state", g.window, g.sizes["d_c"])
+        assert key not in out, key
+        out[key] = g
+    return out
+
+
+def compare_v4(tiny: dict, cache, T: int, q: int) -> list[str]:
+    """Every disagreement between transformers' DeepSeek V4 cache and kvlib's groups.
+
+    Per layer, by :func:`v4_rule`: the class and m (kvlib's ``layer(i)``: the window group or the
+    compressed group of ratio m); the window rows, K = V sharing, width head_dim and storage;
+    kvlib's window group at min(T, W) entries of :func:`vllm_v4_entry_bytes`; on m > 0 layers
+    the compressed entries and (m = 4) indexer keys, floor(T / m) each, against kvlib's
+    compressed and indexer groups (:func:`vllm_indexer_bytes`), and the compressor buffers
+    (T mod m tokens, coff x width wide, coff = buffer width / entry width; the overlap slice)
+    against kvlib's compressor-state groups (:func:`vllm_v4_state_bytes`). Every tensor in the
+    model dtype but the overlap gates, float32 (gate + the float32 ``position_bias``,
+    modeling:512, :542, :628, :657). Then each group's layer count and the totals.
+    """
+    config = AutoConfig.for_model(**transformers_fields(tiny))
+    reading = parse_config(tiny)
+    groups = _v4_groups(reading)
+    got = v4_held(cache, config)
+    d_c, d_R = reading.sizes["d_c"], reading.sizes["d_R"]
+    entry = vllm_v4_entry_bytes(d_c, d_R)
+    b = got[0].element_size
+    problems, layers_of, want_total = [], {}, 0
+    if len(got) != reading.num_layers:
+        problems.append(f"transformers has {len(got)} cache layers, kvlib reads "
+                        f"{reading.num_layers}")
+
+    def check(key, want_bytes, where, what):
+        g = groups.get(key)
+        if g is None:
+            problems.append(f"{where}: kvlib has no group for {what} {key}")
+            return 0
+        layers_of.setdefault(key, []).append(where)
+        have = g.bytes_per_sequence(T, 1) / g.layers
+        if have != want_bytes:
+            problems.append(f"{where}: {what}: vLLM keeps {want_bytes} B by the rule from "
+                            f"transformers' tensors, kvlib's group {key} {have} B")
+        return want_bytes
+
+    for h in got:
+        where = f"layer {h.layer} at T={T}"
+        kind, window, _, sizes = reading.layer(h.layer)
+        m = dict(sizes).get("m", 0)
+        if h.m != m or h.window != config.sliding_window \
+                or (kind is CacheKind.COMPRESSED) != bool(h.m):
+            problems.append(f"{where}: kvlib reads {kind} m={m}, transformers holds {h.cls} "
+                            f"(m={h.m}, window {h.window})")
+            continue
+        r = v4_rule(h.m, h.window, T, q)
+        if h.keys != (1, 1, r["window"], d_c) or h.shared != bool(h.m) \
+                or h.window_elements != r["window"] * d_c * (1 if h.shared else 2) \
+                or h.window_storage_bytes != r["window_storage"] * d_c * b * (1 + (not h.shared)):
+            problems.append(f"{where}: window keys {h.keys} (shared with values: {h.shared}), "
+                            f"{h.window_storage_bytes} B stored; the rule: {r['window']} rows of "
+                            f"{d_c} visible, {r['window_storage']} stored")
+        fewer, _ = rule(CacheKind.SLIDING, h.window, T, q)
+        want_total += check(("window",), (r["window"] + fewer) * entry, where, "window rows")
+        parts = dict(h.parts)
+        for pname, p in parts.items():
+            if p.element_size != (4 if pname.startswith("overlap_gate") else b):
+                problems.append(f"{where}: {pname} has {p.element_size} B per element")
+        if not h.m:
+            if parts:
+                problems.append(f"{where}: an m = 0 layer holds {sorted(parts)}")
+            continue
+        names = ["compressor"] + (["indexer"] if h.m == 4 else [])
+        expected_parts = {f"{s}[{n}]" for n in names for s in ("buffer_kv", "buffer_gate",
+                                                                  "compressed_kv")}
+        if r["overlap"]:
+            expected_parts |= {f"{s}[{n}]" for n in names for s in ("overlap_kv", "overlap_gate")}
+        if set(parts) != expected_parts:
+            problems.append(f"{where}: transformers holds {sorted(parts)}, the rule "
+                            f"{sorted(expected_parts)}")
+            continue
+        for name in names:
+            width = parts[f"compressed_kv[{name}]"].shape[-1]
+            if width != (d_c if name == "compressor" else tiny["index_head_dim"]):
+                problems.append(f"{where}: {name} entries {width} wide")
+            if parts[f"compressed_kv[{name}]"].shape != (1, r["entries"], width):
+                problems.append(f"{where}: {name} entries "
+                                f"{parts[f'compressed_kv[{name}]'].shape}; the rule: "
+                                f"floor(T / m) = {r['entries']}")
+            buffers = [parts[f"buffer_{s}[{name}]"] for s in ("kv", "gate")]
+            coff = buffers[0].shape[-1] // width
+            if coff != 1 + (h.m == 4) or any(
+                    p.shape != (1, r["buffered"], coff * width)
+                    or p.storage_bytes != r["buffered_storage"] * coff * width * b
+                    for p in buffers):
+                problems.append(f"{where}: {name} buffers {[p.shape for p in buffers]}, "
+                                f"{[p.storage_bytes for p in buffers]} B; the rule: "
+                                f"T mod m = {r['buffered']} tokens of coff x {width}")
+            for s in ("kv", "gate") if r["overlap"] else ():
+                if parts[f"overlap_{s}[{name}]"].shape != (1, r["overlap"], width):
+                    problems.append(f"{where}: {name} overlap {s} "
+                                    f"{parts[f'overlap_{s}[{name}]'].shape}")
+            if name == "compressor":
+                want_total += check(("entries", h.m), r["entries"] * entry, where,
+                                    "compressed entries")
+            else:
+                want_total += check(("indexer", h.m), vllm_indexer_bytes(
+                    parts["compressed_kv[indexer]"].shape), where, "indexer keys")
+            want_total += check(("state", coff * h.m, coff * width),
+                                vllm_v4_state_bytes(h.m, width, T), where,
+                                f"the {name}'s state")
+    for key, g in groups.items():
+        if len(layers_of.get(key, ())) != g.layers:
+            problems.append(f"kvlib's group {key} spans {g.layers} layers, transformers' layers "
+                            f"give it {len(layers_of.get(key, ()))}")
+    spec_total = read_config(tiny).kv_bytes_per_sequence(T, 1)
+    if not problems and spec_total != want_total:
+        problems.append(f"total at T={T}: kvlib {spec_total} B, vLLM by the rule {want_total} B")
     return problems

@@ -112,6 +112,7 @@ PUBLISHED = {
 # transformers 5.25.0's new model families with a text model (issue 31), and the case that
 # builds each; "refused": kvlib refuses the family by name (readers/refuse.py
 # FAMILIES_REFUSED: a cache it cannot count per token), so there is no reading to compare.
+# deepseek_v4 (Flash and Pro, bundled) is compared by a rule of its own (allocation.compare_v4).
 NEW_IN_TRANSFORMERS = {
     "ergo": "ergo", "kolibri1_1": "kolibri1_1", "mistral_large4": "mistral_large4",
     "dots3_note": "dots3_note", "minimax_m3_vl": "minimax_m3_vl",
@@ -167,24 +168,6 @@ def unsupported(name: str) -> str | None:
         return None
     config = _source(name)
     model_type = text_model_type(config)
-    if model_type == "deepseek_v4":
-        # transformers 5.25.0 builds it: a tiny V4 that keeps vLLM's 512 + 64 entry (kvlib
-        # refuses any other, readers/deepseek_v4.py _entry_widths) runs on the CPU, and after a
-        # 130-token prefill (W = 8) its DeepseekV4CSACache holds window keys [1, 1, 7, 512]
-        # (K = V, one storage), compressed_kv "compressor" [1, 32, 512] and "indexer"
-        # [1, 32, 128], buffers of T mod 4 tokens and an overlap slice; its DeepseekV4HCACache
-        # one [1, 1, 512] entry. allocation.compare reads one kind per layer and cannot yet
-        # split those dicts into kvlib's window, compressed, indexer and compressor-state
-        # groups: named, not silently passed (issue 31)
-        return (f"{name}: transformers {transformers.__version__}'s deepseek_v4 cache is not "
-                "yet compared: its DeepseekV4CSACache / DeepseekV4HCACache hold the window, "
-                "the compressed entries, the indexer keys and the compressor buffers of one "
-                "layer in one object, and tests/crosscheck/allocation.py has no stated rule "
-                "from them to kvlib's separate groups (window rows min(T, W) against W - 1, "
-                "floor(T / m) entries, floor(T / 4) indexer keys, head_dim values in the model "
-                "dtype against vLLM 0.34.0's 584-byte fp8_ds_mla entry, T mod m buffered "
-                "tokens against vLLM's coff x m state window); kvlib's reading is checked in "
-                "tests/test_deepseek_v4.py only")
     if model_type in CONFIG_MAPPING_NAMES:
         return None
     remote = config.get("auto_map", {}).get("AutoModelForCausalLM")

@@ -23,8 +23,9 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
     keeps k + 2P layers, or k + P when that is over 8. Per-layer lists (``layer_types``,
     ``no_rope_layers``, ``activation_sparsity_pattern``, ``layers_block_type``,
     ``attn_type_list``, ``indexer_types``, ``mlp_layer_types``, ``hybrid_layer_pattern``, a
-    list ``moe_layer_freq``) and ``hybrid_override_pattern`` are cut to their first n
-    entries; Kimi Linear's 1-based
+    list ``moe_layer_freq``, DeepSeek V4's ``compress_ratios``, whose entries past
+    ``num_hidden_layers`` are multi-token-prediction layers and are dropped) and
+    ``hybrid_override_pattern`` are cut to their first n entries; Kimi Linear's 1-based
     ``kda_layers`` / ``full_attn_layers`` keep the numbers up to n. A config with no
     ``num_hidden_layers`` (Nemotron 3 Ultra: transformers and kvlib count
     ``layers_block_type``) gets none;
@@ -60,6 +61,10 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
     width (8), as transformers' GlmMoeDsaConfig sets them.
     DeepSeek V3.2's indexer: ``index_head_dim`` stays 128 (vLLM stores one fp32 scale per
     128 fp8 values, so a smaller one would change the layout), 4 indexer heads, top-4.
+  * DeepSeek V4: ``head_dim`` 512 and ``qk_rope_head_dim`` 64 are kept (vLLM 0.34.0's 584-byte
+    fp8_ds_mla entry is written for those only, and kvlib refuses any other), and so are the
+    compression ratios 4 and 128 (vLLM builds no other compressor); hidden_size 4 x 16,
+    q_lora_rank 48, o_lora_rank 16, index_head_dim 128; the window becomes 8 as every other.
   * linear attention (Gated DeltaNet): N_lk key heads -> 2, value heads keep their ratio
     N_lv / N_lk; key head dim 16 and value head dim 8 (unequal on purpose: a reader that
     swaps them changes the convolution's channel count). Kimi Delta Attention
@@ -114,12 +119,12 @@ _DROP = {"quantization_config", "architectures", "auto_map", "transformers_versi
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 _PER_LAYER = ("layer_types", "no_rope_layers", "activation_sparsity_pattern",
               "layers_block_type", "attn_type_list", "indexer_types", "mlp_layer_types",
-              "hybrid_layer_pattern", "moe_layer_freq", "kv_source_layers")
+              "hybrid_layer_pattern", "moe_layer_freq", "kv_source_layers", "compress_ratios")
 # Lists of layer numbers (Kolibri 1.1's indexer and dense-MLP layers): those below n are kept.
 _LAYER_NUMBERS = ("index_layers", "mlp_only_layers")
 # Written patterns, read together (:func:`pattern`).
 _PATTERNS = ("layer_types", "no_rope_layers", "hybrid_override_pattern", "layers_block_type",
-             "hybrid_layer_pattern", "indexer_types", "attn_type_list")
+             "hybrid_layer_pattern", "indexer_types", "attn_type_list", "compress_ratios")
 # MLA sizes of dots3 Note's sliding layers, each scaled as its DSA counterpart is (swa_ -> key)
 _SWA_MLA = {"swa_kv_lora_rank": "kv_lora_rank", "swa_qk_rope_head_dim": "qk_rope_head_dim",
             "swa_qk_nope_head_dim": "qk_nope_head_dim", "swa_v_head_dim": "v_head_dim",
@@ -131,7 +136,7 @@ _SIZES = {"intermediate_size": 32, "intermediate_size_mlp": 32, "moe_intermediat
           "vocab_size": 128, "vocab_size_per_layer_input": 128, "laurel_rank": 4,
           "index_n_heads": 4, "index_topk": 4, "mamba_head_dim": 8, "ssm_state_size": 16,
           "mamba_d_state": 16, "linear_key_head_dim": HEAD_DIM, "linear_value_head_dim": 8,
-          "moe_latent_size": 16}
+          "moe_latent_size": 16, "o_lora_rank": 16}
 KDA_HEADS = 2  # Kimi Linear's linear_attn_config num_heads (q, k and v heads alike)
 
 
@@ -171,6 +176,8 @@ def pattern(c: dict) -> list | None:
     for key in _PATTERNS:
         if c.get(key):
             seq = list(c[key])
+            if key == "compress_ratios":  # DeepSeek V4: entries past the layers are MTP layers
+                seq = seq[:c.get("num_hidden_layers", len(seq))]
             lists.append(seq[:len(seq) - shared_layers(c)] if key == "layer_types" else seq)
     sources = c.get("kv_source_layers")
     if lists and isinstance(sources, list) and any(s != i for i, s in enumerate(sources)):
@@ -335,7 +342,15 @@ def _attention_heads(c: dict) -> int:
 
     hidden_key = "n_embd" if "n_embd" in c else "hidden_size"
     dim_key = next((k for k in ("head_dim", "attention_head_dim") if c.get(k) is not None), None)
-    if "kv_lora_rank" in c:
+    if c.get("model_type") == "deepseek_v4":
+        # head_dim and qk_rope_head_dim kept: vLLM 0.34.0's fp8_ds_mla entry is written for 512
+        # + 64 only, and kvlib refuses any other (readers/deepseek_v4.py _entry_widths);
+        # index_head_dim 128 (one fp32 scale per 128 fp8 values)
+        c["index_head_dim"] = INDEX_HEAD_DIM
+        if c.get("q_lora_rank") is not None:
+            c["q_lora_rank"] = 48
+        c[hidden_key] = t_h * HEAD_DIM
+    elif "kv_lora_rank" in c:
         real_rope = c.get("qk_rope_head_dim")
         real_mla = {k: c.get(k) for k in (*_SWA_MLA, *_SWA_MLA.values())}
         c.update({k: v for k, v in _MLA.items() if k in c})

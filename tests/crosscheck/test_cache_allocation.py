@@ -31,14 +31,19 @@ from allocation import (
     run_dtype,
     steps,
     transformers_tokens,
+    v4_held,
+    v4_rule,
     vllm_conv_elements,
     vllm_indexer_bytes,
     vllm_state_dtypes,
+    vllm_v4_entry_bytes,
+    vllm_v4_state_bytes,
 )
 from cases import NAMES, tiny, unsupported
 from shrink import CHUNK, WINDOW
 from transformers import AutoConfig
 
+from kvlib import parse_config
 from kvlib.models.catalog import bundled_config
 from kvlib.models.spec import CacheKind
 
@@ -254,6 +259,126 @@ def test_indexer_keys_of_the_transformers_5_25_families_by_hand(name):
     assert all(h.indexer is None for h in held(after("kolibri1_1", 20, 1)[2]))
 
 
+# DeepSeek V4 (allocation.compare_v4, v4_rule). Its m = 128 layers write their first entry at
+# T = 128: prompts of 126 (the entry written by a decode step, T = 126..129) and 130 (by the
+# prefill, T = 130..133), besides PROMPTS.
+@pytest.mark.parametrize("prompt", (126, 130))
+@pytest.mark.parametrize("name", ["deepseek-v4-flash", "deepseek-v4-pro"])
+def test_deepseek_v4_past_its_128_token_windows(name, prompt):
+    checked = 0
+    for T, q, cache in steps(model(name), prompt, DECODE):
+        assert cache.get_seq_length() == T
+        assert compare(tiny(name), cache, T, q) == []
+        checked += 1
+    assert checked == DECODE + 1
+
+
+def test_deepseek_v4_by_hand_at_21_tokens():
+    """Tiny V4-Flash, compress_ratios 0 0 4 128 4 128, W = 8, float32 (b = 4), at T = 21 after a
+    decode step (q = 1). Per layer, transformers 5.25.0 against vLLM 0.34.0 (kvlib):
+
+    * window: transformers 21 -> min(21, W - 1) = 7 rows of 512 visible, min(20, 7) + 1 = 8 in
+      storage, 8 x 512 x 4 = 16,384 B; on the m = 0 layers keys and values apart (twice),
+      on compressed layers one tensor (K = V). vLLM min(21, 8) = 8 entries of 584 B = 4,672 B.
+    * m = 4: entries floor(21 / 4) = 5 x 512 x 4 = 10,240 B against 5 x 584 = 2,920 B; indexer
+      keys 5 x 128 x 4 = 2,560 B against 5 x 132 = 660 B; the compressor: buffers 21 mod 4 = 1
+      token of kv and gate, 2 x 1 x 1,024 x 4 = 8,192 B, and the overlap, kv and gate of the
+      last window's 4 tokens x 512, 16,384 B (24,576 B), against vLLM's 2 x 4 = 8 slots of
+      2 x 2 x 512 fp32, 65,536 B; the indexer's compressor 2,048 + 4,096 = 6,144 B against
+      8 x 2 x 2 x 128 x 4 = 16,384 B.
+    * m = 128: no entry yet (21 < 128); buffers 21 mod 128 = 21 tokens of kv and gate,
+      2 x 21 x 512 x 4 = 86,016 B, and vLLM's min(21, 128) = 21 slots of 2 x 512 fp32: the same
+      86,016 B, until T passes 128 (then T mod 128 against 128 slots).
+
+    The dtype: transformers keeps every tensor in the model dtype (here float32; the overlap
+    gates in float32 whatever it is, gate + the float32 position_bias, modeling_deepseek_v4.py
+    :628, :657), vLLM its 584-byte fp8_ds_mla entries (attention.py:837-839), 132-byte indexer
+    keys (:983-986) and float32 states (compressor.py:269, :298-299). The buffers: transformers
+    keeps the T mod m tokens not yet compressed (modeling_deepseek_v4.py:221-222) and on m = 4
+    the last window's first half (:296-297); vLLM a ring of coff x m slots (compressor.py:159-160).
+    """
+    T, q, cache = after("deepseek-v4-flash", 20, 1)
+    assert (T, q) == (21, 1)
+    t = tiny("deepseek-v4-flash")
+    got = v4_held(cache, model("deepseek-v4-flash").config)
+    assert [h.cls for h in got] == ["DynamicSlidingWindowLayer"] * 2 + [
+        "DeepseekV4CSACache", "DeepseekV4HCACache"] * 2
+    assert [h.m for h in got] == t["compress_ratios"] == [0, 0, 4, 128, 4, 128]
+    for h in got:
+        assert h.keys == (1, 1, 7, 512) and h.shared == bool(h.m)
+        assert h.window_storage_bytes == (1 if h.m else 2) * 16384
+    p2, p3 = got[2].parts, got[3].parts
+    assert {k: (v.shape, v.storage_bytes) for k, v in p2.items()} == {
+        "compressed_kv[compressor]": ((1, 5, 512), 10240),
+        "compressed_kv[indexer]": ((1, 5, 128), 2560),
+        "buffer_kv[compressor]": ((1, 1, 1024), 4096),
+        "buffer_gate[compressor]": ((1, 1, 1024), 4096),
+        "buffer_kv[indexer]": ((1, 1, 256), 1024), "buffer_gate[indexer]": ((1, 1, 256), 1024),
+        "overlap_kv[compressor]": ((1, 4, 512), 8192),
+        "overlap_gate[compressor]": ((1, 4, 512), 8192),
+        "overlap_kv[indexer]": ((1, 4, 128), 2048), "overlap_gate[indexer]": ((1, 4, 128), 2048)}
+    assert {k: (v.shape, v.storage_bytes) for k, v in p3.items()} == {
+        "compressed_kv[compressor]": ((1, 0, 512), 0),
+        "buffer_kv[compressor]": ((1, 21, 512), 43008),
+        "buffer_gate[compressor]": ((1, 21, 512), 43008)}
+    # vLLM's bytes, from its code, and kvlib's groups per layer
+    assert vllm_v4_entry_bytes(512, 64) == 448 + 2 * 64 + 8 == 584
+    assert (vllm_v4_state_bytes(4, 512, 21), vllm_v4_state_bytes(4, 128, 21),
+            vllm_v4_state_bytes(128, 512, 21)) == (65536, 16384, 86016)
+    assert v4_rule(4, 8, 21, 1) == {"window": 7, "window_storage": 8, "entries": 5,
+                                    "buffered": 1, "buffered_storage": 1, "overlap": 4}
+    assert v4_rule(128, 8, 21, 1)["buffered"] == 21 and v4_rule(128, 8, 129, 1) == {
+        "window": 7, "window_storage": 8, "entries": 1, "buffered": 1, "buffered_storage": 1,
+        "overlap": 0}
+    assert v4_rule(4, 8, 20, 20)["buffered_storage"] == 20  # after a prefill: the whole step
+    groups = {(g.kind.value, g.attention, g.window, g.ratio, g.sizes.get("d_c")):
+              g.bytes_per_sequence(T, 1) // g.layers for g in parse_config(t).groups()}
+    assert groups == {("sliding", "V4 entry", 8, None, 512): 4672,
+                      ("compressed", "V4 entry", None, 4, 512): 2920,
+                      ("compressed", "Indexer", None, 4, None): 660,
+                      ("sliding", "Compressor state", 8, None, 1024): 65536,
+                      ("sliding", "Compressor state", 8, None, 256): 16384,
+                      ("compressed", "V4 entry", None, 128, 512): 0,
+                      ("sliding", "Compressor state", 128, None, 512): 86016}
+    assert compare(t, cache, T, q) == []
+
+
+def test_control_deepseek_v4_partial_window_counted_as_an_entry_is_caught(monkeypatch):
+    """ceil(T / m) compressed entries instead of floor(T / m): at T = 21 the m = 4 layers'
+    entries and indexer keys (6 against 5) and the m = 128 layers' entry (1 against 0)."""
+    from kvlib.models.spec import LayerGroup
+
+    plain = LayerGroup.cached_tokens
+    monkeypatch.setattr(LayerGroup, "cached_tokens", lambda self, T: -(-T // self.ratio)
+                        if self.ratio else plain(self, T))
+    T, q, cache = after("deepseek-v4-flash", 20, 1)
+    problems = compare(tiny("deepseek-v4-flash"), cache, T, q)
+    assert [p.split(":")[0] for p in problems] == ["layer 2 at T=21"] * 2 + ["layer 3 at T=21"] \
+        + ["layer 4 at T=21"] * 2 + ["layer 5 at T=21"]
+    assert "compressed entries: vLLM keeps 2920 B" in problems[0] and "3504.0 B" in problems[0]
+
+
+def test_control_deepseek_v4_state_ring_without_overlap_is_caught(monkeypatch):
+    """The m = 4 compressors' state over m slots instead of vLLM's coff x m = 8: reported on
+    both m = 4 layers, for the main and the indexer's compressor."""
+    import kvlib.models.readers.deepseek_v4 as v4
+    from kvlib.models.readers import reading
+
+    real_layer = reading.layer
+
+    def one_coff(kind, attention, window=None, **sizes):
+        if attention == "Compressor state" and window == 8:
+            window, sizes = 4, {**sizes, "d_c": sizes["d_c"] // 2}
+        return real_layer(kind, attention, window, **sizes)
+
+    monkeypatch.setattr(v4, "layer", one_coff)
+    T, q, cache = after("deepseek-v4-flash", 20, 1)
+    problems = compare(tiny("deepseek-v4-flash"), cache, T, q)
+    assert [p.split(":")[0] for p in problems[:4]] == ["layer 2 at T=21"] * 2 \
+        + ["layer 4 at T=21"] * 2
+    assert all("kvlib has no group for the" in p for p in problems[:4])
+
+
 def test_control_dots3_dsa_latent_unpadded_is_caught(monkeypatch):
     """kvlib's DSA width and vLLM's padded entry disagreeing is reported: here the stated rule
     is made the layer's own width (64 + 8), against kvlib's padded 128 + 8."""
@@ -316,9 +441,8 @@ def test_unsupported_families_are_named():
     reason = unsupported("llama-3.3-nemotron-super-49b")
     assert reason and "'nemotron-nas'" in reason and "trust_remote_code" in reason
     v4 = [n for n in NAMES if n.startswith("deepseek-v4")]
-    assert v4 == ["deepseek-v4-flash", "deepseek-v4-pro"]
-    assert all("not yet compared" in unsupported(n) for n in v4)  # issue 31: no rule yet
-    assert [n for n in NAMES if unsupported(n)] == ["llama-3.3-nemotron-super-49b", *v4]
+    assert v4 == ["deepseek-v4-flash", "deepseek-v4-pro"]  # compared (allocation.compare_v4)
+    assert [n for n in NAMES if unsupported(n)] == ["llama-3.3-nemotron-super-49b"]
 
 
 def test_right_after_a_prefill_a_sliding_layer_keeps_the_whole_prompt_alive():

@@ -101,23 +101,29 @@ def test_pattern_period_of_each_family():
         # Mistral Large 4's NoPE every 4th layer, MiniMax M3's 3 full then sparse layers,
         # dots3 Note's 2 DSA, then (S S S DSA)
         "kolibri1_1": 50, "mistral_large4": 4, "minimax_m3_vl": 1, "dots3_note": 4,
+        # DeepSeek V4's compress_ratios (its MTP entry dropped): Flash 0 0 then (4 128), Pro
+        # 128 then (128 4)
+        "deepseek-v4-flash": 2, "deepseek-v4-pro": 2,
     }
     assert {name: pattern_offset(real(name)) for name in periods
             if pattern_offset(real(name))} == {"mimo-v2-flash": 1, "glm-5.2": 2,
-                                               "minimax_m3_vl": 3, "dots3_note": 1}
+                                               "minimax_m3_vl": 3, "dots3_note": 1,
+                                               "deepseek-v4-flash": 2, "deepseek-v4-pro": 1}
     counts = {name: tiny_layer_count(real(name), real(name).get("num_hidden_layers"))
               for name in periods if "num_hidden_layers" in real(name)}
     assert {k: counts[k] for k in ("nemotron-h-56b", "nemotron-3-nano-30b-a3b", "lfm2",
                                    "gemma3n", "gemma-4-26b-a4b+kv-sharing",
                                    "nemotron-3.5-lightning-30b-a3b", "kimi-k3",
                                    "mimo-v2-flash", "glm-5.2", "kolibri1_1", "mistral_large4",
-                                   "minimax_m3_vl", "dots3_note")} \
+                                   "minimax_m3_vl", "dots3_note", "deepseek-v4-flash",
+                                   "deepseek-v4-pro")} \
         == {"nemotron-h-56b": 8, "nemotron-3-nano-30b-a3b": 6, "lfm2": 3, "gemma3n": 5,
             "gemma-4-26b-a4b+kv-sharing": 6,  # these two: unshared layers
             "nemotron-3.5-lightning-30b-a3b": 6, "kimi-k3": 4,
             "mimo-v2-flash": 7, "glm-5.2": 6,  # k + P: 1 + 6, 2 + 4 (k + 2P > 8)
             "kolibri1_1": 10,  # the first reusing layer is layer 9
-            "mistral_large4": 8, "minimax_m3_vl": 5, "dots3_note": 5}  # 2P; k + 2P; k + P
+            "mistral_large4": 8, "minimax_m3_vl": 5, "dots3_note": 5,  # 2P; k + 2P; k + P
+            "deepseek-v4-flash": 6, "deepseek-v4-pro": 5}  # k + 2P: 2 + 4, 1 + 4
     # Ultra writes no num_hidden_layers: its layers_block_type (108) counts them
     ultra = real("nemotron-3-ultra-550b-a55b")
     assert "num_hidden_layers" not in ultra \
@@ -280,6 +286,16 @@ def test_tiny_transformers_5_25_families_by_hand():
             d["sliding_window_size"]) \
         == (5, ["indexed_attention"] * 2 + ["sliding_attention"] * 3, 64, 128, 8, 8, 16, 24, 32,
             32, 8)
+    for name, ratios in (("deepseek-v4-flash", [0, 0, 4, 128, 4, 128]),
+                         ("deepseek-v4-pro", [128, 128, 4, 128, 4])):
+        v = tiny(name)  # 64 : 1 (Flash), 128 : 1 (Pro) heads -> 4 : 1; the entry kept 512 + 64
+        assert (v["num_hidden_layers"], v["compress_ratios"], v["head_dim"],
+                v["qk_rope_head_dim"], v["index_head_dim"], v["num_attention_heads"],
+                v["num_key_value_heads"], v["hidden_size"], v["sliding_window"]) \
+            == (len(ratios), ratios, 512, 64, 128, 4, 1, 64, 8)
+        types = AutoConfig.for_model(**transformers_fields(v)).layer_types
+        assert types == [{0: "sliding_attention", 4: "compressed_sparse_attention",
+                          128: "heavily_compressed_attention"}[r] for r in ratios]
 
 
 def test_every_new_transformers_family_is_compared_or_refused():
@@ -295,10 +311,11 @@ def test_every_new_transformers_family_is_compared_or_refused():
             assert family in FAMILIES and family not in FAMILIES_REFUSED, family
             continue
         assert case in NAMES and text_model_type(real(case)).removesuffix("_text") == family
-        if family == "deepseek_v4":  # built, not yet compared: named (cases.unsupported)
-            assert "not yet compared" in unsupported(case)
-            continue
         assert not unsupported(case), (family, unsupported(case))
+    # DeepSeek V4 too: its per-layer cache objects are split into kvlib's window, compressed,
+    # indexer and compressor-state groups by allocation.v4_rule (compare_v4), at every step of
+    # test_cache_allocation.py; worked by hand there (test_deepseek_v4_by_hand_at_21_tokens)
+    assert {NEW_IN_TRANSFORMERS["deepseek_v4"], "deepseek-v4-pro"} <= set(NAMES)
 
 
 def test_text_model_types_are_what_the_wrappers_build():
@@ -316,7 +333,7 @@ def _structure(key, reading) -> tuple:
     s = dict(sizes)
     ratios = tuple(s[a] // s[b] for a, b in (("N_h", "N_g"), ("N_lv", "N_lk"), ("N_sh", "N_sg"))
                    if a in s and b in s)
-    return (kind, formula, s.get("d_conv"), s.get("b_c"), s.get("b_s"), ratios)
+    return (kind, formula, s.get("d_conv"), s.get("b_c"), s.get("b_s"), ratios, s.get("m"))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -343,6 +360,8 @@ def test_kvlib_reads_the_tiny_config_as_the_real_one_cut_short(name):
     if real_r.attention == "MLA+RoPE":
         assert real_r.sizes["d_L"] * tiny_r.sizes["d_R"] \
             == tiny_r.sizes["d_L"] * real_r.sizes["d_R"]
+    elif real_r.attention == "V4 entry":  # vLLM's fp8_ds_mla entry: 512 + 64, kept
+        assert tiny_r.sizes == real_r.sizes == {"d_c": 512, "d_R": 64, "b": 1}
     else:  # MHA and MQA are kept by the label (N_g = N_h, N_g = 1); GQA keeps N_h : N_g
         if real_r.label == "GQA":
             assert real_r.sizes["N_h"] * tiny_r.sizes["N_g"] \
