@@ -12,7 +12,7 @@ from kvlib.core.notation import ALL_SYMBOLS, MATRIX_SYMBOLS, SERVING_SYMBOLS, by
 from kvlib.serving import capacity_formulas as cf
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 SOURCES = ("paper", "DeepSeek", "vLLM", "ours", "CUDA", "Vaswani et al.", "RoFormer")
 

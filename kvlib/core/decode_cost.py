@@ -56,8 +56,8 @@ _dlq, _b, _B = d_Lq.symbol, b.symbol, B.symbol
 
 N_Q = _N_Q.symbol
 """Query tokens in one forward step of one sequence (1 in decode; a prefill chunk's length),
-the notation's :data:`kvlib.core.notation.N_Q` as a SymPy symbol. The paper separates query
-tokens N_Q from key/value tokens N_KV."""
+the notation's :data:`kvlib.core.notation.N_Q` as a SymPy symbol: kvlib's own name, kept apart
+from the key/value tokens N_KV."""
 
 
 @dataclass(frozen=True)
