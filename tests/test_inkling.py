@@ -121,3 +121,13 @@ def test_transformers_configs_are_read_with_every_key_accounted():
 def test_an_unknown_window_key_is_still_refused():
     with pytest.raises(ValueError, match="sliding_window_pattern"):
         parse_config(inkling(sliding_window_pattern=6))
+
+
+def test_vllm_plan_refuses_inkling_by_name():
+    """vLLM 0.34.0 keeps the conv streams in sconv_kernel_size-token blocks unified with the
+    attention pages: kvlib's layout is not traced for it, so the plan refuses by name."""
+    from kvlib.serving.vllm_layout import vllm_layout
+
+    with pytest.raises(ValueError, match=r"66 layer\(s\) keep short-convolution streams in a "
+                                         r"4-token window.*sconv_swa_attn.py"):
+        vllm_layout(read_config(inkling()), 32768, "bf16", 1, "H200")

@@ -602,6 +602,16 @@ def vllm_layout(model: ModelSpec, max_model_len: int, kv_dtype: str = "bf16", tp
                          block_size=block_size, limits=limits)
     if not attn:
         raise ValueError(f"{model.name} has no attention layers: vLLM's layout needs one")
+    conv = [g for g in model.groups if g.attention == "Short-conv window"]
+    if conv:
+        # Inkling's short-convolution streams: vLLM 0.34.0 keeps them in blocks of
+        # sconv_kernel_size tokens and unifies that page with the attention pages
+        # (models/inkling/.../sconv_swa_attn.py:12-14, 152-155); not traced here
+        raise ValueError(f"{model.name}: {conv[0].layers} layer(s) keep short-convolution "
+                         f"streams in a {conv[0].window}-token window, which vLLM {release} "
+                         "stores in blocks of that many tokens unified with the attention "
+                         "pages (sconv_swa_attn.py:12-14, 152-155); kvlib has not traced that "
+                         "layout (kvlib estimate counts the bytes)")
     diff_kv = [g for g in attn if g.sizes.get("d_V") not in (None, g.sizes.get("d_QK"))
                and g.kind is not CacheKind.LATENT]
     if diff_kv and bytes_per_element(kv_dtype) < 2:
