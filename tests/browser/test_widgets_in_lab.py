@@ -106,6 +106,16 @@ EXPECTED: dict[str, list[list[Move]]] = {
                     f"{54 * (3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4) / 2**20:.2f}"
                     " MiB"),  # 870.33 MiB
     ]],
+    # compressed_explorer(context=131072, kv_dtype="bf16"): Llama 2 7B's config.json, 32
+    # layers, every one MHA with 32 KV heads of 128, in the first row of the table.
+    "08_compressed_shared_selected.ipynb": [[
+        # Context 128K -> 256K: Llama 2 7B, bf16, one sequence, in GiB.
+        Move("context", "right", 1,
+             expect=f"{32 * 2 * 32 * 128 * 2 * 262144 / 2**30:g} GiB"),  # 128 GiB
+        # fp8 (1 B): half of it.
+        Move("KV dtype", "select", "fp8",
+             expect=f"{32 * 2 * 32 * 128 * 1 * 262144 / 2**30:g} GiB"),  # 64 GiB
+    ]],
     # planner_explorer(): Llama 3.1 70B (80 layers, 8 KV heads of 128) on 4 H200, TP 4,
     # so 8 / 4 = 2 KV heads per GPU; 128K context. KV per session per GPU, in GB (10^9).
     "06_capacity_planning.ipynb": [[
