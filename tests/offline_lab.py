@@ -8,7 +8,9 @@ the printed URL opens, and the file through the contents API), starts a kernel i
 01's folder and has it import kvlib, stops the server, and prints what it found as one JSON
 line. Standard library only, and tornado (JupyterLab's server library) for the kernel's
 websocket. SETTINGS: ``copy`` (the repository copy), ``make`` (the make arguments), ``env``,
-``port``, ``token``, ``notebook``, ``log``, ``timeout``, ``loopback`` (bring ``lo`` up).
+``port``, ``token``, ``notebook``, ``log``, ``timeout`` (seconds for the whole run: installing,
+serving and the checks), ``loopback`` (bring ``lo`` up). Each request may take up to a minute and
+the kernel two, within that budget: on 2 cores shared with other work every step slows down.
 """
 
 from __future__ import annotations
@@ -44,12 +46,22 @@ def reaches_outside() -> bool:
     return True
 
 
-def run_in_kernel(url: str, code: str, timeout: float = 90) -> str:
-    """What ``code`` prints in the kernel behind ``url`` (the channels websocket Lab uses)."""
+def run_in_kernel(url: str, code: str, timeout: float = 120) -> str:
+    """What ``code`` prints in the kernel behind ``url`` (the channels websocket Lab uses).
+
+    The kernel answers on two channels that reach the websocket independently: the reply on
+    shell, the printed text on IOPub. ``execute_reply`` can arrive before the last ``stream``
+    message (seen: 5 of 10 runs on an idle machine), so what was printed is complete only when
+    IOPub says the kernel went ``idle`` for this request; the kernel sends that after all of the
+    request's output, on the same channel. Both must be seen within ``timeout`` seconds.
+    """
     import asyncio
     import uuid
 
     from tornado.websocket import websocket_connect  # JupyterLab's own server library
+
+    printed: list[str] = []
+    seen: set[str] = set()  # "reply" (shell) and "idle" (IOPub), for this request
 
     async def talk() -> str:
         ws = await websocket_connect(url)
@@ -60,20 +72,33 @@ def run_in_kernel(url: str, code: str, timeout: float = 90) -> str:
             "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
             "content": {"code": code, "silent": False, "store_history": False,
                         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
-        printed = []
-        while True:
-            msg = json.loads(await ws.read_message())
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "stream":
-                printed.append(msg["content"]["text"])
-            elif msg["msg_type"] == "error":
-                printed.append("\n".join(msg["content"]["traceback"]))
-            elif msg["msg_type"] == "execute_reply":
-                ws.close()
-                return "".join(printed)
+        try:
+            while seen != {"reply", "idle"}:
+                raw = await ws.read_message()
+                if raw is None:
+                    raise ConnectionError("the kernel's websocket closed")
+                msg = json.loads(raw)
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind = msg["msg_type"]
+                if kind == "stream":
+                    printed.append(msg["content"]["text"])
+                elif kind == "error":
+                    printed.append("\n".join(msg["content"]["traceback"]))
+                elif kind == "execute_reply":
+                    seen.add("reply")
+                elif kind == "status" and msg["content"]["execution_state"] == "idle":
+                    seen.add("idle")
+        finally:
+            ws.close()
+        return "".join(printed)
 
-    return asyncio.run(asyncio.wait_for(talk(), timeout))
+    try:
+        return asyncio.run(asyncio.wait_for(talk(), timeout))
+    except TimeoutError:  # asyncio.TimeoutError is TimeoutError from Python 3.11
+        got = "".join(printed)
+        raise TimeoutError(f"no execute_reply and IOPub idle within {timeout:.0f} s "
+                           f"(seen: {sorted(seen)}; printed so far: {got!r})") from None
 
 
 def main(settings_path: str) -> int:
@@ -86,13 +111,20 @@ def main(settings_path: str) -> int:
 
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy to 127.0.0.1
 
-    def get(path: str, method: str = "GET", headers: dict | None = None, body: dict | None = None):
+    t0 = time.monotonic()
+    deadline = t0 + cfg["timeout"]
+
+    def left(cap: float) -> float:
+        """Seconds a step may take: at most ``cap``, and never past the run's deadline."""
+        return max(1.0, min(cap, deadline - time.monotonic()))
+
+    def get(path: str, method: str = "GET", headers: dict | None = None, body: dict | None = None,
+            cap: float = 60):
         req = urllib.request.Request(base + path, method=method, headers=headers or auth,
                                      data=None if body is None else json.dumps(body).encode())
-        with direct.open(req, timeout=10) as r:
+        with direct.open(req, timeout=left(cap)) as r:
             return r.status, r.read().decode()
 
-    t0 = time.monotonic()
     with open(cfg["log"], "wb") as log:
         proc = subprocess.Popen(["make", *cfg["make"]], cwd=cfg["copy"], env=cfg["env"],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -101,11 +133,11 @@ def main(settings_path: str) -> int:
             if proc.poll() is not None:
                 found["exited"] = proc.returncode
                 return print(json.dumps(found)) or 0
-            if time.monotonic() - t0 > cfg["timeout"]:
+            if time.monotonic() > deadline:
                 found["timeout"] = True
                 return print(json.dumps(found)) or 0
             try:
-                get("/api/status")
+                get("/api/status", cap=10)
                 break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.5)
@@ -118,7 +150,8 @@ def main(settings_path: str) -> int:
         kernel = json.loads(body)
         found["kernel_output"] = run_in_kernel(
             f"ws://127.0.0.1:{cfg['port']}/api/kernels/{kernel['id']}/channels?token={cfg['token']}",
-            "import os, sys, kvlib; print(os.getcwd()); print(sys.prefix); print(kvlib.__file__)")
+            "import os, sys, kvlib; print(os.getcwd()); print(sys.prefix); print(kvlib.__file__)",
+            timeout=left(120))
         found["kernel_stopped"] = get(f"/api/kernels/{kernel['id']}", method="DELETE")[0]
     finally:
         if proc.poll() is None:

@@ -107,11 +107,11 @@ def test_an_offline_install_ends_in_a_running_lab_on_notebook_01(tmp_path):
         "copy": str(copy), "make": ["lab", f"WHEELS={tmp_path / 'wheels'}",
                                     f"PYTHON={base_python}"],
         "env": env, "port": port, "token": token, "notebook": NOTEBOOK, "log": str(log),
-        "timeout": 300, "loopback": bool(namespace)}))
+        "timeout": 420, "loopback": bool(namespace)}))  # the whole run; about 60-170 s
     try:
         run = subprocess.run([*namespace, sys.executable,
                               str(Path(__file__).parent / "offline_lab.py"), str(settings)],
-                             capture_output=True, text=True, timeout=400, env=env)
+                             capture_output=True, text=True, timeout=480, env=env)
         _check(run, log, copy, tmp_path, env, bool(namespace))
     finally:
         shutil.rmtree(tmp_path / "wheels", ignore_errors=True)
