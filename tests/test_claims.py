@@ -367,3 +367,63 @@ def test_claims_are_credited_to_whoever_made_them():
     assert "The attention formulas are\nthe paper's" not in nb07
     assert simplified(load_model("deepseek-v2")).assumptions[0].startswith(
         "blog post A's simplification")
+
+
+# --- issue 34: notebook 07's hybrid against Llama 3.1 70B, by hand ------------------------------
+
+def test_hybrid_against_llama_ratios_by_hand():
+    """Notebook 07, section 3's takeaway: Qwen3-Next 80B holds 5.2x less than Llama 3.1 70B at
+    1K, 13.2x less at 128K, tending to kappa_p / kappa_h = 13.3x (bf16, one sequence), and less
+    from 131 tokens on. Per token, from the configs: Llama 3.1 70B's 80 layers x 2 (K, V) x 8 KV
+    heads x 128 x 2 B; Qwen3-Next's 12 attention layers (every 4th of 48) x 2 x 2 x 256 x 2 B,
+    plus, per sequence, its 36 Gated DeltaNet layers' states as vLLM 0.34.0 shapes them
+    (MambaStateShapeCalculator.gated_delta_net_state_shape, model_executor/layers/mamba/
+    mamba_utils.py): a conv state of (kernel - 1) x (2 x 16 x 128 + 32 x 128) and a recurrent
+    state of 32 x 128 x 128, both bf16."""
+    from kvlib import bundled_config
+
+    q, ll = bundled_config("qwen3-next-80b-a3b"), bundled_config("llama-3.1-70b")
+    assert (q["num_hidden_layers"], q["full_attention_interval"], q["num_key_value_heads"],
+            q["head_dim"]) == (48, 4, 2, 256)
+    assert (q["linear_conv_kernel_dim"], q["linear_num_key_heads"], q["linear_key_head_dim"],
+            q["linear_num_value_heads"], q["linear_value_head_dim"]) == (4, 16, 128, 32, 128)
+    assert (ll["num_hidden_layers"], ll["num_key_value_heads"],
+            ll["hidden_size"] // ll["num_attention_heads"]) == (80, 8, 128)
+
+    kappa_p = 80 * 2 * 8 * 128 * 2  # Llama 3.1 70B, bytes per token
+    kappa_h = (48 // 4) * 2 * 2 * 256 * 2  # Qwen3-Next's 12 attention layers
+    conv = (4 - 1) * (2 * 16 * 128 + 32 * 128) * 2
+    recurrent = 32 * 128 * 128 * 2
+    sigma = (48 - 48 // 4) * (conv + recurrent)  # 36 layers x 1,097,728 B
+    assert (kappa_p, kappa_h, conv, recurrent) == (327_680, 24_576, 49_152, 1_048_576)
+    assert sigma == 36 * 1_097_728 == 39_518_208
+
+    def ratio(tokens: int) -> Fraction:
+        return Fraction(kappa_p * tokens, sigma + kappa_h * tokens)
+
+    assert ratio(1024) == Fraction(335_544_320, 64_684_032)  # 0.31 GiB / 0.06 GiB
+    assert ratio(131072) == Fraction(42_949_672_960, 3_260_743_680)  # 40 GiB / 3.04 GiB
+    assert f"{float(ratio(1024)):.1f}x" == "5.2x" and f"{float(ratio(131072)):.1f}x" == "13.2x"
+    assert Fraction(kappa_p, kappa_h) == Fraction(40, 3)  # the limit, 13.33...
+    assert f"{kappa_p / kappa_h:.1f}x" == "13.3x"
+    assert ratio(1024) < ratio(131072) < Fraction(kappa_p, kappa_h)  # climbs towards the limit
+    crossing = -(-sigma // (kappa_p - kappa_h))  # sigma + kappa_h T < kappa_p T
+    assert crossing == 131 and ratio(130) < 1 < ratio(131)
+
+    from kvlib import load_model  # kvlib agrees with the hand values
+
+    qwen, llama = load_model("qwen3-next-80b-a3b"), load_model("llama-3.1-70b")
+    assert (qwen.state_bytes_per_sequence(), qwen.kv_bytes_per_token(2),
+            llama.kv_bytes_per_token(2)) == (sigma, kappa_h, kappa_p)
+    for t in (1024, 131072):
+        assert Fraction(llama.total_bytes_per_sequence(t, 2),
+                        qwen.total_bytes_per_sequence(t, 2)) == ratio(t)
+
+    said = " ".join(_markdown("07_hybrid_models.ipynb").split())
+    assert ("5.2x less at 1K, and the ratio climbs towards $\\kappa_p / \\kappa_h$ = 13.3x as the "
+            "per-token cost comes to dominate (13.2x at 128K)") in said
+    assert "the hybrid holds less from 131 tokens on, and 13x less at 128K" in said
+    shown = _outputs("07_hybrid_models.ipynb")
+    for line in ("the hybrid holds less from 131 tokens on", "(5.2x)", "(13.2x)",
+                 "as N_KV grows the ratio tends to kappa_p/kappa_h = 13.3x"):
+        assert line in shown, line

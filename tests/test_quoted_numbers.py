@@ -552,6 +552,15 @@ def _deepseek_v2_node() -> str:
     return f"{n} sequence" + ("s" if n != 1 else "")
 
 
+def _per_gpu_at_tp4(name: str) -> str:
+    """KiB per token on each GPU of post A's 4 x H200 node (TP=4); by hand in
+    tests/test_serving_claims.py (test_post_a_node_per_gpu_cache_at_tp4_by_hand)."""
+    from kvlib import fmt_bytes, load_model
+    from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu
+
+    return fmt_bytes(kv_bytes_per_sequence_per_gpu(load_model(name), 1, tp=4, block_size=1), "KiB")
+
+
 def _sequences_in(budget_gib: int) -> str:
     from kvlib import load_model
 
@@ -576,6 +585,9 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "31%": Computed(_post_b_gqa_overestimate),
         "10.4 GiB": Computed(lambda: _kv_per_sequence("gemma-3-27b", 131072, "GiB", 1)),
         "2 sequences": Computed(_deepseek_v2_node),
+        # DeepSeek V2 per token (whole, and so on each GPU at TP=4); Llama 3.1 70B's per GPU
+        "67.5 KiB": Computed(lambda: _per_gpu_at_tp4("deepseek-v2")),
+        "80 KiB": Computed(lambda: _per_gpu_at_tp4("llama-3.1-70b")),
     },
     "docs/architecture.md": {"1024 B": UNIT_DEF, "1000 B": UNIT_DEF},
     "docs/capacity.md": {

@@ -275,3 +275,83 @@ def test_a_sliding_window_spans_one_more_block_unless_aligned():
 
     assert [held(c) for c in range(16_000, 16_016)].count(65) == 15
     assert held(16_015) == 64 == 1024 // 16
+
+
+# --- issue 34: numbers notebook 06 and docs/posts.md corrected, by hand ------------------------
+
+def _markdown_and_outputs(name: str) -> str:
+    """A notebook's Markdown and its stored text outputs, whitespace collapsed."""
+    import json
+
+    cells = json.loads((Path(__file__).parent.parent / "notebooks" / name).read_text())["cells"]
+    text = []
+    for cell in cells:
+        text.append("".join(cell["source"]) if cell["cell_type"] == "markdown" else "")
+        for out in cell.get("outputs", []):
+            text.append("".join(out.get("text", "")))
+    return " ".join(" ".join(text).split())
+
+
+def test_blackwell_mxfp4_padding_of_gpt_oss_20b_by_hand():
+    """Notebook 06, "Weights from the checkpoint": on Blackwell, vLLM 0.34.0's TRT-LLM MXFP4 MoE
+    kernels round the experts' hidden size up to a multiple of 256 and the intermediate size to
+    128 (mxfp4_round_up_hidden_size_and_intermediate_size, TRTLLM_BACKENDS branch,
+    vllm/model_executor/layers/fused_moe/oracle/mxfp4.py, lines 822-858), and Mxfp4MoEMethod
+    .create_weights (vllm/model_executor/layers/quantization/mxfp4.py) allocates, per expert,
+    w13 (2 I x H/2 B of values, 2 I x H/32 e8m0 scales) and w2 (H x I/2 B, H x I/32 scales)
+    at the padded sizes: +0.92 GB, 9.0% of the experts."""
+    cfg = bundled_config("gpt-oss-20b")  # openai/gpt-oss-20b config.json
+    assert cfg["quantization_config"]["quant_method"] == "mxfp4"
+    layers, experts, hidden, inter = 24, 32, 2880, 2880
+    assert (cfg["num_hidden_layers"], cfg["num_local_experts"], cfg["hidden_size"],
+            cfg["intermediate_size"]) == (layers, experts, hidden, inter)
+    h_pad, i_pad = 12 * 256, 23 * 128  # 2880 / 256 = 11.25 -> 12; 2880 / 128 = 22.5 -> 23
+    assert (h_pad, i_pad) == (3072, 2944)
+
+    def experts_bytes(h, i):
+        # gate_up (2i x h) and down (h x i): half a byte per value, one byte per 32 values
+        per_expert = (2 * i * h + h * i) // 2 + (2 * i * h + h * i) // 32
+        return layers * experts * per_expert
+
+    files = experts_bytes(hidden, inter)
+    assert files == 768 * 3 * 2880 * 2880 * 17 // 32 == 10_152_345_600
+    padded = experts_bytes(h_pad, i_pad)
+    assert padded == 768 * 3 * 3072 * 2944 * 17 // 32 == 11_069_816_832
+    extra = padded - files
+    assert extra == 917_471_232  # 0.917 GB
+    assert f"+{extra / 10**9:.2f} GB" == "+0.92 GB"
+    assert f"{extra / files:.1%}" == "9.0%"  # 3072 x 2944 / 2880^2 - 1 = 9.04%
+    assert Fraction(padded, files) == Fraction(3072 * 2944, 2880 * 2880)
+    # what the notebook prints and says
+    nb06 = _markdown_and_outputs("06_capacity_planning.ipynb")
+    assert ("Blackwell pads gpt-oss-20b's experts from 2880 x 2880 to 3072 x 2944: +0.92 GB in "
+            "memory (9.0% of the experts)") in nb06
+    assert ("(hidden to a multiple of 256, intermediate to 128: "
+            "`mxfp4_round_up_hidden_size_and_intermediate_size`") in nb06
+    assert "gpt-oss-20b's experts take 9.0% more memory than its files" in nb06
+
+
+def test_post_a_node_per_gpu_cache_at_tp4_by_hand():
+    """docs/posts.md: on post A's own 4 x H200 node at TP=4, DeepSeek V2 holds 67.5 KiB per token
+    on each GPU (its 512 + 64 latent and RoPE key, whole on every rank: vLLM 0.33.0's
+    MLAAttention.get_kv_cache_spec, one KV head, max_tp_shards=1) against Llama 3.1 70B's 80 KiB
+    (8 KV heads split 2 per GPU: a quarter of 320 KiB)."""
+    ds, llama = bundled_config("deepseek-v2"), bundled_config("llama-3.1-70b")
+    assert (ds["num_hidden_layers"], ds["kv_lora_rank"], ds["qk_rope_head_dim"]) == (60, 512, 64)
+    assert (llama["num_hidden_layers"], llama["num_key_value_heads"]) == (80, 8)
+    assert llama["hidden_size"] // llama["num_attention_heads"] == 128  # no head_dim key
+    ds_per_gpu = 60 * (512 + 64) * 2  # bf16, the same on each of the 4 GPUs
+    llama_whole = 80 * 2 * 8 * 128 * 2
+    llama_per_gpu = 80 * 2 * (8 // 4) * 128 * 2
+    assert ds_per_gpu == 69_120 == int(67.5 * 1024)
+    assert llama_whole == 327_680 == 320 * 1024 and llama_per_gpu * 4 == llama_whole
+    assert llama_per_gpu == 81_920 == 80 * 1024
+    assert Fraction(ds_per_gpu, llama_whole) > Fraction(1, 5)  # 0.21 of 320 KiB: not a fifth
+    posts = " ".join((Path(__file__).parent.parent / "docs" / "posts.md").read_text().split())
+    assert (f"on post A's own 4 x H200 node at TP=4 DeepSeek V2 holds {ds_per_gpu / 1024:g} KiB "
+            f"per token on each GPU against Llama 3.1 70B's {llama_per_gpu // 1024} KiB (a quarter "
+            f"of {llama_whole // 1024} KiB), not a fifth of it") in posts
+    from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu
+
+    for name, by_hand in (("deepseek-v2", ds_per_gpu), ("llama-3.1-70b", llama_per_gpu)):
+        assert kv_bytes_per_sequence_per_gpu(load_model(name), 1, tp=4, block_size=1) == by_hand
