@@ -11,6 +11,10 @@
   const G = window.KVLIB_GENERATED;
   if (!G) return;
   const DATA = G.data;
+  // notebooks 05 and 06's KV dtype control: vLLM's names for the formats kvlib models exactly,
+  // each with the value the explorer keeps (kvlib.core.dtypes.VLLM_EXACT_KV_DTYPES) and its bytes
+  const KV_OPTIONS = DATA.kv_dtypes.map(([value, name]) => [value, name]);
+  const KV_BYTES = Object.fromEntries(DATA.kv_dtypes.map(([value, , bytes]) => [value, bytes]));
 
   // ------------------------------------------------------------ exact rationals [n, d] (BigInt)
   const gcd = (a, b) => { a = a < 0n ? -a : a; b = b < 0n ? -b : b;
@@ -423,11 +427,11 @@
       { name: "model", label: "model", type: "select", options: Object.entries(DATA.models).map(([n, m]) => [n, m.title]) },
       { name: "context", label: "context", type: "range", options: MODEL_CONTEXTS.map((t) => [t, formatContext(t)]) },
       { name: "batch", label: "batch", type: "range", options: Array.from({ length: 256 }, (_, i) => [i + 1, `${i + 1}`]) },
-      { name: "kv_dtype", label: "KV dtype", type: "select", options: Object.keys(DATA.dtypes).map((k) => [k, k]) },
+      { name: "kv_dtype", label: "KV dtype", type: "select", options: KV_OPTIONS },
     ],
     // kvlib.views.widgets.models.breakdown (kvlib.models.estimate.estimate)
     compute(s) {
-      const m = DATA.models[s.model], b = parse(DATA.dtypes[s.kv_dtype]);
+      const m = DATA.models[s.model], b = parse(KV_BYTES[s.kv_dtype]);
       const T = BigInt(s.context), B = BigInt(s.batch);
       const groups = m.groups.map((g) => {
         const perToken = groupBytesPerToken(g, b), batch = groupBytesPerBatch(g, T, B, b);
@@ -571,7 +575,7 @@
       { name: "gpus", label: "GPUs", type: "select", options: PLAN.gpu_counts.map((n) => [n, `${n}`]) },
       { name: "tp", label: "TP", type: "select", options: PLAN.tps.map((n) => [n, `${n}`]) },
       { name: "weight_dtype", label: "weights", type: "select", options: PLAN.weight_dtypes.map((k) => [k, k]) },
-      { name: "kv_dtype", label: "KV dtype", type: "select", options: Object.keys(DATA.dtypes).map((k) => [k, k]) },
+      { name: "kv_dtype", label: "KV dtype", type: "select", options: KV_OPTIONS },
       { name: "context", label: "context", type: "range", options: PLAN_CONTEXTS.map((t) => [t, formatContext(t)]) },
       { name: "engine", label: "engine", type: "select", options: Object.entries(PLAN.engines.names) },
       { name: "vllm", label: "vLLM", type: "select", options: Object.keys(PLAN.releases).map((k) => [k, k]) },
@@ -595,7 +599,7 @@
       // the release's budget rule (kvlib.serving.capacity_formulas.RULES): 0.33.0's profiled
       // ceil(u M) - W - O; 0.34.0's extensible min(ceil(u M), M - M_0 - margin) - W - O_R - P
       const rel = PLAN.releases[s.vllm];
-      const b = parse(DATA.dtypes[s.kv_dtype]), bs = BigInt(rel.block_size), T = BigInt(s.context);
+      const b = parse(KV_BYTES[s.kv_dtype]), bs = BigInt(rel.block_size), T = BigInt(s.context);
       const util = rat(BigInt(Math.round(s.gpu_mem_util * 100)), 100n);
       const total = BigInt(gpu.total), requested = ceilDiv(util[0] * total, util[1]);
       const extensible = rel.rule === "extensible";

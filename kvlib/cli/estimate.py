@@ -7,8 +7,9 @@ Hugging Face ``config.json``. Options: ``--context T`` (default: the config's
 :func:`kvlib.models.estimate`, i.e. from the generated formulas.
 
 The ``--json`` object (:func:`to_json`) holds: ``model``, ``title``, ``source``,
-``attention`` (MHA/GQA/MQA/MLA), ``params``, ``kv_dtype``,
-``bytes_per_element``, ``context``, ``batch``, ``kv_bytes_per_token``,
+``attention`` (MHA/GQA/MQA/MLA), ``params``, ``kv_dtype`` (as given, vLLM's name or
+kvlib's; a format's scales, nvfp4's or int4_per_token_head's, are in the byte counts),
+``bytes_per_element`` (of the values), ``context``, ``batch``, ``kv_bytes_per_token``,
 ``kv_bytes_per_sequence``, ``kv_bytes_total`` (x batch) (the growing caches only),
 ``state_bytes_per_sequence`` (the constant-size state of Mamba, linear-attention and
 convolution layers; 0 for a pure-attention model), ``total_bytes_per_sequence``
@@ -23,7 +24,8 @@ import argparse
 import json
 from fractions import Fraction
 
-from kvlib.cli.args import count, kv_dtype, tokens
+from kvlib.cli.args import count, kv_cache_dtype, tokens
+from kvlib.core.dtypes import KV_SCALES, kv_format
 from kvlib.core.units import auto_unit, describe, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
@@ -44,8 +46,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "the config's max_position_embeddings")
     p.add_argument("--batch", type=count, default=1, metavar="B",
                    help="sequences held at once (default: 1)")
-    p.add_argument("--kv-dtype", type=kv_dtype, default="bf16", metavar="DTYPE",
-                   help="element type of the cache (default: bf16)")
+    p.add_argument("--kv-dtype", type=kv_cache_dtype, default="bf16", metavar="DTYPE",
+                   help="the cache's dtype: kvlib's (bf16, fp16, fp32, fp8, int8, int4) or "
+                        "vLLM's kv_cache_dtype (auto, bfloat16, fp8_e5m2, "
+                        "int8_per_token_head, int4_per_token_head, nvfp4, ...), formats with "
+                        "scales counted with them, as kvlib plan counts them (default: bf16)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
     return p
@@ -124,7 +129,10 @@ def render(e: Estimate) -> str:
     # fp32 compressor states, indexer keys): name what each stores
     own = {"V4 entry": "entries", "Compressor state": "compressor state", "Indexer": "indexer keys"}
     fixed = all(g.group.sizes.get("b") is not None for g in e.groups if g.group.grows)
-    dtype = (f"KV dtype {e.kv_dtype} ({_number(e.b)} B/element)" if not fixed else
+    scaled = kv_format(e.kv_dtype).scales
+    per = (f"{_number(e.b)} B/element" if scaled is None else
+           f"{_number(e.b)} B/element + {KV_SCALES[scaled].name} scales")
+    dtype = (f"KV dtype {e.kv_dtype} ({per})" if not fixed else
              f"KV dtype not used (--kv-dtype {e.kv_dtype}): every group stores its own bytes")
     lines = [
         f"{title(spec)}  ({spec.name}{source})",

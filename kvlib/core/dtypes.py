@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["DTYPE_BYTES", "KVFormat", "VLLM_KV_CACHE_DTYPES", "VLLM_KV_FORMATS",
-           "VLLM_KV_UNPLANNED", "bytes_per_element", "kv_dtype_name", "kv_format"]
+from kvlib.core import validate
+
+__all__ = ["DTYPE_BYTES", "KVFormat", "KVScales", "KV_SCALES", "VLLM_EXACT_KV_DTYPES",
+           "VLLM_KV_CACHE_DTYPES", "VLLM_KV_FORMATS", "VLLM_KV_UNPLANNED", "auto_kv_dtype",
+           "bytes_per_element", "kv_dtype_name", "kv_format"]
 
 DTYPE_BYTES: dict[str, Fraction] = {
     "fp32": Fraction(4),
@@ -26,6 +29,37 @@ def bytes_per_element(dtype: str) -> Fraction:
         raise ValueError(
             f"kv dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}"
         ) from None
+
+
+@dataclass(frozen=True)
+class KVScales:
+    """Scales a quantized KV format stores beside the cache.
+
+    scale_bytes: bytes of one scale. elements: cached elements one scale covers;
+    None means one scale per cached vector per token (per KV head, for K and for
+    V; for MLA, one for the latent and one for the RoPE key).
+    """
+
+    name: str
+    scale_bytes: Fraction
+    elements: int | None = None
+
+    def __post_init__(self):
+        validate.exact_fraction(f"{self.name} scale bytes", self.scale_bytes)
+        if self.elements is not None:
+            validate.positive_int(f"{self.name} elements per scale", self.elements)
+
+
+KV_SCALES: dict[str, KVScales] = {
+    # vLLM kv_cache_dtype int8_per_token_head / fp8_per_token_head / int4_per_token_head: one
+    # fp32 scale per token per KV head, for K and V, inline after each head's data
+    # (vllm/v1/attention/backends/triton_attn.py:307-319 in 0.34.0); int4's zero point rides in
+    # the scale's low mantissa bits (vllm/v1/attention/ops/int4_per_token_head.py:158-162).
+    "per-token-head": KVScales("per-token-head", Fraction(4)),
+    # vLLM kv_cache_dtype nvfp4: one fp8 scale per 16 elements, h/2 + h/16 bytes per head
+    # (nvfp4_kv_cache_full_dim, vllm/utils/torch_utils.py:562-564 in 0.34.0).
+    "per-16-fp8": KVScales("per-16-fp8", Fraction(1), 16),
+}
 
 
 # vLLM 0.34.0's kv_cache_dtype values (CacheDType, vllm/config/cache.py:44-67; 0.33.0's are
@@ -82,18 +116,28 @@ VLLM_KV_FORMATS: dict[str, KVFormat] = {
         "rides in the low mantissa bits of that scale, so it costs no byte "
         "(vllm/v1/attention/ops/int4_per_token_head.py:3-10, 158-162)"),
     "nvfp4": KVFormat("nvfp4", "int4", "per-16-fp8",
-                      "nvfp4: half a byte per element (FP4 E2M1) plus one fp8 scale per 16, "
-                      "h/2 + h/16 bytes per head and token (nvfp4_kv_cache_full_dim, "
-                      "vllm/utils/torch_utils.py:562-564; FlashInfer only, "
-                      "vllm/v1/attention/backends/flashinfer.py:558-570); kvlib counts it "
-                      "as int4's half byte, the same size"),
+                      "nvfp4: FP4 (E2M1) values at half a byte per element plus one 1-byte fp8 "
+                      "scale per 16 elements (1/16 byte per element); kvlib counts both, 9/16 "
+                      "byte per element, h/2 + h/16 bytes per head and token "
+                      "(nvfp4_kv_cache_full_dim, vllm/utils/torch_utils.py:562-564; FlashInfer "
+                      "only, vllm/v1/attention/backends/flashinfer.py:558-570)"),
     "nvfp4_4over6": KVFormat("nvfp4_4over6", "int4", "per-16-fp8",
                              "nvfp4_4over6: the nvfp4 layout with another choice of scale "
-                             "(vllm/config/cache.py:255-256), counted as nvfp4"),
+                             "(vllm/config/cache.py:255-256), counted as nvfp4: values at half "
+                             "a byte and one 1-byte scale per 16 elements, 9/16 byte per "
+                             "element"),
 }
 # kvlib's old names stay: bf16, fp16, fp32, fp8 as vLLM's; int8 and int4 are the cache at
 # 1 and 1/2 byte per element with no scales, which vLLM has no kv_cache_dtype for.
 VLLM_KV_CACHE_DTYPES: dict[str, str] = {k: f.dtype for k, f in VLLM_KV_FORMATS.items()}
+# The KV dtypes the explorers offer (notebooks 05 and 06, the book's pages): vLLM's names for
+# the formats kvlib models exactly as b bytes per element, nothing beside them in the page and
+# no choice left to the config ("auto"), each with the value the explorer keeps for it:
+# kvlib's name where one names the same format (bf16 stays the default, as before), else
+# vLLM's. Formats with scales (int4_per_token_head, nvfp4) are planned by kvlib plan.
+VLLM_EXACT_KV_DTYPES: dict[str, str] = {"bfloat16": "bf16", "float16": "fp16",
+                                        "float32": "fp32", "fp8": "fp8",
+                                        "fp8_e5m2": "fp8_e5m2"}
 VLLM_KV_UNPLANNED: dict[str, str] = {
     "fp8_ds_mla": "a 656-byte row per token for sparse MLA (kvlib uses it itself on the GPUs "
                   "where vLLM does: give fp8)",
@@ -119,6 +163,16 @@ def kv_format(text: str) -> KVFormat:
         raise ValueError(f"kv dtype {text!r}: vLLM's packed format of its own slot size; kvlib "
                          f"plans {names}")
     raise ValueError(f"kv dtype must be one of {names}, got {text!r}")
+
+
+def auto_kv_dtype(config: dict | None) -> str:
+    """kvlib's name for the dtype a config stores (``torch_dtype`` / ``dtype``, also in its
+    ``text_config``): what vLLM's kv_cache_dtype "auto" caches; bf16 where it says none."""
+    for c in (config or {}, (config or {}).get("text_config") or {}):
+        name = c.get("torch_dtype") or c.get("dtype")
+        if name in ("bfloat16", "float16", "float32"):
+            return VLLM_KV_FORMATS[name].dtype
+    return "bf16"
 
 
 def kv_dtype_name(text: str) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvlib.core import validate
-from kvlib.core.dtypes import bytes_per_element
-from kvlib.models.catalog import load_model
-from kvlib.models.spec import LayerGroup, ModelSpec
+from kvlib.core.dtypes import KV_SCALES, auto_kv_dtype, bytes_per_element, kv_format
+from kvlib.models.catalog import BUNDLED, bundled_config, bundled_name, load_model
+from kvlib.models.readers import load_config
+from kvlib.models.spec import LayerGroup, ModelSpec, scale_rows
 
 __all__ = ["GroupEstimate", "Estimate", "estimate"]
 
@@ -29,9 +30,11 @@ class GroupEstimate:
 class Estimate:
     """The cache of ``batch`` sequences of ``context`` tokens at ``kv_dtype``.
 
-    kv_*: the growing caches only (attention K/V, MLA latent + RoPE key); state_*: the
+    kv_*: the growing caches only (attention K/V, MLA latent + RoPE key), with the scales a
+    quantized format stores (vLLM's nvfp4, int4_per_token_head); state_*: the
     constant-size state of Mamba, linear-attention and convolution layers, in vLLM's
-    state dtypes; total_bytes_per_sequence = kv + state.
+    state dtypes; total_bytes_per_sequence = kv + state. kv_dtype: as given (vLLM's name
+    or kvlib's); b: bytes per element of its values, scales not included.
     """
 
     spec: ModelSpec
@@ -61,11 +64,21 @@ def estimate(model, context: int | None = None, batch: int = 1,
     """Cache bytes of ``model`` (a ModelSpec, bundled name or config path).
 
     context: tokens per sequence (default: the config's max_position_embeddings);
-    batch: sequences; kv_dtype: a key of :data:`kvlib.core.dtypes.DTYPE_BYTES`.
+    batch: sequences; kv_dtype: kvlib's name (a key of :data:`kvlib.core.dtypes.DTYPE_BYTES`)
+    or vLLM's ``kv_cache_dtype`` (:func:`kvlib.core.dtypes.kv_format`): a format with scales
+    counts them as ``kvlib plan`` does (nvfp4: 9/16 byte per element), and "auto" takes the
+    config's dtype.
     """
     spec = model if isinstance(model, ModelSpec) else load_model(model)
-    b = bytes_per_element(kv_dtype)
+    fmt = kv_format(kv_dtype)
+    kv_dtype = fmt.name
     notes = list(spec.assumptions)
+    element = fmt.dtype
+    if kv_dtype == "auto":
+        element = auto_kv_dtype(_config(model, spec))
+        notes.append(f"kv dtype auto: the config's {element}, as vLLM caches it")
+    b = bytes_per_element(element)
+    scales = KV_SCALES[fmt.scales] if fmt.scales is not None else None
     longest = spec.max_position_embeddings
     if context is None:
         if longest is None:
@@ -79,11 +92,35 @@ def estimate(model, context: int | None = None, batch: int = 1,
                      f"{longest:,}: this is what the cache would take, not a length the model "
                      "was configured for")
     batch = validate.positive_int("batch", batch)
-    groups = tuple(GroupEstimate(g, g.bytes_per_token(b), g.cached_tokens(context),
-                                 g.bytes_per_sequence(context, b),
-                                 g.bytes_per_batch(context, batch, b),
-                                 g.state_bytes_per_sequence()) for g in spec.groups)
-    return Estimate(spec, kv_dtype, b, context, batch, spec.kv_bytes_per_token(b),
-                    spec.kv_bytes_per_sequence(context, b),
-                    spec.kv_bytes_per_batch(context, batch, b), groups, tuple(notes),
+    groups = tuple(_group(g, b, scales, context, batch) for g in spec.groups)
+    return Estimate(spec, kv_dtype, b, context, batch,
+                    sum(g.bytes_per_token for g in groups),
+                    sum(g.bytes_per_sequence for g in groups),
+                    sum(g.bytes_per_batch for g in groups), groups, tuple(notes),
                     spec.state_bytes_per_sequence())
+
+
+def _group(g: LayerGroup, b, scales, context: int, batch: int) -> GroupEstimate:
+    """One group's share at ``b`` bytes per element, plus the scales of a quantized format
+    through the same formula (:func:`kvlib.models.spec.scale_rows`)."""
+    per_token, per_sequence = g.bytes_per_token(b), g.bytes_per_sequence(context, b)
+    per_batch = g.bytes_per_batch(context, batch, b)
+    if scales is not None and g.grows:
+        rows, s = scale_rows(g, scales)
+        per_token += rows.bytes_per_token(s)
+        per_sequence += rows.bytes_per_sequence(context, s)
+        per_batch += rows.bytes_per_batch(context, batch, s)
+    return GroupEstimate(g, per_token, g.cached_tokens(context), per_sequence, per_batch,
+                         g.state_bytes_per_sequence())
+
+
+def _config(model, spec: ModelSpec) -> dict | None:
+    """The config.json behind ``model`` (bundled or a path), for kv_cache_dtype "auto"."""
+    if spec.name in BUNDLED:
+        return bundled_config(spec.name)
+    if isinstance(model, str) and not bundled_name(model):
+        try:
+            return load_config(model)
+        except (OSError, ValueError):
+            return None
+    return None

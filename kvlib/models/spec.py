@@ -9,13 +9,13 @@ generated formulas of :mod:`kvlib.core.formulas` (``KINDS`` for attention,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fractions import Fraction
 
 from kvlib.core import validate
 
-__all__ = ["CacheKind", "GROWING", "STATEFUL", "EMPTY", "LayerGroup", "ModelSpec"]
+__all__ = ["CacheKind", "GROWING", "STATEFUL", "EMPTY", "LayerGroup", "ModelSpec", "scale_rows"]
 
 
 class CacheKind(StrEnum):
@@ -203,3 +203,21 @@ class ModelSpec:
     def total_bytes_per_sequence(self, T: int, b) -> int:
         """Growing cache plus constant state, one sequence of T tokens."""
         return self.kv_bytes_per_sequence(T, b) + self.state_bytes_per_sequence()
+
+
+_WIDTHS = ("d_QK", "d_V", "d_L", "d_R")  # per-head / per-vector widths of the cache rows
+
+
+def scale_rows(group: LayerGroup, scales) -> tuple[LayerGroup, Fraction]:
+    """The group and the bytes per element whose cache formula counts the quantization
+    scales of ``scales`` (a :class:`kvlib.core.dtypes.KVScales`), through the same formula.
+
+    Per-vector scales (``elements`` None): the cache formula with every width set to 1
+    counts the cached vectors (2 N_g per token per layer for GQA), each one scale of
+    ``scale_bytes``. Per-group scales: every ``elements`` cached elements share one scale,
+    ``scale_bytes / elements`` per element. Used by ``kvlib plan`` (per GPU, in pages) and
+    ``kvlib estimate`` alike."""
+    if scales.elements is None:
+        ones = {k: 1 for k in _WIDTHS if k in group.sizes}
+        return replace(group, sizes={**group.sizes, **ones}), Fraction(scales.scale_bytes)
+    return group, Fraction(scales.scale_bytes) / scales.elements

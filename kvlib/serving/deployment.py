@@ -43,7 +43,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from kvlib.core import validate
-from kvlib.core.dtypes import kv_dtype_name
+from kvlib.core.dtypes import auto_kv_dtype, kv_format
 from kvlib.models.quantization import quantization_entry
 from kvlib.models.spec import ModelSpec
 from kvlib.serving import capacity_formulas, context_search
@@ -142,13 +142,8 @@ def _bundled_active(name: str) -> int | None:
 
 
 def _model_dtype(config: dict | None) -> str:
-    """kvlib's name for the dtype a config stores (``torch_dtype`` / ``dtype``, also in its
-    ``text_config``): what vLLM's kv_cache_dtype "auto" caches; bf16 where it says none."""
-    for c in (config or {}, (config or {}).get("text_config") or {}):
-        name = c.get("torch_dtype") or c.get("dtype")
-        if name in ("bfloat16", "float16", "float32"):
-            return kv_dtype_name(name)
-    return "bf16"
+    """What vLLM's kv_cache_dtype "auto" caches (:func:`kvlib.core.dtypes.auto_kv_dtype`)."""
+    return auto_kv_dtype(config)
 
 
 @dataclass(frozen=True)
@@ -175,6 +170,9 @@ class Deployment:
     in_use_bytes, activation_peak_bytes, graph_pool_bytes, non_torch_bytes: what 0.34.0
     measures, assumed (:data:`MEASURED_DEFAULTS`). kv_cache_memory: vLLM's
     kv_cache_memory_bytes, the KV budget per GPU given outright (either release).
+    kv_dtype: kvlib's name or vLLM's (``nvfp4``, ``int8_per_token_head``); after construction
+    it holds kvlib's element dtype (``int4``) and ``scales`` the scales, while
+    ``kv_cache_dtype`` keeps the name given (``nvfp4``), which the plan prints.
     """
 
     model: ModelSpec
@@ -200,9 +198,14 @@ class Deployment:
     activation_peak_bytes: int | None = None
     graph_pool_bytes: int | None = None
     non_torch_bytes: int | None = None
+    kv_cache_dtype: str | None = field(default=None, compare=False)
 
     def __post_init__(self):
         set_ = object.__setattr__
+        # the KV dtype as given (vLLM's name, or kvlib's), before kv_dtype becomes kvlib's
+        # element dtype: nvfp4 and nvfp4_4over6 stay themselves, not int4 with scales
+        set_(self, "kv_cache_dtype", kv_format(self.kv_cache_dtype if self.kv_cache_dtype
+                                               is not None else self.kv_dtype).name)
         set_(self, "vllm", vllm_release(self.vllm))
         defaults = VLLM_DEFAULTS[self.vllm]
         if self.kv_cache_memory is not None:

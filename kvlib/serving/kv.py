@@ -16,8 +16,8 @@ from fractions import Fraction
 import numpy as np
 
 from kvlib.core import validate
-from kvlib.core.dtypes import bytes_per_element, kv_format
-from kvlib.models.spec import STATEFUL, CacheKind, LayerGroup, ModelSpec
+from kvlib.core.dtypes import KV_SCALES, KVScales, bytes_per_element, kv_format
+from kvlib.models.spec import STATEFUL, CacheKind, LayerGroup, ModelSpec, scale_rows
 from kvlib.serving.sharding import Sharding, shard, shard_state
 
 __all__ = [
@@ -29,38 +29,6 @@ __all__ = [
 ]
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM's block_size default on CUDA
-_WIDTHS = ("d_QK", "d_V", "d_L", "d_R")  # per-head / per-vector widths of the cache rows
-
-
-@dataclass(frozen=True)
-class KVScales:
-    """Scales a quantized KV format stores beside the cache.
-
-    scale_bytes: bytes of one scale. elements: cached elements one scale covers;
-    None means one scale per cached vector per token (per KV head, for K and for
-    V; for MLA, one for the latent and one for the RoPE key).
-    """
-
-    name: str
-    scale_bytes: Fraction
-    elements: int | None = None
-
-    def __post_init__(self):
-        validate.exact_fraction(f"{self.name} scale bytes", self.scale_bytes)
-        if self.elements is not None:
-            validate.positive_int(f"{self.name} elements per scale", self.elements)
-
-
-KV_SCALES: dict[str, KVScales] = {
-    # vLLM kv_cache_dtype int8_per_token_head / fp8_per_token_head / int4_per_token_head: one
-    # fp32 scale per token per KV head, for K and V, inline after each head's data
-    # (vllm/v1/attention/backends/triton_attn.py:307-319 in 0.34.0); int4's zero point rides in
-    # the scale's low mantissa bits (vllm/v1/attention/ops/int4_per_token_head.py:158-162).
-    "per-token-head": KVScales("per-token-head", Fraction(4)),
-    # vLLM kv_cache_dtype nvfp4: one fp8 scale per 16 elements, h/2 + h/16 bytes per head
-    # (nvfp4_kv_cache_full_dim, vllm/utils/torch_utils.py:562-564 in 0.34.0).
-    "per-16-fp8": KVScales("per-16-fp8", Fraction(1), 16),
-}
 
 
 def kv_format_parts(kv_dtype: str, scales=None) -> tuple[str, KVScales | None]:
@@ -127,18 +95,12 @@ def _held(group: LayerGroup, tokens: int, b) -> int | Fraction:
 
 
 def _scale_bytes(group: LayerGroup, tokens: int, scales: KVScales | None) -> int | Fraction:
-    """Bytes of quantization scales for ``tokens`` tokens, through the same formula.
-
-    Per-vector scales: the cache formula with every width set to 1 counts the
-    cached vectors (2 N_g per token per layer for GQA), each one scale.
-    Per-group scales: every ``elements`` cached elements share one scale.
-    """
+    """Bytes of quantization scales for ``tokens`` tokens, through the same formula
+    (:func:`kvlib.models.spec.scale_rows`)."""
     if scales is None:
         return 0
-    if scales.elements is None:
-        ones = {k: 1 for k in _WIDTHS if k in group.sizes}
-        return _held(replace(group, sizes={**group.sizes, **ones}), tokens, scales.scale_bytes)
-    return _held(group, tokens, Fraction(scales.scale_bytes) / scales.elements)
+    rows, b = scale_rows(group, scales)
+    return _held(rows, tokens, b)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ class Plan:
     replicas: int
     dcp: int
     context: int
-    kv_dtype: str
+    kv_dtype: str  # the KV dtype as given: vLLM's name (nvfp4) or kvlib's (bf16)
     weight_dtype: str
     gpu_mem_util: Fraction
     block_size: int
@@ -101,6 +101,7 @@ class Plan:
     resident_bytes_per_gpu: int | None = None
     peak_bytes_per_gpu: int | None = None
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    kv_element_dtype: str = ""  # kvlib's element dtype behind kv_dtype (nvfp4: int4)
 
     def to_dict(self) -> dict:
         """JSON-ready: ints stay exact, the utilization is a float, seconds a float."""
@@ -209,7 +210,8 @@ def make_plan(dep: Deployment, context: int, sessions: str = "vllm") -> Plan:
         dep.model, 1, dep.kv_dtype, dep.tp, 1, None, dep.dcp))
     return Plan(
         model=dep.model.name, gpu=gpu.name, gpus=dep.gpus, tp=dep.tp,
-        replicas=dep.replicas, dcp=dep.dcp, context=context, kv_dtype=dep.kv_dtype,
+        replicas=dep.replicas, dcp=dep.dcp, context=context, kv_dtype=dep.kv_cache_dtype,
+        kv_element_dtype=dep.kv_dtype,
         weight_dtype=dep.weights_label, gpu_mem_util=dep.gpu_mem_util,
         block_size=block_size, params=dep.params,
         hbm_bytes_per_gpu=gpu.hbm_bytes,
@@ -247,6 +249,8 @@ def _kv_format_notes(dep: Deployment) -> list[str]:
     name = vllm_kv_cache_dtype(dep.kv_dtype, dep.scales)
     if name is None or dep.scales is None:  # plain dtypes: b bytes per element, exact
         return []
+    if kv_format(dep.kv_cache_dtype).scales is not None:  # as given: nvfp4_4over6 stays itself
+        name = dep.kv_cache_dtype
     note = kv_format(name).note
     return [f"kv_cache_dtype: vLLM's {name}" + (f"; {note}" if note else "")]
 
@@ -323,7 +327,8 @@ def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]):
         notes.append("vllm_max_concurrency: not computed with a draft model or DCP")
         return None, dict.fromkeys(_VLLM_KEYS)
     if dep.scales is not None:  # kvlib's layout of vLLM's pages holds no inline scales
-        name = vllm_kv_cache_dtype(dep.kv_dtype, dep.scales) or f"{dep.kv_dtype} with scales"
+        name = (dep.kv_cache_dtype if kv_format(dep.kv_cache_dtype).scales is not None else
+                vllm_kv_cache_dtype(dep.kv_dtype, dep.scales) or f"{dep.kv_dtype} with scales")
         notes.append(f"vllm_max_concurrency: not computed for {name} (vLLM stores its "
                      f"{dep.scales.name} scales inside the pages, which kvlib's layout of "
                      "vLLM does not hold); sessions by bytes, scales included")

@@ -37,7 +37,7 @@ import sympy as sp
 from sympy.printing.jscode import JavascriptCodePrinter
 
 from kvlib.core.decode_cost import PATHS
-from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.core.dtypes import DTYPE_BYTES, VLLM_EXACT_KV_DTYPES, bytes_per_element, kv_format
 from kvlib.core.formulas import KINDS, STATES
 from kvlib.core.notation import by_name
 from kvlib.models.catalog import BUNDLED, attention_label, bundled_config, load_model
@@ -317,11 +317,11 @@ def _engines() -> dict:
     from kvlib.serving.gpus import CATALOG
     from kvlib.views.widgets import capacity
 
-    def dtypes(kv_bytes):
+    def dtypes(kv_bytes):  # per value of the planner's KV dtype control
         out = {}
-        for k in DTYPE_BYTES:
+        for k in VLLM_EXACT_KV_DTYPES.values():
             try:
-                out[k] = kv_bytes(k)
+                out[k] = kv_bytes(kv_format(k).dtype)  # as Deployment hands it to the engine
             except ValueError as e:
                 out[k] = str(e)
         return out
@@ -407,6 +407,9 @@ def data() -> dict:
         "kinds": {"growing": sorted(map(str, GROWING)), "stateful": sorted(map(str, STATEFUL)),
                   "empty": sorted(map(str, EMPTY))},
         "dtypes": {k: _number(v) for k, v in DTYPE_BYTES.items()},
+        # the KV dtype control of notebooks 05 and 06's explorers: [value, vLLM's name, bytes]
+        "kv_dtypes": [[v, name, _number(bytes_per_element(kv_format(v).dtype))]
+                      for name, v in VLLM_EXACT_KV_DTYPES.items()],
         "colors": dict(COLORS),
         "kind_colors": {str(k): v for k, v in KIND_COLORS.items()},
         "rope": _rope(),

@@ -322,7 +322,7 @@ def test_hybrid_explorer_equals_kvlib(open_page):
 MODEL_SAMPLES = (
     [("gemma-3-27b", 131072, 8, "bf16"),  # the notebook's start
      ("falcon-7b", 1024, 1, "bf16"),  # one sequence (singular), the smallest context
-     ("deepseek-v3.2", 4096, 3, "int4")]  # half bytes, and the indexer's 33/32
+     ("deepseek-v3.2", 4096, 3, "fp8_e5m2")]  # a vLLM name of its own, the indexer's 33/32
     + [(m, 1 << 20, 256, "fp32") for m in BUNDLED]  # every model, largest context and batch
     + [("llama-3-70b", 2048, 255, "fp8"), ("nemotron-h-56b", 262144, 200, "fp16")])
 
@@ -434,7 +434,7 @@ PLAN_SAMPLES = [
     {**PLAN_START, "model": "qwen2.5-7b", "gpus": 8, "tp": 8},  # a TP the heads refuse
     {**PLAN_START, "model": "qwen2.5-7b", "gpus": 2, "tp": 4},  # GPUs not a multiple of TP
     {**PLAN_START, "model": "qwen3-next-80b-a3b", "gpus": 4, "tp": 4, "weight_dtype": "int4",
-     "kv_dtype": "int4", "context": 1024, "gpu_mem_util": 0.5, "sessions": 3},
+     "kv_dtype": "fp8_e5m2", "context": 1024, "gpu_mem_util": 0.5, "sessions": 3},
     {**PLAN_START, "model": "gemma-3-27b", "gpu": "L4", "gpus": 2, "tp": 2, "weight_dtype": "fp8",
      "context": 32768, "sessions": 2},  # sliding windows on a small GPU
     {**PLAN_START, "vllm": "0.33.0", "gpu_mem_util": 0.92},  # the previous release's rule
@@ -519,7 +519,7 @@ ENGINE_SAMPLES = [
     {**PLAN_START, "engine": "trtllm", "model": "gpt-oss-120b", "gpus": 1, "tp": 1},  # VSWA
     {**PLAN_START, "engine": "sglang", "gpu": "B200"},  # no nvidia-smi total for the fraction
     {**PLAN_START, "engine": "sglang", "model": "qwen3-next-80b-a3b"},  # state layers
-    {**PLAN_START, "engine": "trtllm", "kv_dtype": "int4"},  # a KV dtype it does not size
+    {**PLAN_START, "engine": "trtllm", "kv_dtype": "fp32"},  # a KV dtype it does not size
     {**PLAN_START, "engine": "sglang", "model": "llama-3-70b", "gpu": "L40S", "gpus": 1,
      "tp": 1},  # the weights leave nothing: SGLang would stop
     {**PLAN_START, "engine": "trtllm", "model": "llama-3-70b", "gpu": "L4", "gpus": 1,

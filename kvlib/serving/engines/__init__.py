@@ -296,7 +296,7 @@ def _sglang(dep: Deployment, context: int, *, mem_fraction_static=None, in_use_b
                      f"{head_dim} x {layers_kv} layers x {b} B, memory_pool.py:2574-2578)")
     return EnginePlan(
         engine="sglang", release=sg.RELEASE, model=model.name, gpu=gpu.name, tp=tp,
-        context=context, kv_dtype=dep.kv_dtype, total_memory=total,
+        context=context, kv_dtype=dep.kv_cache_dtype, total_memory=total,
         weights=dep.weights_bytes_per_gpu, kv_budget=budget, cell=full, page=page,
         tokens=p.tokens, sessions=p.sessions, swa_tokens=p.swa_tokens, swa_cell=p.swa_cell,
         max_running_requests=p.max_running_requests, fraction=fraction, terms=tuple(terms),
@@ -353,7 +353,7 @@ def _trtllm(dep: Deployment, context: int, *, free_gpu_memory_fraction=None,
                    "(--trtllm-peak-gib)"]
     return EnginePlan(
         engine="trtllm", release=trt.SOURCE, model=model.name, gpu=gpu.name, tp=tp,
-        context=context, kv_dtype=dep.kv_dtype, total_memory=total,
+        context=context, kv_dtype=dep.kv_cache_dtype, total_memory=total,
         weights=dep.weights_bytes_per_gpu, kv_budget=budget, cell=cell, page=block,
         tokens=p.tokens, sessions=p.sessions, fraction=fraction, terms=tuple(terms),
         assumptions=tuple(assumptions), notes=tuple(notes))

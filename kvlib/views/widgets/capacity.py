@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import ipywidgets as widgets
 
 from kvlib.core import validate
-from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.core.dtypes import VLLM_EXACT_KV_DTYPES
 from kvlib.core.units import UNITS, fmt_bytes
 from kvlib.models.catalog import BUNDLED, load_model
 from kvlib.serving.deployment import CHECKPOINT, VLLM_DEFAULTS, Deployment
@@ -304,7 +304,7 @@ def planner_explorer(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4,
         gpus=dropdown(list(GPU_COUNTS), gpus, "GPUs"),
         tp=dropdown(list(TP_OPTIONS), tp, "TP"),
         weight_dtype=dropdown(list(WEIGHT_OPTIONS), weight_dtype, "weights"),
-        kv_dtype=dropdown(list(DTYPE_BYTES), kv_dtype, "KV dtype"),
+        kv_dtype=dropdown(list(VLLM_EXACT_KV_DTYPES.items()), kv_dtype, "KV dtype"),
         context=widgets.SelectionSlider(
             options=[(format_context(t), t) for t in CONTEXTS],
             value=context, description="context", style=style, layout=wide),

@@ -14,7 +14,7 @@ import json
 
 import ipywidgets as widgets
 
-from kvlib.core.dtypes import DTYPE_BYTES
+from kvlib.core.dtypes import VLLM_EXACT_KV_DTYPES
 from kvlib.core.units import UNITS
 from kvlib.models.catalog import BUNDLED, attention_label, title
 from kvlib.models.estimate import Estimate, estimate
@@ -124,7 +124,9 @@ def draw(fig, e: Estimate) -> None:
 
 def model_explorer(model="gemma-3-27b", context=131072, batch=1, kv_dtype="bf16"):
     """Controls: bundled model, a pasted config.json (read instead when not blank),
-    context (1K..1M), batch (1..256), KV dtype."""
+    context (1K..1M), batch (1..256), KV dtype: vLLM's names for the formats kvlib models
+    exactly (:data:`kvlib.core.dtypes.VLLM_EXACT_KV_DTYPES`; the value stays kvlib's bf16 for
+    bfloat16, so the default reads as before)."""
     from kvlib.views.widgets.kit import Explorer
 
     style = {"description_width": "90px"}
@@ -137,7 +139,7 @@ def model_explorer(model="gemma-3-27b", context=131072, batch=1, kv_dtype="bf16"
                                         layout=wide),
         batch=widgets.IntSlider(batch, min=1, max=256, description="batch", style=style,
                                 layout=wide),
-        kv_dtype=widgets.Dropdown(options=list(DTYPE_BYTES), value=kv_dtype,
+        kv_dtype=widgets.Dropdown(options=list(VLLM_EXACT_KV_DTYPES.items()), value=kv_dtype,
                                   description="KV dtype", style=style, layout=wide),
         config=pasted_config_box(style),
     )
