@@ -252,3 +252,21 @@ def test_rtx_6000_ada_cuda_total_is_the_printed_figure():
     ada = CATALOG["RTX-6000-Ada"]
     assert ada.cuda_total_bytes == 4443 * GiB // 100 == ada.total_memory_bytes
     assert ada.reported_bytes == CATALOG["L40S"].reported_bytes == 46068 * 1024**2
+
+
+def test_issue_36_gpus_say_why_they_have_no_cuda_total():
+    """The GPUs issue 36 added: each has its CUDA total with a source, or says in its entry
+    that no public log gave one and the plan takes the datasheet's."""
+    from kvlib.serving.gpus import CATALOG
+
+    for name in ("H20", "L40", "A10", "A10G", "L20", "RTX-PRO-6000", "MI355X", "GB300",
+                 "B300"):
+        gpu = CATALOG[name]
+        if gpu.cuda_total_bytes is None:
+            assert gpu.cuda_total_source.startswith("no CUDA total: no public"), name
+            assert gpu.cuda_total_source.endswith("so the plan takes the datasheet's"), name
+            assert gpu.total_memory_bytes == gpu.hbm_bytes
+        else:
+            assert "github.com/" in gpu.cuda_total_source, name
+    assert "~95.1 GiB" in CATALOG["H20"].cuda_total_source  # rounded, so not taken
+    assert CATALOG["RTX-6000-Ada"].cuda_total_bytes == 4443 * 2**30 // 100
