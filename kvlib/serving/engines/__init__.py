@@ -158,7 +158,7 @@ def sglang_page(model, gpu, config: dict | None) -> tuple[int, str]:
     return 1, "1 token on CUDA (arg_groups/overrides.py:1341-1362)"
 
 
-def sglang_fraction(gpu, tp: int, mla: bool) -> tuple[Fraction, str]:
+def sglang_fraction(gpu, tp: int, mla: bool, model_path: str = "") -> tuple[Fraction, str]:
     """SGLang 0.5.23's default mem_fraction_static on ``gpu`` at ``tp`` and how it came
     (:func:`~kvlib.serving.engines.sglang.default_mem_fraction`); ValueError for a GPU whose
     nvidia-smi memory.total kvlib does not know."""
@@ -166,7 +166,15 @@ def sglang_fraction(gpu, tp: int, mla: bool) -> tuple[Fraction, str]:
         raise ValueError(f"--gpu {gpu.name}: kvlib has no nvidia-smi memory.total for it, "
                          f"which SGLang {sg.RELEASE}'s default mem_fraction_static needs; "
                          "give --mem-fraction-static")
-    return sg.default_mem_fraction(Fraction(gpu.reported_bytes, MiB), tp, mla)
+    return sg.default_mem_fraction(Fraction(gpu.reported_bytes, MiB), tp, mla, model_path)
+
+
+def _model_path(model) -> str:
+    """The --model-path SGLang would be given: a bundled model's Hugging Face repository,
+    else the model's name."""
+    from kvlib.models.catalog import BUNDLED
+
+    return BUNDLED[model.name].repo if model.name in BUNDLED else model.name
 
 
 def sglang_groups(model, config: dict | None) -> list[tuple]:
@@ -261,13 +269,13 @@ def _sglang(dep: Deployment, context: int, *, mem_fraction_static=None, in_use_b
                    f"memory taken after the weights and before the KV pool: {_gib(other_bytes)} "
                    "(--other-gib)"]
     if mem_fraction_static is None:
-        fraction, how = sglang_fraction(gpu, tp, mla)
+        fraction, how = sglang_fraction(gpu, tp, mla, _model_path(model))
         notes.append(f"mem_fraction_static {float(fraction):g}: SGLang's default, {how} "
                      "(arg_groups/memory_hook.py:281-343)")
     else:
         fraction = Fraction(mem_fraction_static)
         notes.append(f"mem_fraction_static {float(fraction):g} (--mem-fraction-static)")
-    budget = sg.kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction)
+    budget = sg.kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp)
     terms += [("free before weights F_0", free_before, "distributed/bootstrap.py:193-223"),
               ("weights per GPU W", dep.weights_bytes_per_gpu, "kvlib (vLLM's split)"),
               (f"slack F_0 x (1 - {float(fraction):g})",

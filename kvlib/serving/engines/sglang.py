@@ -54,6 +54,7 @@ per-kind head sizes, layers without attention, multimodal reserves.
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -133,15 +134,20 @@ def _capacity_defaults(gpu_mib, tp_size: int) -> tuple[int, int]:
     return 16384, 512
 
 
-def default_mem_fraction(gpu_mib, tp_size: int = 1, mla: bool = False) -> tuple[Fraction, str]:
+def default_mem_fraction(gpu_mib, tp_size: int = 1, mla: bool = False,
+                         model_path: str = "") -> tuple[Fraction, str]:
     """SGLang 0.5.23's mem_fraction_static when none is given, and the reserve it came from.
 
     gpu_mib: what nvidia-smi reports as memory.total, in MiB (it may be fractional).
+    model_path: the --model-path SGLang is given; one containing "llama-2" caps the prefill
+    graph at 4096 tokens (memory_hook.py:258-263), so fewer graphs are reserved for.
     Single node, no pipeline parallelism, no speculative decoding, no DP attention, no DeepEP,
     CUDA graphs on (arg_groups/memory_hook.py:281-343)."""
     gpu_mib = Fraction(gpu_mib)
     chunk, max_bs = _capacity_defaults(gpu_mib, tp_size)
     prefill_max = min(8192, chunk) if mla else chunk  # memory_hook.py:233-238
+    if "llama-2" in model_path.lower():
+        prefill_max = min(prefill_max, 4096)  # memory_hook.py:258-263
     graph = Fraction(max_bs * 2)  # :368
     graph += Fraction(3, 2) * 1024 if mla else 8 * len(prefill_graph_sizes(prefill_max))
     reserve = 512 + Fraction(3, 2) * max(chunk, 2048) + Fraction(tp_size, 8) * 1024 + graph
@@ -179,10 +185,21 @@ def _floor(x) -> int:
     return math.floor(Fraction(x))
 
 
-def kv_budget(free_before: int, weights: int, other: int, fraction) -> int:
-    """floor(F_0 - W - X - F_0 (1 - f)) bytes, the budget SGLang 0.5.23 sizes its pools from."""
-    return _floor(Fraction(free_before) - weights - other
-                  - Fraction(free_before) * (1 - Fraction(fraction)))
+def _float32(x) -> float:
+    return struct.unpack("f", struct.pack("f", float(x)))[0]
+
+
+def kv_budget(free_before: int, weights: int, other: int, fraction, world: int = 1) -> int:
+    """F_0 - W - X - F_0 (1 - f) bytes, the budget SGLang 0.5.23 sizes its pools from, in its
+    own floating point: both free memories in GB (bytes / 2^30, utils/common.py:427-576), each
+    the minimum over ``world`` ranks all-reduced as a float32 when world > 1 (:569-574;
+    distributed/bootstrap.py:207-212), the difference times 2^30 truncated
+    (kv_cache_configurator.py:2990-3060). Within a few KiB of the exact floor."""
+    def gb(free):
+        return (_float32(free) if world > 1 else free) / (1 << 30)
+
+    rest = gb(free_before - weights - other) - gb(free_before) * (1 - float(fraction))
+    return int(rest * (1 << 30))
 
 
 def tokens(budget: int, cell, page: int) -> int:
