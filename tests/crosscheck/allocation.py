@@ -43,12 +43,15 @@ scales) and :func:`vllm_state_dtypes` (state element sizes); for transformers 5.
 families :func:`transformers_class` (Kolibri 1.1's and MiniMax M3's layer classes),
 :func:`transformers_sizes` with :func:`vllm_dots3_padding` (dots3 Note's DSA entries, padded
 in vLLM only) and :func:`stored_indexer_bytes` (MiniMax M3's bf16 and Mistral Large 4's own
-indexer keys). :func:`compare` applies them
+indexer keys); for the Inkling families :func:`conv_window_rule` (four float32 conv states
+against kvlib's short-conv window: vLLM's padded bf16 row for Inkling, transformers' own for
+Inkling 2) and :func:`cache_layer_sources` (Inkling 2 Loop's passes). :func:`compare` applies them
 layer by layer and reports every disagreement. Nothing is loosened: every count is exact.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -64,7 +67,8 @@ __all__ = ["Part", "Held", "Expected", "build", "steps", "held", "expected",
            "vllm_state_dtypes", "run_dtype", "transformers_fields", "transformers_window",
            "indexer_layers", "compare", "STATE_FAMILIES", "TRANSFORMERS_RECURRENT_BYTES",
            "TEXT_MODEL_TYPES", "V4Held", "v4_held", "v4_rule", "vllm_v4_entry_bytes",
-           "vllm_v4_state_bytes", "compare_v4"]
+           "vllm_v4_state_bytes", "compare_v4", "CONV_WINDOW_CLASS", "cache_layer_sources",
+           "conv_window_rule", "vllm_inkling_row"]
 
 WINDOWED = (CacheKind.SLIDING, CacheKind.CHUNKED)
 LAYER_CLASS = {CacheKind.FULL: "DynamicLayer", CacheKind.LATENT: "DynamicLayer",
@@ -76,6 +80,10 @@ LAYER_CLASS = {CacheKind.FULL: "DynamicLayer", CacheKind.LATENT: "DynamicLayer",
 INDEXED_CLASS = "DynamicIndexedLayer"  # a latent layer that also holds indexer keys
 # an attention layer that also holds a Mamba2 state (Falcon-H1: both in every layer)
 PARALLEL_CLASS = "LinearAttentionAndFullAttentionLayer"
+# Inkling's layers: attention beside four convolution states, "hybrid" and "hybrid_sliding" in
+# transformers 5.25.0 (cache_utils.py:1344, :1386, :1535-1536; four states each, :2052-2061)
+CONV_WINDOW_CLASS = {CacheKind.FULL: PARALLEL_CLASS,
+                     CacheKind.SLIDING: "LinearAttentionAndSlidingWindowAttentionLayer"}
 
 # Families whose layers keep a constant-size state. They run in bfloat16, their configs'
 # dtype, so that the state element sizes can be compared with vLLM's (which follow it).
@@ -124,7 +132,9 @@ class Held:
     K/V (0 and () for a layer without them): tokens: keys.shape[-2]; elements:
     keys.numel() + values.numel(); storage_bytes: bytes of the K and V storages those
     tensors keep alive; shapes: (keys.shape, values.shape), each [batch, heads, tokens, dim].
-    indexer: DeepSeek V3.2's indexer keys; conv, recurrent: a linear-attention layer's states.
+    indexer: DeepSeek V3.2's indexer keys; conv, recurrent: a linear-attention layer's states;
+    convs: every convolution state, ``conv_states[0..]`` in order (Inkling's layers keep four;
+    conv is the first).
     """
 
     layer: int
@@ -138,6 +148,7 @@ class Held:
     indexer: Part | None = None
     conv: Part | None = None
     recurrent: Part | None = None
+    convs: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -288,8 +299,11 @@ def steps(model, prompt: int, decode: int, seed: int = 0):
 # Tensors a cache layer may hold, by attribute (states: dict entry 0). ``idx_keys``: MiniMax
 # M3's indexer keys, [batch, 1, T, index_head_dim], on its own cache layer
 # (MiniMaxM3VLSparseCacheLayer, models/minimax_m3_vl/modeling_minimax_m3_vl.py:57-94).
-_ALLOWED = {"keys", "values", "indexer_keys", "idx_keys", "conv_states[0]",
-            "recurrent_states[0]"}
+# ``conv_states[k]``: a layer's k-th convolution state (Inkling's four, conv_idx 0-3: keys,
+# values, attention and MLP outputs, modeling_inkling.py:198-203, :555-557, :592-597;
+# cache_utils.py:1242-1301), any k; compare holds every family but Inkling's to one.
+_ALLOWED = {"keys", "values", "indexer_keys", "idx_keys", "recurrent_states[0]"}
+_CONV_STATE = re.compile(r"conv_states\[(\d+)\]")
 
 
 def _tensors(layer) -> dict:
@@ -307,7 +321,7 @@ def held(cache) -> list[Held]:
     """What every layer of a transformers ``DynamicCache`` holds.
 
     Fails if a layer holds a tensor other than keys, values, indexer keys (``indexer_keys``,
-    or MiniMax M3's ``idx_keys``), one convolution
+    or MiniMax M3's ``idx_keys``), convolution states ``conv_states[0..k]``
     and one recurrent state, and the 0-d window scalar of ``DynamicSlidingWindowLayer``
     (so nothing it allocates goes uncounted).
     """
@@ -315,7 +329,10 @@ def held(cache) -> list[Held]:
     for i, layer in enumerate(cache.layers):
         tensors = _tensors(layer)
         extra = {k: tuple(v.shape) for k, v in tensors.items()
-                 if k not in _ALLOWED and v.numel() > 1}
+                 if k not in _ALLOWED and not _CONV_STATE.fullmatch(k) and v.numel() > 1}
+        convs = sorted((int(_CONV_STATE.fullmatch(k).group(1)), v) for k, v in tensors.items()
+                       if _CONV_STATE.fullmatch(k))
+        assert [k for k, _ in convs] == list(range(len(convs))), (i, [k for k, _ in convs])
         assert not extra, f"layer {i} ({type(layer).__name__}) also holds {extra}"
         k, v = tensors.get("keys"), tensors.get("values")
         kv = dict(tokens=0, elements=0, storage_bytes=0, element_size=0, shapes=())
@@ -328,7 +345,8 @@ def held(cache) -> list[Held]:
             layer=i, cls=type(layer).__name__, window=getattr(layer, "sliding_window", None),
             **kv, indexer=Part.of(tensors.get("indexer_keys", tensors.get("idx_keys"))),
             conv=Part.of(tensors.get("conv_states[0]")),
-            recurrent=Part.of(tensors.get("recurrent_states[0]"))))
+            recurrent=Part.of(tensors.get("recurrent_states[0]")),
+            convs=tuple(Part.of(v) for _, v in convs)))
     return out
 
 
@@ -495,10 +513,14 @@ def transformers_class(tiny: dict, e: Expected) -> str:
     ``DynamicIndexedLayer``; Kolibri 1.1's full layers are its "indexed_attention" layers, a
     ``DynamicIndexedLayer`` too (cache_utils.py:1529), whose indexer-key slot Kolibri never
     fills (its indexer scores the layer's own keys, modeling_kolibri1_1.py:324); MiniMax M3's
-    sparse layers are its own ``MiniMaxM3VLSparseCacheLayer`` (modeling_minimax_m3_vl.py:57).
+    sparse layers are its own ``MiniMaxM3VLSparseCacheLayer`` (modeling_minimax_m3_vl.py:57);
+    Inkling's full and sliding layers (all three families) hold their convolution states beside
+    K and V (``CONV_WINDOW_CLASS``).
     """
     if e.indexed or (_family(tiny) == "kolibri1_1" and e.kind is CacheKind.FULL):
         return INDEXED_CLASS
+    if _family(tiny) in CONV_WINDOW_FAMILIES:
+        return CONV_WINDOW_CLASS.get(e.kind, "")
     if _family(tiny) == "minimax_m3_vl" and e.indexer_bytes:
         return "MiniMaxM3VLSparseCacheLayer"
     return PARALLEL_CLASS if e.parallel_state else LAYER_CLASS[e.kind]
@@ -612,6 +634,100 @@ def _indexer(h: Held, e: Expected, tiny: dict, T: int, where: str) -> list[str]:
     return problems
 
 
+# --- Inkling (transformers 5.25.0 ``inkling_text``, ``inkling2_text``, ``inkling2_loop_text``) ----
+# Every layer holds K/V (full, or sliding over sliding_window_size with the swa_* heads: compared
+# as every other attention layer, the sliding rule included) and four convolution states; kvlib
+# keeps the four as a "Short-conv window" group that no ``layer(i)`` names. :func:`compare` finds
+# it by the key :func:`conv_window_rule` computes from transformers' tensors.
+CONV_WINDOW_FAMILIES = frozenset({"inkling", "inkling2", "inkling2_loop"})
+CONV_STREAMS = 4  # number_of_conv_states (configuration_inkling.py:171-172)
+
+
+def cache_layer_sources(tiny: dict, n: int) -> list[int]:
+    """The model layer each transformers cache layer belongs to: 0..n-1, then, for Inkling 2
+    Loop, a copy of the looped layers start..end-1 for each pass after the first.
+
+    transformers 5.25.0 appends ``cache.layers[start:end] * (loop_num_passes - 1)`` (deep
+    copies) to the n layers the ``DynamicCache`` built (modeling_inkling2_loop.py:1398-1401);
+    pass p >= 1 of looped layer i uses cache layer n + (p - 1)(end - start) + i - start
+    (``cache_offset``, :1449). The loop settings as transformers reads them (its config
+    class, ``loop_config`` winning over the flat keys, configuration_inkling2_loop.py:134-145).
+    """
+    if _family(tiny) != "inkling2_loop":
+        return list(range(n))
+    config = AutoConfig.for_model(**transformers_fields(tiny))
+    start, end = config.loop_layer_index_start, config.loop_layer_index_end
+    return list(range(n)) + list(range(start, end)) * (config.loop_num_passes - 1)
+
+
+def vllm_inkling_row(width: int, kv_heads: int) -> int:
+    """vLLM 0.34.0's elements per token of one Inkling layer's conv window for ``width`` values
+    per token over ``kv_heads`` KV heads: each head's share, 2 head_dim + 2 hidden / kv_heads,
+    rounded up to a power of two (``raw_head_size``, ``head_size = 1 << (raw_head_size - 1)
+    .bit_length()``, vllm/models/inkling/nvidia/sconv_swa_attn.py:150-157), kv_heads of them
+    (``SlidingWindowSpec(num_kv_heads, head_size, head_size_v=0)``, :185-193)."""
+    assert width % kv_heads == 0, (width, kv_heads)
+    return kv_heads * (1 << (width // kv_heads - 1).bit_length())
+
+
+def conv_window_rule(family: str, channels: tuple, K: int, kv_heads: int, T: int) -> dict:
+    """From one layer's transformers 5.25.0 convolution states, [1, C_k, K] float32 for k = 0..3
+    (keys, values, attention output, MLP output), to what kvlib's "Short-conv window" group
+    must count for that layer:
+
+    * rows: transformers keeps K = conv_kernel_size inputs per state from the first step (a
+      static buffer, a shorter prefill zero-padded: cache_utils.py:1245-1249, :1289-1293);
+      vLLM (and kvlib) the last min(T, K) tokens of a sliding window of K
+      (sconv_swa_attn.py:158-159): ``rows`` min(T, K) against K;
+    * width: ``width`` = C_0 + C_1 + C_2 + C_3 values per token (2 N_g d + 2 hidden), the
+      elements before padding. ``inkling``: vLLM 0.34.0 packs them per KV head, each head's
+      row padded to a power of two (``d_w`` = :func:`vllm_inkling_row`), in bf16 whatever the
+      model or KV dtype (b = 2, sconv_swa_attn.py:168-172); ``inkling2`` and ``inkling2_loop``
+      (no vLLM model): transformers' own, d_w = width, b = 4 (float32, modeling_inkling2.py:
+      607-614, :915-922);
+    * ``bytes``: rows x d_w x b, kvlib's group per layer.
+    """
+    width = sum(channels)
+    if family == "inkling":
+        d_w, b = vllm_inkling_row(width, kv_heads), 2
+    else:
+        d_w, b = width, 4
+    rows = min(T, K)
+    return {"K": K, "width": width, "d_w": d_w, "b": b, "rows": rows, "bytes": rows * d_w * b,
+            "key": _key(CacheKind.SLIDING, K, "Short-conv window", {"b": b, "d_w": d_w})}
+
+
+def _conv_window(h: Held, tiny: dict, T: int, groups: dict, where: str):
+    """Problems, kvlib's group key and its bytes per layer by :func:`conv_window_rule`."""
+    problems = []
+    convs = h.convs
+    if len(convs) != CONV_STREAMS or h.recurrent is not None:
+        return [f"{where}: transformers holds {len(convs)} conv states (recurrent: "
+                f"{h.recurrent}), Inkling's layers {CONV_STREAMS} and none"], None, 0
+    kv_heads, d = h.shapes[0][1], h.shapes[0][3]
+    want = (kv_heads * d, kv_heads * d, tiny["hidden_size"], tiny["hidden_size"])
+    K = convs[0].shape[-1]
+    for k, (p, c) in enumerate(zip(convs, want, strict=True)):
+        if p.shape != (1, c, K) or p.element_size != 4 or p.storage_bytes != p.elements * 4:
+            problems.append(f"{where}: conv_states[{k}] {p.shape}, {p.element_size} B per "
+                            f"element, {p.storage_bytes} B stored; the layer's heads and "
+                            f"hidden_size give float32 (1, {c}, {K})")
+    r = conv_window_rule(_family(tiny), want, K, kv_heads, T)
+    g = groups.get(r["key"])
+    if g is None:
+        have = sorted((x.window, tuple(sorted(x.sizes.items()))) for x in groups.values()
+                      if x.attention == "Short-conv window")
+        problems.append(f"{where}: transformers' conv states ({r['width']} values per token "
+                        f"over {kv_heads} KV heads, K = {K}) make d_w = {r['d_w']} at b = "
+                        f"{r['b']}; kvlib has no such short-conv window, only {have}")
+        return problems, None, 0
+    have = g.bytes_per_sequence(T, 1) / g.layers
+    if have != r["bytes"]:
+        problems.append(f"{where}: short-conv window: {r['rows']} rows of {r['d_w']} at "
+                        f"{r['b']} B by the rule = {r['bytes']} B, kvlib's group {have} B")
+    return problems, r["key"], r["bytes"]
+
+
 def _state(h: Held, e: Expected, tiny: dict, b: int, where: str) -> list[str]:
     problems = []
     if h.conv is None:
@@ -654,20 +770,30 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
     bytes (kvlib's count through :func:`rule`); indexer keys through
     :func:`vllm_indexer_bytes`; states through :func:`vllm_conv_elements` (conv) and exactly
     (recurrent), their element sizes through :func:`vllm_state_dtypes`; no tensor at all in a
-    layer kvlib says keeps nothing. Then the totals, against ``ModelSpec``.
+    layer kvlib says keeps nothing. Inkling's four conv states per layer through
+    :func:`conv_window_rule` against kvlib's short-conv window groups (each spanning exactly
+    the layers the rule sends to it); Inkling 2 Loop's extra cache layers are its looped
+    layers' later passes (:func:`cache_layer_sources`). Then the totals, against ``ModelSpec``.
     """
     if tiny["model_type"] == "deepseek_v4":
         return compare_v4(tiny, cache, T, q)
     got = held(cache)
     b = next((h.element_size for h in got if h.element_size), None) or next(
         (h.conv.element_size for h in got if h.conv), 4)
-    want = expected(tiny, T, b)
+    by_layer = expected(tiny, T, b)
+    sources = cache_layer_sources(tiny, len(by_layer))
+    want = [by_layer[i] for i in sources]
+    conv_window = _family(tiny) in CONV_WINDOW_FAMILIES
+    groups = {_key(g.kind, g.window, g.attention, g.sizes): g
+              for g in parse_config(tiny).groups()} if conv_window else {}
+    conv_layers, conv_total = {}, 0
     problems = []
     if len(got) != len(want):
         problems.append(f"transformers has {len(got)} cache layers, kvlib reads {len(want)}")
     want_elements = 0
-    for h, e in zip(got, want, strict=False):
-        where = f"layer {e.layer} at T={T}"
+    for j, (h, e) in enumerate(zip(got, want, strict=False)):
+        where = f"layer {j} at T={T}" + (f" (layer {e.layer}'s next pass)" if j != e.layer
+                                         else "")
         cls = transformers_class(tiny, e)
         window = transformers_window(tiny, e.window)
         if h.cls != cls or (e.kind in WINDOWED) != (h.window is not None) \
@@ -692,16 +818,30 @@ def compare(tiny: dict, cache, T: int, q: int) -> list[str]:
         want_elements += elements
         if e.parallel_state:
             problems += _state(h, e, tiny, b, where)
+        if conv_window:
+            found, key, conv_bytes = _conv_window(h, tiny, T, groups, where)
+            problems += found
+            conv_layers[key] = conv_layers.get(key, 0) + 1
+            conv_total += conv_bytes
+        elif len(h.convs) > 1:
+            problems.append(f"{where}: transformers holds {len(h.convs)} conv states, kvlib "
+                            "reads no short-conv window")
         if e.indexer_bytes:
             problems += _indexer(h, e, tiny, T, where)
         elif h.indexer is not None:
             problems.append(f"{where}: kvlib reads a layer sharing an earlier layer's indexer "
                             f"(no indexer keys), transformers holds {h.indexer.shape}")
+    for key, g in groups.items():
+        if g.attention == "Short-conv window" and conv_layers.get(key, 0) != g.layers:
+            problems.append(f"kvlib's short-conv window {dict(g.sizes)} spans {g.layers} layers, "
+                            f"transformers' conv states give it {conv_layers.get(key, 0)}")
     spec = read_config(tiny)
     spec_total = spec.kv_bytes_per_sequence(T, b)
-    if spec_total != sum(e.bytes + e.indexer_bytes for e in want):
+    layers_total = sum(e.bytes + e.indexer_bytes for e in want) + conv_total
+    if spec_total != layers_total:
         problems.append(f"ModelSpec.kv_bytes_per_sequence({T}) = {spec_total} B is not the sum "
-                        f"of kvlib's layers, {sum(e.bytes + e.indexer_bytes for e in want)} B")
+                        f"of kvlib's layers over transformers' {len(got)} cache layers, "
+                        f"{layers_total} B")
     if spec.state_bytes_per_sequence() != sum(e.state_bytes for e in want):
         problems.append(f"ModelSpec.state_bytes_per_sequence() = "
                         f"{spec.state_bytes_per_sequence()} B is not the sum of kvlib's layers")

@@ -71,6 +71,15 @@ UNBUNDLED = {
     # the class's default has no sparse layer
     "minimax_m3_vl": ("minimax_m3_vl_text",
                       {"sparse_attention_config": {"sparse_attention_freq": [0] * 3 + [1] * 57}}),
+    # InklingTextConfig (the text model of inkling_mm_model) with its 5 sliding : 1 full layers
+    # written as local_layer_ids, as the checkpoints write them: vLLM 0.34.0 reads only that
+    # key, transformers 5.25.0 layer_types (made from it, configuration_inkling.py:152-159), and
+    # kvlib refuses a file with one of them alone. Heads 64 : 8 full, 64 : 16 sliding.
+    "inkling": ("inkling_text", {"local_layer_ids": [i for i in range(66) if (i + 1) % 6]}),
+    # Inkling2TextConfig, Inkling2LoopTextConfig: layer_types by their rule (full iff
+    # (i + 1) % 6 == 0); the loop runs layers 6-17 of 24 three times
+    "inkling2": ("inkling2_text", {}),
+    "inkling2_loop": ("inkling2_loop_text", {}),
 }
 # A config written as the released checkpoint writes it, where transformers' to_dict() would
 # not be read by vLLM (and so not by kvlib): dots3 Note's text config with layer_types and the
@@ -117,9 +126,9 @@ NEW_IN_TRANSFORMERS = {
     "ergo": "ergo", "kolibri1_1": "kolibri1_1", "mistral_large4": "mistral_large4",
     "dots3_note": "dots3_note", "minimax_m3_vl": "minimax_m3_vl",
     "deepseek_v4": "deepseek-v4-flash", "blt": "refused",
-    # read by kvlib (readers/inkling*.py, tests/test_inkling.py), not yet built here: each
-    # layer's four float32 conv states need a stated rule to vLLM's bf16 window (issue 31)
-    **dict.fromkeys(("inkling", "inkling2", "inkling2_loop"), "read, not yet compared"),
+    # each layer's four float32 conv states against kvlib's short-convolution window by
+    # allocation.conv_window_rule; Inkling 2 Loop's passes by allocation.cache_layer_sources
+    "inkling": "inkling", "inkling2": "inkling2", "inkling2_loop": "inkling2_loop",
 }
 VARIANT = "gemma-4-26b-a4b+kv-sharing"
 BUNDLED_NAMES = list(BUNDLED)

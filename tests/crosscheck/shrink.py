@@ -26,7 +26,11 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
     list ``moe_layer_freq``, DeepSeek V4's ``compress_ratios``, whose entries past
     ``num_hidden_layers`` are multi-token-prediction layers and are dropped) and
     ``hybrid_override_pattern`` are cut to their first n entries; Kimi Linear's 1-based
-    ``kda_layers`` / ``full_attn_layers`` keep the numbers up to n. A config with no
+    ``kda_layers`` / ``full_attn_layers`` keep the numbers up to n, and lists of layer numbers
+    (Kolibri 1.1's ``index_layers``, ``mlp_only_layers``, Inkling's ``local_layer_ids``) the
+    numbers below n. Inkling 2 Loop's loop (:func:`_loop`): its attention-residual block
+    becomes 2 layers, each end of the loop keeps its number of blocks (the end at most n),
+    ``loop_num_passes`` is kept, so each pass still keeps its own caches. A config with no
     ``num_hidden_layers`` (Nemotron 3 Ultra: transformers and kvlib count
     ``layers_block_type``) gets none;
     ``max_window_layers`` (Qwen2) keeps every layer full if it did, else keeps a split;
@@ -40,9 +44,9 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
     so its single KV head comes from the same field as in the real model. A config with
     a second KV-head count (Gemma 4's ``num_global_key_value_heads``) keeps all three
     in their real proportion, divided by their greatest common divisor (16 : 8 : 2 -> 8 : 4 : 1).
-    MiMo-V2's sliding layers' own ``swa_num_attention_heads`` / ``swa_num_key_value_heads``
-    keep the four counts' proportion with the full layers at N_g = 2 (64 : 4, 64 : 8 ->
-    32 : 2, 32 : 4).
+    MiMo-V2's and Inkling's sliding layers' own ``swa_num_attention_heads`` /
+    ``swa_num_key_value_heads`` keep the four counts' proportion with the full layers at
+    N_g = 2 (MiMo-V2 64 : 4, 64 : 8 -> 32 : 2, 32 : 4; Inkling 64 : 8, 64 : 16 -> 16 : 2, 16 : 4).
   * head_dim: explicit stays explicit, as 16; derived stays derived (no head_dim
     written). hidden_size / N_h is head_dim + 8 when the real ratio is above
     head_dim, head_dim - 8 when below, head_dim when equal; so a reader that
@@ -83,7 +87,8 @@ Rewritten (symbols as in kvlib: N_h query heads, N_g key/value heads):
   * sizes: intermediate 32, MoE and shared-expert intermediate 16, 4 experts with at most
     2 per token (DeepSeek: 2 groups, top-1 group; a single group stays single), MoE latent
     width (Nemotron 3 Ultra's ``moe_latent_size``) 16, vocabulary
-    128 (Gemma's per-layer-input vocabulary too), per-layer input width 8 (0 stays 0),
+    128 (Gemma's per-layer-input vocabulary too, and Inkling 2's ``unpadded_vocab_size``, the
+    rows of its head; None stays None), per-layer input width 8 (0 stays 0),
     LAuReL rank 4. Positions stay as they are (RoPE tables are computed per position;
     GPT-2's 1024 learned positions are small).
 
@@ -120,8 +125,11 @@ _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 _PER_LAYER = ("layer_types", "no_rope_layers", "activation_sparsity_pattern",
               "layers_block_type", "attn_type_list", "indexer_types", "mlp_layer_types",
               "hybrid_layer_pattern", "moe_layer_freq", "kv_source_layers", "compress_ratios")
-# Lists of layer numbers (Kolibri 1.1's indexer and dense-MLP layers): those below n are kept.
-_LAYER_NUMBERS = ("index_layers", "mlp_only_layers")
+# Lists of layer numbers (Kolibri 1.1's indexer and dense-MLP layers, Inkling's sliding layers):
+# those below n are kept.
+_LAYER_NUMBERS = ("index_layers", "mlp_only_layers", "local_layer_ids")
+# Inkling 2 Loop's attention-residual block, in layers, in the tiny model (:func:`_loop`)
+LOOP_BLOCK = 2
 # Written patterns, read together (:func:`pattern`).
 _PATTERNS = ("layer_types", "no_rope_layers", "hybrid_override_pattern", "layers_block_type",
              "hybrid_layer_pattern", "indexer_types", "attn_type_list", "compress_ratios")
@@ -136,7 +144,7 @@ _SIZES = {"intermediate_size": 32, "intermediate_size_mlp": 32, "moe_intermediat
           "vocab_size": 128, "vocab_size_per_layer_input": 128, "laurel_rank": 4,
           "index_n_heads": 4, "index_topk": 4, "mamba_head_dim": 8, "ssm_state_size": 16,
           "mamba_d_state": 16, "linear_key_head_dim": HEAD_DIM, "linear_value_head_dim": 8,
-          "moe_latent_size": 16, "o_lora_rank": 16}
+          "moe_latent_size": 16, "o_lora_rank": 16, "unpadded_vocab_size": 128}
 KDA_HEADS = 2  # Kimi Linear's linear_attn_config num_heads (q, k and v heads alike)
 
 
@@ -308,6 +316,7 @@ def _layers(c: dict) -> None:
         la = c["linear_attn_config"] = dict(c["linear_attn_config"])
         for key in ("kda_layers", "full_attn_layers"):
             la[key] = [i for i in la[key] if i <= n]
+    _loop(c, n)
     if c.get("max_window_layers") is not None:
         m = c["max_window_layers"]
         c["max_window_layers"] = n if m >= real_n else max(1, min(m, n - 1))
@@ -315,6 +324,24 @@ def _layers(c: dict) -> None:
         mlp = c.get("mlp_layer_types")  # GLM-5.2 writes both: keep them agreeing
         c["first_k_dense_replace"] = next(
             (i for i, t in enumerate(mlp) if t != "dense"), len(mlp)) if mlp else 1
+
+
+def _loop(c: dict, n: int) -> None:
+    """Inkling 2 Loop: layers ``loop_layer_index_start`` to ``loop_layer_index_end`` - 1 run
+    ``loop_num_passes`` times, each pass with its own caches; transformers 5.25.0 wants both
+    ends multiples of ``n_layers_per_attn_res_block`` B, the start above 0
+    (configuration_inkling2_loop.py:151-165). B (how many layers' outputs the block attention
+    residuals mix, at one position: nothing kept across tokens) becomes LOOP_BLOCK = 2; each end
+    keeps its number of blocks, the end at most n; the passes are kept. The class's 6, 18 of 24
+    layers, B = 6: 2, 6 of the tiny 6 (layers 2-5, three sliding and the full one, loop)."""
+    if "loop_layer_index_start" not in c:
+        return
+    block = c["n_layers_per_attn_res_block"]
+    start, end = c["loop_layer_index_start"], c["loop_layer_index_end"]
+    assert start % block == 0 and end % block == 0, (start, end, block)
+    c["n_layers_per_attn_res_block"] = LOOP_BLOCK
+    c["loop_layer_index_start"] = start // block * LOOP_BLOCK
+    c["loop_layer_index_end"] = min(end // block * LOOP_BLOCK, n // LOOP_BLOCK * LOOP_BLOCK)
 
 
 def _attention_heads(c: dict) -> int:

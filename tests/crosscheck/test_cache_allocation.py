@@ -24,7 +24,9 @@ import torch
 import transformers
 from allocation import (
     build,
+    cache_layer_sources,
     compare,
+    conv_window_rule,
     expected,
     held,
     rule,
@@ -35,6 +37,7 @@ from allocation import (
     v4_rule,
     vllm_conv_elements,
     vllm_indexer_bytes,
+    vllm_inkling_row,
     vllm_state_dtypes,
     vllm_v4_entry_bytes,
     vllm_v4_state_bytes,
@@ -43,7 +46,7 @@ from cases import NAMES, tiny, unsupported
 from shrink import CHUNK, WINDOW
 from transformers import AutoConfig
 
-from kvlib import parse_config
+from kvlib import parse_config, read_config
 from kvlib.models.catalog import bundled_config
 from kvlib.models.spec import CacheKind
 
@@ -377,6 +380,153 @@ def test_control_deepseek_v4_state_ring_without_overlap_is_caught(monkeypatch):
     assert [p.split(":")[0] for p in problems[:4]] == ["layer 2 at T=21"] * 2 \
         + ["layer 4 at T=21"] * 2
     assert all("kvlib has no group for the" in p for p in problems[:4])
+
+
+# Inkling (allocation.conv_window_rule, cache_layer_sources) at T = 21 after a decode step,
+# float32 (b = 4). Per layer: (class, K/V elements visible, K/V storage B, the four conv states'
+# channels, their storage B, kvlib's K/V B, kvlib's conv window B).
+INKLING_BY_HAND = {
+    # Inkling: sliding layers 4 KV heads x 16 (swa_*), K and V: 128 per token, visible
+    # min(21, W - 1) = 7 rows, stored 8, kvlib 8 x 128 x 4 = 4,096 B; the full layer 2 x 16 x 2
+    # = 64 per token, 21 of them. Conv states [1, C, 4] float32: K and V N_g x 16 wide, the
+    # attention and MLP outputs hidden_size 128 wide. vLLM (kvlib): per KV head
+    # pow2(2 x 16 + 2 x 128 / N_g), sliding 4 x pow2(96) = 4 x 128, full 2 x pow2(160) =
+    # 2 x 256: 512 both, 4 rows in bf16 = 4,096 B; transformers 384 x 4 x 4 = 6,144 B (sliding),
+    # 320 x 4 x 4 = 5,120 B (full).
+    "inkling": [
+        (0, "LinearAttentionAndSlidingWindowAttentionLayer", 7 * 128, 8 * 128 * 4,
+         (64, 64, 128, 128), 384 * 4 * 4, 8 * 128 * 4, 4 * 512 * 2),
+        (5, "LinearAttentionAndFullAttentionLayer", 21 * 64, 21 * 64 * 4,
+         (32, 32, 128, 128), 320 * 4 * 4, 21 * 64 * 4, 4 * 512 * 2)],
+    # Inkling 2: 2 KV heads x 16 on both kinds; conv 32 + 32 + 96 + 96 = 256 per token, counted
+    # as transformers keeps it: 4 x 256 x 4 = 4,096 B in both.
+    "inkling2": [
+        (0, "LinearAttentionAndSlidingWindowAttentionLayer", 7 * 64, 8 * 64 * 4,
+         (32, 32, 96, 96), 256 * 4 * 4, 8 * 64 * 4, 4 * 256 * 4),
+        (5, "LinearAttentionAndFullAttentionLayer", 21 * 64, 21 * 64 * 4,
+         (32, 32, 96, 96), 256 * 4 * 4, 21 * 64 * 4, 4 * 256 * 4)],
+    # Inkling 2 Loop: hidden 48, conv 32 + 32 + 48 + 48 = 160; layers 2-5 loop three times, so
+    # cache layers 6-9 and 10-13 are their second and third passes: 9 and 13 the full layer's.
+    "inkling2_loop": [
+        (2, "LinearAttentionAndSlidingWindowAttentionLayer", 7 * 64, 8 * 64 * 4,
+         (32, 32, 48, 48), 160 * 4 * 4, 8 * 64 * 4, 4 * 160 * 4),
+        (9, "LinearAttentionAndFullAttentionLayer", 21 * 64, 21 * 64 * 4,
+         (32, 32, 48, 48), 160 * 4 * 4, 21 * 64 * 4, 4 * 160 * 4),
+        (13, "LinearAttentionAndFullAttentionLayer", 21 * 64, 21 * 64 * 4,
+         (32, 32, 48, 48), 160 * 4 * 4, 21 * 64 * 4, 4 * 160 * 4)],
+}
+# kvlib's whole cache at T = 21, b = 4: attention + conv windows (ModelSpec), by hand.
+INKLING_TOTALS = {
+    "inkling": 21 * 64 * 4 + 5 * 8 * 128 * 4 + 6 * 4 * 512 * 2,  # 5,376 + 20,480 + 24,576
+    "inkling2": 21 * 64 * 4 + 5 * 8 * 64 * 4 + 6 * 4 * 256 * 4,  # 5,376 + 10,240 + 24,576
+    # 3 full and 11 sliding cache layers, 14 conv windows: 16,128 + 22,528 + 35,840
+    "inkling2_loop": 3 * 21 * 64 * 4 + 11 * 8 * 64 * 4 + 14 * 4 * 160 * 4,
+}
+
+
+@pytest.mark.parametrize("name", list(INKLING_BY_HAND))
+def test_inkling_by_hand_at_21_tokens(name):
+    T, q, cache = after(name, 20, 1)
+    assert (T, q) == (21, 1)
+    t = tiny(name)
+    got = held(cache)
+    by_layer = expected(t, T, 4)
+    sources = cache_layer_sources(t, len(by_layer))
+    assert len(got) == len(sources) == {"inkling2_loop": 14}.get(name, 6)
+    for layer, cls, kv_elements, kv_storage, channels, conv_storage, kv_bytes, conv_bytes \
+            in INKLING_BY_HAND[name]:
+        h, e = got[layer], by_layer[sources[layer]]
+        assert h.cls == cls and h.elements == kv_elements and h.storage_bytes == kv_storage
+        assert tuple(p.shape for p in h.convs) == tuple((1, c, 4) for c in channels)
+        assert all(p.element_size == 4 for p in h.convs)
+        assert sum(p.storage_bytes for p in h.convs) == conv_storage
+        assert e.bytes == kv_bytes
+        r = conv_window_rule(name, channels, 4, h.shapes[0][1], T)
+        assert r["bytes"] == conv_bytes and r["width"] == sum(channels)
+    assert read_config(t).kv_bytes_per_sequence(T, 4) == INKLING_TOTALS[name]
+    assert compare(t, cache, T, q) == []
+
+
+def test_inkling_loop_passes_by_hand():
+    """Tiny Inkling 2 Loop: 6 layers, layers 2-5 looped 3 times; transformers appends a copy of
+    the looped caches per pass after the first (modeling_inkling2_loop.py:1398-1401)."""
+    t = tiny("inkling2_loop")
+    assert cache_layer_sources(t, 6) == [0, 1, 2, 3, 4, 5, 2, 3, 4, 5, 2, 3, 4, 5]
+    assert cache_layer_sources(tiny("inkling2"), 6) == list(range(6))
+
+
+def test_inkling_conv_rule_by_hand():
+    """vLLM 0.34.0's padded row (sconv_swa_attn.py:150-157) at Inkling's real widths: full 8 KV
+    heads x pow2(2 x 128 + 2 x 6144 / 8 = 1792) = 8 x 2048; sliding 16 x pow2(1024) = 16 x
+    1024: 16,384 both; before padding 14,336 and 16,384. Inkling 2 is counted unpadded."""
+    assert vllm_inkling_row(2 * 8 * 128 + 2 * 6144, 8) == 16384
+    assert vllm_inkling_row(2 * 16 * 128 + 2 * 6144, 16) == 16384
+    full = conv_window_rule("inkling", (1024, 1024, 6144, 6144), 4, 8, 100)
+    assert (full["width"], full["d_w"], full["b"], full["bytes"]) == (14336, 16384, 2, 131072)
+    two = conv_window_rule("inkling2", (1024, 1024, 4608, 4608), 4, 8, 100)
+    assert (two["width"], two["d_w"], two["b"], two["bytes"]) == (11264, 11264, 4, 180224)
+    # below the kernel vLLM holds T rows, transformers K (zero-padded)
+    assert conv_window_rule("inkling2", (32, 32, 96, 96), 4, 2, 2)["rows"] == 2
+
+
+def test_inkling_below_the_kernel_and_in_bfloat16():
+    """T = 2 < K = 4: transformers' conv states are already K = 4 rows (the prefill
+    zero-padded), kvlib's window 2 rows: 4 x 256 x 4 = 4,096 B against 2 x 256 x 4 = 2,048 B per
+    layer. In bfloat16 K and V are 2 B per element, the conv states still float32 (4 B), and
+    Inkling's vLLM row bf16 whatever the model dtype: the rule holds in both."""
+    T, q, cache = after("inkling2", 2, 0)
+    h = held(cache)[0]
+    assert [p.shape for p in h.convs] == [(1, 32, 4), (1, 32, 4), (1, 96, 4), (1, 96, 4)]
+    assert sum(p.storage_bytes for p in h.convs) == 4096
+    conv = [g for g in parse_config(tiny("inkling2")).groups()
+            if g.attention == "Short-conv window"]
+    assert len(conv) == 1 and conv[0].bytes_per_sequence(2, 4) == 6 * 2048
+    assert compare(tiny("inkling2"), cache, T, q) == []
+    T, q, cache = after("inkling", 20, 1, dtype=torch.bfloat16)
+    got = held(cache)
+    assert {h.element_size for h in got} == {2}
+    assert {p.element_size for h in got for p in h.convs} == {4}
+    assert compare(tiny("inkling"), cache, T, q) == []
+
+
+def test_control_inkling_conv_window_unpadded_is_caught(monkeypatch):
+    """vLLM's power-of-two padding dropped (d_w = 2 N_g d + 2 hidden, 384 sliding and 320
+    full): every layer's conv states find no kvlib window of vLLM's 512."""
+    import kvlib.models.readers.inkling as inkling
+
+    monkeypatch.setattr(inkling, "vllm_row_width", lambda n_g, d, hidden: 2 * n_g * d + 2 * hidden)
+    T, q, cache = after("inkling", 11, 1)
+    problems = compare(tiny("inkling"), cache, T, q)
+    assert [p.split(":")[0] for p in problems[:6]] == [f"layer {i} at T=12" for i in range(6)]
+    assert all("make d_w = 512 at b = 2; kvlib has no such" in p for p in problems[:6])
+
+
+def test_control_inkling_loop_passes_ignored_is_caught(monkeypatch):
+    """loop_num_passes read as 1: kvlib counts 6 cache layers where transformers keeps 14."""
+    import kvlib.models.readers.inkling2_loop as inkling2_loop
+
+    real_loop = inkling2_loop.loop
+    monkeypatch.setattr(inkling2_loop, "loop",
+                        lambda c, n, notes: (*real_loop(c, n, notes)[:2], 1))
+    T, q, cache = after("inkling2_loop", 11, 1)
+    problems = compare(tiny("inkling2_loop"), cache, T, q)
+    assert any("spans 6 layers, transformers' conv states give it 14" in p for p in problems)
+    assert any(p.startswith("ModelSpec.kv_bytes_per_sequence(12)") for p in problems)
+
+
+def test_control_inkling_swa_heads_ignored_is_caught(monkeypatch):
+    """The sliding layers read with the full layers' heads (2 KV heads, not swa's 4): the five
+    sliding layers are reported on their K and V."""
+    import kvlib.models.readers.inkling as inkling
+
+    real_heads = inkling._heads
+    monkeypatch.setattr(inkling, "_heads",
+                        lambda c, local: (real_heads(c, local), real_heads(c, False))[1])
+    T, q, cache = after("inkling", 11, 1)
+    problems = compare(tiny("inkling"), cache, T, q)
+    where = sorted({p.split(":")[0] for p in problems})
+    assert where == [f"layer {i} at T=12" for i in range(5)]
+    assert "transformers' K, V shapes ((1, 4, 7, 16)" in problems[0]
 
 
 def test_control_dots3_dsa_latent_unpadded_is_caught(monkeypatch):

@@ -53,7 +53,8 @@ def test_every_bundled_model_is_crosschecked_or_named_as_skipped():
     assert BUNDLED_NAMES == list(BUNDLED) and len(BUNDLED_NAMES) == 34
     assert set(NAMES) - set(BUNDLED) == {"jamba", "lfm2", "gemma3n", "falcon_h1", "olmo3",
                                          "cohere2", "ergo", "kolibri1_1", "mistral_large4",
-                                         "minimax_m3_vl", "gemma-4-26b-a4b+kv-sharing"} \
+                                         "minimax_m3_vl", "inkling", "inkling2",
+                                         "inkling2_loop", "gemma-4-26b-a4b+kv-sharing"} \
         | set(WRITTEN) | set(PUBLISHED)
     # issue 23's families, each from a published config
     new = [*PUBLISHED, "qwen3.5-27b", "nemotron-3-ultra-550b-a55b", "minimax-m2.5"]
@@ -104,6 +105,8 @@ def test_pattern_period_of_each_family():
         # DeepSeek V4's compress_ratios (its MTP entry dropped): Flash 0 0 then (4 128), Pro
         # 128 then (128 4)
         "deepseek-v4-flash": 2, "deepseek-v4-pro": 2,
+        # Inkling's, Inkling 2's and Inkling 2 Loop's layer_types: 5 sliding : 1 full
+        "inkling": 6, "inkling2": 6, "inkling2_loop": 6,
     }
     assert {name: pattern_offset(real(name)) for name in periods
             if pattern_offset(real(name))} == {"mimo-v2-flash": 1, "glm-5.2": 2,
@@ -286,6 +289,31 @@ def test_tiny_transformers_5_25_families_by_hand():
             d["sliding_window_size"]) \
         == (5, ["indexed_attention"] * 2 + ["sliding_attention"] * 3, 64, 128, 8, 8, 16, 24, 32,
             32, 8)
+    i = tiny("inkling")  # 66 layers, 5 sliding : 1 full -> 6; heads 64 : 8 full, 64 : 16
+    # sliding -> 16 : 2, 16 : 4; 6144 / 64 = 96 < 128: 16 x (16 - 8); local_layer_ids cut
+    assert (i["num_hidden_layers"], i["layer_types"], i["local_layer_ids"],
+            i["num_attention_heads"], i["num_key_value_heads"], i["swa_num_attention_heads"],
+            i["swa_num_key_value_heads"], i["head_dim"], i["swa_head_dim"], i["hidden_size"],
+            i["sliding_window_size"], i["conv_kernel_size"]) \
+        == (6, ["hybrid_sliding"] * 5 + ["hybrid"], [0, 1, 2, 3, 4], 16, 2, 16, 4, 16, 16, 128,
+            8, 4)
+    i2 = tiny("inkling2")  # 48 : 8 both -> 12 : 2; 4608 / 48 = 96 < 128: 12 x 8
+    assert (i2["num_hidden_layers"], i2["layer_types"], i2["num_key_value_heads"],
+            i2["swa_num_key_value_heads"], i2["hidden_size"], i2["unpadded_vocab_size"]) \
+        == (6, ["hybrid_sliding"] * 5 + ["hybrid"], 2, 2, 96, 128)
+    lp = tiny("inkling2_loop")  # 24 : 8 -> 6 : 2, hidden 6 x 8; the loop 6..18 of 24 in blocks
+    # of 6 (1 and 3 blocks) -> 2..6 in blocks of 2, at most n = 6; three passes kept
+    assert (lp["num_hidden_layers"], lp["loop_layer_index_start"], lp["loop_layer_index_end"],
+            lp["loop_num_passes"], lp["n_layers_per_attn_res_block"], lp["hidden_size"]) \
+        == (6, 2, 6, 3, 2, 48)
+    assert real("inkling2_loop")["loop_layer_index_start"] == 6 \
+        and real("inkling2_loop")["loop_layer_index_end"] == 18
+    # each pass after the first keeps its own caches: 6 + 2 x 4 cache layers, the full one (5)
+    # in every pass
+    assert [parse_config(t).num_layers for t in (i, i2, lp)] == [6, 6, 6]
+    assert {g.attention: g.layers for g in parse_config(lp).groups()
+            if g.kind is CacheKind.FULL or g.attention == "Short-conv window"} \
+        == {"GQA": 3, "Short-conv window": 14}
     for name, ratios in (("deepseek-v4-flash", [0, 0, 4, 128, 4, 128]),
                          ("deepseek-v4-pro", [128, 128, 4, 128, 4])):
         v = tiny(name)  # 64 : 1 (Flash), 128 : 1 (Pro) heads -> 4 : 1; the entry kept 512 + 64
@@ -307,15 +335,20 @@ def test_every_new_transformers_family_is_compared_or_refused():
         if case == "refused":
             assert family in FAMILIES_REFUSED, family
             continue
-        if case == "read, not yet compared":  # named in cases.py, read in tests/test_inkling.py
-            assert family in FAMILIES and family not in FAMILIES_REFUSED, family
-            continue
         assert case in NAMES and text_model_type(real(case)).removesuffix("_text") == family
         assert not unsupported(case), (family, unsupported(case))
     # DeepSeek V4 too: its per-layer cache objects are split into kvlib's window, compressed,
     # indexer and compressor-state groups by allocation.v4_rule (compare_v4), at every step of
     # test_cache_allocation.py; worked by hand there (test_deepseek_v4_by_hand_at_21_tokens)
     assert {NEW_IN_TRANSFORMERS["deepseek_v4"], "deepseek-v4-pro"} <= set(NAMES)
+    # Inkling, Inkling 2 and Inkling 2 Loop too: K/V as every attention layer, the four conv
+    # states by allocation.conv_window_rule, the loop's passes by cache_layer_sources (worked
+    # by hand in test_inkling_by_hand_at_21_tokens)
+    assert {f: NEW_IN_TRANSFORMERS[f] for f in ("inkling", "inkling2", "inkling2_loop")} \
+        == {"inkling": "inkling", "inkling2": "inkling2", "inkling2_loop": "inkling2_loop"}
+    assert set(NEW_IN_TRANSFORMERS.values()) <= set(NAMES) | {"refused"}
+    assert all(family in FAMILIES for family, case in NEW_IN_TRANSFORMERS.items()
+               if case != "refused")
 
 
 def test_text_model_types_are_what_the_wrappers_build():
@@ -404,7 +437,7 @@ def test_transformers_reads_the_tiny_layers_as_the_real_first_ones(name):
     for t, kw in zip(tiny_types, tiny_kwargs, strict=True):
         # MiMo-V2: transformers slides over sliding_window_size + 1 (allocation.py)
         assert kw.get("sliding_window") == {"sliding_attention": transformers_window(
-            tiny(name), WINDOW), "chunked_attention": CHUNK}.get(t)
+            tiny(name), WINDOW), "hybrid_sliding": WINDOW, "chunked_attention": CHUNK}.get(t)
 
 
 def test_docs_count_what_the_check_builds():
