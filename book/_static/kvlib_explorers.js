@@ -745,9 +745,13 @@
       page = [BigInt(p || 1), 1n];
       const fr = eng.fractions[s.gpu];
       if (typeof fr === "string") throw new Error(fr);
-      const f = parse(fr[String(s.tp)][me.mla ? 1 : 0]), inUse = [BigInt(eng.in_use), 1n];
+      const f = parse(fr[String(s.tp)][(me.llama2 ? 2 : 0) + (me.mla ? 1 : 0)]), inUse = [BigInt(eng.in_use), 1n];
       const F_0 = add(total, [-inUse[0], 1n]), X = [BigInt(eng.other), 1n];
-      const budget = evaluateExact("sglang.KV_BUDGET", { F_0, W_GPU, X, f });
+      // kvlib.serving.engines.sglang.kv_budget: the exact KV_BUDGET, computed as SGLang does in
+      // GB floats, each free memory all-reduced as a float32 when TP > 1 (utils/common.py:569-574)
+      const gbOf = (r) => (s.tp > 1 ? Math.fround(Number(r[0]) / Number(r[1])) : Number(r[0]) / Number(r[1])) / 2 ** 30;
+      const rest = gbOf(add(add(F_0, [-W_GPU[0], W_GPU[1]]), [-X[0], X[1]])) - gbOf(F_0) * (1 - Number(f[0]) / Number(f[1]));
+      const budget = [BigInt(Math.trunc(rest * 2 ** 30)), 1n];
       if (budget[0] <= 0n)
         throw new Error(`${s.model} on ${s.gpu}, TP=${s.tp}: SGLang would stop ('Loaded weights leave no GPU memory for the KV cache', kv_cache_configurator.py:3041-3058): ` +
           `the weights ${gib(W_GPU)} exceed mem_fraction_static x free memory ${gib(mul(F_0, f))}`);

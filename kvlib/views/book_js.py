@@ -301,7 +301,9 @@ def _model_engines(spec, config) -> dict:
         out[engine] = {
             "groups": [[k, v, pool] for _, k, v, pool in groups],
             "window": max((g.window for g, _, _, pool in groups if pool == "swa"), default=None),
-            "mla": any(k == "CELL_MLA" for _, k, _, _ in groups), "pages": pages}
+            "mla": any(k == "CELL_MLA" for _, k, _, _ in groups), "pages": pages,
+            # SGLang caps the prefill graphs of a "llama-2" model path (memory_hook.py:258-263)
+            "llama2": "llama-2" in engines._model_path(spec).lower()}
     return out
 
 
@@ -329,9 +331,11 @@ def _engines() -> dict:
     fractions = {}
     for gpu in CATALOG.values():
         try:
-            fractions[gpu.name] = {str(tp): [_number(engines.sglang_fraction(gpu, tp, mla)[0])
-                                             for mla in (False, True)]
-                                   for tp in capacity.TP_OPTIONS}
+            # [plain, MLA, plain "llama-2" path, MLA "llama-2" path] per TP
+            fractions[gpu.name] = {
+                str(tp): [_number(engines.sglang_fraction(gpu, tp, mla, path)[0])
+                          for path in ("", "llama-2") for mla in (False, True)]
+                for tp in capacity.TP_OPTIONS}
         except ValueError as e:
             fractions[gpu.name] = str(e)
     return {

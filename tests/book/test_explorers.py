@@ -511,6 +511,8 @@ ENGINE_SAMPLES = [
      "tp": 2, "kv_dtype": "fp16", "context": 8192},
     {**PLAN_START, "engine": "sglang", "model": "llama-3.1-8b", "gpu": "L40S", "gpus": 1,
      "tp": 1, "weight_dtype": "fp8", "context": 1024},  # short requests: max_running_requests
+    {**PLAN_START, "engine": "sglang", "model": "llama-2-7b", "gpus": 1, "tp": 1,
+     "context": 4096},  # a "llama-2" model path: fewer prefill graphs, fraction 0.904
     {**PLAN_START, "engine": "trtllm", "model": "qwen2.5-7b", "gpu": "L4", "gpus": 2, "tp": 2,
      "kv_dtype": "fp8", "context": 32768},
     {**PLAN_START, "engine": "trtllm", "model": "llama-3.1-8b", "gpu": "H100-80GB", "gpus": 16,
