@@ -69,34 +69,35 @@ def vllm_row_width(kv_heads: int, head_dim: int, hidden: int) -> int:
     return kv_heads * (1 << (raw - 1).bit_length())
 
 
+def _aliased(c: Fields, names: tuple[str, str], what: str, default: int,
+             notes: list[str], note: str) -> int:
+    """The value under either of two names of one setting (the checkpoints' and transformers'
+    attribute_map name); ValueError if both are given and disagree; ``default`` (noted) if
+    neither is."""
+    first, second = names
+    if c.has(first) and c.has(second) and c.data[first] != c.data[second]:
+        raise ValueError(f"{c.path(first)} and {c.path(second)} disagree; they name one "
+                         f"{what} (attribute_map)")
+    key = c.first(first, second)
+    c.touch(first, second)
+    if key is None:
+        notes.append(note)
+        return default
+    return c.int(key)
+
+
 def kernel(c: Fields, notes: list[str]) -> int:
     """d_conv: ``sconv_kernel_size`` (the checkpoints' name) or ``conv_kernel_size``
     (transformers' name for it, attribute_map), default 4 in both engines (vLLM configs.py:98-99,
     transformers configuration_inkling.py:101, 126)."""
-    if c.has("sconv_kernel_size") and c.has("conv_kernel_size") and \
-            c.data["sconv_kernel_size"] != c.data["conv_kernel_size"]:
-        raise ValueError(f"{c.path('sconv_kernel_size')} and {c.path('conv_kernel_size')} "
-                         "disagree; they name one kernel (attribute_map)")
-    key = c.first("sconv_kernel_size", "conv_kernel_size")
-    c.touch("sconv_kernel_size", "conv_kernel_size")
-    if key is None:
-        notes.append("no sconv_kernel_size: the default kernel of 4 applies (both engines)")
-        return 4
-    return c.int(key)
+    return _aliased(c, ("sconv_kernel_size", "conv_kernel_size"), "kernel", 4, notes,
+                    "no sconv_kernel_size: the default kernel of 4 applies (both engines)")
 
 
 def window_size(c: Fields, default: int, notes: list[str]) -> int:
     """``sliding_window_size``, or ``sliding_window`` (transformers' attribute_map name)."""
-    if c.has("sliding_window_size") and c.has("sliding_window") and \
-            c.data["sliding_window_size"] != c.data["sliding_window"]:
-        raise ValueError(f"{c.path('sliding_window_size')} and {c.path('sliding_window')} "
-                         "disagree; they name one window (attribute_map)")
-    key = c.first("sliding_window_size", "sliding_window")
-    c.touch("sliding_window_size", "sliding_window")
-    if key is None:
-        notes.append(f"no sliding_window_size: the default of {default} tokens applies")
-        return default
-    return c.int(key)
+    return _aliased(c, ("sliding_window_size", "sliding_window"), "window", default, notes,
+                    f"no sliding_window_size: the default of {default} tokens applies")
 
 
 def layer_types(c: Fields, n: int) -> list[str] | None:
