@@ -27,6 +27,7 @@ import re
 import struct
 
 import pytest
+from engine_fit import smallest_tp
 
 from kvlib.models.catalog import BUNDLED, bundled_config
 from kvlib.serving.engines import TRTLLM_OTHER_PEAK, engine_tokens
@@ -94,14 +95,7 @@ def trtllm_tokens(total: int, weights: int, other_peak: int, cell: int) -> int:
 
 
 def _tp(name: str) -> int:
-    for tp in (1, 2, 4, 8):
-        try:
-            p = engine_tokens(name, GPU, "trtllm", tp=tp, context=CONTEXT)
-        except ValueError:  # the weights leave nothing for the KV cache
-            continue
-        if p.weights <= 0.6 * p.total_memory:
-            return tp
-    return 8
+    return smallest_tp(name, "trtllm", GPU, CONTEXT)
 
 
 def test_every_bundled_model_is_compared_or_refused():

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kvlib.reference.attention import attention, softmax
+
 __all__ = ["CompressorWeights", "init_compressor", "compress", "CompressedCache",
            "decode_compressed", "attend"]
 
@@ -52,8 +54,7 @@ def init_compressor(rng: np.random.Generator, d_in: int, d_c: int, m: int) -> Co
 def compress(Z: np.ndarray, S: np.ndarray) -> np.ndarray:
     """One entry (d_c,) from a group's rows Z (m, d_c) and scores S (m, d_c): per channel, the
     softmax over the m tokens of S weights the rows of Z."""
-    A = np.exp(S - S.max(axis=0))
-    return (A / A.sum(axis=0) * Z).sum(axis=0)
+    return (softmax(S, axis=0) * Z).sum(axis=0)
 
 
 @dataclass
@@ -100,6 +101,4 @@ def decode_compressed(X: np.ndarray, w: CompressorWeights, N_W: int) -> Compress
 
 def attend(q: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Single-head attention of q (d_c,) over rows (n, d_c) read as keys and values."""
-    scores = rows @ q / np.sqrt(len(q))
-    a = np.exp(scores - scores.max())
-    return a / a.sum() @ rows
+    return attention(q[None], rows, rows)[0]

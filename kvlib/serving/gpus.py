@@ -110,6 +110,10 @@ class GPU:
                 f"{Fraction(self.bandwidth, TB_PER_S)} TB/s)")
 
 
+# where issue 36's search of public vLLM logs, nvidia-smi and PyTorch messages found no total
+NO_CUDA_TOTAL = ("no CUDA total: no public vLLM log, nvidia-smi or PyTorch message with this "
+                 "GPU's total was found (issue 36's search), so the plan takes the datasheet's")
+
 CATALOG: dict[str, GPU] = {g.name: g for g in (
     GPU("A100-40GB", 40 * GB, 1555 * GB_PER_S, "HBM2",
         "NVIDIA A100 Tensor Core GPU datasheet (A100 40GB SXM: 40GB HBM2, 1,555 GB/s)",
@@ -177,9 +181,7 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
                            "4.5 PFLOPS, a sparse figure ('Dense is 1/2 sparse spec shown'): "
                            "2.25 PFLOPS dense"),
         cuda_capability=(10, 3),
-        cuda_total_source="no CUDA total: no public vLLM log, nvidia-smi or PyTorch "
-                          "message with this GPU's total was found (issue 36's search), so "
-                          "the plan takes the datasheet's"),
+        cuda_total_source=NO_CUDA_TOTAL),
     GPU("GB200", 186 * GB, 8000 * GB_PER_S, "HBM3e",
         "NVIDIA GB200 NVL72 product page (13.4 TB HBM3E and 576 TB/s for 72 GPUs: 186 GB, "
         "8 TB/s each; NVIDIA Multi-Instance GPU User Guide, Supported GPUs: GB200 186GB; "
@@ -242,41 +244,29 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         "NVIDIA Blackwell Ultra datasheet (Oct 2025, GB300 NVL72 column: GPU memory 279 GB "
         "HBM3E, bandwidth 8 TB/s per GPU)",
         cuda_capability=(10, 3),
-        cuda_total_source="no CUDA total: no public vLLM log, nvidia-smi or PyTorch "
-                          "message with this GPU's total was found (issue 36's search), so "
-                          "the plan takes the datasheet's"),
+        cuda_total_source=NO_CUDA_TOTAL),
     GPU("MI350X", 288 * GB, 8000 * GB_PER_S, "HBM3E",
         "AMD Instinct MI350X accelerator data sheet (288 GB HBM3E, 8 TB/s peak)"),
     GPU("MI355X", 288 * GB, 8000 * GB_PER_S, "HBM3E",
         "AMD Instinct MI355X accelerator data sheet (288 GB HBM3E, 8 TB/s peak)",
-        cuda_total_source="no CUDA total: no public vLLM log, nvidia-smi or PyTorch "
-                          "message with this GPU's total was found (issue 36's search), so "
-                          "the plan takes the datasheet's"),
+        cuda_total_source=NO_CUDA_TOTAL),
     GPU("L40", 48 * GB, 864 * GB_PER_S, "GDDR6",
         "NVIDIA L40 GPU datasheet (48GB GDDR6 with ECC, 864 GB/s)",
         cuda_capability=(8, 9),
-        cuda_total_source="no CUDA total: no public vLLM log, nvidia-smi or PyTorch "
-                          "message with this GPU's total was found (issue 36's search), so "
-                          "the plan takes the datasheet's"),
+        cuda_total_source=NO_CUDA_TOTAL),
     GPU("L20", 48 * GB, 864 * GB_PER_S, "GDDR6",
         "NVIDIA L20 product page (48GB GDDR6 with ECC, 864 GB/s; sold in China)",
         cuda_capability=(8, 9),
-        cuda_total_source="no CUDA total: no public vLLM log, nvidia-smi or PyTorch "
-                          "message with this GPU's total was found (issue 36's search), so "
-                          "the plan takes the datasheet's"),
+        cuda_total_source=NO_CUDA_TOTAL),
     GPU("A10", 24 * GB, 600 * GB_PER_S, "GDDR6",
         "NVIDIA A10 Tensor Core GPU datasheet (24GB GDDR6, 600 GB/s)",
         cuda_capability=(8, 6),
-        cuda_total_source="no CUDA total: no public vLLM log, nvidia-smi or PyTorch "
-                          "message with this GPU's total was found (issue 36's search), so "
-                          "the plan takes the datasheet's"),
+        cuda_total_source=NO_CUDA_TOTAL),
     GPU("A10G", 24 * GB, 600 * GB_PER_S, "GDDR6",
         "Amazon EC2 G5 instance page (NVIDIA A10G Tensor Core GPU, 24 GB per GPU; NVIDIA "
         "publishes no A10G datasheet: 600 GB/s is the A10's, the same GA102 with 24 GB GDDR6)",
         cuda_capability=(8, 6),
-        cuda_total_source="no CUDA total: no public vLLM log, nvidia-smi or PyTorch "
-                          "message with this GPU's total was found (issue 36's search), so "
-                          "the plan takes the datasheet's"),
+        cuda_total_source=NO_CUDA_TOTAL),
     GPU("RTX-A6000", 48 * GB, 768 * GB_PER_S, "GDDR6",
         "NVIDIA RTX A6000 datasheet (48 GB GDDR6 with ECC, 768 GB/s)",
         cuda_capability=(8, 6)),
@@ -293,9 +283,7 @@ CATALOG: dict[str, GPU] = {g.name: g for g in (
         "1,792 GB/s; the Max-Q Workstation Edition has the same memory; the Server Edition "
         "is not in the catalog)",
         cuda_capability=(12, 0),
-        cuda_total_source="no CUDA total: no public vLLM log, nvidia-smi or PyTorch "
-                          "message with this GPU's total was found (issue 36's search), so "
-                          "the plan takes the datasheet's"),
+        cuda_total_source=NO_CUDA_TOTAL),
 )}
 
 # Other spellings of one part, compared after _key (case, separators and a vendor prefix

@@ -421,6 +421,29 @@ def test_rope_explorer_equals_kvlib(open_page):
 
 # ------------------------------------------------------------------ notebook 06
 
+
+def _planner_chart(page, r, full: bool = False) -> dict:
+    """The page's planner chart (title, verdict, label; with ``full`` its x label, legend and
+    SVG too) against the widget's figure for the same result ``r``; returns what the page
+    shows."""
+    chart = page.explorer.evaluate("""el => ({
+      svg: el.querySelector('.kvlib-chart svg').outerHTML,
+      title: el.querySelector('.kvlib-chart-title').textContent,
+      verdict: el.querySelector('.kvlib-verdict').textContent,
+      label: el.querySelector('.kvlib-ylabel').textContent,
+      xlabel: el.querySelector('.kvlib-xlabel').textContent,
+      legend: Array.from(el.querySelectorAll('.kvlib-legend text')).map(t => t.textContent)})""")
+    fig = Figure(figsize=(9, 2.2))
+    capacity_widget.draw(fig, r)
+    ax = fig.axes[0]
+    assert chart["title"] == ax.get_title()
+    assert chart["verdict"] == ax.texts[0].get_text()
+    assert chart["label"] == ax.get_yticklabels()[0].get_text()
+    if full:
+        assert chart["xlabel"] == ax.get_xlabel()
+        assert chart["legend"] == [t.get_text() for t in ax.get_legend().get_texts()]
+    return chart
+
 PLAN_START = dict(model="llama-3.1-70b", gpu="H200", gpus=4, tp=4, weight_dtype="checkpoint",
                   kv_dtype="bf16", context=131072, gpu_mem_util=1.0, sessions=8, vllm="0.34.0",
                   engine="vllm")
@@ -476,22 +499,7 @@ def test_planner_explorer_equals_kvlib(open_page):
             "max_sequences": _text(p.max_sequences), "used": _text(p.kv_used_bytes_per_gpu),
             "free": _text(p.kv_free_bytes_per_gpu), "max_context": _text(r.max_context)}, sample
         assert page.readout_text() == page.as_text(capacity_widget.render(r)), sample
-        chart = page.explorer.evaluate("""el => ({
-          svg: el.querySelector('.kvlib-chart svg').outerHTML,
-          title: el.querySelector('.kvlib-chart-title').textContent,
-          verdict: el.querySelector('.kvlib-verdict').textContent,
-          label: el.querySelector('.kvlib-ylabel').textContent,
-          xlabel: el.querySelector('.kvlib-xlabel').textContent,
-          legend: Array.from(el.querySelectorAll('.kvlib-legend text'))
-            .map(t => t.textContent)})""")
-        fig = Figure(figsize=(9, 2.2))
-        capacity_widget.draw(fig, r)
-        ax = fig.axes[0]
-        assert chart["title"] == ax.get_title()
-        assert chart["verdict"] == ax.texts[0].get_text()
-        assert chart["label"] == ax.get_yticklabels()[0].get_text()
-        assert chart["xlabel"] == ax.get_xlabel()
-        assert chart["legend"] == [t.get_text() for t in ax.get_legend().get_texts()]
+        chart = _planner_chart(page, r, full=True)
         if previous is not None:
             assert chart["svg"] != previous, f"the chart did not change for {sample}"
         previous = chart["svg"]
@@ -573,16 +581,7 @@ def test_planner_engines_equal_kvlib(open_page):
         text = page.readout_text()
         assert text == page.as_text(capacity_widget.render(r)), sample
         assert all(a in text for a in e.assumptions), sample  # the engine's assumptions, said
-        chart = page.explorer.evaluate("""el => ({
-          title: el.querySelector('.kvlib-chart-title').textContent,
-          verdict: el.querySelector('.kvlib-verdict').textContent,
-          label: el.querySelector('.kvlib-ylabel').textContent})""")
-        fig = Figure(figsize=(9, 2.2))
-        capacity_widget.draw(fig, r)
-        ax = fig.axes[0]
-        assert chart["title"] == ax.get_title()
-        assert chart["verdict"] == ax.texts[0].get_text()
-        assert chart["label"] == ax.get_yticklabels()[0].get_text()
+        _planner_chart(page, r)
         shown += 1
     assert shown >= 8 and refused >= 5
     assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]

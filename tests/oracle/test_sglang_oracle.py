@@ -29,6 +29,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from engine_fit import smallest_tp
 
 from kvlib.models.catalog import BUNDLED, bundled_config
 from kvlib.serving.deployment import MEASURED_DEFAULTS
@@ -402,15 +403,7 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
 
 
 def _tp(name: str) -> int:
-    """The smallest TP (1, 2, 4, 8) at which the weights take at most 60% of an H200."""
-    for tp in (1, 2, 4, 8):
-        try:
-            p = engine_tokens(name, GPU, "sglang", tp=tp, context=CONTEXT)
-        except ValueError:  # the weights leave nothing for the KV cache
-            continue
-        if p.weights <= 0.6 * p.total_memory:
-            return tp
-    return 8
+    return smallest_tp(name, "sglang", GPU, CONTEXT)
 
 
 def test_prefill_graph_sizes_are_sglangs():

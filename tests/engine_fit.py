@@ -1,0 +1,18 @@
+"""The TP an engine test runs a bundled model at (tests/oracle/test_sglang_oracle.py,
+tests/test_trtllm_hand_trace.py): one rule, so the two engines are compared on the same
+deployments."""
+
+from kvlib.serving.engines import engine_tokens
+
+
+def smallest_tp(name: str, engine: str, gpu: str, context: int) -> int:
+    """The smallest TP (1, 2, 4, 8) at which ``engine`` plans ``name`` on ``gpu`` with the
+    weights taking at most 60% of its memory; 8 if none does."""
+    for tp in (1, 2, 4, 8):
+        try:
+            p = engine_tokens(name, gpu, engine, tp=tp, context=context)
+        except ValueError:  # the weights leave nothing for the KV cache
+            continue
+        if p.weights <= 0.6 * p.total_memory:
+            return tp
+    return 8
