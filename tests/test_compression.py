@@ -94,3 +94,19 @@ def test_numpy_entries_are_gated_averages_and_the_window_is_exact():
     # a summary, not the tokens: attending over it differs from attending over every token
     q = rng.normal(size=5)
     assert not np.allclose(attend(q, np.vstack([cache.entries, cache.window])), attend(q, Z))
+
+
+def test_before_the_compressor_window_fills_the_state_holds_only_the_tokens_read():
+    # 3 tokens into an m = 4 layer: 3 window rows, no entry yet, 3 of the 2 x 4 state slots,
+    # each 2 x (2 x 512) fp32 values: as the reader's sliding state group keeps them
+    got = C.COMPRESSED_LAYER.subs({**V4_SIZES, m.symbol: 4, c_o.symbol: 2, N_KV.symbol: 3})
+    assert got == 3 * ENTRY + 0 + 3 * (2 * 2 * 512) * 4
+    from kvlib import load_model
+
+    flash = load_model("deepseek-v4-flash")
+    window = next(g for g in flash.groups if g.attention == "V4 entry" and g.window)
+    state = next(g for g in flash.groups
+                 if g.attention == "Compressor state" and g.window == 8 and g.sizes["d_c"] == 1024)
+    reader = window.bytes_per_sequence(3, 1) // window.layers + \
+        state.bytes_per_sequence(3, 1) // state.layers
+    assert got == reader

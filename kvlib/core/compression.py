@@ -9,7 +9,7 @@ counts bytes):
   Intelligence", DeepSeek-AI 2026, as vLLM 0.34.0 stores it): a layer with compression ratio m
   keeps its last N_W tokens as they are (the window), one entry per m tokens
   (floor(N_KV / m), :func:`kvlib.core.formulas.compressed`), and its compressor's running
-  state, c_o x m slots of 2 x c_o x d_c fp32 values (``vllm/models/deepseek_v4/compressor.py:
+  state, up to c_o x m slots of 2 x c_o x d_c fp32 values (``vllm/models/deepseek_v4/compressor.py:
   156-158, 297-302``): :data:`WINDOW`, :data:`ENTRIES`, :data:`STATE`,
   :data:`COMPRESSED_LAYER`. Past the window, per token it tends to (entry bytes) / m:
   :data:`COMPRESSED_LIMIT`.
@@ -43,13 +43,15 @@ T, W, L = N_KV.symbol, N_W.symbol, N_L.symbol
 ENTRY = V4.symbolic.elements_per_token_layer  # bytes of one fp8_ds_mla entry (its table: b = 1)
 WINDOW = V4.symbolic.bytes_per_sequence.subs({b.symbol: 1, T: sp.Min(T, W)})
 ENTRIES = compressed(V4).subs(b.symbol, 1)
-# the compressor's window: c_o x m tokens, each 2 x (c_o x d_c) fp32 values (its table's rows)
+# the compressor's window: up to c_o x m tokens (a sliding window, as the reader keeps it),
+# each 2 x (c_o x d_c) fp32 values (its table's rows)
+_SLOTS = sp.Min(T, c_o.symbol * m.symbol)
 STATE = COMPRESSOR.symbolic.bytes_per_sequence.subs(
-    {b.symbol: 1, T: c_o.symbol * m.symbol, d_c.symbol: c_o.symbol * d_c.symbol},
-    simultaneous=True)
+    {b.symbol: 1, T: _SLOTS, d_c.symbol: c_o.symbol * d_c.symbol}, simultaneous=True)
 COMPRESSED_LAYER = WINDOW + ENTRIES + STATE
-# past the window (N_KV >= N_W) the window term is a constant, which a limit can handle
-PAST_WINDOW = COMPRESSED_LAYER.subs(sp.Min(T, W), W)
+# past the window and the state's slots (N_KV >= N_W, c_o m) both are constants, which a limit
+# can handle
+PAST_WINDOW = COMPRESSED_LAYER.subs({sp.Min(T, W): W, _SLOTS: c_o.symbol * m.symbol})
 
 
 def per_token_limit(expr: sp.Expr) -> sp.Expr:
