@@ -64,7 +64,7 @@ KV_SCALES: dict[str, KVScales] = {
 
 # vLLM 0.34.0's kv_cache_dtype values (CacheDType, vllm/config/cache.py:44-67; 0.33.0's are
 # the same names) that kvlib plans, each as kvlib's bytes per element plus the scales stored
-# beside the cache (a kvlib.serving.kv.KV_SCALES name), and how exact that is.
+# beside the cache (a :data:`KV_SCALES` name), and how exact that is.
 # Storage: STR_DTYPE_TO_TORCH_DTYPE, vllm/utils/torch_utils.py:40-66 (0.34.0).
 
 
@@ -74,7 +74,7 @@ class KVFormat:
 
     name: the server's (vLLM's) ``kv_cache_dtype``, or kvlib's own dtype name.
     dtype: kvlib's element dtype (a key of :data:`DTYPE_BYTES`). scales: a
-    :data:`kvlib.serving.kv.KV_SCALES` name, or None. note: how the format maps to kvlib's
+    :data:`KV_SCALES` name, or None. note: how the format maps to kvlib's
     model, where that is not simply "b bytes per element"; "" where it is exact.
     """
 

@@ -40,6 +40,24 @@ def shared_prefix_blocks(prefix_tokens: int, block_size: int) -> int:
     return prefix_tokens // validate.positive_int("block_size", block_size)
 
 
+def _request_blocks(length: int, block_size: int) -> int:
+    """Blocks one request of ``length`` tokens keeps at full length: its ``length - 1`` cached
+    tokens (the last sampled token is never fed back) in whole blocks."""
+    return -(-max(1, length - 1) // block_size)
+
+
+def _fit(free: int, shared: int, own: int) -> int:
+    """Sessions in ``free`` blocks when ``shared`` are stored once and each keeps ``own``."""
+    return 0 if free < shared + own else (free - shared) // own
+
+
+def _check_prefix(length, prefix_tokens) -> int:
+    length = validate.positive_int("length", length)
+    if not 0 <= prefix_tokens < length:
+        raise ValueError(f"prefix_tokens must be in [0, length), got {prefix_tokens}")
+    return length
+
+
 def sessions_sharing_prefix(free_blocks: int, block_size: int, length: int,
                             prefix_tokens: int) -> int:
     """Sessions of ``length`` tokens, at full length, that ``free_blocks`` blocks of one
@@ -47,14 +65,9 @@ def sessions_sharing_prefix(free_blocks: int, block_size: int, length: int,
 
     Each keeps ceil((length - 1) / block_size) blocks, of which the prefix's whole blocks are
     stored once for all. ``prefix_tokens = 0`` is the count without sharing."""
-    length = validate.positive_int("length", length)
-    if not 0 <= prefix_tokens < length:
-        raise ValueError(f"prefix_tokens must be in [0, length), got {prefix_tokens}")
+    length = _check_prefix(length, prefix_tokens)
     shared = shared_prefix_blocks(prefix_tokens, block_size)
-    own = -(-max(1, length - 1) // block_size) - shared
-    if free_blocks < shared + own:
-        return 0
-    return (free_blocks - shared) // own
+    return _fit(free_blocks, shared, _request_blocks(length, block_size) - shared)
 
 
 @dataclass(frozen=True)
@@ -81,13 +94,10 @@ def prefix_sharing(layout, kv_budget_bytes: int, length: int, prefix_tokens: int
     if not kinds <= _SHAREABLE:
         raise ValueError(f"prefix sharing is counted for full-attention and latent groups only, "
                          f"not {sorted(kinds - _SHAREABLE)}")
-    length = validate.positive_int("length", length)
-    if not 0 <= prefix_tokens < length:
-        raise ValueError(f"prefix_tokens must be in [0, length), got {prefix_tokens}")
+    length = _check_prefix(length, prefix_tokens)
     free = layout.num_blocks(kv_budget_bytes) - 1
     shared = sum(shared_prefix_blocks(prefix_tokens, g.block_size) for g in layout.groups)
-    whole = sum(-(-max(1, length - 1) // g.block_size) for g in layout.groups)
+    whole = sum(_request_blocks(length, g.block_size) for g in layout.groups)
     own = whole - shared
-    alone = max(0, free) // whole
-    sharing = 0 if free < shared + own else (free - shared) // own
-    return PrefixSharing(layout.block_size, free, shared, own, alone, sharing)
+    return PrefixSharing(layout.block_size, free, shared, own, _fit(free, 0, whole),
+                         _fit(free, shared, own))

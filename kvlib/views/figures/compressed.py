@@ -10,6 +10,7 @@ and :func:`plot_cache_per_sequence` draws it; notebook 08's explorer
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from matplotlib.figure import Figure
 
@@ -52,6 +53,7 @@ class Curve:
     longest: int | None
 
 
+@cache
 def sweep(kv_dtype: str = "bf16", kinds=KINDS) -> tuple[Curve, ...]:
     """Every model of ``kinds`` at every context, its cache at ``kv_dtype`` (``bf16`` or
     ``fp8``); DeepSeek V4's entries keep their own layout (vLLM's fp8_ds_mla, 584 B) and the
