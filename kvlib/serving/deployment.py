@@ -55,14 +55,13 @@ from kvlib.serving.decode import (
 )
 from kvlib.serving.gpus import GPU, get_gpu
 from kvlib.serving.kv import (
-    DEFAULT_BLOCK_SIZE,
     KVScales,
     kv_bytes_per_sequence_per_gpu,
     kv_format_parts,
     sequence_shares,
     state_bytes_per_sequence_per_gpu,
 )
-from kvlib.serving.vllm_layout import vllm_release
+from kvlib.serving.vllm_layout import DEFAULT_BLOCK, vllm_release
 from kvlib.serving.weights import (
     CheckpointWeights,
     checkpoint_weights,
@@ -92,8 +91,9 @@ MEMORY_BASES = ("cuda", "datasheet")
 # (_resolve_extensible_kv_cache, vllm/config/vllm.py:3180-3269); DEFAULT_BLOCK_SIZE 64
 # (vllm/config/cache.py:185). 0.33.0: 0.92 (vllm/config/cache.py:215), 16 (:185).
 VLLM_DEFAULTS = {
-    "0.34.0": {"gpu_mem_util": Fraction(1), "block_size": 64, "rule": "extensible"},
-    "0.33.0": {"gpu_mem_util": DEFAULT_GPU_MEM_UTIL, "block_size": DEFAULT_BLOCK_SIZE,
+    "0.34.0": {"gpu_mem_util": Fraction(1), "block_size": DEFAULT_BLOCK["0.34.0"],
+               "rule": "extensible"},
+    "0.33.0": {"gpu_mem_util": DEFAULT_GPU_MEM_UTIL, "block_size": DEFAULT_BLOCK["0.33.0"],
                "rule": "profiled"},
 }
 # What vLLM 0.34.0 measures and kvlib must assume, per GPU (the same 4 GiB as 0.33.0's lump,

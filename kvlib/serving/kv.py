@@ -28,7 +28,7 @@ __all__ = [
     "slot_bytes", "state_bytes_per_sequence_per_gpu", "vllm_sliding_window_tokens",
 ]
 
-DEFAULT_BLOCK_SIZE = 16  # vLLM's block_size default on CUDA
+DEFAULT_BLOCK_SIZE = 16  # vLLM 0.33.0's block_size default (0.34.0's: vllm_layout.DEFAULT_BLOCK)
 
 
 def kv_format_parts(kv_dtype: str, scales=None) -> tuple[str, KVScales | None]:

@@ -73,7 +73,7 @@ from kvlib.core import validate
 from kvlib.core.dtypes import bytes_per_element
 from kvlib.models.spec import EMPTY, STATEFUL, CacheKind, LayerGroup, ModelSpec
 from kvlib.serving.gpus import GPU, get_gpu
-from kvlib.serving.kv import vllm_sliding_window_tokens
+from kvlib.serving.kv import DEFAULT_BLOCK_SIZE, vllm_sliding_window_tokens
 from kvlib.serving.sharding import shard, shard_state
 
 __all__ = ["VLLM_RELEASE", "VLLM_RELEASES", "vllm_release", "VllmGroup", "VllmLayout",
@@ -399,7 +399,7 @@ def _checkpoint(g: LayerGroup, hopper: bool) -> tuple[int, int | None]:
 # CacheConfig.DEFAULT_BLOCK_SIZE: 16 in 0.33.0, 64 in 0.34.0 (vllm/config/cache.py:185). A
 # backend takes it when it supports it, else its smallest size
 # (AttentionBackend.get_preferred_block_size, v1/attention/backend.py:158-166 in 0.34.0).
-DEFAULT_BLOCK = {"0.34.0": 64, "0.33.0": 16}
+DEFAULT_BLOCK = {"0.34.0": 64, "0.33.0": DEFAULT_BLOCK_SIZE}
 
 
 def stored_kv_dtype(config: dict | None, kv_dtype: str) -> tuple[str, str | None]:

@@ -43,7 +43,6 @@ from kvlib.core.notation import by_name
 from kvlib.models.catalog import BUNDLED, attention_label, bundled_config, load_model
 from kvlib.models.spec import EMPTY, GROWING, STATEFUL
 from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, MEASURED_DEFAULTS, VLLM_DEFAULTS
-from kvlib.serving.kv import DEFAULT_BLOCK_SIZE
 from kvlib.views.figures.models import KIND_COLORS
 from kvlib.views.style import COLORS
 
@@ -260,8 +259,7 @@ def _planner() -> dict:
     start = {k: p.default for k, p in explorer.items()}
     start["gpu_mem_util"] = float(VLLM_DEFAULTS[start["vllm"]]["gpu_mem_util"])
     return {"gpus": gpus, "models": models, "tps": list(tps), "weight_dtypes": list(weights),
-            "gpu_counts": list(capacity.GPU_COUNTS), "overhead": DEFAULT_OVERHEAD_BYTES,
-            "block_size": DEFAULT_BLOCK_SIZE, "releases": _releases(), "start": start,
+            "gpu_counts": list(capacity.GPU_COUNTS), "releases": _releases(), "start": start,
             "engines": _engines()}
 
 

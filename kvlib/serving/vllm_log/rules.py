@@ -11,7 +11,7 @@ from fractions import Fraction
 from kvlib.models.spec import STATEFUL, ModelSpec
 from kvlib.serving.gpus import get_gpu
 from kvlib.serving.sharding import shard
-from kvlib.serving.vllm_layout import VllmLayout, vllm_layout
+from kvlib.serving.vllm_layout import DEFAULT_BLOCK, VllmLayout, vllm_layout
 from kvlib.serving.vllm_log.reading import VllmLog, _version_key
 
 __all__ = ["RULES"]
@@ -106,7 +106,7 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     key = _version_key(log.version)
     release = "0.34" if key is not None and key >= (0, 34) else "0.33"
     if block is None and release == "0.34" and not log.v0:
-        block = 64  # 0.34.0 config/cache.py:185, DEFAULT_BLOCK_SIZE = 64 (16 before)
+        block = DEFAULT_BLOCK["0.34.0"]  # 0.34.0 config/cache.py:185 (16 before)
         notes.append("vLLM 0.34: 64-token blocks, its default (hybrid pages align from 64)")
     if model is None:
         return _Setup(rules, tp_, None, None, None, "no model: the log names none (pass --model)",
