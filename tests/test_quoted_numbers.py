@@ -335,6 +335,40 @@ INPUT_DEF = Input("a definition: one multiply-add is 2 FLOPs, bf16/fp16 is 2 byt
 POST_B = Input("blog post B's own figure, quoted as its claim")
 POST_A = Input("blog post A's own figure, quoted as its claim")
 
+# vLLM 0.34.0's scheduler, run by tests/oracle/engine on V4-Pro at 32K with a 64 GiB pool
+# (kv dtype auto, H200, TP 1) during the 2026-12-03 review: requests carried at once
+V4_PRO_32K_64GIB_CARRIED = 271
+
+
+def _v4_pro_32k_gap() -> str:
+    """How far kvlib's sessions fall below what vLLM's scheduler carried (notebook 08, §8)."""
+    from kvlib import load_model
+    from kvlib.serving.vllm_layout import vllm_layout
+
+    ours = vllm_layout(load_model("deepseek-v4-pro"), 32768, "fp8", 1, "H200").sessions(
+        64 * 2**30, 32768)
+    return f"{100 * (V4_PRO_32K_64GIB_CARRIED - ours) / ours:.1f}%"
+
+
+def _fp8_ds_mla_row() -> str:
+    """vLLM's fp8_ds_mla row as kvlib's layout counts it (512 fp8 + scales + 64 bf16)."""
+    from kvlib.serving.vllm_layout import _FP8_DS_MLA
+
+    return f"{_FP8_DS_MLA[1]} B"
+
+
+def _v32_latent_at_1m_half_up() -> str:
+    """DeepSeek V3.2's bf16 latent + RoPE key at 1M tokens, without its indexer, rounded half
+    up as the Reddit calculation rounds it (notebook 08 prints the exact 68.625 GiB)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from kvlib import load_model
+
+    g = next(g for g in load_model("deepseek-v3.2").groups if g.attention == "MLA+RoPE")
+    gib = Decimal(g.bytes_per_sequence(1 << 20, 2)) / Decimal(2**30)
+    return f"{gib.quantize(Decimal('0.01'), ROUND_HALF_UP)} GiB"
+
+
 EXEMPT: dict[str, dict[str, object]] = {
     "01_attention_and_kv_cache.ipynb": {
         "60 KiB": Computed(_deepseek_v2_simplified_kib),
@@ -383,7 +417,7 @@ EXEMPT: dict[str, dict[str, object]] = {
         "2.3x": Shown("absorbed/re-expand = 2.27"),
         "61x": Shown("60.6x less time"),
         "341 tokens": Shown("re-expanding wins from N = 341"),
-        "656 B": Input("vLLM 0.33.0's fp8_ds_mla row size, tested in tests/test_vllm_layout.py"),
+        "656 B": Computed(_fp8_ds_mla_row),
     },
     "05_real_models.ipynb": {
         "10.4 GiB": Shown("10.41 GiB"),
@@ -431,11 +465,12 @@ EXEMPT: dict[str, dict[str, object]] = {
         "7%": Input("DeepSeek V4 report: V4-Flash's is 7% of V3.2's"),
         "10x": Input("the report's 10%, said as a factor"),
         "8.7 GiB": Input("the Reddit calculation's V4-Pro figure, rounded (its 8.71 GiB is shown)"),
-        "68.63 GiB": Input("the Reddit calculation's V3.2 figure (68.625 GiB, which kvlib's output "
-                           "rounds half-to-even to 68.62)"),
+        "68.63 GiB": Computed(_v32_latent_at_1m_half_up),
         "83.9 GiB": Input("a blog summary's 'standard attention' figure for V3.2"),
         "9.6 GiB": Input("a blog post's BF16 figure for V4 (yiliu30.github.io/posts/ds-v4)"),
         "2 bytes": Input("bf16's element size, a definition"),
+        "40 GiB": Input("the oracle's largest KV pool, tests/oracle/cases.py MAX_POOL"),
+        "1.5%": Computed(_v4_pro_32k_gap),
         "576 bytes": Input("vLLM 0.34.0's fp8_ds_mla page alignment (v1/kv_cache_interface.py:"
                            "731-738), an engine constant"),
         "8 tokens": Input("the compressor states' block sizes, 4 or 8 tokens "
