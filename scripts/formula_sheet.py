@@ -14,14 +14,52 @@ from pathlib import Path
 
 import sympy as sp
 
+from kvlib.core.compression import overlap
 from kvlib.core.formulas import GQA, KINDS, STATES
 from kvlib.core.notation import ALL_SYMBOLS, N_g, by_name
 from kvlib.core.units import auto_unit, describe
-from kvlib.models.catalog import BUNDLED, load_model
+from kvlib.models.catalog import BUNDLED, bundled_config, load_model
 from kvlib.serving import capacity_formulas as cf
 from kvlib.serving.deployment import DEFAULT_GPU_MEM_UTIL, Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _v4_group(name: str, attention: str, ratio: int | None = None):
+    """A bundled DeepSeek V4's group, as kvlib reads its config: its windows (``"V4 entry"``,
+    no ratio), its compressed entries of ``ratio``, or the state of their own compressors
+    (``"Compressor state"``: c_o x m slots, c_o x d_c wide; the indexer's compressor apart)."""
+    groups = load_model(name).groups
+    window = next(g for g in groups if g.attention == "V4 entry" and g.window is not None)
+    if ratio is None:
+        return window
+    entries = next(g for g in groups if g.attention == "V4 entry" and g.ratio == ratio)
+    if attention == "V4 entry":
+        return entries
+    c_o = overlap(ratio)
+    return next(g for g in groups if g.attention == attention and g.window == c_o * ratio
+                and g.sizes["d_c"] == c_o * entries.sizes["d_c"])
+
+
+def _v4_windows(label: str, name: str):
+    """An example: a bundled DeepSeek V4's windows, its sizes in ``label``'s fields."""
+    def example() -> tuple[str, dict]:
+        g = _v4_group(name, "V4 entry")
+        sizes = {"N_L": g.layers, **g.sizes}
+        return label.format(**sizes), sizes
+    return example
+
+
+def _v4_compressors(label: str, name: str, ratio: int):
+    """An example: the compressors of a bundled DeepSeek V4's m = ``ratio`` layers."""
+    def example() -> tuple[str, dict]:
+        g = _v4_group(name, "Compressor state", ratio)
+        sizes = {"N_L": g.layers, **g.sizes}
+        c_o, d_c = overlap(ratio), g.sizes["d_c"] // overlap(ratio)
+        width = f"{c_o} x {d_c}" if c_o > 1 else f"{d_c}"
+        return label.format(m=ratio, N_L=g.layers, width=width), sizes
+    return example
+
 
 # kind -> [(label, sizes)] for two worked numbers; sizes of a bundled model come from its groups
 ATTENTION_EXAMPLES = {
@@ -37,15 +75,15 @@ ATTENTION_EXAMPLES = {
     "Indexer": [("DeepSeek V3.2", "deepseek-v3.2"), ("a 256-wide indexer key, 61 layers",
                                                      dict(N_L=61, d_I=256, b=1))],
     # DeepSeek V4 (issue 33; configs in tests/fixtures/configs/corpus-2026.json.gz)
-    "V4 entry": [("DeepSeek V4-Flash's windows, 43 layers (head_dim 512, RoPE 64)",
-                  dict(N_L=43, d_c=512, d_R=64, b=1)),
-                 ("DeepSeek V4-Pro's windows, 61 layers", dict(N_L=61, d_c=512, d_R=64, b=1))],
-    "Compressor state": [("DeepSeek V4-Flash's m = 4 compressors, 21 layers (d_c = 2 x 512)",
-                          dict(N_L=21, d_c=1024, b=1)),
-                         ("DeepSeek V4-Flash's m = 128 compressors, 20 layers (d_c = 512)",
-                          dict(N_L=20, d_c=512, b=1))],
+    "V4 entry": [_v4_windows("DeepSeek V4-Flash's windows, {N_L} layers (head_dim {d_c}, RoPE "
+                             "{d_R})", "deepseek-v4-flash"),
+                 _v4_windows("DeepSeek V4-Pro's windows, {N_L} layers", "deepseek-v4-pro")],
+    "Compressor state": [_v4_compressors("DeepSeek V4-Flash's m = {m} compressors, {N_L} layers "
+                                         "(d_c = {width})", "deepseek-v4-flash", ratio)
+                         for ratio in (4, 128)],
     # Inkling (issue 31): vLLM 0.34.0's conv window, 8 KV heads x 2,048 (1,792 padded), bf16;
-    # Inkling 2's in transformers 5.25.0, 2 x 8 x 128 + 2 x 4,608 values in float32
+    # Inkling 2's in transformers 5.25.0, 2 x 8 x 128 + 2 x 4,608 values in float32. No Inkling
+    # config is bundled: these are the classes' defaults (tests/test_inkling.py reads them)
     "Short-conv window": [("InklingTextConfig's defaults, 66 layers (d_w = 16,384), bf16",
                            dict(N_L=66, d_w=16384, b=2)),
                           ("Inkling2TextConfig's defaults, 48 layers (d_w = 11,264), float32",
@@ -164,13 +202,16 @@ def _capacity() -> list[str]:
 def _v4_layer(name: str, ratio: int, T: int) -> int:
     """One layer of ``ratio`` of a bundled DeepSeek V4, from kvlib's reading of its config: its
     window, its compressed entries and its own compressor's state (the indexer apart)."""
-    groups = load_model(name).groups
-    window = next(g for g in groups if g.attention == "V4 entry" and g.window is not None)
-    entries = next(g for g in groups if g.attention == "V4 entry" and g.ratio == ratio)
-    c_o = 2 if ratio == 4 else 1
-    state = next(g for g in groups if g.attention == "Compressor state"
-                 and g.window == c_o * ratio and g.sizes["d_c"] == c_o * entries.sizes["d_c"])
-    return sum(g.bytes_per_sequence(T, 1) // g.layers for g in (window, entries, state))
+    return sum(g.bytes_per_sequence(T, 1) // g.layers
+               for g in (_v4_group(name, "V4 entry"), _v4_group(name, "V4 entry", ratio),
+                         _v4_group(name, "Compressor state", ratio)))
+
+
+def _v4_sizes(name: str) -> dict:
+    """One layer's sizes of a bundled DeepSeek V4 for :mod:`kvlib.core.compression`: its entry
+    (d_c, d_R) and window (N_W), read from its window group."""
+    window = _v4_group(name, "V4 entry")
+    return dict(d_c=window.sizes["d_c"], d_R=window.sizes["d_R"], N_W=window.window, N_L=1)
 
 
 def _compressed() -> list[str]:
@@ -181,7 +222,6 @@ def _compressed() -> list[str]:
     def at(expr, **values):
         return expr.subs({by_name(k).symbol: v for k, v in values.items()})
 
-    v4 = dict(d_c=512, d_R=64, N_W=128, N_L=1)
     lines = ["## Compressed, shared and selected caches (notebook 08)", "",
              "DeepSeek V4's compressed layers (its technical report; as vLLM 0.34.0 stores them), "
              "an indexer's reads (DeepSeek V3.2), and cross-layer KV sharing (Gemma 3n), derived "
@@ -195,15 +235,17 @@ def _compressed() -> list[str]:
                                    "deepseek-v4-flash", 4, 131_072),
                                   ("DeepSeek V4-Pro, an m = 128 layer, 1,048,576 tokens",
                                    "deepseek-v4-pro", 128, 1 << 20)):
-        value = int(at(C.COMPRESSED_LAYER, **v4, m=ratio, c_o=2 if ratio == 4 else 1, N_KV=T))
+        value = int(at(C.COMPRESSED_LAYER, **_v4_sizes(name), m=ratio, c_o=overlap(ratio),
+                       N_KV=T))
         assert value == _v4_layer(name, ratio, T), (label, value)
         lines.append(f"- {label} (`{name}`): {_readable(value)}")
     limit = C.COMPRESSED_LIMIT
     lines += ["", "### What one more token costs, past the window", "",
               f"$$\\lim_{{N_{{KV}} \\to \\infty}} \\frac{{\\text{{bytes}}}}{{N_{{KV}}}} = "
               f"{sp.latex(limit)}$$", "", "The entry's bytes over m, per layer.", ""]
-    for ratio in (4, 128):
-        value = at(limit, **v4, m=ratio)
+    flash = load_model("deepseek-v4-flash").groups
+    for ratio in sorted(g.ratio for g in flash if g.attention == "V4 entry" and g.ratio):
+        value = at(limit, **_v4_sizes("deepseek-v4-flash"), m=ratio)
         lines.append(f"- DeepSeek V4, m = {ratio}: {float(value):g} B per token per layer")
     lines += ["", "### Selection: bytes one decode step reads", "",
               f"$$\\text{{dense}} = {sp.latex(C.DENSE_READS)}, \\quad "
@@ -211,7 +253,11 @@ def _compressed() -> list[str]:
               f"Symbols: {_symbols(C.SELECTED_READS)}. Memory does not shrink: every entry stays "
               "cached, and the indexer keys add "
               f"${sp.latex(C.SELECTED_MEMORY_RATIO)}$ times the memory.", ""]
-    v32 = dict(d_L=512, d_R=64, d_I=128, b=2, N_L=61, N_top=2048)
+    latent, indexer = (next(g for g in load_model("deepseek-v3.2").groups if g.attention == a)
+                       for a in ("MLA+RoPE", "Indexer"))
+    assert latent.layers == indexer.layers  # one indexer per MLA layer: one N_L
+    v32 = dict(**latent.sizes, d_I=indexer.sizes["d_I"], b=2, N_L=latent.layers,
+               N_top=bundled_config("deepseek-v3.2")["index_topk"])
     for T in (131_072, 1 << 20):
         dense, sel = at(C.DENSE_READS, **v32, N_KV=T), at(C.SELECTED_READS, **v32, N_KV=T)
         lines.append(f"- DeepSeek V3.2 (`deepseek-v3.2`), bf16 latent, {T:,} tokens: "
@@ -222,9 +268,12 @@ def _compressed() -> list[str]:
               f"Symbols: {_symbols(C.SHARED)}. A decode step still reads one cache per layer.",
               ""]
     config = load_model("gemma-3n-e4b")
+    shared = sum(g.layers for g in config.groups if str(g.kind) == "shared")
+    layers = sum(g.layers for g in config.groups)
     for T in (4096, 8192):  # not 32K: exercise 08.3 asks for it
         kept = config.total_bytes_per_sequence(T, 2)
-        lines.append(f"- Gemma 3n E4B (`gemma-3n-e4b`, 15 of 35 layers shared), {T:,} tokens: "
+        lines.append(f"- Gemma 3n E4B (`gemma-3n-e4b`, {shared} of {layers} layers shared), "
+                     f"{T:,} tokens: "
                      f"{_readable(kept)} per sequence")
     return lines + [""]
 
@@ -238,6 +287,8 @@ def _group_sizes(name: str, kind: str) -> dict:
 
 
 def _sizes(example, kind: str) -> tuple[str, dict]:
+    if callable(example):  # a bundled model's group other than its first of this kind
+        return example()
     label, sizes = example
     if isinstance(sizes, str):
         return f"{label} (`{sizes}`, {BUNDLED[sizes].repo})", _group_sizes(sizes, kind)

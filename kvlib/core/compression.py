@@ -35,9 +35,18 @@ from kvlib.core.notation import N_KV, N_L, N_W, N_top, b, c_o, d_c, m, r_s
 __all__ = ["ENTRY", "WINDOW", "ENTRIES", "STATE", "COMPRESSED_LAYER", "PAST_WINDOW",
            "COMPRESSED_LIMIT", "DENSE_READS", "SELECTED_READS", "SELECTED_READS_LIMIT",
            "SELECTED_MEMORY_RATIO", "SHARED", "SHARED_MEMORY_RATIO", "SHARED_READS_RATIO",
-           "per_token_limit"]
+           "per_token_limit", "overlap"]
 
 T, W, L = N_KV.symbol, N_W.symbol, N_L.symbol
+
+
+def overlap(m: int) -> int:
+    """c_o, the overlap of a DeepSeek V4 compressor of ratio ``m``: its windows overlap (each
+    entry is made from 2 m tokens, the state twice as wide) for m = 4 only. vLLM 0.34.0,
+    ``vllm/models/deepseek_v4/compressor.py:247-248``: ``self.overlap = compress_ratio == 4``,
+    ``self.coff = 1 + self.overlap``."""
+    return 2 if m == 4 else 1
+
 
 # ------------------------------------------------------------------ compressed (DeepSeek V4)
 ENTRY = V4.symbolic.elements_per_token_layer  # bytes of one fp8_ds_mla entry (its table: b = 1)

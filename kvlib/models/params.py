@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kvlib.core.compression import overlap
 from kvlib.models.readers.deepseek import shared_indexer_layers
 from kvlib.models.readers.deepseek_v4 import compress_ratios
 from kvlib.models.readers.fields import Fields, describe, load_config
@@ -681,7 +682,7 @@ def _v4_layer(t: _Tally, p: str, d: int, m: int, hash_moe: bool) -> None:
     t.add(norms=qr + hd)
 
     def compressor(q: str, width: int) -> None:
-        coff = 2 if m == 4 else 1
+        coff = overlap(m)  # vLLM's coff (compressor.py:247-248)
         t.keep("attention", f"{q}.compressor.ape", m * coff * width)
         t.lin("attention", f"{q}.compressor.wkv", d, coff * width)
         t.lin("attention", f"{q}.compressor.wgate", d, coff * width)

@@ -31,6 +31,7 @@ layout, :mod:`kvlib.serving.vllm_v4`, builds vLLM's groups, pages and blocks fro
 
 from __future__ import annotations
 
+from kvlib.core.compression import overlap
 from kvlib.core.formulas import V4
 from kvlib.models.readers.fields import Fields, describe
 from kvlib.models.readers.reading import Attention, Layers, layer
@@ -126,7 +127,7 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     counts: dict = {window: n}
     main = {}
     for r in sorted(set(ratios) - {0}):
-        coff = 2 if r == 4 else 1  # overlapping windows for m = 4 (compressor.py:247-248)
+        coff = overlap(r)  # overlapping windows for m = 4 (compressor.py:247-248)
         compressed = layer(CacheKind.COMPRESSED, "V4 entry", m=r, **entry)
         state = layer(CacheKind.SLIDING, "Compressor state", coff * r, d_c=coff * d_c, b=1)
         layers = ratios.count(r)

@@ -16,7 +16,8 @@ from functools import cache
 import numpy as np
 
 from kvlib.core.decode_cost import PATHS
-from kvlib.core.formulas import GQA, MHA, MLA, MLA_ROPE, STATES
+from kvlib.core.formulas import GQA, INDEXER, MHA, MLA, MLA_ROPE, STATES, compressed
+from kvlib.core.notation import by_name
 from kvlib.models.catalog import bundled_config, load_model, simplified
 from kvlib.models.estimate import estimate
 from kvlib.models.readers import read_config
@@ -123,31 +124,55 @@ def _at_1m(model: str) -> int:
 
 def _v4_limit(model: str, ratio: int, entry: str = "V4 entry") -> Fraction:
     """Bytes per token one compressed layer of ``ratio`` adds past its window
-    (:data:`kvlib.core.compression.COMPRESSED_LIMIT`, sizes read from the model's config)."""
+    (:data:`kvlib.core.compression.COMPRESSED_LIMIT`; for the ``"Indexer"``, the limit of its
+    compressed keys, one per m tokens), sizes read from the model's config."""
     from kvlib.core import compression
-    from kvlib.core.formulas import INDEXER
-    from kvlib.core.notation import by_name
 
     g = next(g for g in load_model(model).groups if g.ratio == ratio and g.attention == entry)
     sizes = {"N_L": 1, "m": ratio, **{k: v for k, v in g.sizes.items() if k != "b"}}
-    if entry == "Indexer":  # the indexer's key, one per m tokens
-        key = INDEXER.bytes_per_token(N_L=1, b=1, d_I=sizes["d_I"])
-        return Fraction(key, ratio)
-    value = compression.COMPRESSED_LIMIT.subs({by_name(k).symbol: v for k, v in sizes.items()})
+    expr = compression.per_token_limit(compressed(INDEXER).subs(by_name("b").symbol, 1)) \
+        if entry == "Indexer" else compression.COMPRESSED_LIMIT
+    value = expr.subs({by_name(k).symbol: v for k, v in sizes.items()})
     return Fraction(int(value.p), int(value.q))
 
 
+def _indexer_group(model: str):
+    return next(g for g in load_model(model).groups if g.attention == "Indexer")
+
+
+def _indexer_key(model: str) -> int:
+    """Bytes of one token's indexer key in one layer (fp8 values and their fp32 scales)."""
+    return INDEXER.bytes_per_token(N_L=1, d_I=_indexer_group(model).sizes["d_I"], b=1)
+
+
+def _v4_bf16_slip(model: str, ratio: int) -> Fraction:
+    """Exercise 08.1's answer with a bf16 entry (d_c values of 2 B) in place of vLLM's
+    fp8_ds_mla one: entry and indexer key, one per ``ratio`` tokens."""
+    g = next(g for g in load_model(model).groups if g.ratio == ratio and g.attention == "V4 entry")
+    return Fraction(g.sizes["d_c"] * 2, ratio) + Fraction(_indexer_key(model), ratio)
+
+
 def _indexer_keys(model: str, T: int, scale: bool = True, per: int = 4) -> int:
-    g = next(g for g in load_model(model).groups if g.attention == "Indexer")
-    if scale and per == 4:
+    """The model's indexer keys over T tokens: its compressed group (one key per m tokens).
+    The slips are the same formula varied: ``per`` = 1, INDEXER's keys uncompressed (one per
+    token); ``scale`` False, the fp8 key row K^I of its table alone."""
+    g = _indexer_group(model)
+    if not scale:  # the slip: INDEXER's K^I row alone, without the s^I scales
+        key = INDEXER.table["K^I"].elements.subs({by_name("N_KV").symbol: T // per,
+                                                  by_name("d_I").symbol: g.sizes["d_I"]})
+        return g.layers * int(key)
+    if per == g.ratio:
         return g.bytes_per_sequence(T, 1)
-    return g.layers * (T // per) * (g.sizes["d_I"] + (4 * g.sizes["d_I"] // 128 if scale else 0))
+    return INDEXER.bytes_per_sequence(N_L=g.layers, N_KV=T // per, d_I=g.sizes["d_I"], b=1)
 
 
-def _gemma3n_no_window() -> int:
-    """Gemma 3n's 20 storing layers as if every one kept the whole 16K context."""
-    g = next(g for g in load_model("gemma-3n-e4b").groups if str(g.kind) == "full")
-    return GQA.bytes_per_sequence(N_L=20, N_KV=16384, b=2, **g.sizes)
+def _gemma3n_no_window(T: int) -> int:
+    """Gemma 3n's storing layers (those of its groups that are not shared) as if every one kept
+    the whole context of T tokens."""
+    groups = load_model("gemma-3n-e4b").groups
+    g = next(g for g in groups if str(g.kind) == "full")
+    layers = sum(g.layers for g in groups if str(g.kind) != "shared")
+    return GQA.bytes_per_sequence(N_L=layers, N_KV=T, b=2, **g.sizes)
 
 
 def _gemma3n(T: int, shared: bool = True) -> int:
@@ -364,9 +389,9 @@ ANSWERS: dict[str, Exercise] = {
              lambda: {_v4_limit("deepseek-v4-flash", 4):
                       "that is the entry alone: an m = 4 layer also keeps an indexer key per 4 "
                       "tokens",
-                      _v4_limit("deepseek-v4-flash", 4) + 132:
+                      _v4_limit("deepseek-v4-flash", 4) + _indexer_key("deepseek-v4-flash"):
                       "one indexer key per 4 tokens, not per token: the keys are compressed too",
-                      Fraction(1024, 4) + Fraction(132, 4):
+                      _v4_bf16_slip("deepseek-v4-flash", 4):
                       "that is a bf16 entry (512 x 2 B); vLLM stores 584 B"}),
     )),
     "08.2": Exercise((
@@ -385,6 +410,7 @@ ANSWERS: dict[str, Exercise] = {
              lambda: _gemma3n(16384),
              lambda: {_gemma3n(16384, shared=False):
                       "that is without sharing: the last 15 layers store nothing",
-                      _gemma3n_no_window(): "the sliding layers keep only their last 512 tokens"}),
+                      _gemma3n_no_window(16384):
+                      "the sliding layers keep only their last 512 tokens"}),
     )),
 }
