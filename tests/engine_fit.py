@@ -1,8 +1,16 @@
-"""The TP an engine test runs a bundled model at (tests/oracle/test_sglang_oracle.py,
-tests/test_trtllm_hand_trace.py): one rule, so the two engines are compared on the same
-deployments."""
+"""What the engine tests share (tests/oracle/test_sglang_oracle.py,
+tests/test_trtllm_hand_trace.py): the TP a bundled model runs at, one rule so the two engines
+are compared on the same deployments, and the float32 rounding both engines apply."""
+
+import struct
 
 from kvlib.serving.engines import engine_tokens
+
+
+def float32(x) -> float:
+    """``x`` rounded to a float32, as torch holds it (SGLang's all-reduce, TensorRT-LLM's
+    fraction)."""
+    return struct.unpack("f", struct.pack("f", float(x)))[0]
 
 
 def smallest_tp(name: str, engine: str, gpu: str, context: int) -> int:

@@ -24,9 +24,9 @@ kvlib supplies only what TensorRT-LLM would measure: the CUDA total, the weights
 rest of the profiling peak (``--trtllm-peak-gib``)."""
 
 import re
-import struct
 
 import pytest
+from engine_fit import float32 as _float32
 from engine_fit import smallest_tp
 
 from kvlib.models.catalog import BUNDLED, bundled_config
@@ -65,10 +65,6 @@ COMPARED = sorted(set(BUNDLED) - set(REFUSED))
 # transformers' attribute_map (GPT2Config): TensorRT-LLM reads the config through transformers
 _GPT2 = {"num_attention_heads": "n_head", "num_hidden_layers": "n_layer",
          "hidden_size": "n_embd"}
-
-
-def _float32(x) -> float:
-    return struct.unpack("f", struct.pack("f", float(x)))[0]
 
 
 def cache_size_per_token(config: dict, tp: int, b: int = 2) -> int:

@@ -21,7 +21,6 @@ import enum
 import glob
 import json
 import os
-import struct
 import types
 import zipfile
 from fractions import Fraction
@@ -29,6 +28,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from engine_fit import float32 as _float32
 from engine_fit import smallest_tp
 
 from kvlib.models.catalog import BUNDLED, bundled_config
@@ -155,10 +155,6 @@ def _function(path: str, name: str, cls: str | None = None, env: dict | None = N
     ns = _namespace({})
     ns.update(env or {})
     return _lift(path, name, ns, cls)[name]
-
-
-def _float32(x) -> float:
-    return struct.unpack("f", struct.pack("f", float(x)))[0]
 
 
 class _Dtype:
