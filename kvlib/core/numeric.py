@@ -9,12 +9,18 @@
 * arrays: a NumPy function (``sympy.lambdify``), vectorised over sweeps, int64.
 
 There is no hand-typed copy of any formula: both are printed from ``expr``.
+
+:func:`evaluate` is the same exact Python path for expressions whose symbols are not all the
+notation's (the serving engines' budgets, pools and sessions, kvlib.serving.engines): one
+function per expression, generated on first use and cached, floors, ceilings, minima and
+maxima included.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 import sympy as sp
@@ -24,7 +30,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from kvlib.core import validate
 from kvlib.core.notation import ALL_SYMBOLS, by_name
 
-__all__ = ["Formula"]
+__all__ = ["Formula", "evaluate", "evaluate_floats"]
 
 _ORDER = {s.name: i for i, s in enumerate(ALL_SYMBOLS)}
 _INT64_MAX = float(np.iinfo(np.int64).max)
@@ -183,3 +189,44 @@ class Formula:
                 f"{self.name}: values too large for int64 arrays; call with Python ints instead"
             )
         return self._vector(*args)
+
+
+@cache
+def _generated(expr: sp.Expr):
+    """``expr`` as Python (rationals as ``Fraction``; floor, ceiling as ``math.floor``,
+    ``math.ceil``; Min, Max as ``min``, ``max``), its arguments its symbols by name."""
+    symbols = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    fn = sp.lambdify(symbols, expr, modules=[{"Fraction": Fraction, "math": math}],
+                     printer=_ExactPrinter, docstring_limit=0)
+    return tuple(s.name for s in symbols), fn
+
+
+def _call(expr: sp.Expr, values: dict, convert):
+    names, fn = _generated(expr)
+    if set(values) != set(names):
+        missing = [n for n in names if n not in values]
+        extra = [n for n in values if n not in names]
+        raise ValueError(f"{expr}: " + "; ".join(
+            part for part in (missing and f"needs {', '.join(missing)}",
+                              extra and f"takes no {', '.join(extra)}") if part))
+    return fn(*(convert(values[n]) for n in names))
+
+
+def evaluate(expr: sp.Expr, **values):
+    """``expr`` at ``values`` (every symbol's, by name), exactly, by Python code generated from
+    it once: each value made a ``Fraction`` (a float by its exact value), so no quotient is a
+    float; an ``int`` comes back when the value is whole, else a ``Fraction``::
+
+        evaluate(sp.floor(x / y), x=7, y=2)  # -> 3
+    """
+    result = _call(expr, values, Fraction)
+    if type(result) is Fraction and result.denominator == 1:
+        return result.numerator
+    return result
+
+
+def evaluate_floats(expr: sp.Expr, **values):
+    """``expr`` at ``values`` by the same generated code, every value a Python ``float``: the
+    arithmetic of an engine that computes the expression in floats (a floor of a float is an
+    ``int``)."""
+    return _call(expr, values, float)

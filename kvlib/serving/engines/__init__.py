@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from kvlib.core.numeric import evaluate
 from kvlib.core.units import fmt_bytes
 from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.deployment import MEASURED_DEFAULTS, Deployment
@@ -189,8 +190,8 @@ def sglang_groups(model, config: dict | None) -> list[tuple]:
             key, values = "CELL_MLA", {"d_L": g.sizes["d_L"], "d_R": g.sizes.get("d_R", 0),
                                        "N_L": g.layers}
         else:
-            key, values = "CELL_MHA", {"N_kv": _heads(g), "d_k": g.sizes["d_QK"],
-                                       "d_v": g.sizes["d_V"], "N_L": g.layers}
+            key, values = "CELL_MHA", {"N_kv": _heads(g), "d_QK": g.sizes["d_QK"],
+                                       "d_V": g.sizes["d_V"], "N_L": g.layers}
         sliding = g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED)
         out.append((g, key, values, "swa" if hybrid and sliding else "full"))
     return out
@@ -215,8 +216,15 @@ def trtllm_groups(model, config: dict | None) -> list[tuple[str, dict]]:
         if g.sizes["d_QK"] != g.sizes["d_V"]:
             raise ValueError(f"{model.name}: TensorRT-LLM's cell has one head_dim; "
                              "K and V head sizes differ here")
-        out.append(("CELL_MHA", {"N_L": g.layers, "d": g.sizes["d_QK"], "N_kv": heads}))
+        out.append(("CELL_MHA", {"N_L": g.layers, "d_QK": g.sizes["d_QK"], "N_kv": heads}))
     return out
+
+
+def _cell(engine, key: str, values: dict, tp: int, b: int) -> int:
+    """One layer group's bytes per token: ``engine``'s cell expression ``key`` at the group's
+    values, TP (the MHA cell's heads per rank) and b."""
+    extra = {"TP": tp} if key == "CELL_MHA" else {}
+    return evaluate(getattr(engine, key), **values, **extra, b=b)
 
 
 def _gib(n) -> str:
@@ -240,14 +248,11 @@ def _sglang(dep: Deployment, context: int, *, mem_fraction_static=None, in_use_b
     hybrid = arch in sg.HYBRID_SWA_ARCHS
     full = swa = 0
     window = None
-    heads_rank = head_dim = layers_kv = None
+    kv_heads = head_dim = layers_kv = None
     for g, key, v, pool in sglang_groups(model, config):
-        if key == "CELL_MLA":
-            cell = (v["d_L"] + v["d_R"]) * v["N_L"] * b
-        else:
-            per_rank = max(1, v["N_kv"] // tp)
-            cell = per_rank * (v["d_k"] + v["d_v"]) * v["N_L"] * b
-            heads_rank, head_dim = per_rank, v["d_k"]
+        cell = _cell(sg, key, v, tp, b)
+        if key == "CELL_MHA":
+            kv_heads, head_dim = v["N_kv"], v["d_QK"]
         if pool == "swa":
             swa += cell
             window = g.window if window is None else max(window, g.window)
@@ -260,7 +265,7 @@ def _sglang(dep: Deployment, context: int, *, mem_fraction_static=None, in_use_b
                              "2651-2697)")
     layers_kv = sum(g.layers for g in model.groups)
     if mla:
-        heads_rank, head_dim = 1, None
+        kv_heads, head_dim = 1, None
     total = dep.total_memory_bytes_per_gpu
     in_use = MEASURED_DEFAULTS["in_use_bytes"] if in_use_bytes is None else in_use_bytes
     free_before = total - in_use
@@ -290,15 +295,17 @@ def _sglang(dep: Deployment, context: int, *, mem_fraction_static=None, in_use_b
                 context=context, fraction=fraction, full_cell=full, swa_cell=swa,
                 window=window, terms=terms, notes=notes)
     if hybrid and swa:
+        both = evaluate(sg.CELL_SWA, c_full=full, c_swa=swa, r=sg.SWA_FULL_TOKENS_RATIO)
         notes.append(f"sliding-window pool: {p.swa_tokens:,} tokens = int(full x 0.8) in pages "
                      f"(swa_full_tokens_ratio, pool_configurator.py:881); full pool from "
-                     f"budget // (full cell {full:,} + 0.8 x SWA cell {swa:,}) "
-                     "(pool_configurator.py:797-802, 915)")
+                     f"budget // (full cell {full:,} + 0.8 x SWA cell {swa:,} = "
+                     f"{float(both):,.1f} B) (pool_configurator.py:797-802, 915)")
     notes.append(f"max_running_requests {p.max_running_requests:,}: min(max(min(int(tokens / "
                  f"{context:,} x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:"
                  "3119-3132)")
-    if heads_rank is not None and head_dim is not None and not (hybrid and swa):
-        k = sg.k_size_bytes(p.tokens, page, heads_rank, head_dim, layers_kv, b)
+    if kv_heads is not None and head_dim is not None and not (hybrid and swa):
+        heads_rank = evaluate(sg.HEADS_PER_RANK, N_kv=kv_heads, TP=tp)
+        k = sg.k_size_bytes(p.tokens, page, kv_heads, head_dim, layers_kv, b, tp)
         notes.append(f"SGLang would log: KV Cache is allocated. #tokens: {p.tokens}, K size: "
                      f"{k / GiB:.2f} GB (GB = 2^30; (tokens + {page}) x {heads_rank} heads x "
                      f"{head_dim} x {layers_kv} layers x {b} B, memory_pool.py:2574-2578)")
@@ -316,14 +323,7 @@ def _trtllm(dep: Deployment, context: int, *, free_gpu_memory_fraction=None,
     _refuse_common(dep, "trtllm")
     model, gpu, tp = dep.model, dep.gpu, dep.tp
     b = trt.kv_bytes(dep.kv_dtype)
-    cell = 0
-    for key, v in trtllm_groups(model, dep.config):
-        values = {trt.SYMBOLS_BY_NAME[k]: x for k, x in v.items()}
-        values[trt.b] = b
-        if key == "CELL_MHA":
-            values[trt.tp] = tp
-        cell += getattr(trt, key).subs(values)
-    cell = int(cell)
+    cell = sum(_cell(trt, key, v, tp, b) for key, v in trtllm_groups(model, dep.config))
     block = tokens_per_block or trt.TOKENS_PER_BLOCK
     fraction = trt.DEFAULT_FRACTION if free_gpu_memory_fraction is None else trt.float32(
         free_gpu_memory_fraction)

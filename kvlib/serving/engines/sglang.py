@@ -23,11 +23,12 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
   ``generate_prefill_cuda_graph_batch_sizes`` up to chunked_prefill_size (MLA: at most 8192,
   memory_hook.py:233-238; arg_groups/cuda_graph_hook.py:480-497). chunked_prefill_size and the
   decode max batch by G (memory_hook.py:89-170).
-* **Cell** (``CELL``): bytes one token takes in the pool: max(1, KV heads // TP) x
-  (head_dim + v_head_dim) x layers x b (model_executor/pool_configurator.py:492-498;
-  ``get_num_kv_heads``, configs/model_config.py:1700-1711), or (kv_lora_rank +
-  qk_rope_head_dim) x layers x b for MLA (pool_configurator.py:379-386;
-  mem_cache/kv_cache_configurator.py:3419).
+* **Cell** (``CELL_MHA``, ``CELL_MLA``): bytes one token takes in the pool, the notebooks'
+  ``GQA.bytes_per_token`` N_L N_g b (d_QK + d_V) with SGLang's heads per rank
+  (``HEADS_PER_RANK``) max(1, KV heads // TP) for N_g (model_executor/pool_configurator.py:
+  492-498; ``get_num_kv_heads``, configs/model_config.py:1700-1711), or ``MLA_ROPE``'s
+  N_L b (d_L + d_R), (kv_lora_rank + qk_rope_head_dim) x layers x b (pool_configurator.py:
+  379-386; mem_cache/kv_cache_configurator.py:3419).
 * **Tokens** (``TOKENS``): budget // cell, down to whole pages (pool_configurator.py:637-647);
   a page is 1 token on CUDA (arg_groups/overrides.py:1341-1362) unless the attention backend
   forces one: TensorRT-LLM MHA, the default on SM100, 64 (arg_groups/model_override_base.py:
@@ -43,7 +44,11 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
   x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:3119-3132).
 * **Log**: "KV Cache is allocated. dtype: ..., #tokens: N, K size: X GB, V size: Y GB", with
   GB = 2^30 B (mem_cache/memory_pool.py:116, 2073-2098); K and V each hold N + one page of
-  rows (memory_pool.py:2574-2578): K = (N + page) x heads x head_dim x layers x b.
+  rows (memory_pool.py:2574-2578): ``K_SIZE`` = (N + page) x the cell's K part, heads x
+  head_dim x layers x b.
+
+Python evaluates these expressions (:func:`kvlib.core.numeric.evaluate`: code generated from
+each, exact); the one step done in floats on purpose, SGLang's own, is :func:`kv_budget`'s.
 
 Not traced, refused by name: Mamba and linear-attention state pools (r/(1+r) of the budget,
 kv_cache_configurator.py:3350-3357, but the per-request state size is not), sparse-attention
@@ -53,41 +58,53 @@ per-kind head sizes, layers without attention, multimodal reserves.
 
 from __future__ import annotations
 
-import math
 import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import sympy as sp
 
-__all__ = ["RELEASE", "SYMBOLS", "KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "CELL_SWA",
-           "FULL_TOKENS_SWA", "SWA_TOKENS", "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA", "K_SIZE",
-           "MEM_FRACTION", "SYMBOLS_BY_NAME",
+from kvlib.core.formulas import GQA, MLA_ROPE
+from kvlib.core.notation import by_name
+from kvlib.core.numeric import evaluate, evaluate_floats
+
+__all__ = ["RELEASE", "SYMBOLS", "KV_BUDGET", "HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "TOKENS",
+           "CELL_SWA", "FULL_TOKENS_SWA", "SWA_TOKENS", "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA",
+           "K_SIZE", "MEM_FRACTION", "KV_BUDGET_MEASURED", "SYMBOLS_BY_NAME",
            "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS", "SGLangPool", "default_mem_fraction",
-           "prefill_graph_sizes", "pool", "k_size_bytes"]
+           "prefill_graph_sizes", "kv_budget", "pool", "k_size_bytes"]
 
 RELEASE = "0.5.23"
 MiB = 1 << 20
 GiB = 1 << 30
 
-# symbols: F_0 free before weights, W weights, X other memory taken before the pool, f
-# mem_fraction_static, c the cell, p the page, r swa_full_tokens_ratio, T tokens, C context
-F0, W, X, f = sp.symbols("F_0 W_GPU X f", positive=True)
+# symbols: F_0 free before weights, W weights, X other memory taken before the pool, F_1 the
+# free memory SGLang measures after the weights (F_0 - W - X), f mem_fraction_static, c the
+# cell, p the page, r swa_full_tokens_ratio, T tokens, C context; the cells' N_L, N_g, d_QK,
+# d_V, d_L, d_R, b and TP are the notation's (kvlib.core.notation), N_kv the config's KV heads
+F0, F1, W, X, f = sp.symbols("F_0 F_1 W_GPU X f", positive=True)
 c, c_full, c_swa, p, r = sp.symbols("c c_full c_swa p r", positive=True)
-N_kv, d_k, d_v, L, b, d_L, d_R = sp.symbols("N_kv d_k d_v N_L b d_L d_R", positive=True)
-tp, T, C, G, R_mib = sp.symbols("TP T C G R", positive=True)
-SYMBOLS = {"F0": F0, "W": W, "X": X, "f": f, "c": c, "p": p, "r": r, "T": T, "C": C,
-           "tp": tp, "G": G, "R": R_mib}
+N_g, d_k, d_v, L, b, d_L, d_R, tp = (by_name(n).symbol for n in
+                                     ("N_g", "d_QK", "d_V", "N_L", "b", "d_L", "d_R", "TP"))
+N_kv = sp.Symbol("N_kv", positive=True)
+T, C, G, R_mib = sp.symbols("T C G R", positive=True)
+SYMBOLS = {"F0": F0, "F1": F1, "W": W, "X": X, "f": f, "c": c, "p": p, "r": r, "T": T,
+           "C": C, "tp": tp, "G": G, "R": R_mib}
 
 KV_BUDGET = sp.floor(sp.Add(F0, -W, -X, -F0 * (1 - f), evaluate=False))
-CELL_MHA = sp.Max(1, sp.floor(N_kv / tp)) * (d_k + d_v) * L * b
-CELL_MLA = (d_L + d_R) * L * b
+# the same budget from the two free memories SGLang measures (what kv_budget evaluates)
+KV_BUDGET_MEASURED = KV_BUDGET.subs({W: F0 - F1, X: 0})
+HEADS_PER_RANK = sp.Max(1, sp.floor(N_kv / tp))  # get_num_kv_heads
+CELL_MHA = GQA.symbolic.bytes_per_token.subs(N_g, HEADS_PER_RANK)
+CELL_MLA = MLA_ROPE.symbolic.bytes_per_token
 TOKENS = sp.floor(sp.floor(sp.Symbol("B_KV") / c) / p) * p
 CELL_SWA = c_full + r * c_swa
 FULL_TOKENS_SWA = sp.floor(sp.floor(sp.Symbol("B_KV") / CELL_SWA) / p) * p
 SWA_TOKENS = sp.floor(sp.floor(T * r) / p) * p
+# SGLang's int(T / C x 512) is a float's; the exact floor is the same (T x 512 / C is a whole
+# number exactly when T / C is a multiple of 1/512, which a float holds exactly)
 MAX_RUNNING = sp.Min(sp.Max(sp.Min(sp.floor(T / C * 512), 4096), 2048), sp.floor(T / 2))
-K_SIZE = (T + p) * sp.Max(1, sp.floor(N_kv / tp)) * d_k * L * b
+K_SIZE = (T + p) * CELL_MHA.subs(d_v, 0)  # the K buffer: T + one page rows of the cell's K
 MEM_FRACTION = (G - R_mib) / G  # then rounded to 3 decimals
 # requests of C tokens at once: whole pages each, at most max_running_requests (pool()); with
 # a sliding-window pool of T_SWA tokens, also min(C, window w) + one page each (the admission
@@ -96,7 +113,7 @@ T_swa, w = sp.symbols("T_SWA w", positive=True)
 SESSIONS = sp.Min(MAX_RUNNING, sp.floor(T / (sp.ceiling(C / p) * p)))
 SESSIONS_SWA = sp.Min(SESSIONS, sp.floor(T_swa / (sp.Min(C, w) + p)))
 # every expression's symbols by name (the book's planner passes values by name)
-SYMBOLS_BY_NAME = {s.name: s for s in (F0, W, X, f, c, c_full, c_swa, p, r, N_kv, d_k, d_v, L,
+SYMBOLS_BY_NAME = {s.name: s for s in (F0, F1, W, X, f, c, c_full, c_swa, p, r, N_kv, d_k, d_v, L,
                                        b, d_L, d_R, tp, T, C, G, R_mib, T_swa, w,
                                        sp.Symbol("B_KV"))}
 
@@ -153,7 +170,8 @@ def default_mem_fraction(gpu_mib, tp_size: int = 1, mla: bool = False,
     reserve = 512 + Fraction(3, 2) * max(chunk, 2048) + Fraction(tp_size, 8) * 1024 + graph
     if gpu_mib > 60 * 1024:
         reserve = max(reserve, Fraction(10 * 1024))
-    value = Fraction(round(float((gpu_mib - reserve) / gpu_mib), 3)).limit_denominator(1000)
+    value = Fraction(round(float(evaluate(MEM_FRACTION, G=gpu_mib, R=reserve)), 3)
+                     ).limit_denominator(1000)
     how = (f"round((G - R) / G, 3), G = {float(gpu_mib):g} MiB (nvidia-smi), R = "
            f"{float(reserve):g} MiB: 512 + 1.5 x chunked_prefill_size {chunk} + TP {tp_size}/8 "
            f"x 1024 + CUDA graphs {float(graph):g} (decode max batch {max_bs} x 2 + "
@@ -181,62 +199,58 @@ class SGLangPool:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _floor(x) -> int:
-    return math.floor(Fraction(x))
-
-
 def _float32(x) -> float:
     return struct.unpack("f", struct.pack("f", float(x)))[0]
 
 
+def _measured(free: int, world: int) -> float:
+    """A free memory in bytes as SGLang holds it: a float64 (of GB, bytes / 2^30: the same
+    float times 2^30), all-reduced as a float32 when ``world`` > 1 (utils/common.py:569-574;
+    distributed/bootstrap.py:207-212). SGLang's rounding step, applied to the inputs."""
+    return _float32(free) if world > 1 else float(free)
+
+
 def kv_budget(free_before: int, weights: int, other: int, fraction, world: int = 1) -> int:
-    """F_0 - W - X - F_0 (1 - f) bytes, the budget SGLang 0.5.23 sizes its pools from, in its
-    own floating point: both free memories in GB (bytes / 2^30, utils/common.py:427-576), each
-    the minimum over ``world`` ranks all-reduced as a float32 when world > 1 (:569-574;
-    distributed/bootstrap.py:207-212), the difference times 2^30 truncated
-    (kv_cache_configurator.py:2990-3060). Within a few KiB of the exact floor."""
-    def gb(free):
-        return (_float32(free) if world > 1 else free) / (1 << 30)
-
-    rest = gb(free_before - weights - other) - gb(free_before) * (1 - float(fraction))
-    return int(rest * (1 << 30))
-
-
-def tokens(budget: int, cell, page: int) -> int:
-    """budget // cell, down to whole pages (model_executor/pool_configurator.py:637-647)."""
-    return (_floor(Fraction(max(0, budget)) / Fraction(cell)) // page) * page
+    """``KV_BUDGET``, F_0 - W - X - F_0 (1 - f) bytes, the budget SGLang 0.5.23 sizes its pools
+    from, in its own floating point: ``KV_BUDGET_MEASURED`` evaluated in floats
+    (:func:`~kvlib.core.numeric.evaluate_floats`) on the free memories before and after the
+    weights as SGLang measures them (:func:`_measured`) and float(f)
+    (kv_cache_configurator.py:2990-3060: GB floats, utils/common.py:427-576, whose scaling by
+    2^30 is exact). Within a few KiB of the exact floor; negative (floored) where SGLang
+    stops."""
+    return evaluate_floats(KV_BUDGET_MEASURED, F_0=_measured(free_before, world),
+                           F_1=_measured(free_before - weights - other, world), f=fraction)
 
 
-def max_running(tokens_: int, context: int) -> int:
-    """max_running_requests when none is given (kv_cache_configurator.py:3119-3132)."""
-    estimated = max(min(int(tokens_ / context * 512), 4096), 2048)
-    return min(estimated, tokens_ // 2)
-
-
-def k_size_bytes(tokens_: int, page: int, heads_per_rank: int, head_dim: int, layers: int,
-                 b: int) -> int:
-    """The K buffer SGLang logs: (N + page) rows x heads x head_dim x layers x b
-    (mem_cache/memory_pool.py:2574-2578)."""
-    return (tokens_ + page) * heads_per_rank * head_dim * layers * b
+def k_size_bytes(tokens_: int, page: int, kv_heads: int, head_dim: int, layers: int,
+                 b: int, tp: int = 1) -> int:
+    """``K_SIZE``, the K buffer SGLang logs: (N + page) rows x max(1, kv_heads // tp) x
+    head_dim x layers x b (mem_cache/memory_pool.py:2574-2578)."""
+    return evaluate(K_SIZE, T=tokens_, p=page, N_kv=kv_heads, TP=tp, d_QK=head_dim, N_L=layers,
+                    b=b)
 
 
 def pool(*, kind: str, budget: int, page: int, context: int, fraction, full_cell: int,
          swa_cell: int = 0, window: int | None = None, ratio=SWA_FULL_TOKENS_RATIO,
          terms=(), notes=()) -> SGLangPool:
-    """The pools for a budget: kind "single" (one pool, every layer) or "hybrid_swa"."""
+    """The pools for a budget: kind "single" (one pool, every layer) or "hybrid_swa"; every
+    count is the module's expression, evaluated exactly."""
+    budget_in = max(0, budget)
+    ratio = Fraction(ratio)
     if kind == "single":
-        n = tokens(budget, full_cell, page)
+        n = evaluate(TOKENS, B_KV=budget_in, c=full_cell, p=page)
         swa_n = None
     else:
-        n = tokens(budget, Fraction(full_cell) + Fraction(ratio) * swa_cell, page)
-        swa_n = (_floor(n * Fraction(ratio)) // page) * page
-    running = max_running(n, context) if n else 0
-    per_seq = -(-context // page) * page
-    sessions = min(running, n // per_seq) if n else 0
+        n = evaluate(FULL_TOKENS_SWA, B_KV=budget_in, c_full=full_cell, c_swa=swa_cell, r=ratio,
+                     p=page)
+        swa_n = evaluate(SWA_TOKENS, T=n, r=ratio, p=page)
+    running = evaluate(MAX_RUNNING, T=n, C=context)
     if swa_n is not None and window is not None:
         # the admission floor: min(tokens, window) + one page per request (pool_configurator.py:
         # 198-216)
-        sessions = min(sessions, swa_n // (min(context, window) + page))
+        sessions = evaluate(SESSIONS_SWA, T=n, C=context, p=page, T_SWA=swa_n, w=window)
+    else:
+        sessions = evaluate(SESSIONS, T=n, C=context, p=page)
     return SGLangPool(kv_budget=budget, cell=full_cell, page=page, tokens=n,
                       max_running_requests=running, sessions=sessions, context=context,
                       mem_fraction_static=Fraction(fraction),
