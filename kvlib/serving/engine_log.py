@@ -25,6 +25,10 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from kvlib.serving.engines import _cell, _heads
+from kvlib.serving.engines import sglang as sg
+from kvlib.serving.engines import trtllm as trt
+
 __all__ = ["EngineCheck", "EngineExplanation", "detect_engine", "explain_engine_log"]
 
 GiB = 1 << 30
@@ -106,10 +110,11 @@ def _sglang(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                                     f"(K + V) x 2^30 / (#tokens + page {page})"))
         if not full:
             continue
-        if m["kv"] is not None:
-            per_layer = sum((g.sizes["d_L"] + g.sizes.get("d_R", 0)) * g.layers for g in full
-                            if g.kind == CacheKind.LATENT)
-            exact = (n + page) * per_layer * b
+        if m["kv"] is not None:  # an MLA latent: SGLang's CELL_MLA per row
+            exact = (n + page) * sum(
+                _cell(sg, "CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
+                                       "d_R": g.sizes.get("d_R", 0)}, tp, b)
+                for g in full if g.kind == CacheKind.LATENT)
             e.checks.append(EngineCheck(
                 i, text, "KV size", f"{m['kv']} GB", f"{exact / GiB:.4f} GB",
                 "ok" if _gib_ok(m["kv"], exact) else "mismatch",
@@ -117,9 +122,9 @@ def _sglang(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                 "GB = 2^30"))
             continue
         for name, printed, dim in (("K size", m["k"], "d_QK"), ("V size", m["v"], "d_V")):
-            rows = sum(max(1, g.sizes.get("N_g", g.sizes.get("N_h", 1)) // tp)
-                       * g.sizes[dim] * g.layers for g in full if g.kind != CacheKind.LATENT)
-            exact = (n + page) * rows * b
+            exact = sum(sg.k_size_bytes(n, page, _heads(g), g.sizes[dim], g.layers, b, tp)
+                        for g in full if g.kind != CacheKind.LATENT)
+            rows = exact // ((n + page) * b)
             e.checks.append(EngineCheck(
                 i, text, name, f"{printed} GB", f"{exact / GiB:.4f} GB",
                 "ok" if _gib_ok(printed, exact) else "mismatch",
@@ -132,17 +137,17 @@ def _trtllm(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
     e = EngineExplanation("trtllm")
     cell = None
     if model is not None:
-        from kvlib.models.catalog import BUNDLED  # noqa: F401  (model is a ModelSpec)
         from kvlib.models.spec import CacheKind
         b = kv_bytes or 2
-        cell = 0
+        cell = 0  # TensorRT-LLM's cell expressions, per group (get_cache_size_per_token)
         for g in model.groups:
             if g.kind == CacheKind.LATENT:
-                cell += (g.sizes["d_L"] + g.sizes.get("d_R", 0)) * g.layers * b
+                cell += _cell(trt, "CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
+                                                "d_R": g.sizes.get("d_R", 0)}, tp, b)
             elif g.kind == CacheKind.FULL:
-                heads = g.sizes.get("N_g", g.sizes.get("N_h", 1))
-                cell += 2 * g.layers * (g.sizes["d_QK"] * heads // tp) * b
-    block = 32
+                cell += _cell(trt, "CELL_MHA", {"N_L": g.layers, "d_QK": g.sizes["d_QK"],
+                                                "N_kv": _heads(g)}, tp, b)
+    block = trt.TOKENS_PER_BLOCK
     implied = []
     estimated = None
     for i, text in lines:
