@@ -83,4 +83,6 @@ SELECTED_MEMORY_RATIO = sp.cancel((_LATENT + _KEY) / _LATENT)
 # N_L layers, each stored cache read by r_s of them: N_L / r_s caches are stored
 SHARED = GQA.symbolic.bytes_per_sequence.subs(L, L / r_s.symbol)
 SHARED_MEMORY_RATIO = sp.cancel(GQA.symbolic.bytes_per_sequence / SHARED)
-SHARED_READS_RATIO = sp.Integer(1)  # every layer still attends over one full cache per step
+# a decode step: every layer attends over one whole cache, its own or the one it reads; shared,
+# each of the N_L / r_s stored caches is read by r_s layers
+SHARED_READS_RATIO = sp.cancel(GQA.symbolic.bytes_per_sequence / (SHARED * r_s.symbol))
