@@ -19,12 +19,14 @@ PIP_FROM := $(if $(WHEELS),--no-index --find-links $(WHEELS))
 $(LSTAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed, found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
-	$(if $(WHEELS),@echo "installing from $(WHEELS) only (no network)",$(BIN)/python -m pip install --quiet --upgrade pip)
-	$(BIN)/python -m pip install --quiet $(PIP_FROM) -e '.[lab]'
+	$(if $(WHEELS),@echo "installing from $(WHEELS) only (no network)",$(BIN)/python -m pip install --upgrade pip)
+	@echo "[make lab 1/2] installing JupyterLab, NumPy, SymPy, Matplotlib and kvlib into $(VENV) (about two minutes the first time; pip shows its progress)"
+	$(BIN)/python -m pip install $(PIP_FROM) -e '.[lab]'
+	@echo "[make lab 2/2] installed; later runs of make lab start JupyterLab at once"
 	@touch $(LSTAMP)
 
 $(STAMP): $(LSTAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install -e '.[dev]'
 	@touch $(STAMP)
 
 env: $(STAMP)
@@ -51,14 +53,14 @@ lab: $(LSTAMP)
 BSTAMP := $(VENV)/.book-stamp
 
 $(BSTAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,book]'
+	$(BIN)/python -m pip install -e '.[dev,book]'
 	@touch $(BSTAMP)
 
 book: $(BSTAMP)
 	$(BIN)/python scripts/build_book.py --strict
 
 test: $(STAMP) $(BSTAMP) lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-cell-timeout=300 tests notebooks
+	$(BIN)/python -m pytest -rs -n 2 --dist loadfile --nbval --nbval-cell-timeout=300 tests notebooks
 
 # kvlib against the cache transformers allocates, on tiny random models (docs/crosscheck.md).
 # Installs the crosscheck extra (torch 2.13.0 CPU build, transformers) into .venv on first use.

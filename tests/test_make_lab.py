@@ -53,3 +53,30 @@ def test_printed_url_opens_notebook_01(tmp_path):
     assert urls, log.read_text()[-2000:]
     assert all(u.startswith(f"http://127.0.0.1:{port}/lab/tree/notebooks/"
                             "01_attention_and_kv_cache.ipynb?token=") for u in urls), urls
+
+
+def _recipe(target: str) -> str:
+    text = (ROOT / "Makefile").read_text()
+    return re.search(rf"^{re.escape(target)}:.*?(?=^\S)", text, re.M | re.S).group(0)
+
+
+def test_first_make_lab_shows_progress():
+    """The first `make lab` installs for about two minutes: a room must see it working
+    (issue 40, item 7), so pip is not silenced and the steps are announced."""
+    recipe = _recipe("$(LSTAMP)")
+    installs = [line for line in recipe.splitlines() if "pip install" in line]
+    assert installs and not any("--quiet" in line or " -q" in line for line in installs), recipe
+    assert re.search(r"@echo .*installing", recipe), recipe
+
+
+def test_make_test_says_why_tests_were_skipped():
+    """The README says skipped tests say why: pytest prints skip reasons only with -rs."""
+    pytest_line = next(line for line in _recipe("test").splitlines() if "pytest" in line)
+    assert re.search(r"\s-r\w*s", pytest_line), pytest_line
+
+
+def test_the_wheelhouse_is_ignored_by_git():
+    """docs/workshop.md builds wheels/ in the clone; git must not offer it for commit."""
+    out = subprocess.run(["git", "check-ignore", "-q", "wheels/setuptools-68.0.0-py3-none-any.whl"],
+                         cwd=ROOT)
+    assert out.returncode == 0
