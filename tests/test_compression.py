@@ -83,17 +83,17 @@ def test_numpy_entries_are_gated_averages_and_the_window_is_exact():
     w = init_compressor(rng, d_in=8, d_c=5, m=4)
     X = rng.normal(size=(22, 8))
     cache = decode_compressed(X, w, 6)
-    Z, S = X @ w.W_KV, X @ w.W_S + np.tile(w.P, (6, 1))[:22]
+    C, Z = X @ w.W_KV, X @ w.W_Z + np.tile(w.P, (6, 1))[:22]  # rows C, scores Z
     for i, entry in enumerate(cache.entries):
         g = slice(4 * i, 4 * i + 4)
-        A = np.exp(S[g]) / np.exp(S[g]).sum(axis=0)
-        np.testing.assert_allclose(entry, (A * Z[g]).sum(axis=0), rtol=1e-12)
-        np.testing.assert_allclose(entry, compress(Z[g], S[g]), rtol=1e-12)
-        assert np.all(entry <= Z[g].max(axis=0) + 1e-12)  # an average stays inside its rows
-    np.testing.assert_allclose(cache.window, Z[-6:], rtol=1e-12)  # the tokens as they are
+        A = np.exp(Z[g]) / np.exp(Z[g]).sum(axis=0)
+        np.testing.assert_allclose(entry, (A * C[g]).sum(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(entry, compress(C[g], Z[g]), rtol=1e-12)
+        assert np.all(entry <= C[g].max(axis=0) + 1e-12)  # an average stays inside its rows
+    np.testing.assert_allclose(cache.window, C[-6:], rtol=1e-12)  # the tokens as they are
     # a summary, not the tokens: attending over it differs from attending over every token
     q = rng.normal(size=5)
-    assert not np.allclose(attend(q, np.vstack([cache.entries, cache.window])), attend(q, Z))
+    assert not np.allclose(attend(q, np.vstack([cache.entries, cache.window])), attend(q, C))
 
 
 def test_before_the_compressor_window_fills_the_state_holds_only_the_tokens_read():

@@ -9,9 +9,9 @@ counts bytes):
   Intelligence", DeepSeek-AI 2026, as vLLM 0.34.0 stores it): a layer with compression ratio m
   keeps its last N_W tokens as they are (the window), one entry per m tokens
   (floor(N_KV / m), :func:`kvlib.core.formulas.compressed`), and its compressor's running
-  state, up to c_o x m slots of 2 x c_o x d_c fp32 values (``vllm/models/deepseek_v4/compressor.py:
-  156-158, 297-302``): :data:`WINDOW`, :data:`ENTRIES`, :data:`STATE`,
-  :data:`COMPRESSED_LAYER`. Past the window, per token it tends to (entry bytes) / m:
+  state (:data:`COMPRESSOR_STATE`): min(N_KV, c_o m) slots, each a projected row C and its
+  gate scores Z of c_o x d_c fp32 values (``vllm/models/deepseek_v4/compressor.py:156-158,
+  297-302``): :data:`WINDOW`, :data:`ENTRIES`, :data:`STATE`, :data:`COMPRESSED_LAYER`. Past the window, per token it tends to (entry bytes) / m:
   :data:`COMPRESSED_LIMIT`.
 * **selected** (DeepSeek V3.2's lightning indexer, arXiv:2512.02556; V4's m = 4 layers): the
   indexer adds one small key per token, so memory grows (:data:`SELECTED_MEMORY_RATIO`), and a
@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import sympy as sp
 
-from kvlib.core.formulas import COMPRESSOR, GQA, INDEXER, MLA_ROPE, V4, compressed
-from kvlib.core.notation import N_KV, N_L, N_W, N_top, b, c_o, d_c, m, r_s
+from kvlib.core.formulas import GQA, INDEXER, MLA_ROPE, V4, compressed
+from kvlib.core.notation import N_KV, N_L, N_W, N_top, b, c_o, d_c, d_in, m, r_s
+from kvlib.core.tables import Role, TensorTable, _t
 
-__all__ = ["ENTRY", "WINDOW", "ENTRIES", "STATE", "COMPRESSED_LAYER", "PAST_WINDOW",
+__all__ = ["ENTRY", "WINDOW", "ENTRIES", "COMPRESSOR_STATE", "STATE", "COMPRESSED_LAYER", "PAST_WINDOW",
            "COMPRESSED_LIMIT", "DENSE_READS", "SELECTED_READS", "SELECTED_READS_LIMIT",
            "SELECTED_MEMORY_RATIO", "SHARED", "SHARED_MEMORY_RATIO", "SHARED_READS_RATIO",
            "per_token_limit", "overlap"]
@@ -52,11 +53,26 @@ def overlap(m: int) -> int:
 ENTRY = V4.symbolic.elements_per_token_layer  # bytes of one fp8_ds_mla entry (its table: b = 1)
 WINDOW = V4.symbolic.bytes_per_sequence.subs({b.symbol: 1, T: sp.Min(T, W)})
 ENTRIES = compressed(V4).subs(b.symbol, 1)
-# the compressor's window: up to c_o x m tokens (a sliding window, as the reader keeps it),
-# each 2 x (c_o x d_c) fp32 values (its table's rows)
+# The compressor's running state, as vLLM 0.34.0 keeps it (compressor.py:156-158, the window;
+# 297-302, state_dim 2 x coff x head_dim in float32): a sliding window of c_o x m slots (no more
+# than the tokens read), each slot one token's projected row C (c_o x d_c values: the m = 4
+# compressor's overlapping groups make it twice as wide) and its gate scores Z, in fp32. The
+# table counts bytes (4 per fp32 value), as the entry's does. The indexer's own compressor has
+# the same shape with index_head_dim (d_I = 128) in place of d_c: c_o x d_I = 256 values.
 _SLOTS = sp.Min(T, c_o.symbol * m.symbol)
-STATE = COMPRESSOR.symbolic.bytes_per_sequence.subs(
-    {b.symbol: 1, T: _SLOTS, d_c.symbol: c_o.symbol * d_c.symbol}, simultaneous=True)
+COMPRESSOR_STATE = TensorTable(
+    "Compressor state",
+    "The running state of one DeepSeek V4 compressor, in bytes: for each of the last "
+    "min(N_KV, c_o m) tokens, its projected row and its gate scores, c_o d_c fp32 values each.",
+    (
+        _t("X", "X", T, d_in.symbol, 1, Role.ACTIVATION, note="layer input"),
+        _t("C^st", r"C^{\mathrm{st}}", _SLOTS, 4 * c_o.symbol * d_c.symbol, 1, Role.CACHE,
+           note="projected rows C, fp32 (4 bytes a value)"),
+        _t("Z^st", r"Z^{\mathrm{st}}", _SLOTS, 4 * c_o.symbol * d_c.symbol, 1, Role.CACHE,
+           note="their gate scores Z, fp32"),
+    ),
+)
+STATE = L * sp.Add(*(t.elements for t in COMPRESSOR_STATE.with_role(Role.CACHE)))
 COMPRESSED_LAYER = WINDOW + ENTRIES + STATE
 # past the window and the state's slots (N_KV >= N_W, c_o m) both are constants, which a limit
 # can handle

@@ -1,16 +1,17 @@
 """NumPy reference of a compressed attention layer in DeepSeek V4's shape (notebook 08).
 
 One head of width ``d_c``: every token's input row x (d_in) is projected to a key-value row
-z = x W^{KV} (one vector read as key and value, as V4's entry is) and a score row
-s = x W^{S} + p_j, where p_j is a learned bias for the token's place j in its group. Every m
-tokens become one compressed entry, a softmax-gated average taken per channel:
+C_j = x W^{KV} (one vector read as key and value, as V4's entry is) and a row of scores
+Z_j = x W^{Z} + p_j, where p_j is a learned bias for the token's place j in its group (the
+V4 report's C and Z). Every m tokens become one compressed entry, a softmax-gated average
+taken per channel, with weights A = softmax(Z) over the group:
 
-    c = sum_j softmax_j(s_j) * z_j          (j over the m tokens of the group)
+    entry = sum_j A_j * C_j,   A_j = softmax_j(Z_j)     (j over the m tokens of the group)
 
 (DeepSeek V4 technical report, 2026; vLLM 0.34.0's ``models/deepseek_v4/compressor.py``, whose
 m = 4 layers also overlap each group with the previous one, which this reference leaves out).
 Decoding keeps exactly what :mod:`kvlib.core.compression` counts: the last ``N_W`` rows z as
-they are (the window), one entry per m tokens read so far, and the running state (z and s of
+they are (the window), one entry per m tokens read so far, and the running state (C and Z of
 the tokens of the group not yet complete). A query attends to the entries and the window.
 
 Float64, seeded weights; shapes in the notation's symbols.
@@ -30,10 +31,10 @@ __all__ = ["CompressorWeights", "init_compressor", "compress", "CompressedCache"
 
 @dataclass(frozen=True)
 class CompressorWeights:
-    """W_KV, W_S: (d_in, d_c); P: (m, d_c), the score bias of each place in a group."""
+    """W_KV, W_Z: (d_in, d_c); P: (m, d_c), the score bias of each place in a group."""
 
     W_KV: np.ndarray
-    W_S: np.ndarray
+    W_Z: np.ndarray
     P: np.ndarray
 
     @property
@@ -51,31 +52,31 @@ def init_compressor(rng: np.random.Generator, d_in: int, d_c: int, m: int) -> Co
                              rng.normal(0, 1, (m, d_c)))
 
 
-def compress(Z: np.ndarray, S: np.ndarray) -> np.ndarray:
-    """One entry (d_c,) from a group's rows Z (m, d_c) and scores S (m, d_c): per channel, the
-    softmax over the m tokens of S weights the rows of Z."""
-    return (softmax(S, axis=0) * Z).sum(axis=0)
+def compress(C: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """One entry (d_c,) from a group's rows C (m, d_c) and scores Z (m, d_c): per channel, the
+    weights A = softmax(Z) over the m tokens weight the rows of C."""
+    return (softmax(Z, axis=0) * C).sum(axis=0)
 
 
 @dataclass
 class CompressedCache:
     """What one sequence keeps in one layer, after ``tokens`` tokens.
 
-    window: (min(tokens, N_W), d_c), the last rows z exactly; entries: (floor(tokens / m), d_c);
-    pending_Z, pending_S: (tokens mod m, d_c), the compressor's running state.
+    window: (min(tokens, N_W), d_c), the last rows C exactly; entries: (floor(tokens / m), d_c);
+    pending_C, pending_Z: (tokens mod m, d_c), the compressor's running state (rows, scores).
     """
 
     N_W: int
     window: np.ndarray
     entries: np.ndarray
+    pending_C: np.ndarray
     pending_Z: np.ndarray
-    pending_S: np.ndarray
     tokens: int = 0
     history: list = field(default_factory=list)
 
     def rows(self) -> tuple[int, int, int]:
         """(window rows, compressed entries, state rows) kept now."""
-        return len(self.window), len(self.entries), len(self.pending_Z)
+        return len(self.window), len(self.entries), len(self.pending_C)
 
 
 def decode_compressed(X: np.ndarray, w: CompressorWeights, N_W: int) -> CompressedCache:
@@ -87,13 +88,13 @@ def decode_compressed(X: np.ndarray, w: CompressorWeights, N_W: int) -> Compress
     empty = np.zeros((0, d_c))
     cache = CompressedCache(N_W, empty, empty, empty, empty)
     for x in X:
-        z, s = x @ w.W_KV, x @ w.W_S + w.P[len(cache.pending_Z)]
-        cache.window = np.vstack([cache.window, z])[-N_W:]
-        cache.pending_Z = np.vstack([cache.pending_Z, z])
-        cache.pending_S = np.vstack([cache.pending_S, s])
-        if len(cache.pending_Z) == w.m:  # the group is complete: one entry, state emptied
-            cache.entries = np.vstack([cache.entries, compress(cache.pending_Z, cache.pending_S)])
-            cache.pending_Z, cache.pending_S = empty, empty
+        row, score = x @ w.W_KV, x @ w.W_Z + w.P[len(cache.pending_C)]
+        cache.window = np.vstack([cache.window, row])[-N_W:]
+        cache.pending_C = np.vstack([cache.pending_C, row])
+        cache.pending_Z = np.vstack([cache.pending_Z, score])
+        if len(cache.pending_C) == w.m:  # the group is complete: one entry, state emptied
+            cache.entries = np.vstack([cache.entries, compress(cache.pending_C, cache.pending_Z)])
+            cache.pending_C, cache.pending_Z = empty, empty
         cache.tokens += 1
         cache.history.append(cache.rows())
     return cache
