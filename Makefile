@@ -114,9 +114,10 @@ student: $(LSTAMP)
 figures: $(STAMP)
 	$(BIN)/python -m kvlib.views.figures figures
 
-# Re-execute every notebook and store its outputs (after changing kvlib).
+# Re-execute every notebook, the lessons and the engines track, and store its outputs
+# (after changing kvlib).
 notebooks: $(STAMP)
-	timeout 900 $(BIN)/python scripts/run_notebooks.py notebooks/*.ipynb
+	timeout 1800 $(BIN)/python scripts/run_notebooks.py $(wildcard notebooks/*.ipynb notebooks/engines/*.ipynb)
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py

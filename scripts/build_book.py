@@ -10,7 +10,9 @@ publish the result). This script prepares a source folder for Sphinx, then runs 
 2. ``build/book-src/``: the configuration and landing page of ``book/``, README.md (the landing
    page includes its sections), ``figures/``, the formula sheet (``docs/formula_sheet.md``, its
    links to other pages of ``docs/`` written as their paths; :func:`formula_sheet_page`), and a
-   copy of every notebook with two changes:
+   copy of every notebook (the lessons ``notebooks/NN_*.ipynb`` in ``notebooks/``, the engines
+   track ``notebooks/engines/*.ipynb`` in ``notebooks/engines/``, a part of the book with its own
+   section on the landing page: :func:`engines_section`) with two changes:
    - exercise solutions (cell tag ``solution``) get MyST-NB's ``hide-cell`` tag: input and output
      are folded behind a "Show solution" button;
    - after each live-widget cell (one that builds a kvlib Explorer): where the page has the
@@ -77,7 +79,7 @@ LIVE_WIDGET_NOTE = """\
 :class: tip kvlib-live-widget
 The cell above builds an interactive explorer, which needs a running Python kernel. The book
 shows its computation with fixed values in the static output just before it. To move
-the controls yourself, clone the repository, run `make lab`, open `notebooks/{name}` and choose
+the controls yourself, clone the repository, run `make lab`, open `{name}` and choose
 *Run > Run All Cells*.
 ```"""
 
@@ -103,13 +105,19 @@ kvlib's SymPy formulas (exact integers), with a chart that follows the controls.
 """
 LIVE_EXPLORER_EXTRA = {
     "planner": " Planning a pasted config.json (and its parameter count) needs the notebook "
-               "(`make lab`, open `notebooks/{name}`); the page offers the bundled models.",
+               "(`make lab`, open `{name}`); the page offers the bundled models.",
     "models": " Reading a pasted config.json needs the notebook (`make lab`, open "
-              "`notebooks/{name}`); the page offers the bundled models.",
+              "`{name}`); the page offers the bundled models.",
     "hybrid": " Reading a pasted config.json needs the notebook (`make lab`, open "
-              "`notebooks/{name}`); the page offers the bundled models.",
+              "`{name}`); the page offers the bundled models.",
 }
 FORMULAS_JS = "kvlib_formulas.js"  # generated into _static by kvlib.views.book_js
+
+# The engines track (issue 40): notebooks/engines/*.ipynb, a part of the book of its own. The
+# landing page (book/index.md) holds this marker where the build lists the track's chapters.
+ENGINES = "engines"
+ENGINES_MARKER = "<!-- engines track: scripts/build_book.py lists notebooks/engines/ here -->"
+ENGINES_TOC_MARKER = "<!-- engines track: scripts/build_book.py puts its navigation here -->"
 
 
 class BookBuildError(RuntimeError):
@@ -252,9 +260,46 @@ def formulas_module(stamp: Path) -> tuple[str, bytes | None]:
     return key, module_text().encode()
 
 
+def default_notebooks() -> list[Path]:
+    """Every chapter of the book: the lessons, then the engines track."""
+    notebooks = REPO / "notebooks"
+    return sorted(notebooks.glob("*.ipynb")) + sorted((notebooks / ENGINES).glob("*.ipynb"))
+
+
+def book_path(path: Path) -> str:
+    """Where a notebook sits in the book (and in the repository): ``notebooks/NAME`` for a
+    lesson, ``notebooks/engines/NAME`` for the engines track (a notebook in a folder named
+    ``engines``)."""
+    track = f"{ENGINES}/" if path.parent.name == ENGINES else ""
+    return f"notebooks/{track}{path.name}"
+
+
+def _title(path: Path) -> str:
+    """A notebook's first Markdown heading, without its #s."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            m = re.search(r"^#+\s+(.+?)\s*$", cell.source, re.M)
+            if m:
+                return m.group(1)
+    return path.stem
+
+
+def engines_section(notebooks: list[Path]) -> tuple[str, str]:
+    """(the landing page's list of the engines track, a link per chapter; the track's own part
+    of the navigation, a toctree captioned "Engines track", after the lessons' part)."""
+    track = [p for p in notebooks if p.parent.name == ENGINES]
+    if not track:
+        return "The engines track has no chapters in this build.", ""
+    links = "\n".join(f"- [{_title(p)}]({book_path(p)})" for p in track)
+    entries = "\n".join(book_path(p).removesuffix(".ipynb") for p in track)
+    return links, f"```{{toctree}}\n:hidden:\n:caption: Engines track\n\n{entries}\n```"
+
+
 def book_notebook(path: Path) -> nbformat.NotebookNode:
     """The notebook as the book shows it: solutions folded, a note after each live widget."""
     nb = nbformat.read(path, as_version=4)
+    name = book_path(path)
     cells = []
     for cell in nb.cells:
         cells.append(cell)
@@ -273,10 +318,10 @@ def book_notebook(path: Path) -> nbformat.NotebookNode:
         if BUILDS_EXPLORER.search(cell.source):
             live = live_explorer(cell.source)
             if live is None:
-                note = nbformat.v4.new_markdown_cell(LIVE_WIDGET_NOTE.format(name=path.name))
+                note = nbformat.v4.new_markdown_cell(LIVE_WIDGET_NOTE.format(name=name))
             else:
                 kind, init = live
-                extra = LIVE_EXPLORER_EXTRA.get(kind, "").format(name=path.name)
+                extra = LIVE_EXPLORER_EXTRA.get(kind, "").format(name=name)
                 note = nbformat.v4.new_markdown_cell(LIVE_EXPLORER_NOTE.format(
                     kind=kind, init=escape(json.dumps(init, sort_keys=True)), extra=extra))
             note.id = f"kvlib-live-widget-{len(cells)}"  # fixed: an unchanged copy stays as is
@@ -304,13 +349,18 @@ def stage(src: Path, notebooks: list[Path], pages: Path | None = None) -> None:
         keep = {src / "conf.py"} | _sync_tree(BOOK / "_static", src / "_static")
         keep |= _sync_tree(pages, src, skip=("__pycache__",))
     else:
-        keep = _sync_tree(BOOK, src, skip=("__pycache__",))
+        keep = _sync_tree(BOOK, src, skip=("__pycache__", "index.md"))
+        index = (BOOK / "index.md").read_text(encoding="utf-8")
+        links, toc = engines_section(notebooks)
+        index = index.replace(ENGINES_MARKER, links).replace(ENGINES_TOC_MARKER, toc)
+        _write_if_changed(src / "index.md", index.encode())
+        keep.add(src / "index.md")
         _write_if_changed(src / "README.md", (REPO / "README.md").read_bytes())
         _write_if_changed(src / FORMULA_SHEET, formula_sheet_page().encode())
         keep |= {src / "README.md", src / FORMULA_SHEET}
         keep |= _sync_tree(REPO / "figures", src / "figures")
     for nb_path in notebooks:
-        out = src / "notebooks" / nb_path.name
+        out = src / book_path(nb_path)
         _write_if_changed(out, nbformat.writes(book_notebook(nb_path)).encode())
         keep.add(out)
     formulas, stamp = src / "_static" / FORMULAS_JS, src / f".{FORMULAS_JS}.sha256"
@@ -355,8 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--notebooks", type=Path, nargs="*", default=None)
     ap.add_argument("--strict", action="store_true", help="Sphinx warnings are errors")
     args = ap.parse_args(argv)
-    notebooks = (sorted((REPO / "notebooks").glob("*.ipynb")) if args.notebooks is None
-                 else args.notebooks)
+    notebooks = default_notebooks() if args.notebooks is None else args.notebooks
     try:
         seconds = build(args.out, notebooks, args.pages, strict=args.strict)
     except BookBuildError as err:

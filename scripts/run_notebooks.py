@@ -6,6 +6,8 @@ widget state, widget-view outputs, timing metadata; consecutive prints are merge
 into one stream output. Fails if any cell errors.
 
 Usage: python scripts/run_notebooks.py notebooks/01_*.ipynb [...]
+       python scripts/run_notebooks.py notebooks/engines/*.ipynb   (the engines track)
+       python scripts/run_notebooks.py   (no argument: the lessons, then the engines track)
 """
 
 from __future__ import annotations
@@ -97,6 +99,15 @@ def run(path: Path, timeout: int = 180) -> None:
     print(f"executed {path}")
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def all_notebooks(root: Path = ROOT) -> list[Path]:
+    """The lessons (notebooks/NN_*.ipynb), then the engines track (notebooks/engines/*.ipynb)."""
+    return (sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+            + sorted((root / "notebooks" / "engines").glob("*.ipynb")))
+
+
 if __name__ == "__main__":
-    for p in sys.argv[1:]:
+    for p in sys.argv[1:] or all_notebooks():
         run(Path(p))

@@ -7,6 +7,10 @@ notebooks how to unfold a solution, is replaced by how to answer. Every output i
 so nothing gives an answer away; the edition runs top to bottom without error
 (tests/test_student_edition.py).
 
+The lessons (``notebooks/NN_*.ipynb``) go to ``OUTDIR/``, the engines track
+(``notebooks/engines/*.ipynb``) to ``OUTDIR/engines/``: the same depth as in ``notebooks/``, so
+a notebook's relative paths (``../../tests/fixtures/...``) hold in ``student/`` too.
+
 Usage: python scripts/student_edition.py [OUTDIR]   (default: student/)
 """
 
@@ -49,13 +53,18 @@ def answer_cell(exercise: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": ["answer"]})
 
 
+# A solution cell names its exercise: solution("06.2", ...) (tests/test_notebook_hygiene.py).
+SOLUTION_OF = re.compile(r"""^solution\(\s*["']([^"']+)["']""", re.M)
+
+
 def student_notebook(path: Path) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
     number, k, cells = path.name[:2], 0, []
     for cell in nb.cells:
         if "solution" in cell.metadata.get("tags", []):
             k += 1
-            cells.append(answer_cell(f"{number}.{k}"))
+            named = SOLUTION_OF.search(cell.source)  # the key the solution itself checks
+            cells.append(answer_cell(named.group(1) if named else f"{number}.{k}"))
             continue
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -66,12 +75,20 @@ def student_notebook(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
+def notebooks() -> list[tuple[Path, Path]]:
+    """(notebook, its path in the edition): the lessons, then the engines track."""
+    lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    engines = sorted((ROOT / "notebooks" / "engines").glob("*.ipynb"))
+    return ([(p, Path(p.name)) for p in lessons]
+            + [(p, Path("engines") / p.name) for p in engines])
+
+
 def main(argv: list[str] | None = None) -> int:
     out = Path((argv or sys.argv[1:] or [str(ROOT / "student")])[0])
-    out.mkdir(parents=True, exist_ok=True)
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        nbformat.write(student_notebook(path), out / path.name)
-        print(f"wrote {out / path.name}")
+    for path, rel in notebooks():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(student_notebook(path), out / rel)
+        print(f"wrote {out / rel}")
     return 0
 
 

@@ -80,3 +80,19 @@ def test_the_wheelhouse_is_ignored_by_git():
     out = subprocess.run(["git", "check-ignore", "-q", "wheels/setuptools-68.0.0-py3-none-any.whl"],
                          cwd=ROOT)
     assert out.returncode == 0
+
+
+def test_make_notebooks_runs_both_tracks():
+    """`make notebooks` re-executes the lessons and the engines track (issue 40), and
+    run_notebooks.py with no argument does the same."""
+    recipe = _recipe("notebooks")
+    assert "notebooks/*.ipynb" in recipe and "notebooks/engines/*.ipynb" in recipe, recipe
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_notebooks",
+                                                  ROOT / "scripts" / "run_notebooks.py")
+    run_notebooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_notebooks)
+    assert run_notebooks.all_notebooks() == (
+        sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        + sorted((ROOT / "notebooks" / "engines").glob("*.ipynb")))

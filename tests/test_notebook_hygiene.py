@@ -10,13 +10,21 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+# The engines track (issue 40): lessons too, held to the same checks.
+ENGINES = sorted((ROOT / "notebooks" / "engines").glob("*.ipynb"))
+ALL = NOTEBOOKS + ENGINES
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _name(path: Path) -> str:
+    """notebooks/NAME or notebooks/engines/NAME: where the notebook sits in the repository."""
+    return f"notebooks/{'engines/' if path.parent.name == 'engines' else ''}{path.name}"
 
 
 def _committed(path: Path) -> str | None:
     """The notebook as committed (``git show HEAD:...``), or None outside a git checkout."""
     try:
-        out = subprocess.run(["git", "show", f"HEAD:notebooks/{path.name}"], cwd=ROOT,
+        out = subprocess.run(["git", "show", f"HEAD:{_name(path)}"], cwd=ROOT,
                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -30,9 +38,9 @@ def _load(path):
     text = path.read_text(encoding="utf-8")
     committed = _committed(path)
     if committed is not None and committed != text:
-        warnings.warn(f"notebooks/{path.name} differs from the committed notebook (saved in "
+        warnings.warn(f"{_name(path)} differs from the committed notebook (saved in "
                       "JupyterLab?): these checks read the committed one; `git diff "
-                      f"notebooks/{path.name}` shows what changed, `git checkout` restores it",
+                      f"{_name(path)}` shows what changed, `git checkout` restores it",
                       stacklevel=2)
         text = committed
     return json.loads(text)
@@ -47,7 +55,7 @@ def test_all_eight_notebooks_exist_in_order():
     ]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL, ids=_name)
 def test_stored_outputs_are_clean(path):
     nb = _load(path)
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
@@ -70,14 +78,14 @@ def test_stored_outputs_are_clean(path):
             assert "Traceback" not in text
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL, ids=_name)
 def test_every_cell_ran_once_in_order(path):
     counts = [c["execution_count"] for c in _load(path)["cells"]
               if c["cell_type"] == "code" and c["execution_count"] is not None]
     assert counts == list(range(1, len(counts) + 1)), "not a clean restart-and-run-all"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL, ids=_name)
 def test_lesson_shape(path):
     cells = _load(path)["cells"]
     opening = "".join(cells[0]["source"])
@@ -94,7 +102,9 @@ def test_lesson_shape(path):
         assert "assert" in source, "a solution is checked, not only shown"
         # The answer is shown only inside a closed <details> (issue 26): the cell's one output
         # is solution(...)'s, and nothing else is printed.
-        assert re.search(r'^solution\("\d\d\.\d"', source, re.M), c["id"]
+        # a lesson's exercises are "NN.k"; the engines track's any key of their own ("E1.2")
+        key = r'^solution\("\d\d\.\d"' if path in NOTEBOOKS else r'^solution\("[\w-]+\.\d+"'
+        assert re.search(key, source, re.M), c["id"]
         assert "print(" not in source, c["id"]
         (out,) = c["outputs"]
         html = "".join(out["data"]["text/html"])
@@ -104,7 +114,7 @@ def test_lesson_shape(path):
     assert "**Show the answer**" in exercises, "say how to reveal an answer"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL, ids=_name)
 def test_ignored_cells_say_why(path):
     for c in _load(path)["cells"]:
         tags = c["metadata"].get("tags", [])
@@ -149,7 +159,7 @@ def unstable_outputs(nb: dict) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL, ids=_name)
 def test_no_output_depends_on_the_machine(path):
     assert unstable_outputs(_load(path)) == []
 
@@ -194,12 +204,21 @@ def test_a_saved_working_copy_is_named_not_failed(tmp_path):
     assert "widgets" not in nb["metadata"]
 
 
+def test_no_two_exercises_share_a_key():
+    """check("01.1", ...) means one exercise: an engines-track notebook numbered 01 must not
+    reuse a lesson's keys (kvlib.views.exercises.ANSWERS holds one entry per key)."""
+    keys = [m.group(1) for path in ALL for c in _load(path)["cells"]
+            if "solution" in c["metadata"].get("tags", [])
+            for m in [re.search(r'^solution\("([^"]+)"', "".join(c["source"]), re.M)] if m]
+    assert keys and len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
+
+
 def test_every_notebook_with_a_widget_says_how_a_reopened_one_shows():
     """A widget lives in the kernel: reopened after a save it shows "model not found" until its
     cell runs again (issue 36); the first cell of each notebook with a live widget says so."""
     import re
 
-    for path in NOTEBOOKS:
+    for path in ALL:
         nb = _load(path)
         calls = any(re.search(r"\b\w+_explorer\(", "".join(c["source"]))
                     for c in nb["cells"] if c["cell_type"] == "code")

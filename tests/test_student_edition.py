@@ -1,6 +1,7 @@
 """The student edition (make student): no solution or output leaks, and it runs cleanly."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -8,22 +9,37 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The lessons and the engines track (notebooks/engines/, issue 40), as paths under notebooks/.
+ORIGINALS = sorted(p.relative_to(ROOT / "notebooks") for p in
+                   [*(ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"),
+                    *(ROOT / "notebooks" / "engines").glob("*.ipynb")])
 
 
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
-    out = tmp_path_factory.mktemp("student")
+    # The repository's layout around the edition: student/ beside tests/ and figures/, so a
+    # notebook's relative paths (../../tests/fixtures/... in the engines track) hold.
+    root = tmp_path_factory.mktemp("clone")
+    for shared in ("tests", "figures"):
+        (root / shared).symlink_to(ROOT / shared, target_is_directory=True)
+    out = root / "student"
     subprocess.run([sys.executable, str(ROOT / "scripts" / "student_edition.py"), str(out)],
                    check=True, capture_output=True, cwd=ROOT)
     return out
 
 
+def _books(edition):
+    return sorted(p.relative_to(edition) for p in edition.rglob("*.ipynb"))
+
+
 def test_no_solution_and_no_output(edition):
-    books = sorted(edition.glob("*.ipynb"))
-    assert [p.name for p in books] == sorted(p.name for p in (ROOT / "notebooks").glob("0*.ipynb"))
-    for path in books:
+    books = _books(edition)
+    assert books == ORIGINALS
+    assert any(p.parent == Path() for p in books)  # the lessons are there
+    for rel in books:
+        path = edition / rel
         nb = json.loads(path.read_text())
-        original = json.loads((ROOT / "notebooks" / path.name).read_text())
+        original = json.loads((ROOT / "notebooks" / rel).read_text())
         solutions = [c for c in original["cells"] if "solution" in c["metadata"].get("tags", [])]
         answers = [c for c in nb["cells"] if "answer" in c["metadata"].get("tags", [])]
         assert len(answers) == len(solutions) >= 2
@@ -39,23 +55,29 @@ def test_no_solution_and_no_output(edition):
 
 
 def test_every_exercise_is_checked_with_all_its_answers(edition):
-    """25 exercises, each answer cell calling check() with one variable per answer asked;
-    01.1 asks for the bytes per token and per sequence, so its cell takes both."""
-    checked = []
-    for path in sorted(edition.glob("*.ipynb")):
-        nb = json.loads(path.read_text())
+    """One answer cell per solution of the full notebooks (both tracks), each calling check()
+    on the exercise its solution names, with one variable per answer asked; 01.1 asks for the
+    bytes per token and per sequence, so its cell takes both."""
+    checked, solved = [], []
+    for rel in _books(edition):
+        nb = json.loads((edition / rel).read_text())
         for c in nb["cells"]:
             if "answer" in c["metadata"].get("tags", []):
                 call = "".join(c["source"]).splitlines()[-1]
-                assert call.startswith('check("') and call.endswith(");"), (path.name, call)
+                assert call.startswith('check("') and call.endswith(");"), (rel, call)
                 checked.append(call)
-    assert len(checked) == 25
+        original = json.loads((ROOT / "notebooks" / rel).read_text())
+        solved += [re.search(r'^solution\("([^"]+)"', "".join(c["source"]), re.M).group(1)
+                   for c in original["cells"] if "solution" in c["metadata"].get("tags", [])]
+    assert [re.match(r'check\("([^"]+)"', call).group(1) for call in checked] == solved
+    assert len(set(solved)) == len(solved), "two exercises share a key"
     assert 'check("01.1", per_token, per_sequence);' in checked
     assert 'check("06.1", sessions);' in checked and 'check("07.1", share);' in checked
 
 
 def test_no_promise_of_solutions_it_does_not_contain(edition):
-    for path in sorted(edition.glob("*.ipynb")):
+    for rel in _books(edition):
+        path = edition / rel
         nb = json.loads(path.read_text())
         exercises = next("".join(c["source"]) for c in nb["cells"]
                          if "## Exercises" in "".join(c["source"]))

@@ -30,6 +30,19 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 VIEWPORT = {"width": 1400, "height": 1000}
+REPO = Path(__file__).resolve().parents[2]
+
+
+def book_notebooks() -> list[Path]:
+    """Every chapter of the book, as scripts/build_book.py builds it: the lessons
+    (notebooks/*.ipynb), then the engines track (notebooks/engines/*.ipynb; issue 40)."""
+    notebooks = REPO / "notebooks"
+    return sorted(notebooks.glob("*.ipynb")) + sorted((notebooks / "engines").glob("*.ipynb"))
+
+
+def page_of(notebook: Path) -> str:
+    """A notebook's page in the book: notebooks/NAME.html or notebooks/engines/NAME.html."""
+    return notebook.relative_to(REPO).with_suffix(".html").as_posix()
 LOCAL_SCHEMES = ("data", "blob", "about", "chrome-error")
 
 

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from bookcheck import StaticServer
+from bookcheck import StaticServer, book_notebooks
 from browser_env import CHROMIUM, CHROMIUM_FLAGS, unavailable
 
 # The fixture book is a test input (broken on purpose), not notebooks for nbval.
@@ -57,7 +57,7 @@ def full_book(build_book, tmp_path_factory):
     import time
 
     out = tmp_path_factory.mktemp("book") / "book"
-    notebooks = sorted((REPO / "notebooks").glob("*.ipynb"))
+    notebooks = book_notebooks()  # the lessons and the engines track
     t0 = time.perf_counter()
     build_book.build(out, notebooks, strict=True)
     print(f"book built in {time.perf_counter() - t0:.1f} s")

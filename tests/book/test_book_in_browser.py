@@ -16,13 +16,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from bookcheck import Expect, LinkChecker, check_page
+from bookcheck import Expect, LinkChecker, book_notebooks, check_page, page_of
 
 REPO = Path(__file__).parents[2]
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-PAGES = (["index.html"] + [f"notebooks/{p.stem}.html" for p in NOTEBOOKS]
+NOTEBOOKS = book_notebooks()  # the lessons, then the engines track (notebooks/engines/)
+PAGES = (["index.html"] + [page_of(p) for p in NOTEBOOKS]
          + ["formula_sheet.html", "search.html", "genindex.html"])
 
 
@@ -38,7 +38,7 @@ def expected(path: Path, explorer: re.Pattern) -> Expect:
                     if "solution" not in c.metadata.get("tags", [])),
         solutions=sum("solution" in c.metadata.get("tags", []) for c in code),
         widgets=sum(bool(explorer.search(c.source)) for c in code),
-        chapters=[f"/notebooks/{p.stem}.html" for p in NOTEBOOKS],
+        chapters=[f"/{page_of(p)}" for p in NOTEBOOKS],
     )
 
 
@@ -72,7 +72,7 @@ def test_every_notebook_is_a_page(book):
 def test_page_in_browser(page, site, context, links, explorer):
     expect = None
     if page.startswith("notebooks/"):
-        expect = expected(REPO / "notebooks" / (Path(page).stem + ".ipynb"), explorer)
+        expect = expected(REPO / Path(page).with_suffix(".ipynb"), explorer)
     shot = SCREENSHOTS / (page.replace("/", "_").removesuffix(".html") + ".png")
     problems = check_page(context, site + page, links, expect, screenshot=shot)
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)

@@ -781,7 +781,7 @@ def test_output_blocks_wrap(full_book, context):
     page = context.new_page()
     page.set_viewport_size({"width": 900, "height": 1000})
     try:
-        for html in sorted((full_book / "notebooks").glob("*.html")):
+        for html in sorted((full_book / "notebooks").rglob("*.html")):  # engines track too
             page.goto(html.as_uri(), wait_until="load")
             found = page.evaluate("""() => Array.from(document.querySelectorAll('.cell_output pre'))
               .map(p => [getComputedStyle(p).whiteSpace, p.scrollWidth - p.clientWidth,

@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bookcheck import book_notebooks, page_of
 
 REPO = Path(__file__).parents[2]
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-PAGES = (["index.html"] + [f"notebooks/{p.stem}.html" for p in NOTEBOOKS]
+NOTEBOOKS = book_notebooks()  # the lessons, then the engines track (notebooks/engines/)
+PAGES = (["index.html"] + [page_of(p) for p in NOTEBOOKS]
          + ["formula_sheet.html", "search.html", "genindex.html"])
 PHONE = {"width": 390, "height": 844}
 MIN_TEXT_PX = 11
