@@ -14,7 +14,8 @@ from kvlib.serving import capacity_formulas as cf
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
-SOURCES = ("paper", "DeepSeek", "vLLM", "ours", "CUDA", "Vaswani et al.", "RoFormer")
+SOURCES = ("paper", "DeepSeek", "vLLM", "ours", "CUDA", "Vaswani et al.", "RoFormer",
+           "Gated DeltaNet")
 
 
 def test_no_symbol_in_the_table_has_two_meanings():

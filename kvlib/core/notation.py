@@ -30,12 +30,15 @@ cached K and V), as in the paper, while "KV heads" is ``N_g``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sympy as sp
 
 __all__ = ["SYMBOLS", "STATE_SYMBOLS", "COMPRESSION_SYMBOLS", "WINDOW_SYMBOLS", "MATRIX_SYMBOLS",
-           "SERVING_SYMBOLS", "ALL_SYMBOLS", "Symbol", "by_name"]
+           "SERVING_SYMBOLS", "INDEX_SYMBOLS", "TENSOR_SYMBOLS", "RECURRENT_SYMBOLS",
+           "SERVING_EXTRA_SYMBOLS", "ALL_SYMBOLS", "SENSES", "Sense", "Symbol", "by_name",
+           "sense"]
 
 
 @dataclass(frozen=True)
@@ -161,8 +164,10 @@ MATRIX_SYMBOLS: tuple[Symbol, ...] = (
             "DeepSeek (arXiv:2405.04434, section 2.1.3)"),
     _matrix("W^{KR}", "RoPE key projection shared by all heads (d_in x d_R)",
             "DeepSeek (arXiv:2405.04434, section 2.1.3)"),
-    _matrix("R_m", "RoPE's rotation at position m (d_QK x d_QK, or d_R x d_R)",
+    _matrix("R_i", "RoPE's rotation at token position i (d_QK x d_QK, or d_R x d_R)",
             "RoFormer (arXiv:2104.09864, R^d_{Theta,m})"),
+    _matrix("W^{QK}_h", "head h's merged query-key matrix W^Q_h R_Delta W^{LK T}_h, which "
+            "with RoPE depends on the offset Delta (d_in x d_L)", "ours (notebook 04)"),
 )
 
 
@@ -207,8 +212,84 @@ SERVING_SYMBOLS: tuple[Symbol, ...] = (
            "tokens", source="vLLM (block_size)"),
     _count("N_pre", "tokens of a prompt prefix that sessions share (a system prompt)", "tokens"),
 )
+
+# Issue 40: the letters every notebook writes beside the sizes, one meaning each. These tuples
+# are new (the notebooks print SYMBOLS and SERVING_SYMBOLS; these are not added to them).
+def _index(name: str, meaning: str) -> Symbol:
+    return Symbol(sp.Symbol(name, nonnegative=True, integer=True), meaning, "index", "ours")
+
+
+# Indices: a subscript that picks one head or one token (W^Q_h, K_g, k_j, q_i, alpha_t).
+INDEX_SYMBOLS: tuple[Symbol, ...] = (
+    _index("h", "query-head index (W^Q_h, Q_h; 1 to N_h)"),
+    _index("g", "key/value-head index (K_g, V_g; 1 to N_g; g(h) is head h's group)"),
+    _index("i", "position of the query token (q_i, R_i)"),
+    _index("j", "position of a key token (k_j, R_j, L_j)"),
+    _index("t", "decode step, the token being generated (alpha_t, beta_t; 1 to N_KV)"),
+)
+
+
+def _tensor(name: str, meaning: str, source: str = "ours", unit: str = "matrix") -> Symbol:
+    return Symbol(sp.Symbol(name), meaning, unit, source)
+
+
+# The tensors of Tables 1 and 2 (shapes written where each notebook uses them), and the
+# quantities of attention itself: scores Z = Q K^T / sqrt(d_QK), weights A = softmax(Z).
+TENSOR_SYMBOLS: tuple[Symbol, ...] = (
+    _tensor("X", "input embeddings of the tokens (N_KV x d_in)", "paper (X)"),
+    _tensor("x", "input embedding of one token (1 x d_in)", "paper (x)", "vector"),
+    _tensor("Q", "queries (N_Q x d_QK; Q_h one head's)", "paper (Q)"),
+    _tensor("K", "keys (N_KV x d_QK; K_g one KV head's)", "paper (K)"),
+    _tensor("V", "values (N_KV x d_V; V_g one KV head's)", "paper (V)"),
+    _tensor("q", "query vector of one token (1 x d_QK; q_h one head's, q_i at position i)",
+            "paper (q)", "vector"),
+    _tensor("k", "key vector of one token (1 x d_QK; k_j at position j)", "paper (k)", "vector"),
+    _tensor("v", "value vector of one token (1 x d_V; v_j at position j)", "paper (v)", "vector"),
+    _tensor("L", "cached latent of the tokens, L = X W^L (N_KV x d_L; L_j one token's)",
+            "paper (L)"),
+    _tensor("Y", "attention layer's output (N_Q x d_in)", "paper (Y)"),
+    _tensor("o", "one query's attention output before W^O (1 x d_V)", "ours", "vector"),
+    _tensor("Z", "attention scores before the softmax, Q K^T / sqrt(d_QK) (N_Q x N_KV); "
+            "also a compressor's scores"),
+    _tensor("A", "attention weights, softmax(Z) row by row (N_Q x N_KV)"),
+    _tensor("K^R", "decoupled RoPE keys shared by all heads, RoPE(X W^{KR}) (N_KV x d_R)",
+            "DeepSeek (k^R_t)"),
+    _tensor("Q^R", "decoupled RoPE queries of one head, RoPE(X W^{QR}_h) (N_Q x d_R)",
+            "DeepSeek (q^R_{t,i})"),
+    _tensor("q^R", "decoupled RoPE query of one token and head (1 x d_R)", "DeepSeek (q^R_t)",
+            "vector"),
+    _tensor("k^R", "decoupled RoPE key of one token (1 x d_R)", "DeepSeek (k^R_t)", "vector"),
+    _tensor("K^I", "an indexer's keys (N_KV x d_I)", "DeepSeek V3.2 (k^I)"),
+    Symbol(sp.Symbol("Delta", integer=True), "offset between query and key positions, i - j",
+           "tokens", "ours"),
+    Symbol(sp.Symbol("theta", positive=True), "RoPE's rotation frequency of one pair of "
+           "dimensions (radians per position)", "radians", "RoFormer (theta_i)"),
+    Symbol(sp.Symbol("mu"), "running maximum of the log-sum-exps when partial attention outputs "
+           "are merged", "nats", "ours"),
+)
+
+# Recurrent layers (notebook 07): Gated DeltaNet's per-step scalars and the state they update.
+RECURRENT_SYMBOLS: tuple[Symbol, ...] = (
+    Symbol(sp.Symbol("alpha", positive=True), "Gated DeltaNet's decay gate at step t (alpha_t, "
+           "in (0, 1))", "fraction", "Gated DeltaNet (arXiv:2412.06464, alpha_t)"),
+    Symbol(sp.Symbol("beta", positive=True), "Gated DeltaNet's update strength at step t "
+           "(beta_t, in (0, 1))", "fraction", "Gated DeltaNet (arXiv:2412.06464, beta_t)"),
+    _tensor("H", "recurrent state of one head of a linear-attention layer (H_h: d_lk x d_lv)",
+            "ours (Gated DeltaNet's state)"),
+)
+
+# Serving symbols beyond SERVING_SYMBOLS (which notebook 06 prints): speculative decoding's
+# draft tokens, the step time the decode bound limits, and the sessions that fit.
+SERVING_EXTRA_SYMBOLS: tuple[Symbol, ...] = (
+    _count("N_spec", "draft tokens proposed per step in speculative decoding "
+           "(num_speculative_tokens)", "tokens", source="vLLM (num_speculative_tokens)"),
+    Symbol(sp.Symbol("t_step", positive=True), "time of one decode step", "seconds", "ours"),
+    _count("B_max", "whole sessions that fit one TP group's cache budget", "sessions"),
+)
+
 ALL_SYMBOLS: tuple[Symbol, ...] = (SYMBOLS + STATE_SYMBOLS + COMPRESSION_SYMBOLS + WINDOW_SYMBOLS
-                                   + MATRIX_SYMBOLS + SERVING_SYMBOLS)
+                                   + MATRIX_SYMBOLS + SERVING_SYMBOLS + INDEX_SYMBOLS
+                                   + TENSOR_SYMBOLS + RECURRENT_SYMBOLS + SERVING_EXTRA_SYMBOLS)
 
 _BY_NAME = {s.name: s for s in ALL_SYMBOLS}
 
@@ -219,3 +300,82 @@ def by_name(name: str) -> Symbol:
         return _BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown symbol {name!r}; known: {', '.join(_BY_NAME)}") from None
+
+
+# What each entry means, in words a definition uses, and the other meanings the collection once
+# gave its letter (issue 40). tests/test_symbols.py reads the words around each definition in
+# the notebooks and docs ("where $m$ is ...", "$S$, the ...") against these: a definition that
+# names a wrong sense fails. Keywords not listed are the entry's meaning's own words.
+@dataclass(frozen=True)
+class Sense:
+    keywords: tuple[str, ...] = ()
+    wrong: tuple[str, ...] = ()
+
+
+_POSITION = ("position", "offset")
+_CONTEXT = ("context", "tokens? cached", "sequence length")
+SENSES: dict[str, Sense] = {
+    "m": Sense(("merge", "compress", "ratio", "entry", "entries"),
+               _POSITION + ("maximum", "max", "running")),
+    "mu": Sense(("maximum", "max", "log-sum-exp", "lse"), ("compress", "ratio")),
+    "i": Sense(("query", "position", "token"), ("pair", "frequenc", "dimension", "layer")),
+    "j": Sense(("key", "position", "token"), ("pair", "frequenc", "dimension", "layer")),
+    "t": Sense(("step", "decode", "generat", "token"), ("time", "tensor", "context", "TP")),
+    "h": Sense(("query", "head"), ("head size", "head dim", "head width", "hidden", "hybrid",
+                                   "size of a head", "width")),
+    "g": Sense(("key/value", "kv", "group", "head"), ("gate", "decay")),
+    "k": Sense(("key",), ("draft", "speculat", "dimension", "columns", "rows", "experts?",
+                          "top")),
+    "K": Sense(("key",), ("read", "cache bytes", "session")),
+    "S": Sense(("session", "bytes", "one sequence"), ("score", "softmax", "weights",
+                                                       "probabilit")),
+    "Z": Sense(("score", "logit", "before the softmax", "QK")),
+    "A": Sense(("weight", "softmax", "probabilit"), ("score", "before the softmax")),
+    "M": Sense(("memory", "GPU", "CUDA", "total"), ("matrix", "merged", "maximum")),
+    "M_pk": Sense(("peak", "transient", "free")),
+    "P": Sense(("parameter",), ("peak", "activation", "graph pool", "probabilit")),
+    "W^{QK}_h": Sense(("merged", "matrix", "query-key")),
+    "R_i": Sense(("rotation", "RoPE"), ("bytes", "read")),
+    "R_W": Sense(("weight", "read"), ("rotation",)),
+    "R_KV": Sense(("cache", "read", "session"), ("rotation",)),
+    "d_c": Sense(("entry", "head_dim", "V4", "compressed"),
+                 ("latent", "kv_lora_rank", "DeepSeek-V2", "V2")),
+    "d_L": Sense(("latent", "kv_lora_rank"), ("V4", "entry width")),
+    "d_QK": Sense(("query", "key", "width", "head")),
+    "d_V": Sense(("value", "width", "head")),
+    "N_KV": Sense(("token", "context", "cached", "sequence", "length"), ("heads",)),
+    "N_W": Sense(("window", "sliding"), _CONTEXT),
+    "N_Q": Sense(("query", "chunk", "prefill", "decode", "tokens in one step"), ()),
+    "N_spec": Sense(("draft", "speculat", "proposed")),
+    "N_g": Sense(("key/value heads", "kv heads", "group"), ("tokens",)),
+    "N_h": Sense(("query heads", "heads"), ("tokens", "head size")),
+    "B": Sense(("batch", "sequences", "sessions"), ("bytes", "Mamba", "input matrix")),
+    "b": Sense(("bytes", "element", "dtype"), ("batch", "bits")),
+    "u": Sense(("gpu_memory_utilization", "share", "utili", "fraction")),
+    "W_GPU": Sense(("weight",), ("window",)),
+    "TP": Sense(("tensor", "parallel", "GPUs")),
+    "alpha": Sense(("gate", "decay", "forget")),
+    "beta": Sense(("update", "strength", "write", "learning rate")),
+    "H": Sense(("state", "recurrent", "matrix")),
+    "D": Sense(("bytes", "read"), ("dimension",)),
+    "E": Sense(("experts",), ("embedding",)),
+    "E_k": Sense(("experts", "token"), ()),
+    "X": Sense(("input", "embedding", "tokens", "activation", "layer input")),
+    "L": Sense(("latent",), ("layers",)),
+    "Delta": Sense(("offset", "distance", "i - j", "relative")),
+    "theta": Sense(("frequenc", "angle", "rotation")),
+}
+_STOP = {"the", "one", "of", "a", "an", "and", "or", "in", "on", "per", "its", "to", "by", "for",
+         "as", "at", "with", "from", "that", "not", "any", "x", "is", "be", "it", "whose", "which",
+         "when", "each", "all", "this", "than", "into", "plus", "unless", "said", "what", "vllm"}
+
+
+def sense(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(keywords, wrong senses) of the entry called ``name``: regular-expression stems, matched
+    at the start of a word, case-insensitively. Keywords are :data:`SENSES`' and the meaning's
+    own words (cut to their first six letters, so "tokens" and "token" both match)."""
+    entry = by_name(name)
+    words = re.findall(r"[A-Za-z][A-Za-z/_'-]{2,}", entry.meaning)
+    own = tuple(re.escape(w[:6]) for w in words if w.casefold() not in _STOP)
+    given = SENSES.get(name, Sense())
+    return given.keywords + own, given.wrong
