@@ -11,8 +11,8 @@ counts bytes):
   (floor(N_KV / m), :func:`kvlib.core.formulas.compressed`), and its compressor's running
   state (:data:`COMPRESSOR_STATE`): min(N_KV, c_o m) slots, each a projected row C and its
   gate scores Z of c_o x d_c fp32 values (``vllm/models/deepseek_v4/compressor.py:156-158,
-  297-302``): :data:`WINDOW`, :data:`ENTRIES`, :data:`STATE`, :data:`COMPRESSED_LAYER`. Past the window, per token it tends to (entry bytes) / m:
-  :data:`COMPRESSED_LIMIT`.
+  297-302``): :data:`WINDOW`, :data:`ENTRIES`, :data:`STATE`, :data:`COMPRESSED_LAYER`. Past
+  the window, per token it tends to (entry bytes) / m: :data:`COMPRESSED_LIMIT`.
 * **selected** (DeepSeek V3.2's lightning indexer, arXiv:2512.02556; V4's m = 4 layers): the
   indexer adds one small key per token, so memory grows (:data:`SELECTED_MEMORY_RATIO`), and a
   decode step reads every indexer key but only N_top entries (:data:`DENSE_READS`,
@@ -30,12 +30,14 @@ from __future__ import annotations
 import sympy as sp
 
 from kvlib.core.formulas import GQA, INDEXER, MLA_ROPE, V4, compressed
-from kvlib.core.notation import N_KV, N_L, N_W, N_top, b, c_o, d_c, d_in, m, r_s
+from kvlib.core.notation import N_KV, N_L, N_W, N_top, b, c_o, d_c, d_I, d_in, m, r_s
 from kvlib.core.tables import Role, TensorTable, _t
 
-__all__ = ["ENTRY", "WINDOW", "ENTRIES", "COMPRESSOR_STATE", "STATE", "COMPRESSED_LAYER", "PAST_WINDOW",
-           "COMPRESSED_LIMIT", "DENSE_READS", "SELECTED_READS", "SELECTED_READS_LIMIT",
-           "SELECTED_MEMORY_RATIO", "SHARED", "SHARED_MEMORY_RATIO", "SHARED_READS_RATIO",
+__all__ = ["ENTRY", "WINDOW", "ENTRIES", "COMPRESSOR_STATE", "STATE", "COMPRESSED_LAYER",
+           "PAST_WINDOW", "COMPRESSED_LIMIT", "DENSE_READS", "SELECTED_READS",
+           "SELECTED_READS_LIMIT",
+           "SELECTED_MEMORY_RATIO", "MXFP4_VALUES", "MXFP4_SCALES", "MXFP4_KEY",
+           "SHARED", "SHARED_MEMORY_RATIO", "SHARED_READS_RATIO",
            "per_token_limit", "overlap"]
 
 T, W, L = N_KV.symbol, N_W.symbol, N_L.symbol
@@ -94,6 +96,12 @@ SELECTED_READS = T * _KEY + sp.Min(T, N_top.symbol) * _LATENT
 SELECTED_READS_LIMIT = per_token_limit(SELECTED_READS.subs(sp.Min(T, N_top.symbol),
                                                            N_top.symbol)) / (_LATENT)
 SELECTED_MEMORY_RATIO = sp.cancel((_LATENT + _KEY) / _LATENT)
+# vLLM 0.34.0 can keep DeepSeek V4's indexer keys in MXFP4 instead (attention_config.
+# indexer_kv_dtype = "mxfp4", v1/attention/backends/mla/indexer.py:67-75): two 4-bit values a
+# byte and one UE8M0 scale byte per 32 values (models/deepseek_v4/attention.py:977-980), so one
+# key is d_I / 2 + d_I / 32 bytes (68 for d_I = 128, against 132 in fp8).
+MXFP4_VALUES, MXFP4_SCALES = d_I.symbol / 2, d_I.symbol / 32  # bytes of one key's values, scales
+MXFP4_KEY = MXFP4_VALUES + MXFP4_SCALES
 
 # ------------------------------------------------------------------ shared (cross-layer KV)
 # N_L layers, each stored cache read by r_s of them: N_L / r_s caches are stored
