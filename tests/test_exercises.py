@@ -61,6 +61,13 @@ RIGHT = {
                       + 31 * 128 * (2 * 512) * 4)),
     # Gemma 3n E4B at 16K: 4 full layers and 16 sliding (512 tokens) store; 2 KV heads of 256
     "08.3": (4 * 2 * 2 * 256 * 2 * 16384 + 16 * 2 * 2 * 256 * 2 * 512,),
+    # engines/06: Nemotron-H 56B in vLLM 0.34.0. One Mamba2 layer's state: a bf16 conv state of
+    # 3 x (256 x 64 + 2 x 8 x 256) and a float32 SSM state of 256 heads x 64 x 256 = 16,900,096 B;
+    # one attention layer: 2 x 8 x 128 x 2 = 4,096 B a token; 4,126 tokens, up to 64's multiple
+    "E06.1": (64 * -(-((3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4) // 4096) // 64),
+              4160 * 4096 - (3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4)),  # 139,264
+    # TP = 8: 32 heads, 1 B/C group and 2,048 channels per GPU, 54 layers
+    "E06.2": (54 * (3 * (2048 + 2 * 1 * 256) * 2 + 32 * 64 * 256 * 4),),  # 114,075,648 B
 }
 
 
@@ -138,6 +145,10 @@ def test_answers_as_learners_write_them(exercise, answers):
     ("06.3", (43, "44.09"), "milliseconds"),
     ("07.1", ("73.1",), "% sign"),
     ("07.1", ("57.8%",), "float32"),  # the SSM state taken as bf16
+    ("E06.1", (4126, 139_264), "rounds it up to a multiple of 64"),
+    ("E06.1", (4128, 139_264), "vLLM 0.33.0's without prefix caching"),
+    ("E06.2", (54 * (3 * 2560 * 2 + 32 * 64 * 256 * 2),), "float32"),  # SSM state as bf16
+    ("E06.2", (912_605_184,), "TP = 8 divides"),  # the whole state, on one GPU
 ])
 def test_a_usual_slip_gets_its_own_hint(exercise, answers, hint):
     right, message = verdict(exercise, *answers)

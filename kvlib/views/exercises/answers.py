@@ -208,6 +208,34 @@ def _v4_page(model: str, ratio: int):
                 and s.ratio == ratio)
 
 
+def _nemotron_layout(release: str = "0.34.0", **kw):
+    """vLLM's layout of Nemotron-H 56B on an H200 (engines/06's exercises)."""
+    from kvlib.serving.vllm_layout import vllm_layout
+
+    return vllm_layout(load_model("nemotron-h-56b"), 8192, "bf16", 1, "H200", release=release,
+                       **kw)
+
+
+def _nemotron_state_page() -> int:
+    """One Mamba2 layer's state of Nemotron-H 56B (bf16 convolution, float32 SSM state)."""
+    spec = load_model("nemotron-h-56b")
+    (group,) = [g for g in spec.groups if g.kind.name == "MAMBA"]
+    return spec.state_bytes_per_sequence() // group.layers
+
+
+def _nemotron_state_per_gpu(tp: int, ssm_bytes: int = 4) -> int:
+    """Nemotron-H 56B's Mamba2 state per sequence on each of ``tp`` GPUs; ``ssm_bytes`` = 2
+    is the slip of a bf16 SSM state."""
+    from kvlib.serving.kv import state_bytes_per_sequence_per_gpu
+
+    spec = load_model("nemotron-h-56b")
+    whole = state_bytes_per_sequence_per_gpu(spec, tp)
+    if ssm_bytes == 4:
+        return whole
+    (group,) = [g for g in spec.groups if g.kind.name == "MAMBA"]
+    s = group.sizes
+    return whole - group.layers * s["N_sh"] // tp * s["d_sh"] * s["d_state"] * 2
+
 ANSWERS: dict[str, Exercise] = {
     "01.1": Exercise((
         Part("per_token", "bytes per token", "bytes",
@@ -465,5 +493,27 @@ ANSWERS: dict[str, Exercise] = {
                       * _v4_page("deepseek-v4-pro", 4).entry_bytes:
                       "that is before the padding: vLLM rounds the page up to a multiple of 576 "
                       "bytes"}),
+    )),
+    "E06.1": Exercise((
+        Part("block_size", "block size vLLM 0.34.0 chooses", "count",
+             lambda: _nemotron_layout().block_size,
+             lambda: {-(-_nemotron_state_page() // (_nemotron_layout().page_bytes
+                                                    // _nemotron_layout().block_size)):
+                      "that is the state page over the bytes per token, before vLLM rounds it up "
+                      "to a multiple of 64",
+                      _nemotron_layout("0.33.0", prefix_caching=False).block_size:
+                      "that is a multiple of 16, vLLM 0.33.0's without prefix caching; 0.34.0 "
+                      "starts from its default block of 64"},
+             unit="tokens"),
+        Part("padding", "bytes of padding per state page", "bytes",
+             lambda: _nemotron_layout().page_bytes - _nemotron_state_page()),
+    )),
+    "E06.2": Exercise((
+        Part("per_gpu", "bytes of Mamba2 state per sequence on each GPU", "bytes",
+             lambda: _nemotron_state_per_gpu(8),
+             lambda: {_nemotron_state_per_gpu(8, ssm_bytes=2):
+                      "that is a bf16 SSM state: vLLM keeps Nemotron-H's in float32 (4 bytes)",
+                      _nemotron_state_per_gpu(1):
+                      "that is the whole state: TP = 8 divides the heads, groups and channels"}),
     )),
 }
