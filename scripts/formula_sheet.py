@@ -51,13 +51,17 @@ def _v4_windows(label: str, name: str):
 
 
 def _v4_compressors(label: str, name: str, ratio: int):
-    """An example: the compressors of a bundled DeepSeek V4's m = ``ratio`` layers."""
+    """An example: the compressors of a bundled DeepSeek V4's m = ``ratio`` layers. kvlib's
+    group holds one row's width, c_o x head_dim; the sheet's d_c is head_dim (the entry's
+    width), so the example gives d_c and c_o apart."""
     def example() -> tuple[str, dict]:
         g = _v4_group(name, "Compressor state", ratio)
-        sizes = {"N_L": g.layers, **g.sizes}
-        c_o, d_c = overlap(ratio), g.sizes["d_c"] // overlap(ratio)
-        width = f"{c_o} x {d_c}" if c_o > 1 else f"{d_c}"
-        return label.format(m=ratio, N_L=g.layers, width=width), sizes
+        c_o = overlap(ratio)
+        d_c = g.sizes["d_c"] // c_o
+        sizes = {"N_L": g.layers, **g.sizes}  # kvlib's d_c here is the row, c_o x head_dim
+        rows = f"{c_o} x {d_c} = {c_o * d_c:,}" if c_o > 1 else f"{d_c}"
+        return label.format(m=ratio, N_L=g.layers, d_c=d_c, c_o=c_o, rows=rows,
+                            kept=c_o * ratio), sizes
     return example
 
 
@@ -79,7 +83,8 @@ ATTENTION_EXAMPLES = {
                              "{d_R})", "deepseek-v4-flash"),
                  _v4_windows("DeepSeek V4-Pro's windows, {N_L} layers", "deepseek-v4-pro")],
     "Compressor state": [_v4_compressors("DeepSeek V4-Flash's m = {m} compressors, {N_L} layers "
-                                         "(d_c = {width})", "deepseek-v4-flash", ratio)
+                                         "(d_c = {d_c}, c_o = {c_o}: rows {rows} values wide, "
+                                         "at most {kept} kept)", "deepseek-v4-flash", ratio)
                          for ratio in (4, 128)],
     # Inkling (issue 31): vLLM 0.34.0's conv window, 8 KV heads x 2,048 (1,792 padded), bf16;
     # Inkling 2's in transformers 5.25.0, 2 x 8 x 128 + 2 x 4,608 values in float32. No Inkling
@@ -129,17 +134,24 @@ def _readable(n_bytes: int) -> str:
 
 
 def _capacity() -> list[str]:
-    """Notebook 06's three capacity formulas, as SymPy expressions built on the GQA cache
-    formula, each with two plans from kvlib's planner that the formula must reproduce."""
+    """Notebook 06's capacity formulas, as SymPy expressions built on the GQA cache formula,
+    each with two plans from kvlib's planner that the formula must reproduce: vLLM 0.34.0's
+    budget (the default release) and, labelled, 0.33.0's."""
     TP = by_name("TP").symbol
     per_gpu = GQA.symbolic.bytes_per_token.subs(N_g.symbol, N_g.symbol / sp.Min(TP, N_g.symbol))
     u, M, W, O, S, R, B, K, BW = (cf.SYMBOLS[k] for k in ("u", "M", "W", "O", "S", "R", "B",
                                                           "K", "BW"))
-    plans = [(label, Deployment(load_model(m), gpu, n, tp, vllm="0.33.0", **o).plan(T), tp, T)
+    M0, OR, Mpk, Mgr, Mfl = (cf.SYMBOLS[k] for k in ("M0", "OR", "P", "T", "F"))
+    plans = [(label, Deployment(load_model(m), gpu, n, tp, **o).plan(T), tp, T)
              for label, m, gpu, n, tp, T, o in CAPACITY_EXAMPLES]
+    old = [(label, Deployment(load_model(m), gpu, n, tp, vllm="0.33.0", **o).plan(T), tp, T)
+           for label, m, gpu, n, tp, T, o in CAPACITY_EXAMPLES]
+    assert all(p.vllm == "0.34.0" for _, p, _, _ in plans)  # the default release
+    blocks = {p.vllm: p.block_size for _, p, _, _ in plans + old}
     lines = ["## Capacity: bytes per GPU, sessions, decode time (notebook 06)", "",
-             "vLLM 0.33.0's accounting as kvlib's planner follows it (`kvlib.serving`, "
-             "[capacity.md](capacity.md)); each worked number is a `kvlib plan` that the "
+             "vLLM's accounting as kvlib's planner follows it (`kvlib.serving`, "
+             "[capacity.md](capacity.md)): release 0.34.0, the default, and 0.33.0's rule "
+             "where it differs, labelled. Each worked number is a `kvlib plan` that the "
              "formula reproduces exactly.", "",
              "### Cache per GPU under tensor parallelism", "",
              f"$$\\text{{bytes per token per GPU}} = {sp.latex(per_gpu)}$$", "",
@@ -155,17 +167,54 @@ def _capacity() -> list[str]:
         value = int(sp.sympify(value).subs({s: sizes.get(s.name, b) for s in value.free_symbols}))
         assert value * T == plan.kv_bytes_per_sequence_per_gpu, (label, value)
         lines.append(f"- {label}: {_readable(value)} per token per GPU")
+    session = ("$S$ one session's bytes on one GPU: the cache per token per GPU above times its "
+               "tokens, rounded up to whole blocks of {block} (vLLM {release}'s default block "
+               "size), plus any constant state")
     lines += ["", "### Sessions per TP group", "",
-              f"$$B_{{max}} = {sp.latex(cf.SESSIONS, order='none')}$$", "",
-              f"Symbols: $u$ `gpu_memory_utilization` ({float(DEFAULT_GPU_MEM_UTIL)} unless set, "
-              "vLLM 0.33.0); $M$ the memory CUDA reports for one GPU, not the datasheet's; "
-              "$W_{GPU}$ the weights one GPU holds; $O$ the non-KV memory vLLM measures at "
-              "start-up (activations, CUDA graphs, NCCL buffers: `kvlib plan` takes 4 GiB "
-              "unless told); $S$ one session's bytes on one GPU: the cache per token per GPU "
-              "above times its tokens, rounded up to whole blocks of 16 (vLLM's default "
-              "block size), plus any constant state. The planner evaluates this expression "
-              "(`kvlib.serving.capacity_formulas`).", ""]
+              f"$$B_{{max}} = {sp.latex(cf.SESSIONS_EXTENSIBLE, order='none')}$$", "",
+              "vLLM 0.34.0's extensible KV cache, on by default on CUDA and ROCm: the cache is "
+              "sized after warmup and CUDA-graph capture from the memory measured then. "
+              f"Symbols: $u$ `gpu_memory_utilization` ({float(plans[0][1].gpu_mem_util):g} "
+              "unless set; a smaller value caps the cache); $M$ the memory CUDA reports for one "
+              "GPU, not the datasheet's; $M_0$ the memory in use when vLLM starts; $M_{pk}$ the "
+              "transient peak it keeps free (the profiling peak plus the CUDA-graph estimate); "
+              "$M_{gr}$ the growth of torch's reservation over a sizing step; $M_{fl}$ the "
+              f"margin's floor ({cf.MARGIN_FLOOR_BYTES // 2**30} GiB on CUDA); $W_{{GPU}}$ the "
+              "weights one GPU holds; $O_R$ the non-KV memory resident after warmup besides "
+              "the weights (non-torch memory, the CUDA-graph pool); "
+              + session.format(block=blocks["0.34.0"], release="0.34.0") + ". `kvlib plan` "
+              "assumes $M_0$, $M_{pk}$ and $O_R$ and says so (`assumed:` lines); "
+              "`kvlib.serving.capacity_formulas` holds the expression.", ""]
     for label, plan, _, _ in plans:
+        growth = 0  # kvlib assumes torch's reservation does not grow past the peak
+        value = cf.SESSIONS_EXTENSIBLE.subs({
+            u: plan.gpu_mem_util, M: plan.total_memory_bytes_per_gpu, M0: plan.in_use_bytes_per_gpu,
+            W: plan.weights_bytes_per_gpu, OR: plan.resident_bytes_per_gpu,
+            Mpk: plan.peak_bytes_per_gpu, Mgr: growth, Mfl: cf.MARGIN_FLOOR_BYTES,
+            S: plan.kv_bytes_per_sequence_per_gpu})
+        assert value == plan.max_sequences_per_replica, (label, value)
+        assert plan.usable_bytes_per_gpu - plan.weights_bytes_per_gpu - \
+            plan.resident_bytes_per_gpu - plan.peak_bytes_per_gpu == plan.kv_budget_bytes_per_gpu
+        lines.append(f"- {label}: M = {_readable(plan.total_memory_bytes_per_gpu)}, "
+                     f"M_0 = {_readable(plan.in_use_bytes_per_gpu)}, M_pk = "
+                     f"{_readable(plan.peak_bytes_per_gpu)} (margin "
+                     f"{_readable(plan.margin_bytes_per_gpu)}); min(ceil("
+                     f"{float(plan.gpu_mem_util):g} M), M - M_0 - margin) = "
+                     f"{plan.usable_bytes_per_gpu:,} B; minus the weights "
+                     f"({_readable(plan.weights_bytes_per_gpu)}), O_R "
+                     f"({_readable(plan.resident_bytes_per_gpu)}) and M_pk leaves "
+                     f"{_readable(plan.kv_budget_bytes_per_gpu)}; one session is "
+                     f"{_readable(plan.kv_bytes_per_sequence_per_gpu)} per GPU: "
+                     f"**{value}** sessions")
+    lines += ["", "### Sessions per TP group, vLLM 0.33.0's rule", "",
+              f"$$B_{{max}} = {sp.latex(cf.SESSIONS, order='none')}$$", "",
+              "The profiled budget of vLLM up to 0.33.0 (`kvlib plan --vllm 0.33`). Symbols: $u$ "
+              f"`gpu_memory_utilization` ({float(DEFAULT_GPU_MEM_UTIL)} unless set, 0.20.0 to "
+              "0.33.0); $M$ and $W_{GPU}$ as above; $O$ the non-KV memory vLLM measures at "
+              "start-up (activations, CUDA graphs, NCCL buffers: `kvlib plan` takes 4 GiB "
+              "unless told); " + session.format(block=blocks["0.33.0"], release="0.33.0") + ".",
+              ""]
+    for label, plan, _, _ in old:
         value = cf.SESSIONS.subs({u: plan.gpu_mem_util, M: plan.total_memory_bytes_per_gpu,
                                   W: plan.weights_bytes_per_gpu, O: plan.overhead_bytes_per_gpu,
                                   S: plan.kv_bytes_per_sequence_per_gpu})
@@ -185,7 +234,8 @@ def _capacity() -> list[str]:
               "batch routes to); $B$ the sessions decoding together; $R_{KV}$ one session's cache "
               "bytes read per step on one GPU; $BW$ the "
               "GPU's memory bandwidth (bytes/s, its datasheet). Reading is the floor: the "
-              "arithmetic and the kernels' overheads only add to it.", ""]
+              "arithmetic and the kernels' overheads only add to it. The batch is the sessions "
+              "vLLM 0.34.0 holds.", ""]
     for label, plan, _, _ in plans:
         n = plan.max_sequences_per_replica
         value = cf.STEP.subs({R: plan.decode_weights_read_bytes_per_gpu, B: n,
@@ -278,6 +328,25 @@ def _compressed() -> list[str]:
     return lines + [""]
 
 
+def _compressor_note() -> str:
+    """What one compressor row holds, its widths read from DeepSeek V4-Flash's groups: c_o x
+    head_dim for the attention's compressors, c_o x index_head_dim for the indexer's."""
+    rows = [g for g in load_model("deepseek-v4-flash").groups if g.attention == "Compressor state"]
+    w4, w128 = (_v4_group("deepseek-v4-flash", "Compressor state", r).sizes["d_c"]
+                for r in (4, 128))
+    indexer = next(g.sizes["d_c"] for g in rows if g.window == overlap(4) * 4
+                   and g.sizes["d_c"] != w4)
+    d_I = next(g.sizes["d_I"] for g in load_model("deepseek-v4-flash").groups
+               if g.attention == "Indexer")
+    assert indexer == overlap(4) * d_I
+    return (" Stored as bytes (fp32): b = 1. One row is a token's projected values and its gate "
+            "scores, $c_o d_c$ fp32 values each: $c_o d_c$ = "
+            f"{overlap(4)} x {w4 // overlap(4)} = {w4:,} wide for $m = 4$ (whose windows "
+            f"overlap), {w128:,} for $m = 128$; the indexer of an $m = 4$ layer has a compressor "
+            f"of its own, rows $c_o d_I$ = {overlap(4)} x {d_I} = {indexer} wide (DeepSeek V4's "
+            "compressor as vLLM 0.34.0 keeps it; `kvlib.core.compression`).")
+
+
 def _group_sizes(name: str, kind: str) -> dict:
     """The sizes of the model's group read with this formula (or its first attention group:
     GPT-2 and Falcon are read as GQA with N_g = N_h or 1)."""
@@ -312,9 +381,13 @@ def sheet() -> str:
         "paper, arXiv:2405.04434), vLLM's, or ours (kvlib's).", "",
         "## Growing caches: bytes one token adds to all layers", "",
     ]
+    c_o, d_c = by_name("c_o").symbol, by_name("d_c").symbol
     for kind, examples in ATTENTION_EXAMPLES.items():
         f = KINDS[kind]
         expr = f.symbolic.bytes_per_token
+        per = "token"
+        if kind == "Compressor state":  # kvlib's table is written per row of c_o d_c values
+            expr, per = expr.subs(d_c, c_o * d_c), "row kept"
         stored = {
             "Indexer": " The indexer is stored as bytes (fp8 keys and fp32 scales): b = 1 "
                        "whatever the KV dtype.",
@@ -323,17 +396,22 @@ def sheet() -> str:
                         "$\\lfloor N_{KV} / m \\rfloor$ entries.",
             "Short-conv window": " A window of d_conv tokens: vLLM keeps it in bf16 (b = 2) "
                                  "whatever the KV dtype.",
-            "Compressor state": " Stored as bytes (fp32): b = 1; vLLM keeps a window of "
-                                "2 m (m = 4) or m tokens.",
+            "Compressor state": _compressor_note(),
         }.get(kind, "")
-        lines += [f"### {kind}", "", f"$$\\text{{bytes per token}} = {sp.latex(expr)}$$", "",
-                  f"Symbols: {_symbols(expr)}. One sequence of $N_{{KV}}$ tokens: times "
-                  f"$N_{{KV}}$ (a sliding window keeps $\\min(N_{{KV}}, N_W)$).{stored}", ""]
+        if kind == "Compressor state":
+            times = (r"One sequence keeps $\min(N_{KV}, c_o m)$ rows: the last $c_o m$ tokens "
+                     f"({overlap(4) * 4} for $m = 4$, {overlap(128) * 128} for $m = 128$), "
+                     "however long the context.")
+        else:
+            times = (r"One sequence of $N_{KV}$ tokens: times $N_{KV}$ (a sliding window keeps "
+                     r"$\min(N_{KV}, N_W)$).")
+        lines += [f"### {kind}", "", f"$$\\text{{bytes per {per}}} = {sp.latex(expr)}$$", "",
+                  f"Symbols: {_symbols(expr)}. {times}{stored}", ""]
         for example in examples:
             label, sizes = _sizes(example, kind)
             value = f.bytes_per_token(**{k: v for k, v in {"b": 2, **sizes}.items()
                                          if k in f.bytes_per_token.args or k == "N_h"})
-            lines.append(f"- {label}: {_readable(value)} per token")
+            lines.append(f"- {label}: {_readable(value)} per {per}")
         lines.append("")
     lines += ["## Constant states: bytes per sequence, whatever the context", "",
               "$b_c$: bytes per convolution-state element; $b_s$: per SSM / recurrent-state "

@@ -26,7 +26,7 @@ def test_every_formula_is_on_the_sheet_with_two_worked_numbers():
     sections = text.split("\n### ")[1:]
     names = [s.split("\n", 1)[0] for s in sections]
     capacity = ["Cache per GPU under tensor parallelism", "Sessions per TP group",
-                "Decode step, a lower bound"]
+                "Sessions per TP group, vLLM 0.33.0's rule", "Decode step, a lower bound"]
     compressed = ["One compressed layer, one sequence", "What one more token costs, past the "
                   "window", "Selection: bytes one decode step reads",
                   "Sharing: memory divided, reads not"]
@@ -56,6 +56,28 @@ def test_capacity_formulas_reproduce_blog_post_as_example_by_hand():
     assert f"{80 * 2 * 256 * 2:,} B = 80 KiB = 81.92 KB per token per GPU" in text
 
 
+def test_capacity_default_is_vllm_0_34_and_0_33_is_labelled():
+    """Issue 40: the sheet gave 0.33.0's rule (block 16, u = 0.92) without saying so. The default
+    section is 0.34.0's extensible budget, by hand on blog post A's node with kvlib plan's stated
+    assumptions (0.5 GiB in use at start, peak 1.5 GiB activations + 2 GiB graphs, resident 0.5
+    GiB non-torch + 2 GiB graph pool, u = 1.0, margin max(1 GiB, floor(0.75 peak)))."""
+    text = (ROOT / "docs" / "formula_sheet.md").read_text(encoding="utf-8")
+    sections = {s.split("\n", 1)[0]: s for s in text.split("\n### ")[1:]}
+    default = sections["Sessions per TP group"]
+    old = sections["Sessions per TP group, vLLM 0.33.0's rule"]
+    assert "0.34.0" in default and "blocks of 64" in default and "0.92" not in default
+    assert "blocks of 16 (vLLM 0.33.0's" in old and "(0.92 unless set" in old
+    gib = 2**30
+    total = 13981 * gib // 100
+    peak, in_use, resident = 3 * gib + gib // 2, gib // 2, 2 * gib + gib // 2
+    margin = max(gib, 3 * peak // 4)
+    weights = (70_553_706_496 - 1_318_912) * 2 // 4 + 1_318_912 * 2
+    usable = min(total, total - in_use - margin)
+    budget = usable - weights - resident - peak
+    assert budget // (80 * 2 * 256 * 2 * 131_072) == 9
+    assert f"= {usable:,} B; minus the weights" in default and f"leaves {budget:,} B" in default
+
+
 def test_the_sheet_gives_no_exercise_away():
     """The workshop keeps the sheet on the projector while the room does the exercises."""
     from kvlib.views.exercises import ANSWERS
@@ -66,7 +88,9 @@ def test_the_sheet_gives_no_exercise_away():
             value = part.value()
             if part.kind == "bytes":
                 shown = f"{value:,} B" if isinstance(value, int) else f"{float(value):g} B"
-                assert shown not in text, (exercise, part.what)
+                # a whole number, not the tail of a longer one (68 B is not 49,082,368 B)
+                assert not __import__("re").search(rf"(?<![\d,.]){shown}", text), \
+                    (exercise, part.what)
             elif part.kind == "count" and part.unit == "sessions":
                 assert f"**{value}** sessions" not in text, (exercise, part.what)
 
