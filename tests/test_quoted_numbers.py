@@ -36,7 +36,7 @@ QUOTED = {
         "67.5 KiB", "10.41 GiB",
     ],
     "06_capacity_planning.ipynb": [
-        "564 GB", "1,293,945", "= 40%", "9.87 sessions of 128K", "requested_memory at 0.92",
+        "564 GB", "1,293,945", "= 40%", "9.87 sessions of 128K", "held back 9.125 GiB",
         "**9 sessions of 128K**", "| 4.74 |", "97.49% of reserved slots empty",
         "0.23% of reserved slots empty", "3.76% of reserved slots empty",
         "13.44% of reserved slots empty", "| 8.05 GiB |", "| 7.93 GiB |", "39.7x less",
@@ -55,8 +55,6 @@ PROSE = {
     ],
     "06_capacity_planning.ipynb": [
         ("**9** as a server counts", "**9 sessions of 128K**"),
-        ("`gpu_memory_utilization` is 0.92 unless set", "requested_memory at 0.92"),
-        ("**rounded up**, where `gpu_memory_utilization` is **0.92**", "requested_memory at 0.92"),
         ("Reproduced: 424 GB left, 1,293,945 tokens, 9.87 sessions", "9.87 sessions of 128K"),
         ("0.23% at 16 tokens, 3.76% even at 256", "3.76% of reserved slots empty"),
         ("at `max_model_len` 128K, 97.49% of the reserved", "97.49% of reserved slots empty"),
@@ -331,6 +329,20 @@ def _indexer_key_bytes() -> str:
     return "132 bytes" if 128 * 1 + 4 * (128 // 128) == 132 else "?"  # fp8 key + fp32 scale
 
 
+def _mean_block_waste() -> str:
+    """Tokens a session's last block leaves empty on average, lengths spread evenly over vLLM
+    0.34.0's default block (notebook 06, section 5)."""
+    from kvlib.serving.vllm_layout import DEFAULT_BLOCK
+
+    return f"{(DEFAULT_BLOCK['0.34.0'] - 1) / 2} tokens"
+
+
+def _margin_floor() -> str:
+    from kvlib.serving.capacity_formulas import MARGIN_FLOOR_BYTES
+
+    return f"{MARGIN_FLOOR_BYTES // 2**30} GiB"
+
+
 INPUT_DEF = Input("a definition: one multiply-add is 2 FLOPs, bf16/fp16 is 2 bytes, fp8 1 byte")
 POST_B = Input("blog post B's own figure, quoted as its claim")
 POST_A = Input("blog post A's own figure, quoted as its claim")
@@ -429,25 +441,22 @@ EXEMPT: dict[str, dict[str, object]] = {
         "43 GB": Shown("42.95 GB"),
     },
     "06_capacity_planning.ipynb": {
-        "1 token": Input("SGLang 0.5.23's page on CUDA (srt/arg_groups/overrides.py:1341-1362)"),
-        "32 tokens": Input("TensorRT-LLM's tokens_per_block default, an engine constant"),
-        "10%": Input("TensorRT-LLM keeps 1 - free_gpu_memory_fraction 0.9, a definition"),
-        "118.84GiB": Input("a line of a vLLM log, quoted"),
-        "143,165 MiB": Computed(lambda: f"{round(139.81 * 1024):,} MiB"),
-        "139.80 GiB": Input("a PyTorch out-of-memory message, quoted"),
         "420 GB": POST_A,
         "4.74x": Shown("| 4.74 |"),
-        "32x": Shown("32.0x less"),  # section 8's table: a 4K window on every layer
+        "32x": Shown("32.0x less"),  # section 7: a 4K window on every layer
         "64 tokens": Input("vLLM 0.34.0's default block size (vllm/config/cache.py:185)"),
-        "7.5 tokens": Computed(lambda: f"{(16 - 1) / 2} tokens"),
+        "31.5 tokens": Computed(_mean_block_waste),
+        "1 GiB": Computed(_margin_floor),
+        "1 GB": Input("the definition of a unit"),
+        "16 tokens": Input("a block size the paging comparison sweeps, an input"),
+        "2x": Shown("2.0x less"),
+        "8x": Shown("8.0x less"),
         "2 bytes": INPUT_DEF,
         "3.1%": Computed(_plain_scale_overhead),
         "12.5%": Shown("+12.50% over plain 4-bit"),
         "2,048 tokens": Input("the workload's median, an input of the simulation"),
         "512 tokens": POST_B,
         "40x": Shown("/39.75 |"),
-        "1,536": Input("DeepSeek V2's moe_intermediate_size, a config value"),
-        "15.38%": Computed(lambda: f"{8 / 52 * 100:.2f}%"),
     },
     "07_hybrid_models.ipynb": {
         "536 tokens": Computed(_qwen3_next_tokens_per_state_page),

@@ -71,9 +71,9 @@ def _section_2_macs() -> tuple[int, ...]:
     return tuple(int(m) for m in macs)
 
 
-# Notebook 06's exercises are worked by hand with vLLM 0.33.0's profiled budget, ceil(0.92 M) - W -
-# 4 GiB (section 3's rule); the default release, 0.34.0, sizes the cache from memory it measures
-# after warmup, which a reader cannot work out by hand without kvlib's assumed terms.
+# Notebook 06's exercises are worked by hand with vLLM 0.34.0's budget and kvlib's assumed terms
+# (M - W - 9.125 GiB held back per GPU, its section 3); the engines track's "E01" exercises
+# with vLLM 0.33.0's profiled budget, ceil(0.92 M) - W - 4 GiB (engines/01, section 2).
 V033 = {"vllm": "0.33.0"}
 
 
@@ -373,34 +373,52 @@ ANSWERS: dict[str, Exercise] = {
     )),
     "06.1": Exercise((
         Part("sessions", "sessions of 32,768 tokens per TP group", "count",
-             lambda: _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768, **V033).max_sequences,
-             lambda: {_plan("llama-3.1-70b", "H100-80GB", 8, 8, 32000, **V033).max_sequences:
+             lambda: _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768).max_sequences,
+             lambda: {_plan("llama-3.1-70b", "H100-80GB", 8, 8, 32000).max_sequences:
                       "32K tokens is 32,768 (2^15), not 32,000",
-                      _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768, **V033,
+                      _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768,
                             memory="datasheet").max_sequences:
-                      "vLLM takes its share of the memory CUDA reports (79.22 GiB for an "
-                      "H100 80GB), not of the datasheet's 80 GB"},
+                      "vLLM divides the memory CUDA reports (79.22 GiB for an H100 80GB), not "
+                      "the datasheet's 80 GB",
+                      _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768, **V033).max_sequences:
+                      "that is vLLM 0.33.0's budget (0.92 M - W - 4 GiB); 0.34.0 holds back "
+                      "the assumed 9.125 GiB of section 3"},
              unit="sessions"),
     )),
     "06.2": Exercise((
-        Part("plain_tp", "sessions with plain TP", "count",
-             lambda: _plan("deepseek-v2", "H200", 8, 8, 32768, **V033,
-                           weight_dtype="bf16").max_sequences, unit="sessions"),
-        Part("with_dcp", "sessions with decode_context_parallel_size 8", "count",
-             lambda: _plan("deepseek-v2", "H200", 8, 8, 32768, **V033, weight_dtype="bf16",
-                           dcp=8).max_sequences, unit="sessions"),
+        Part("per_token", "bytes per token on each GPU", "bytes",
+             lambda: _plan("llama-3.1-70b", "H200", 4, 4, _K,
+                           kv_dtype="int4_per_token_head").kv_bytes_per_sequence_per_gpu // _K,
+             lambda: {_plan("llama-3.1-70b", "H200", 4, 4, _K,
+                            kv_dtype="int4").kv_bytes_per_sequence_per_gpu // _K:
+                      "the scales are cached too: one fp32 scale per token and KV head, for K "
+                      "and for V",
+                      _plan("llama-3.1-70b", "H200", 1, 1, _K,
+                            kv_dtype="int4_per_token_head").kv_bytes_per_sequence_per_gpu // _K:
+                      "that is all 8 KV heads: at TP=4 each GPU holds 2"}),
+        Part("sessions", "sessions of 131,072 tokens", "count",
+             lambda: _plan("llama-3.1-70b", "H200", 4, 4, _K,
+                           kv_dtype="int4_per_token_head").max_sequences,
+             lambda: {_plan("llama-3.1-70b", "H200", 4, 4, _K, kv_dtype="int4").max_sequences:
+                      "the scales are cached too: one fp32 scale per token and KV head"},
+             unit="sessions"),
     )),
     "06.3": Exercise((
         Part("sessions", "sessions of 8,192 tokens", "count",
-             lambda: _plan("llama-3.1-8b", "L40S", 1, 1, 8192, **V033, kv_dtype="fp8",
-                           weight_dtype="bf16").max_sequences, unit="sessions"),
+             lambda: _plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
+                           weight_dtype="bf16").max_sequences,
+             lambda: {_plan("llama-3.1-8b", "L40S", 1, 1, 8192, **V033, kv_dtype="fp8",
+                            weight_dtype="bf16").max_sequences:
+                      "that is vLLM 0.33.0's budget (0.92 M - W - 4 GiB); 0.34.0 holds back "
+                      "the assumed 9.125 GiB of section 3"},
+             unit="sessions"),
         Part("step_seconds", "decode-step lower bound at that batch", "seconds",
-             lambda: Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, **V033, kv_dtype="fp8",
+             lambda: Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
                                     weight_dtype="bf16").decode_step_seconds_lower_bound),
-             lambda: {Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, **V033, kv_dtype="fp8",
+             lambda: {Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
                                      weight_dtype="bf16").decode_step_seconds_all_weights):
                       "that reads every weight: the input embedding is a lookup of one row "
-                      "per token, not read whole (notebook 06, section 10)"}),
+                      "per token, not read whole (notebook 06, section 8)"}),
     )),
     "06.4": Exercise((
         Part("tokens", "KV tokens SGLang allocates", "count",
