@@ -236,6 +236,62 @@ def _nemotron_state_per_gpu(tp: int, ssm_bytes: int = 4) -> int:
     s = group.sizes
     return whole - group.layers * s["N_sh"] // tp * s["d_sh"] * s["d_state"] * 2
 
+# Engines track 02 and 03 (notebooks/engines/): the figures each statement gives.
+# E02.1: vLLM #21348, Qwen3-235B-A22B on 4 x H100 at TP 4: SGLang 0.5.23 logged 367,404 tokens
+# at --mem-fraction-static 0.93, vLLM 178,880; one KV head of 128 per rank, 94 layers, bf16.
+_ISSUE_21348 = dict(sglang=367_404, vllm=178_880, f=Fraction(93, 100),
+                    cell=dict(N_kv=4, TP=4, d_QK=128, d_V=128, N_L=94, b=2))
+# E03.1: the 2 x L40S log's budget line (25.91 GiB, taken exactly), Qwen3-30B-A3B's shape at
+# TP 2 (48 layers, 2 of 4 KV heads of 128 per rank), 16-token blocks, requests of 32,768
+_L40S_LOG = dict(budget=2591 * 2**30 // 100, N_L=48, N_g=2, d_QK=128, d_V=128, block=16,
+                 max_len=32768)
+
+
+def _sglang_fraction_for(tokens: int) -> Fraction:
+    """E02.1: the mem_fraction_static at which SGLang 0.5.23's budget (its KV_BUDGET, linear in
+    f with the weights fixed) holds ``tokens`` where it held the issue's at 0.93; F_0 = the
+    H100's CUDA total less the 0.5 GiB kvlib assumes in use before the weights."""
+    import sympy as sp
+
+    from kvlib.core.numeric import evaluate
+    from kvlib.serving.deployment import MEASURED_DEFAULTS
+    from kvlib.serving.engines import sglang as sg
+    from kvlib.serving.gpus import get_gpu
+
+    i, s = _ISSUE_21348, sg.SYMBOLS
+    cell = evaluate(sg.CELL_MHA, **i["cell"])
+    free = get_gpu("H100-80GB").total_memory_bytes - MEASURED_DEFAULTS["in_use_bytes"]
+    budget = sg.KV_BUDGET.args[0].subs({s["F0"]: free, s["X"]: 0})  # inside the floor
+    taken = sp.solve(sp.Eq(budget.subs(s["f"], i["f"]), i["sglang"] * cell), s["W"])[0]
+    f = sp.solve(sp.Eq(budget.subs(s["W"], taken), tokens * cell), s["f"])[0]
+    return Fraction(int(f.p), int(f.q))
+
+
+def _sglang_default_h100_tp4() -> Fraction:
+    from kvlib.serving.engines import sglang_fraction
+    from kvlib.serving.gpus import get_gpu
+
+    return sglang_fraction(get_gpu("H100-80GB"), 4, mla=False)[0]
+
+
+def _l40s_blocks(b: int = 1) -> int:
+    """E03.1: blocks of the budget line at b bytes per element (1: fp8; 2, the log's bf16, is
+    the slip, as is fp8 with all 4 KV heads on one rank: the same bytes)."""
+    g = _L40S_LOG
+    per_block = GQA.bytes_per_token(N_L=g["N_L"], N_g=g["N_g"], d_QK=g["d_QK"], d_V=g["d_V"],
+                                    b=b) * g["block"]
+    return g["budget"] // per_block
+
+
+def _qwen32_k_size(page_rows: bool = True) -> int:
+    """E03.2: the K buffer SGLang 0.5.23 logs for Qwen3 32B's 17,667 tokens on one GPU
+    (64 layers, 8 KV heads of 128, bf16); without the page's extra row, the slip."""
+    from kvlib.serving.engines import sglang as sg
+
+    k = sg.k_size_bytes(17_667, 1, 8, 128, 64, 2)
+    return k if page_rows else k - sg.k_size_bytes(0, 1, 8, 128, 64, 2)
+
+
 ANSWERS: dict[str, Exercise] = {
     "01.1": Exercise((
         Part("per_token", "bytes per token", "bytes",
@@ -533,5 +589,51 @@ ANSWERS: dict[str, Exercise] = {
                       "that is a bf16 SSM state: vLLM keeps Nemotron-H's in float32 (4 bytes)",
                       _nemotron_state_per_gpu(1):
                       "that is the whole state: TP = 8 divides the heads, groups and channels"}),
+    )),
+    "E02.1": Exercise((
+        Part("fraction", "mem_fraction_static at which SGLang holds vLLM's 178,880 tokens",
+             "ratio", lambda: _sglang_fraction_for(_ISSUE_21348["vllm"]),
+             lambda: {_ISSUE_21348["f"] * Fraction(_ISSUE_21348["vllm"], _ISSUE_21348["sglang"]):
+                      "f multiplies the memory free before the weights, not the cache: the "
+                      "weights stay whatever f is, so lowering f by d takes F_0 x d from the "
+                      "cache",
+                      _sglang_default_h100_tp4():
+                      "that is SGLang's default on this setup, at which it holds fewer tokens "
+                      "than vLLM; solve the budget for 178,880 tokens"}),
+    )),
+    "E02.2": Exercise((
+        Part("full_tokens", "tokens of the full-attention pool", "count",
+             lambda: _engine("gpt-oss-20b", "H100-80GB", "sglang").tokens,
+             lambda: {_engine("gpt-oss-20b", "H100-80GB", "sglang").kv_budget
+                      // _engine("gpt-oss-20b", "H100-80GB", "sglang").cell:
+                      "the sliding layers have a pool of their own: each full-pool token also "
+                      "pays for 0.8 of a window-pool token (c_full + 0.8 c_swa)",
+                      _engine("gpt-oss-20b", "H100-80GB", "sglang").kv_budget
+                      // (2 * _engine("gpt-oss-20b", "H100-80GB", "sglang").cell):
+                      "swa_full_tokens_ratio is 0.8: the window pool holds 0.8 of the full "
+                      "pool's tokens, not as many"},
+             unit="tokens"),
+        Part("swa_tokens", "tokens of the sliding-window pool", "count",
+             lambda: _engine("gpt-oss-20b", "H100-80GB", "sglang").swa_tokens,
+             lambda: {_engine("gpt-oss-20b", "H100-80GB", "sglang").tokens:
+                      "the window pool holds int(0.8 x the full pool's tokens)"},
+             unit="tokens"),
+    )),
+    "E03.1": Exercise((
+        Part("tokens", "tokens GPU KV cache size prints", "count",
+             lambda: _l40s_blocks() * _L40S_LOG["block"],
+             lambda: {_l40s_blocks(b=2) * _L40S_LOG["block"]:
+                      "that is the bf16 cache of the log (or all 4 KV heads on one rank): fp8 "
+                      "stores 1 byte per element, and at TP 2 each rank holds 2 of the 4 heads"},
+             unit="tokens"),
+        Part("concurrency", "maximum concurrency for 32,768 tokens", "ratio",
+             lambda: Fraction(_l40s_blocks(), _L40S_LOG["max_len"] // _L40S_LOG["block"]),
+             lambda: {Fraction(_l40s_blocks(b=2), _L40S_LOG["max_len"] // _L40S_LOG["block"]):
+                      "that is the bf16 cache of the log: fp8 stores 1 byte per element"}),
+    )),
+    "E03.2": Exercise((
+        Part("k_size", "bytes of the K buffer the line prints", "bytes", _qwen32_k_size,
+             lambda: {_qwen32_k_size(page_rows=False):
+                      "K holds #tokens + one page of rows (memory_pool.py:2574-2578)"}),
     )),
 }
