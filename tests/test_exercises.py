@@ -67,6 +67,11 @@ RIGHT = {
                       + 31 * 128 * (2 * 512) * 4)),
     # Gemma 3n E4B at 16K: 4 full layers and 16 sliding (512 tokens) store; 2 KV heads of 256
     "08.3": (4 * 2 * 2 * 256 * 2 * 16384 + 16 * 2 * 2 * 256 * 2 * 512,),
+    # engines/04: an MXFP4 key of 128 values is 64 B of 4-bit values + 4 UE8M0 scale bytes (one
+    # per 32); V4-Flash keeps one key per 4 tokens in its 21 m = 4 layers: 374,341,632 B at 1M
+    "E04.1": (128 // 2 + 128 // 32, 21 * (2**20 // 4) * (128 // 2 + 128 // 32)),
+    # a 256-token block of m = 4 entries: 64 entries of 584 B = 37,376 B, up to 65 x 576 = 37,440
+    "E04.2": (256 // 4, -(-64 * 584 // 576) * 576),
     # engines/06: Nemotron-H 56B in vLLM 0.34.0. One Mamba2 layer's state: a bf16 conv state of
     # 3 x (256 x 64 + 2 x 8 x 256) and a float32 SSM state of 256 heads x 64 x 256 = 16,900,096 B;
     # one attention layer: 2 x 8 x 128 x 2 = 4,096 B a token; 4,126 tokens, up to 64's multiple
@@ -78,7 +83,7 @@ RIGHT = {
 
 
 def test_all_25_exercises_are_checked():
-    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25
+    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2  # 01-08, engines/04, /06
     for exercise, answers in RIGHT.items():
         assert len(ANSWERS[exercise].parts) == len(answers), exercise
 
@@ -155,6 +160,9 @@ def test_answers_as_learners_write_them(exercise, answers):
     ("06.3", (40, "42.23"), "milliseconds"),
     ("07.1", ("73.1",), "% sign"),
     ("07.1", ("57.8%",), "float32"),  # the SSM state taken as bf16
+    ("E04.1", (128 // 2, 21 * 2**18 * 68), "one UE8M0 scale byte per 32"),  # no scales
+    ("E04.1", (68, 21 * 2**18 * 132), "the fp8 cache"),
+    ("E04.2", (64, 64 * 584), "before the padding"),
     ("E06.1", (4126, 139_264), "rounds it up to a multiple of 64"),
     ("E06.1", (4128, 139_264), "vLLM 0.33.0's without prefix caching"),
     ("E06.2", (54 * (3 * 2560 * 2 + 32 * 64 * 256 * 2),), "float32"),  # SSM state as bf16
