@@ -95,7 +95,8 @@ def test_budget_bar_updates_in_place_and_matches_plot_budget():
         assert p.fits
         fresh = Figure(figsize=e.fig.get_size_inches(), layout="constrained")
         plot_budget(fresh.add_subplot(), {f"{p.gpus} x {p.gpu}, TP={p.tp}": p}, unit="GB",
-                    title=f"{p.model}: one GPU's memory at {format_context(p.context)}")
+                    title=f"{p.model}: one GPU's memory at {format_context(p.context)}",
+                    sessions=e.controls["sessions"].value)
         assert visible_widths(ax) == visible_widths(fresh.axes[0])
         assert np.array_equal(png(e.fig), png(fresh)), f"{control}={value!r}"
 
@@ -123,11 +124,18 @@ def test_budget_bar_by_hand_then_not_fitting():
     usable = min(total, total - GiB // 2 - margin)  # 146,764,401,213
     budget = usable - weights_b - overhead_b  # 105,043,118,653
     sessions = int(budget // per_session)
+    assert sessions == 19  # 105,043,118,653 // 5,368,709,120
+    # the bar draws the sessions slider's 8 sequences in use (issue 40, item 7)
+    assert e.controls["sessions"].value == 8
+    assert visible_widths(ax) == pytest.approx(
+        [weights, overhead, 8 * per_session / 1e9, (budget - 8 * per_session) / 1e9])
+    assert ax.texts[0].get_text() == "8 x 128K\n(19 fit)"
+    e.controls["sessions"].value = 19
     assert visible_widths(ax) == pytest.approx(
         [weights, overhead, sessions * per_session / 1e9, (budget - sessions * per_session) / 1e9])
-    assert sessions == 19  # 105,043,118,653 // 5,368,709,120
-    assert ax.texts[0].get_text() == f"{sessions} x 128K"
+    assert ax.texts[0].get_text() == f"{sessions} x 128K\n(19 fit)"
     assert ax.lines[0].get_xdata()[0] == pytest.approx(usable / 1e9)
+    e.controls["sessions"].value = 8
 
     # vLLM 0.33.0: u = 0.92, 4 GiB of overhead, the same 128K in 16-token blocks
     e.controls["vllm"].value = "0.33.0"
@@ -136,9 +144,9 @@ def test_budget_bar_by_hand_then_not_fitting():
     budget33 = 138_110_256_860 - weights_b - 4 * GiB
     sessions33 = int(budget33 // per_session)
     assert visible_widths(ax) == pytest.approx(
-        [weights, 4 * GiB / 1e9, sessions33 * per_session / 1e9,
-         (budget33 - sessions33 * per_session) / 1e9])
+        [weights, 4 * GiB / 1e9, 8 * per_session / 1e9, (budget33 - 8 * per_session) / 1e9])
     assert sessions33 == 18  # 98,536,457,948 // 5,368,709,120
+    assert ax.texts[0].get_text() == "8 x 128K\n(18 fit)"
     e.controls["vllm"].value = "0.34.0"
     assert e.controls["gpu_mem_util"].value == 1.0
 
@@ -156,6 +164,43 @@ def test_budget_bar_by_hand_then_not_fitting():
     assert ax.lines[0].get_xdata()[0] == pytest.approx((a100 - GiB // 2 - margin) / 1e9)
     assert ax.lines[1].get_xdata()[0] == pytest.approx(a100 / 1e9)
     assert ax.get_xlim()[1] > 141.107412992 + overhead  # rescaled to the longer bar
+
+
+def test_the_sessions_slider_moves_the_bar():
+    """Notebook 06's sessions slider (issue 40, item 7): the bar draws that many sequences per
+    replica in use, not the most that fit; more than fit run past the usable memory (the dashed
+    tick), drawn up to the whole memory, and the verdict says how many fit. Llama 3.1 70B,
+    4 x H200, TP 4, bf16 KV at 128K, vLLM 0.34.0 (as test_budget_bar_by_hand_then_not_fitting)."""
+    e = planner_explorer()
+    ax = e.fig.axes[0]
+    norms = 161 * 8192 * 2
+    weights_b = (141_107_412_992 - norms) // 4 + norms  # 35,278,831,616
+    overhead_b = 6 * GiB  # O_R 2.5 GiB + peak 3.5 GiB
+    total = 13981 * GiB // 100  # the H200's CUDA total
+    usable = total - GiB // 2 - max(GiB, 3 * (7 * GiB // 2) // 4)  # less M_0 and the margin
+    budget = usable - weights_b - overhead_b
+    per_session = 80 * 2 * 2 * 128 * 2 * 131072  # bf16: 10,737,418,240 B per GPU
+    assert budget // per_session == 9
+
+    def kv_in_use():
+        return ax.containers[2].patches[0]  # weights, overhead, KV in use, KV free
+
+    drawn = {}
+    for n in (1, 4, 9):
+        e.controls["sessions"].value = n
+        drawn[n] = kv_in_use().get_width()
+        assert drawn[n] == pytest.approx(n * per_session / 1e9)
+        assert visible_widths(ax)[-1] == pytest.approx((budget - n * per_session) / 1e9)
+        assert ax.texts[0].get_text() == f"{n} x 128K\n(9 fit)"
+    assert drawn[1] < drawn[4] < drawn[9]
+    e.controls["sessions"].value = 12  # three more than fit
+    bar = kv_in_use()
+    assert bar.get_width() == pytest.approx((total - weights_b - overhead_b) / 1e9)
+    assert bar.get_x() + bar.get_width() > ax.lines[0].get_xdata()[0]  # past the dashed tick
+    assert not ax.containers[3].patches[0].get_visible()  # no KV free
+    assert ax.texts[0].get_text() == "12 x 128K:\nonly 9 fit"
+    # the readout follows the same slider (the longest context for 12 sessions)
+    assert "max context at 12 sessions per replica" in e.readout.value
 
 
 def test_an_invalid_setting_clears_the_previous_numbers_and_figure():

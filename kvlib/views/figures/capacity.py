@@ -1,6 +1,7 @@
 """Capacity-planning figures (notebook 06), drawn on a given Axes; ``FIGURES`` for ``make figures``.
 
-* :func:`plot_budget`: one GPU's memory as stacked bars (weights, overhead, KV, free).
+* :func:`plot_budget`: one GPU's memory as stacked bars (weights, overhead, KV, free), with
+  the most sessions that fit, or a chosen number of them (:func:`at_sessions`).
 * :func:`plot_levers`: the cache a workload needs after each lever, with the budget.
 * :func:`plot_paging_waste`: share of reserved cache slots that hold no token.
 * :func:`plot_decode_roofline`: decode step time lower bound vs batch, per model.
@@ -12,6 +13,7 @@ Every number comes from :mod:`kvlib.serving` (layer groups over the generated fo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -25,7 +27,8 @@ from kvlib.serving.plan import Plan
 from kvlib.views.style import COLORS, context_axis, context_ticks, format_context, log_value_axis
 
 __all__ = [
-    "SEGMENT_COLORS", "budget_segments", "plot_budget", "plot_levers", "plot_paging_waste",
+    "SEGMENT_COLORS", "budget_segments", "at_sessions", "budget_verdict", "plot_budget",
+    "plot_levers", "plot_paging_waste",
     "plot_decode_roofline", "plot_crossover", "FIGURES",
 ]
 
@@ -46,17 +49,51 @@ def budget_segments(p: Plan) -> dict[str, int]:
     }
 
 
-def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = "") -> None:
+def at_sessions(p: Plan, sessions: int) -> Plan:
+    """The plan with ``sessions`` sequences per replica in use (notebook 06's sessions slider)
+    instead of the most that fit: KV in use is sessions x (cache + state) per sequence, drawn
+    at most up to the whole memory (so a count that does not fit runs past the dashed tick,
+    and the bar stays on its axes); KV free is what the budget has left."""
+    per_sequence = p.kv_bytes_per_sequence_per_gpu + p.state_bytes_per_sequence_per_gpu
+    budget = p.kv_used_bytes_per_gpu + p.kv_free_bytes_per_gpu  # the budget, 0 when none
+    room = max(0, p.total_memory_bytes_per_gpu - p.weights_bytes_per_gpu
+               - p.draft_weights_bytes_per_gpu - p.overhead_bytes_per_gpu)
+    used = min(sessions * per_sequence, room)
+    return replace(p, kv_used_bytes_per_gpu=used, kv_free_bytes_per_gpu=max(0, budget - used))
+
+
+def budget_verdict(p, sessions: int | None = None) -> str:
+    """The text at the end of a budget bar: the most sessions that fit ("19 x 128K"), or with
+    ``sessions`` chosen, that many and the most, on two lines ("8 x 128K" over "(19 fit)";
+    "24 x 128K:" over "only 19 fit"), no wider than one, so that it stays in the Axes'
+    margin."""
+    context = format_context(p.context)
+    if not p.fits:
+        return "does not fit"
+    most = p.max_sequences_per_replica
+    if sessions is None:
+        return f"{most:,} x {context}"
+    if sessions <= most:
+        return f"{sessions:,} x {context}\n({most:,} fit)"
+    return f"{sessions:,} x {context}:\nonly {most:,} fit"
+
+
+def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = "",
+                sessions: int | None = None) -> None:
     """One horizontal bar per plan: what each GPU's memory holds, in ``unit``.
 
     A dashed tick marks the usable memory (gpu_memory_utilization x memory),
     a solid one the whole memory. Weights past the dashed tick do not fit.
+    sessions: None, the KV in use is the most sessions that fit; a number, that many
+    sequences per replica (:func:`at_sessions`), and the verdict names both.
     """
     labels = list(plans)
     y = np.arange(len(labels))[::-1]
     seen = set()
     for yi, label in zip(y, labels, strict=True):
         p, left = plans[label], 0.0
+        if sessions is not None and p.fits:
+            p = at_sessions(p, sessions)
         for name, value in budget_segments(p).items():
             width = value / UNITS[unit]
             if width <= 0:
@@ -69,10 +106,8 @@ def plot_budget(ax, plans: Mapping[str, Plan], unit: str = "GB", title: str = ""
         hbm = p.total_memory_bytes_per_gpu / UNITS[unit]
         ax.plot([usable, usable], [yi - 0.4, yi + 0.4], color="black", ls="--", lw=1.8)
         ax.plot([hbm, hbm], [yi - 0.4, yi + 0.4], color="black", lw=1.8)
-        verdict = (f"{p.max_sequences_per_replica:,} x {format_context(p.context)}"
-                   if p.fits else "does not fit")
-        ax.annotate(verdict, (max(left, hbm), yi), xytext=(6, 0), textcoords="offset points",
-                    va="center", fontsize=13)
+        ax.annotate(budget_verdict(p, sessions), (max(left, hbm), yi), xytext=(6, 0),
+                    textcoords="offset points", va="center", fontsize=13)
     ax.set_yticks(y, labels)
     ax.set_xlabel(f"memory per GPU ({unit}); dashed: usable, solid: all")
     ax.grid(axis="y", visible=False)

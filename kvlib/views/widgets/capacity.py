@@ -25,7 +25,7 @@ from kvlib.serving.engines import ENGINES, EnginePlan, engine_plan, sglang_group
 from kvlib.serving.gpus import CATALOG
 from kvlib.serving.plan import Plan
 from kvlib.serving.vllm_layout import vllm_release
-from kvlib.views.figures.capacity import budget_segments, plot_budget
+from kvlib.views.figures.capacity import at_sessions, budget_segments, budget_verdict, plot_budget
 from kvlib.views.style import context_ticks, format_context
 from kvlib.views.widgets.kit import Explorer, html_table
 from kvlib.views.widgets.models import pasted_config_box, read_pasted
@@ -200,22 +200,28 @@ def render_engine(r: PlannerResult) -> str:
             f"overrides each):</p><ul style='margin:2px 0'>{said}</ul>")
 
 
-def engine_used_bytes(e: EnginePlan, window: int | None = None) -> int:
-    """The KV bytes per GPU that ``e.sessions`` requests of ``e.context`` tokens take: whole
-    pages (blocks) of the full pool each, and min(context, window) + one page of a
-    sliding-window pool (SGLang's admission floor)."""
+def engine_used_bytes(e: EnginePlan, window: int | None = None,
+                      sessions: int | None = None) -> int:
+    """The KV bytes per GPU that ``sessions`` (default ``e.sessions``, the most the engine
+    admits) requests of ``e.context`` tokens take: whole pages (blocks) of the full pool each,
+    and min(context, window) + one page of a sliding-window pool (SGLang's admission floor)."""
     per_request = -(-e.context // e.page) * e.page * e.cell
     if e.swa_tokens is not None:
         per_request += (min(e.context, window) + e.page) * e.swa_cell
-    return e.sessions * per_request
+    return (e.sessions if sessions is None else sessions) * per_request
 
 
 def _engine_bar(r: PlannerResult) -> SimpleNamespace:
     """An engine plan as the budget bar reads a Plan: the weights, the rest the engine keeps
-    out of the KV cache ("overhead"), the sessions' KV and the budget left; both ticks at the
-    CUDA total (the engine's fraction is inside its overhead)."""
+    out of the KV cache ("overhead"), the KV of the slider's sessions (drawn at most up to
+    the whole memory, as :func:`~kvlib.views.figures.capacity.at_sessions` draws vLLM's) and
+    the budget left; both ticks at the CUDA total (the engine's fraction is inside its
+    overhead)."""
     e = r.engine
-    used = engine_used_bytes(e, r.swa_window)
+    # the whole memory less the weights and the engine's overhead is its budget; an engine
+    # that admits no session draws none
+    used = min(engine_used_bytes(e, r.swa_window, r.sessions if e.sessions else 0),
+               max(0, e.kv_budget))
     return SimpleNamespace(
         weights_bytes_per_gpu=e.weights, draft_weights_bytes_per_gpu=0,
         overhead_bytes_per_gpu=e.total_memory - e.weights - e.kv_budget,
@@ -226,13 +232,18 @@ def _engine_bar(r: PlannerResult) -> SimpleNamespace:
 
 
 def draw(fig, r: PlannerResult) -> None:
-    """The budget bar of one GPU: built once by :func:`plot_budget`, then updated in place.
+    """The budget bar of one GPU with ``r.sessions`` sequences per replica in use (the sessions
+    slider), as :func:`plot_budget` draws it with ``sessions``: built once, then updated in
+    place.
 
     The first build has every segment of a planner's plan (a placeholder byte
     where this plan has none), so each later plan only moves and resizes the
     segments (one of 0 bytes is hidden), the two ticks, the verdict and the labels.
     """
-    p = r.plan if r.engine is None else _engine_bar(r)
+    if r.engine is not None:
+        p = _engine_bar(r)
+    else:
+        p = at_sessions(r.plan, r.sessions) if r.plan.fits else r.plan
     label = f"{p.gpus} x {p.gpu}, TP={p.tp}"
     heading = f"{p.model}: one GPU's memory at {format_context(p.context)}"
     if r.engine is not None:
@@ -259,8 +270,7 @@ def draw(fig, r: PlannerResult) -> None:
     dashed.set_xdata([usable, usable])
     solid.set_xdata([hbm, hbm])
     verdict = ax.texts[0]
-    verdict.set_text(f"{p.max_sequences_per_replica:,} x {format_context(p.context)}"
-                     if p.fits else "does not fit")  # as plot_budget writes it
+    verdict.set_text(budget_verdict(p, r.sessions))  # as plot_budget writes it
     verdict.xy = (max(left, hbm), 0)
     ax.set_yticks([0], [label])
     ax.title.set_text(heading)
