@@ -79,11 +79,27 @@ RIGHT = {
               4160 * 4096 - (3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4)),  # 139,264
     # TP = 8: 32 heads, 1 B/C group and 2,048 channels per GPU, 54 layers
     "E06.2": (54 * (3 * (2048 + 2 * 1 * 256) * 2 + 32 * 64 * 256 * 4),),  # 114,075,648 B
+    # engines/02: SGLang's budget F_0 f - W - X is linear in f; F_0 = 79.22 GiB - 0.5 GiB; 48,128 B
+    # a token (94 layers, 1 KV head of 128, K and V, bf16): f = 0.93 - (367,404 - 178,880) x
+    # 48,128 / F_0
+    "E02.1": (Fraction(93, 100) - Fraction((367_404 - 178_880) * 94 * 256 * 2,
+                                           7922 * 2**30 // 100 - 2**29),),
+    # gpt-oss-20b, SGLang on one H100: budget = F_0 x 0.83 - 13,761,264,768 B of weights; each
+    # full-pool token costs 12 x 8 x (64 + 64) x 2 = 24,576 B + 0.8 x 24,576 B of window pool
+    "E02.2": (((7922 * 2**30 // 100 - 2**29) * 83 // 100 - 13_761_264_768) * 5 // (9 * 24_576),
+              ((7922 * 2**30 // 100 - 2**29) * 83 // 100 - 13_761_264_768) * 5 // (9 * 24_576)
+              * 4 // 5),
+    # engines/03: 25.91 GiB over 16 x 48 x 2 x (128 + 128) x 1 B (fp8) blocks; 2,048 per request
+    "E03.1": (2591 * 2**30 // 100 // (16 * 48 * 2 * 256) * 16,
+              Fraction(2591 * 2**30 // 100 // (16 * 48 * 2 * 256), 32768 // 16)),
+    # SGLang's K: (#tokens + one page) x 8 KV heads x 128 x 64 layers x 2 B
+    "E03.2": ((17_667 + 1) * 8 * 128 * 64 * 2,),
 }
 
 
 def test_all_25_exercises_are_checked():
-    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2  # 01-08, engines/04, /06
+    # 01-08, then the engines track: engines/04, /06, /02-03
+    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2 + 4
     for exercise, answers in RIGHT.items():
         assert len(ANSWERS[exercise].parts) == len(answers), exercise
 
@@ -160,6 +176,13 @@ def test_answers_as_learners_write_them(exercise, answers):
     ("06.3", (40, "42.23"), "milliseconds"),
     ("07.1", ("73.1",), "% sign"),
     ("07.1", ("57.8%",), "float32"),  # the SSM state taken as bf16
+    ("E02.1", ("0.4528",), "not the cache"),  # 0.93 x 178,880 / 367,404
+    ("E02.1", ("0.819",), "SGLang's default"),
+    ("E02.2", (2_294_696, 1_019_864), "a pool of their own"),  # budget // 24,576 B
+    ("E03.1", (566_000, "34.55x"), "bf16 cache"),  # 25.91 GiB // 786,432 B x 16
+    ("E03.2", (17_667 * 131_072,), "one page of rows"),
+    ("E03.2", ("2.16 GB",), "GiB vs GB"),  # SGLang's "GB" is 2^30 B
+    ("E04.1", (128 // 2, 21 * 2**18 * 68), "one UE8M0 scale byte per 32"),  # no scales
     ("E04.1", (128 // 2, 21 * 2**18 * 68), "one UE8M0 scale byte per 32"),  # no scales
     ("E04.1", (68, 21 * 2**18 * 132), "the fp8 cache"),
     ("E04.2", (64, 64 * 584), "before the padding"),
