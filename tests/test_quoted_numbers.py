@@ -42,6 +42,14 @@ QUOTED = {
         "13.44% of reserved slots empty", "| 8.05 GiB |", "| 7.93 GiB |", "39.7x less",
         "3.556x smaller than bf16", "3.765x smaller than bf16", "scales add 3.12%",
     ],
+    "engines/02_one_model_three_engines.ipynb": [  # vLLM #21348's 2x, corrected (issue 40)
+        "367,404 tokens = 2.05x vLLM's 178,880", "172,459 tokens = 0.96x vLLM's 178,880",
+        "SGLang holds 0.96x vLLM's tokens", "SGLang holds 0.48x vLLM's tokens",
+        "- 0.819) = 8.74 GiB",
+    ],
+    "engines/03_reading_a_startup_log.ipynb": [
+        "log 17.27x, kvlib 17.27x", "log 178,880, kvlib 180,816 to 181,040",
+    ],
 }
 
 # Numbers a markdown cell states (first) that an output shows (second): when kvlib's answer
@@ -61,6 +69,10 @@ PROSE = {
         ("the 13.44% bar above", "13.44% of reserved slots empty"),
         ("(8.05 to 7.93 GiB in the chart)", "| 7.93 GiB |"),
         ("At TP=1 Llama 3.1 70B caches 4.74x more", "| 4.74 |"),
+    ],
+    "engines/02_one_model_three_engines.ipynb": [
+        ("reproduces the log's 367,404 tokens", "367,404 tokens = 2.05x"),
+        ("slightly *fewer* tokens than vLLM's 178,880", "= 0.96x vLLM's 178,880"),
     ],
 }
 
@@ -369,6 +381,21 @@ def _fp8_ds_mla_row() -> str:
     return f"{_FP8_DS_MLA[1]} B"
 
 
+def _issue_21348_budget_for_its_tokens() -> str:
+    """The budget line that gives vLLM #21348's 178,880 tokens (engines/03, section 4): 11,180
+    blocks of 16 tokens of Qwen3-235B-A22B at TP 4, 94 layers x 1 KV head x (128 + 128) x 2 B
+    x 16 = 770,048 B each, in GiB (tests/test_explain_log.py edits the log to it)."""
+    from kvlib.models.catalog import load_model
+    from kvlib.serving.vllm_layout import vllm_layout
+
+    config = (NB.parent / "tests" / "fixtures" / "vllm_logs" / "configs"
+              / "qwen3-235b-a22b-fp8.json")
+    per_block = vllm_layout(load_model(str(config)), 2048, tp=4, gpu="H100-80GB",
+                            release="0.33.0").bytes_per_block
+    assert per_block == 94 * 1 * (128 + 128) * 2 * 16
+    return _gib(178_880 // 16 * per_block, 2)
+
+
 def _v32_latent_at_1m_half_up() -> str:
     """DeepSeek V3.2's bf16 latent + RoPE key at 1M tokens, without its indexer, rounded half
     up as the Reddit calculation rounds it (notebook 08 prints the exact 68.625 GiB)."""
@@ -466,6 +493,16 @@ EXEMPT: dict[str, dict[str, object]] = {
         "132 bytes": Computed(_indexer_key_bytes),
         "9x": Computed(lambda: f"{round(_number(_per_layer_bytes()) / 132)}x"),
     },
+    "engines/02_one_model_three_engines.ipynb": {
+        "2 x": Input("K and V: two tensors per layer, a definition (TensorRT-LLM's 2 x layers)"),
+        "32 tokens": Input("TensorRT-LLM's tokens_per_block default, an engine constant"),
+        "2x": Shown("= 2.05x"),  # vLLM #21348's "almost 2x", as the output prints it
+    },
+    "engines/03_reading_a_startup_log.ipynb": {
+        "0.005 GiB": Input("half of the last digit vLLM prints"),
+        "8.02 GiB": Computed(_issue_21348_budget_for_its_tokens),
+        "32 tokens": Input("TensorRT-LLM's tokens_per_block default, an engine constant"),
+    },
     "engines/06_hybrid_pages_in_vllm.ipynb": {
         "64 tokens": Input("vLLM 0.34.0's default block size (vllm/config/cache.py:185)"),
     },
@@ -506,7 +543,8 @@ def _check(name: str, said: str, how, shown: str) -> str | None:
 
 
 # The engines track's notebooks are held to the same rule, each named here (one line each).
-ENGINES = ["engines/06_hybrid_pages_in_vllm.ipynb"]
+ENGINES = ["engines/06_hybrid_pages_in_vllm.ipynb", "engines/02_one_model_three_engines.ipynb",
+           "engines/03_reading_a_startup_log.ipynb"]
 NOTEBOOKS = sorted(p.name for p in NB.glob("*.ipynb")) + ENGINES
 
 
