@@ -507,21 +507,29 @@ EXEMPT: dict[str, dict[str, object]] = {
         "64 tokens": Input("vLLM 0.34.0's default block size (vllm/config/cache.py:185)"),
     },
     "08_compressed_shared_selected.ipynb": {
-        # the claims section 7 checks, quoted as their sources state them
+        # the report's claims, quoted as it states them (section 7 reproduces them: 10.5%, 7.3%)
         "10%": Input("DeepSeek V4 report: V4-Pro's KV cache at 1M tokens is 10% of V3.2's"),
         "7%": Input("DeepSeek V4 report: V4-Flash's is 7% of V3.2's"),
-        "10x": Input("the report's 10%, said as a factor"),
-        "8.7 GiB": Input("the Reddit calculation's V4-Pro figure, rounded (its 8.71 GiB is shown)"),
+        "8.7x": Input("vLLM's V4 blog post's factor, quoted in the Sources (8.71x is shown)"),
+    },
+    "engines/04_deepseek_v4_in_vllm.ipynb": {
+        # the public figures section 1 reproduces, quoted as their sources state them
+        "10%": Input("DeepSeek V4 report: V4-Pro's KV cache at 1M tokens is 10% of V3.2's"),
+        "7%": Input("DeepSeek V4 report: V4-Flash's is 7% of V3.2's"),
+        "8.7x": Input("vLLM's V4 blog post's factor, quoted (its 8.71x is shown)"),
+        "7.9x": Input("the Reddit calculation's factor, quoted (its 7.88x is shown)"),
         "68.63 GiB": Computed(_v32_latent_at_1m_half_up),
-        "83.9 GiB": Input("a blog summary's 'standard attention' figure for V3.2"),
+        "83.9 GiB": Input("a blog summary's 'standard attention' figure for V3.2, quoted"),
         "9.6 GiB": Input("a blog post's BF16 figure for V4 (yiliu30.github.io/posts/ds-v4)"),
         "2 bytes": Input("bf16's element size, a definition"),
         "40 GiB": Input("the oracle's largest KV pool, tests/oracle/cases.py MAX_POOL"),
         "1.5%": Computed(_v4_pro_32k_gap),
-        "576 bytes": Input("vLLM 0.34.0's fp8_ds_mla page alignment (v1/kv_cache_interface.py:"
-                           "731-738), an engine constant"),
+        "576 bytes": Input("vLLM 0.34.0's fp8_ds_mla page alignment (models/deepseek_v4/"
+                           "attention.py:832, v1/kv_cache_interface.py:731-738), an engine "
+                           "constant"),
         "8 tokens": Input("the compressor states' block sizes, 4 or 8 tokens "
                           "(models/deepseek_v4/compressor.py:167-171), engine constants"),
+        "64 GiB": Input("section 2's KV pool on one GPU, an input of the worked example"),
     },
 }
 
@@ -543,7 +551,7 @@ def _check(name: str, said: str, how, shown: str) -> str | None:
 
 
 # The engines track's notebooks are held to the same rule, each named here (one line each).
-ENGINES = ["engines/06_hybrid_pages_in_vllm.ipynb", "engines/02_one_model_three_engines.ipynb",
+ENGINES = ["engines/04_deepseek_v4_in_vllm.ipynb", "engines/06_hybrid_pages_in_vllm.ipynb", "engines/02_one_model_three_engines.ipynb",
            "engines/03_reading_a_startup_log.ipynb"]
 NOTEBOOKS = sorted(p.name for p in NB.glob("*.ipynb")) + ENGINES
 
@@ -754,3 +762,89 @@ def test_every_quantity_on_the_page_is_shown_or_checked(page):
     every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb")))
     _audit(page, [("", said) for said in _text_quantities(page)], DOC_EXEMPT.get(page, {}),
            every, "DOC_EXEMPT")
+
+
+# --- DeepSeek V4's figures, by hand (notebook 08 section 7, engines/04; issue 40 item 4) ----
+# One sequence of 1M = 2^20 tokens. V4-Pro: 61 layers, 30 with m = 4 (each with an indexer) and
+# 31 with m = 128; V4-Flash: 43 layers, 21 and 20. Every layer keeps a 128-token window. An entry
+# is 584 B as vLLM stores it (448 fp8 + 64 bf16 x 2 B + 8 scale bytes), 512 x 2 B in bf16; an
+# indexer key is 128 + 4 B in fp8, 128 / 2 + 128 / 32 = 68 B in MXFP4 (vLLM 0.34.0,
+# models/deepseek_v4/attention.py:977-980), 128 x 2 B in bf16. The compressor states, fp32: an
+# m = 4 layer 8 slots of 2 x 1,024 values and its indexer's 8 of 2 x 256; an m = 128 layer 128
+# slots of 2 x 512. V3.2: 61 layers; fp8_ds_mla 656 B + a 132-byte key a token, or in bf16
+# (512 + 64) x 2 B + a 256-byte key.
+_T = 2**20
+_ENTRY, _MXFP4_KEY, _FP8_KEY, _BF16_KEY = 448 + 64 * 2 + 8, 128 // 2 + 128 // 32, 128 + 4, 128 * 2
+
+
+def _v4_by_hand(layers: int, c4: int, c128: int, entry: int, key: int, states: bool) -> int:
+    rows = c4 * (_T // 4) + c128 * (_T // 128) + layers * 128
+    state = c4 * 8 * 2 * 1024 * 4 + c4 * 8 * 2 * 256 * 4 + c128 * 128 * 2 * 512 * 4
+    return rows * entry + c4 * (_T // 4) * key + (state if states else 0)
+
+
+_PRO = dict(layers=61, c4=30, c128=31)
+_FLASH = dict(layers=43, c4=21, c128=20)
+_SERVED = {"V4-Pro": _v4_by_hand(**_PRO, entry=_ENTRY, key=_MXFP4_KEY, states=True),
+           "V4-Flash": _v4_by_hand(**_FLASH, entry=_ENTRY, key=_MXFP4_KEY, states=True),
+           "V3.2": 61 * (656 + _FP8_KEY) * _T}
+_BLOG = {"V4-Pro": _v4_by_hand(**_PRO, entry=512 * 2, key=_BF16_KEY, states=False),
+         "V4-Flash": _v4_by_hand(**_FLASH, entry=512 * 2, key=_BF16_KEY, states=False),
+         "V3.2": 61 * ((512 + 64) * 2 + _BF16_KEY) * _T}
+
+
+def test_the_v4_claims_notebook_08_prints_are_the_hand_counts():
+    # the report's 10% and 7%, counted as its precisions say; vLLM's blog's bf16 counting
+    assert _MXFP4_KEY == 68
+    assert (f"{100 * _SERVED['V4-Pro'] / _SERVED['V3.2']:.1f}%",
+            f"{100 * _SERVED['V4-Flash'] / _SERVED['V3.2']:.1f}%") == ("10.5%", "7.3%")
+    assert [f"{_BLOG[n] / 2**30:.2f} GiB" for n in ("V4-Pro", "V4-Flash", "V3.2")] == [
+        "9.62 GiB", "6.72 GiB", "83.88 GiB"]
+    assert f"{_BLOG['V3.2'] / _BLOG['V4-Pro']:.2f}x" == "8.71x"
+    shown = _outputs(NB / "08_compressed_shared_selected.ipynb")
+    assert "indexer key: 132 B in fp8, 68 B in MXFP4" in shown
+    for n in _SERVED:
+        assert f"| {n} | {_SERVED[n] / 2**30:.2f} GiB | {_BLOG[n] / 2**30:.2f} GiB |" in shown, n
+    for n in ("V4-Pro", "V4-Flash"):
+        assert (f"| {n} / V3.2 | {100 * _SERVED[n] / _SERVED['V3.2']:.1f}% | "
+                f"{100 * _BLOG[n] / _BLOG['V3.2']:.1f}% ({_BLOG['V3.2'] / _BLOG[n]:.2f}x) |"
+                in shown), n
+
+
+def test_v4s_entry_is_1_97x_smaller_than_v3s_as_1_125x_narrower_and_1_75x_fp8():
+    # V3's bf16 latent and RoPE key: 512 + 64 = 576 values; V4's head_dim 512 holds its 64 RoPE
+    # dims; the same 512 values in bf16 (1,024 B) against the 584-byte fp8_ds_mla entry
+    whole, narrower, fp8 = (576 * 2) / _ENTRY, 576 / 512, (512 * 2) / _ENTRY
+    assert abs(whole - narrower * fp8) < 1e-12
+    shown = _outputs(NB / "08_compressed_shared_selected.ipynb")
+    assert (f"{whole:.2f}x smaller = {narrower:.3f}x (576 values -> 512) x {fp8:.2f}x "
+            "(bf16 -> fp8)") in shown
+    assert (f"{whole:.2f}, {narrower:.3f}, {fp8:.2f}") == "1.97, 1.125, 1.75"
+    for m in (4, 128):
+        assert f"{576 * 2 / (_ENTRY / m):.1f}x less than V3's = {m} x 1.125 x 1.75" in shown
+
+
+def test_engines_04_reproduces_every_public_reading_by_hand():
+    shown = _outputs(NB / "engines/04_deepseek_v4_in_vllm.ipynb")
+    reddit_pro = _v4_by_hand(**_PRO, entry=512 * 2, key=_FP8_KEY, states=False) - 61 * 128 * 1024
+    v32_bare = 61 * (512 + 64) * 2 * _T
+    rows = {"V4-Pro, the report's precisions, MXFP4 keys": _SERVED["V3.2"] / _SERVED["V4-Pro"],
+            "V4-Flash, the report's precisions, MXFP4 keys": _SERVED["V3.2"] / _SERVED["V4-Flash"],
+            "V4-Pro, vLLM's blog: everything bf16": _BLOG["V3.2"] / _BLOG["V4-Pro"],
+            "V4-Flash, vLLM's blog: everything bf16": _BLOG["V3.2"] / _BLOG["V4-Flash"],
+            "V4-Pro, the Reddit post's": v32_bare / reddit_pro}
+    for label, times in rows.items():
+        assert f"| {label} | {100 / times:.1f}% | {times:.2f}x |" in shown, label
+    assert f"{reddit_pro / 2**30:.2f} GiB" == "8.71 GiB" and f"{v32_bare / 2**30}" == "68.625"
+    flash = f"{_BLOG['V4-Flash'] / 2**30:.2f} GiB"
+    assert f"V4-Flash: bf16 entries and windows, bf16 keys      {flash}" in shown
+
+
+def test_engine_source_lines_stay_in_the_engines_track():
+    # lesson 08's prose cites no engine line (issue 40 item 1); engines/04 cites 0.34.0's lines,
+    # num_kv_heads=1, max_tp_shards=1 where they are (models/deepseek_v4/attention.py:828-829)
+    lesson = _markdown(NB / "08_compressed_shared_selected.ipynb")
+    assert not re.search(r"\.py:\d", lesson)
+    track = _markdown(NB / "engines/04_deepseek_v4_in_vllm.ipynb")
+    assert "attention.py:828-829" in track and "823-826" not in track
+    assert "attention.py:977-980" in track and "indexer.py:67-75" in track
