@@ -83,17 +83,17 @@ def test_numpy_entries_are_gated_averages_and_the_window_is_exact():
     w = init_compressor(rng, d_in=8, d_c=5, m=4)
     X = rng.normal(size=(22, 8))
     cache = decode_compressed(X, w, 6)
-    C, Z = X @ w.W_KV, X @ w.W_Z + np.tile(w.P, (6, 1))[:22]  # rows C, scores Z
+    rows, Z = X @ w.W_KV, X @ w.W_Z + np.tile(w.P, (6, 1))[:22]  # rows C, scores Z
     for i, entry in enumerate(cache.entries):
         g = slice(4 * i, 4 * i + 4)
         A = np.exp(Z[g]) / np.exp(Z[g]).sum(axis=0)
-        np.testing.assert_allclose(entry, (A * C[g]).sum(axis=0), rtol=1e-12)
-        np.testing.assert_allclose(entry, compress(C[g], Z[g]), rtol=1e-12)
-        assert np.all(entry <= C[g].max(axis=0) + 1e-12)  # an average stays inside its rows
-    np.testing.assert_allclose(cache.window, C[-6:], rtol=1e-12)  # the tokens as they are
+        np.testing.assert_allclose(entry, (A * rows[g]).sum(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(entry, compress(rows[g], Z[g]), rtol=1e-12)
+        assert np.all(entry <= rows[g].max(axis=0) + 1e-12)  # an average stays inside its rows
+    np.testing.assert_allclose(cache.window, rows[-6:], rtol=1e-12)  # the tokens as they are
     # a summary, not the tokens: attending over it differs from attending over every token
     q = rng.normal(size=5)
-    assert not np.allclose(attend(q, np.vstack([cache.entries, cache.window])), attend(q, C))
+    assert not np.allclose(attend(q, np.vstack([cache.entries, cache.window])), attend(q, rows))
 
 
 def test_before_the_compressor_window_fills_the_state_holds_only_the_tokens_read():
@@ -110,3 +110,16 @@ def test_before_the_compressor_window_fills_the_state_holds_only_the_tokens_read
     reader = window.bytes_per_sequence(3, 1) // window.layers + \
         state.bytes_per_sequence(3, 1) // state.layers
     assert got == reader
+
+
+def test_the_compressor_state_keeps_c_o_m_rows_c_o_d_c_wide_in_fp32():
+    # vLLM 0.34.0 (compressor.py:156-158, 297-302): an m = 4 compressor keeps 2 x 4 = 8 slots, each
+    # a projected row and its scores of 2 x 512 = 1,024 fp32 values; its indexer's compressor
+    # 2 x 128 = 256; an m = 128 one 128 slots of 512. Named C and Z (S is a session's bytes).
+    names = [t.latex for t in C.COMPRESSOR_STATE.tensors]
+    assert names == ["X", r"C^{\mathrm{st}}", r"Z^{\mathrm{st}}"]
+    state = C.STATE.subs({N_L.symbol: 1, N_KV.symbol: 2**20})
+    assert state.subs({m.symbol: 4, c_o.symbol: 2, d_c.symbol: 512}) == 8 * 2 * 1024 * 4
+    assert state.subs({m.symbol: 4, c_o.symbol: 2, d_c.symbol: 128}) == 8 * 2 * 256 * 4
+    assert state.subs({m.symbol: 128, c_o.symbol: 1, d_c.symbol: 512}) == 128 * 2 * 512 * 4
+    assert C.MXFP4_KEY.subs(d_I.symbol, 128) == 128 // 2 + 128 // 32 == 68
