@@ -595,7 +595,7 @@ ANSWERS: dict[str, Exercise] = {
              "ratio", lambda: _sglang_fraction_for(_ISSUE_21348["vllm"]),
              lambda: {_ISSUE_21348["f"] * Fraction(_ISSUE_21348["vllm"], _ISSUE_21348["sglang"]):
                       "f multiplies the memory free before the weights, not the cache: the "
-                      "weights stay whatever f is, so lowering f by d takes F_0 x d from the "
+                      "weights stay whatever f is, so each 0.01 off f takes 0.01 x F_0 from the "
                       "cache",
                       _sglang_default_h100_tp4():
                       "that is SGLang's default on this setup, at which it holds fewer tokens "
