@@ -15,6 +15,9 @@ publish the result). This script prepares a source folder for Sphinx, then runs 
    section on the landing page: :func:`engines_section`) with two changes:
    - exercise solutions (cell tag ``solution``) get MyST-NB's ``hide-cell`` tag: input and output
      are folded behind a "Show solution" button;
+   - a Markdown link to a file of the repository that the book does not hold (``../docs/x.md``)
+     becomes its path in the repository, as text; one to ``notebooks/engines/`` (the folder)
+     leads to the landing page's engines-track section (:func:`book_links`);
    - after each live-widget cell (one that builds a kvlib Explorer): where the page has the
      explorer (:data:`LIVE_EXPLORERS`: notebooks 02, 04-08; issue 27), a note and the
      explorer itself, which runs in the page; elsewhere a note that the book shows the widget's
@@ -296,10 +299,49 @@ def engines_section(notebooks: list[Path]) -> tuple[str, str]:
     return links, f"```{{toctree}}\n:hidden:\n:caption: Engines track\n\n{entries}\n```"
 
 
+# A Markdown link or image: [text](target) / ![alt](target), the target without spaces.
+_MD_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def book_links(source: str, where: str) -> str:
+    """``source`` (a Markdown cell of the notebook at repository path ``where``) with each
+    relative link to a file the book does not hold rewritten, so a strict build resolves every
+    link: the repository's README and the folders notebooks/ and notebooks/engines/ lead to the
+    landing page (its engines-track section); docs/formula_sheet.md to the book's formula
+    sheet; any other file outside notebooks/ and figures/ (``../docs/vllm.md``) becomes its
+    text and its path in the repository, as code (``docs/vllm.md``)."""
+    folder = Path(where).parent
+
+    def rewrite(m: re.Match) -> str:
+        bang, text, target = m.groups()
+        if bang or re.match(r"^[a-z][a-z0-9+.-]*:|^#", target, re.I):
+            return m.group(0)  # an image, a URL or an anchor on this page
+        file, _, anchor = target.partition("#")
+        repo = os.path.normpath(folder / file).replace(os.sep, "/")
+        if repo.startswith("../"):
+            return m.group(0)  # outside the repository: not ours to judge
+        up = "../" * len(folder.parts)  # from this page to the book's root
+        if repo in ("notebooks", "notebooks/engines", "README.md"):
+            section = "#the-engines-track" if repo == "notebooks/engines" else ""
+            return f"[{text}]({up}index.md{section})"
+        if repo == f"docs/{FORMULA_SHEET}":
+            return f"[{text}]({up}{FORMULA_SHEET}{'#' + anchor if anchor else ''})"
+        if repo.startswith(("notebooks/", "figures/")):
+            return m.group(0)  # a page or figure of the book
+        shown = f"`{repo}`"
+        return shown if text.strip("`") == repo else f"{text} ({shown})"
+
+    return _MD_LINK.sub(rewrite, source)
+
+
 def book_notebook(path: Path) -> nbformat.NotebookNode:
-    """The notebook as the book shows it: solutions folded, a note after each live widget."""
+    """The notebook as the book shows it: solutions folded, a note after each live widget,
+    links to files the book does not hold rewritten (:func:`book_links`)."""
     nb = nbformat.read(path, as_version=4)
     name = book_path(path)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = book_links(cell.source, name)
     cells = []
     for cell in nb.cells:
         cells.append(cell)

@@ -681,17 +681,29 @@
       const warn = (r.fits ? "" : `<p style="color:#b00;margin:2px 0"><b>${esc(r.reason)}</b></p>`) + warnContext(s);
       return warn + htmlTable([`${s.model}, per GPU`, ""], rows, [false, true]);
     },
-    // kvlib.views.figures.capacity.plot_budget, as the planner's draw updates it
+    // kvlib.views.figures.capacity.plot_budget, as the planner's draw updates it: the KV of the
+    // sessions slider's sequences (at_sessions, _engine_bar), drawn at most up to the whole memory
     chart(s, r) {
       const W = 760, H = 190, L = 150, R = 110, T = 62, B = 48;
-      const GB = 1e9, segs = [["weights", r.weights], ["overhead", r.overhead], ["KV in use", r.used], ["KV free", r.free]];
+      const S = BigInt(s.sessions), most = r.perReplica;
+      let used = r.used, free = r.free;
+      if (r.fits) {
+        const pos = r.used + r.free;  // the budget, 0 when none
+        const room = r.engine ? pos : r.total - r.weights - r.overhead;
+        const want = S * (r.engine ? r.perRequest : r.perSeq + r.state);
+        used = want < room ? want : (room > 0n ? room : 0n);
+        free = r.engine ? r.budget - used : (pos > used ? pos - used : 0n);
+      }
+      const GB = 1e9, segs = [["weights", r.weights], ["overhead", r.overhead], ["KV in use", used], ["KV free", free]];
       const colors = { weights: "#0072B2", overhead: "#999999", "KV in use": "#D55E00", "KV free": "#F0E442" };
       const hbm = Number(r.total) / GB, usable = Number(r.usable) / GB;
       let left = 0; const bars = [];
       for (const [name, v] of segs) { const w = Number(v) / GB; if (w > 0) bars.push([name, left, w]); left += Math.max(w, 0); }
       const end = Math.max(left, hbm) * 1.18;
       const X = (v) => L + v / end * (W - L - R), f = (v) => v.toFixed(1);
-      const verdict = r.fits ? `${fmtInt(r.perReplica)} x ${formatContext(s.context)}` : "does not fit";
+      const fc = formatContext(s.context);  // kvlib.views.figures.capacity.budget_verdict
+      const verdict = !r.fits ? ["does not fit"] : S <= most ? [`${fmtInt(S)} x ${fc}`, `(${fmtInt(most)} fit)`]
+        : [`${fmtInt(S)} x ${fc}:`, `only ${fmtInt(most)} fit`];  // two lines, as the figure's
       const out = [`<svg class="kvlib-svg" viewBox="0 0 ${W} ${H}" width="100%" role="img" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
         `<text class="kvlib-chart-title" x="${(L + W - R) / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">${esc(`${s.model}: one GPU's memory at ${formatContext(s.context)}` + (r.engine ? ` under ${PLAN.engines.names[r.engine]}` : ""))}</text>`,
         `<g class="kvlib-legend">`];
@@ -704,7 +716,8 @@
       for (const [name, x, w] of bars) out.push(`<rect class="kvlib-bar" x="${f(X(x))}" y="${y0}" width="${f(X(x + w) - X(x))}" height="${h}" fill="${colors[name]}"><title>${name}</title></rect>`);
       out.push(`<line x1="${f(X(usable))}" x2="${f(X(usable))}" y1="${y0 - 6}" y2="${y0 + h + 6}" stroke="black" stroke-width="1.8" stroke-dasharray="5 3"/>`,
         `<line x1="${f(X(hbm))}" x2="${f(X(hbm))}" y1="${y0 - 6}" y2="${y0 + h + 6}" stroke="black" stroke-width="1.8"/>`,
-        `<text class="kvlib-verdict" x="${f(X(Math.max(left, hbm)) + 6)}" y="${y0 + h / 2 + 5}" font-size="13">${esc(verdict)}</text>`,
+        `<text class="kvlib-verdict" x="${f(X(Math.max(left, hbm)) + 6)}" y="${y0 + h / 2 + 5 - (verdict.length - 1) * 8}" font-size="13">` +
+          verdict.map((line, i) => i ? `<tspan x="${f(X(Math.max(left, hbm)) + 6)}" dy="16"> ${esc(line)}</tspan>` : esc(line)).join("") + `</text>`,
         `<text class="kvlib-ylabel" x="${L - 8}" y="${y0 + h / 2 + 4}" text-anchor="end">${esc(`${s.gpus} x ${s.gpu}, TP=${s.tp}`)}</text>`,
         `<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
         `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 10}" text-anchor="middle">memory per GPU (GB); dashed: usable, solid: all</text></svg>`);
@@ -787,7 +800,7 @@
     r.page = page[0];
     let perRequest = ceilDiv(C[0], r.page) * r.page * r.cell;
     if (r.swaTokens !== null) perRequest += ((C[0] < BigInt(me.window) ? C[0] : BigInt(me.window)) + r.page) * r.swaCell;
-    Object.assign(r, { assumptions, perReplica: r.sessions, maxSequences: r.replicas * r.sessions, used: r.sessions * perRequest,
+    Object.assign(r, { assumptions, perRequest, perReplica: r.sessions, maxSequences: r.replicas * r.sessions, used: r.sessions * perRequest,
       usable: r.total, overhead: r.total - r.weights - r.budget, fits: r.sessions > 0n });
     r.free = r.budget - r.used;
     return r;

@@ -76,3 +76,23 @@ def test_a_live_widget_note_names_the_notebook_where_it_is(bb, tmp_path):
     nbformat.write(nb, engine)
     note = bb.book_notebook(engine).cells[-1].source
     assert "`notebooks/engines/01_b.ipynb`" in note
+
+
+def test_links_to_files_the_book_does_not_hold_are_rewritten(bb):
+    """A strict build resolves every link: a notebook's link to docs/ (not in the book) becomes
+    the page's path as text; the engines folder leads to the landing page's section; notebook,
+    figure, URL and anchor links stay as they are."""
+    lesson, engine = "notebooks/06_capacity_planning.ipynb", "notebooks/engines/01_x.ipynb"
+    assert bb.book_links("see [the engines track](engines/).", lesson) == \
+        "see [the engines track](../index.md#the-engines-track)."
+    assert bb.book_links("[docs/vllm.md](../../docs/vllm.md)", engine) == "`docs/vllm.md`"
+    assert bb.book_links("the [cross-check](../../docs/crosscheck.md#x) page", engine) == \
+        "the cross-check (`docs/crosscheck.md`) page"
+    assert bb.book_links("[sheet](../docs/formula_sheet.md#gqa)", lesson) == \
+        "[sheet](../formula_sheet.md#gqa)"
+    assert bb.book_links("[README](../README.md)", lesson) == "[README](../index.md)"
+    kept = ("[07](07_hybrid_models.ipynb) [E1](engines/01_x.ipynb) ![fig](../figures/a.png) "
+            "[vLLM](https://github.com/vllm-project/vllm) [s](#sources)")
+    assert bb.book_links(kept, lesson) == kept
+    kept = "[06](../06_capacity_planning.ipynb) [E2](02_y.ipynb) ![fig](../../figures/a.png)"
+    assert bb.book_links(kept, engine) == kept
