@@ -94,12 +94,18 @@ RIGHT = {
               Fraction(2591 * 2**30 // 100 // (16 * 48 * 2 * 256), 32768 // 16)),
     # SGLang's K: (#tokens + one page) x 8 KV heads x 128 x 64 layers x 2 B
     "E03.2": ((17_667 + 1) * 8 * 128 * 64 * 2,),
+    # engines/05: d_L = 256, d_QK = d_V = 128, d_R = 64. Per head, re-expanding pays
+    # d_L (d_QK + d_V) per key, absorbing as much per query; per pair 2 d_L + d_R = 576 against
+    # d_QK + d_R + d_V = 320. Long context: N_Q = 256 x 256 / (576 - 320) = 256 query tokens
+    "E05.1": (256 * (128 + 128) // ((2 * 256 + 64) - (128 + 64 + 128)),),
+    # DeepSeek V3 in vLLM: a 64-token page of (512 + 64) bf16 values, K only; 61 layers
+    "E05.2": (64 * (512 + 64) * 2, 61 * 64 * (512 + 64) * 2),  # 73,728 B; 4,497,408 B
 }
 
 
 def test_all_25_exercises_are_checked():
-    # 01-08, then the engines track: engines/04, /06, /02-03
-    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2 + 4
+    # 01-08, then the engines track: engines/04, /06, /02-03, /05
+    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2 + 4 + 2
     for exercise, answers in RIGHT.items():
         assert len(ANSWERS[exercise].parts) == len(answers), exercise
 
@@ -182,6 +188,9 @@ def test_answers_as_learners_write_them(exercise, answers):
     ("E03.1", (566_000, "34.55x"), "bf16 cache"),  # 25.91 GiB // 786,432 B x 16
     ("E03.2", (17_667 * 131_072,), "one page of rows"),
     ("E03.2", ("2.16 GB",), "GiB vs GB"),  # SGLang's "GB" is 2^30 B
+    ("E05.1", ("170.67",), "d_L = 512"),  # DeepSeek V2's own latent: 512 x 256 / 768
+    ("E05.2", (2 * 64 * 576 * 2, 61 * 64 * 576 * 2), "K only"),
+    ("E05.2", (64 * 512 * 2, 61 * 64 * 576 * 2), "RoPE key"),
     ("E04.1", (128 // 2, 21 * 2**18 * 68), "one UE8M0 scale byte per 32"),  # no scales
     ("E04.1", (128 // 2, 21 * 2**18 * 68), "one UE8M0 scale byte per 32"),  # no scales
     ("E04.1", (68, 21 * 2**18 * 132), "the fp8 cache"),

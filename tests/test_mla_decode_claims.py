@@ -26,6 +26,7 @@ NB = ROOT / "notebooks"
 DS = dict(N_h=128, d_in=5120, d_QK=128, d_V=128, d_L=512, d_R=64, d_Lq=1536)
 KEYS = dict(N_h=128, d_in=5120, d_QK=192, d_V=128, d_L=512, d_Lq=1536)  # RoPE inside 192-wide keys
 Q = ", query latent"
+E05 = "engines/05_mla_decode_in_engines.ipynb"
 
 
 def _cells(name, kind):
@@ -215,10 +216,34 @@ def test_notebook_04_quotes_the_recomputed_ratios():
     assert "91x</b> cheaper than (a) at 128K" in out
     assert "150x cheaper than the naive extreme" in out
     assert "below 1,071 tokens" in out and "1,647 tokens" in out
-    assert "h_q s_q \\ge 128" in md and "20250422-new-kernel-deep-dive.md" in md
-    assert "512/3 = 170.67" in out and "absorbed/re-expand = 2.27" in out
     assert "H200         989.4 TF/s  4.80 TB/s   206.1 FLOP/B     109.1" in out
     assert "(06_capacity_planning.ipynb)" in md.split("## 6. Bytes or FLOPs")[1]
+    # FlashMLA and prefill moved to the engines track (issue 40), with their numbers
+    md5, out5 = _markdown(E05), _outputs(E05)
+    assert "h_q s_q \\ge 128" in md5 and "20250422-new-kernel-deep-dive.md" in md5
+    assert "512/3 = 170.67" in out5 and "absorbed/re-expand = 2.27" in out5
+    assert "(engines/05_mla_decode_in_engines.ipynb)" in md
+    assert "mla_attention.py" not in md and "20250422" not in md  # no engine sources in 04
+
+
+def test_absorbed_mla_intensity_is_34_9_n_h_over_b_everywhere():
+    """Issue 40 item 4: absorbed MLA with the decoupled RoPE key reads b (d_L + d_R) bytes per
+    cached token and spends 2 N_h (2 d_L + d_R) FLOPs on it. At DeepSeek V2's widths (d_L 512,
+    d_R 64): 2 (2 x 512 + 64) / (512 + 64) = 2 x 1088 / 576 = 2176 / 576 = 34/9, so
+    34/9 N_h / b FLOPs per byte, about 4 N_h / b (3.78), not 2 N_h / b."""
+    assert Fraction(2 * (2 * 512 + 64), 512 + 64) == Fraction(2176, 576) == Fraction(34, 9)
+    N_h, b = by_name("N_h").symbol, by_name("b").symbol
+    per_byte = PATHS["MLA+RoPE absorbed"].context_intensity.subs(
+        {by_name("d_L").symbol: 512, by_name("d_R").symbol: 64})
+    assert sp.simplify(per_byte - sp.Rational(34, 9) * N_h / b) == 0
+    # bf16 (b = 2), 128 heads: 34/9 x 128 / 2 = 241.8 FLOPs per byte, past an H200's ridge point
+    assert round(float(Fraction(34, 9) * 128 / 2), 1) == 241.8
+    md, out = _markdown("04_rope_decoupling.ipynb"), _outputs("04_rope_decoupling.ipynb")
+    assert "17*N_h/9 FLOPs per byte of cache" in out  # 34/9 N_h / b at b = 2
+    assert "2 N_h / b" not in md and "2N_h/b" not in md.replace(" ", "")
+    takeaways = md.split("## Takeaways")[1].split("## Exercises")[0]
+    assert "about $4 N_h / b$" in takeaways and "\\frac{34}{9} N_h / b" in takeaways
+    assert "\\frac{34}{9}" in md.split("## 6. Bytes or FLOPs")[1].split("## Takeaways")[0]
 
 
 def test_notebook_03_says_reassociation_and_one_width_convention():
@@ -275,6 +300,6 @@ def test_a_fresh_prompt_reexpands_at_every_length():
     at = {by_name(k).symbol: v for k, v in DS.items()}
     assert int((ab[(1, 0)] - ex[(1, 0)]).subs(at)) == int(ex[(0, 1)].subs(at)) == per_key
     assert (int(ab[(1, 1)].subs(at)), int(ex[(1, 1)].subs(at))) == (pair_a, pair_e)
-    md = _markdown("04_rope_decoupling.ipynb")
+    md = _markdown(E05)  # moved from notebook 04 to the engines track (issue 40)
     assert "re-expanding would win only from 341 tokens" in md
     assert "320 MiB per layer for\n4,096 tokens" in md and 4096 * 128 * 320 * 2 == 320 * 2**20

@@ -29,8 +29,14 @@ QUOTED = {
         "1.55x",
     ],
     "03_latent_attention_mla.ipynb": ["61,440", "60 KiB", "4,915,200", "bytes ratio: 80 x",
-                                      "CUDA total 633.76 GiB", "= 583.06 GiB for weights"],
-    "04_rope_decoupling.ipynb": ["69,120", "67.5 KiB", "12.5%", "8.44 GiB", "7.5 GiB", "| 576 |"],
+                                      "decompressed 600 GiB"],
+    "04_rope_decoupling.ipynb": ["69,120", "67.5 KiB", "12.5%", "8.44 GiB", "7.5 GiB", "| 576 |",
+                                 "17*N_h/9 FLOPs per byte of cache"],  # 34/9 N_h / b at b = 2
+    "engines/05_mla_decode_in_engines.ipynb": [
+        "CUDA total 633.76 GiB", "= 583.06 GiB for weights", "= 608.76 GiB for weights",
+        "x 60 layers = 69,120 B", "= 656 B per token per layer", "17/9 = 1.89", "512/3 = 170.67",
+        "re-expanding wins from N = 341", "compute-bound from 156.4 heads x query tokens",
+    ],
     "05_real_models.ipynb": [
         "496 KiB", "320 KiB", "60 KiB", "62 GiB", "40 GiB", "7.5 GiB", "1.55x", "8.3x",
         "67.5 KiB", "10.41 GiB",
@@ -57,9 +63,11 @@ QUOTED = {
 # until the prose says the new number. Numbers kvlib computes in the middle of an argument are
 # not typed in markdown at all: a code cell prints the sentence (notebook 06, sections 3, 8-10).
 PROSE = {
-    "03_latent_attention_mla.ipynb": [
-        ("CUDA 8 x 79.22 GiB = 633.76 GiB", "CUDA total 633.76 GiB"),
+    "engines/05_mla_decode_in_engines.ipynb": [  # moved from notebook 03 (issue 40)
+        ("CUDA\n8 x 79.22 GiB = 633.76 GiB", "CUDA total 633.76 GiB"),
         ("leaves at most 583.06 GiB", "= 583.06 GiB for weights"),
+        ("at most 608.76 GiB", "= 608.76 GiB for weights"),
+        ("about 156 heads x query tokens", "compute-bound from 156.4 heads"),
     ],
     "06_capacity_planning.ipynb": [
         ("**9** as a server counts", "**9 sessions of 128K**"),
@@ -288,12 +296,6 @@ def _latent_over_head_width() -> str:
     return f"{(s['d_L'] + s['d_R']) / bundled_config('deepseek-v2')['qk_nope_head_dim']:g}"
 
 
-def _absorbed_flops_per_element() -> str:
-    """(2 d_L + d_R) / (d_L + d_R): absorbed MLA's multiply-adds per cached element per head."""
-    s = _deepseek_v2_sizes()
-    return f"{(2 * s['d_L'] + s['d_R']) / (s['d_L'] + s['d_R']):.2f}"
-
-
 def _rope_key_kib() -> str:
     from kvlib import fmt_bytes, load_model, simplified
 
@@ -374,13 +376,6 @@ def _v4_pro_32k_gap() -> str:
     return f"{100 * (V4_PRO_32K_64GIB_CARRIED - ours) / ours:.1f}%"
 
 
-def _fp8_ds_mla_row() -> str:
-    """vLLM's fp8_ds_mla row as kvlib's layout counts it (512 fp8 + scales + 64 bf16)."""
-    from kvlib.serving.vllm_layout import _FP8_DS_MLA
-
-    return f"{_FP8_DS_MLA[1]} B"
-
-
 def _issue_21348_budget_for_its_tokens() -> str:
     """The budget line that gives vLLM #21348's 178,880 tokens (engines/03, section 4): 11,180
     blocks of 16 tokens of Qwen3-235B-A22B at TP 4, 94 layers x 1 KV head x (128 + 128) x 2 B
@@ -425,11 +420,9 @@ EXEMPT: dict[str, dict[str, object]] = {
     },
     "03_latent_attention_mla.ipynb": {
         "2 bytes": INPUT_DEF,
+        "80 GB": Input("the H100 datasheet's memory per GPU"),
         "640 GB": Input("the H100 datasheet, 8 x 80 GB"),
         "596 GiB": Computed(lambda: f"{round(8 * 80e9 / 2**30)} GiB"),
-        "81,559 MiB": Input("what nvidia-smi reports for an H100 80GB"),
-        "637.2 GiB": Computed(lambda: f"{8 * 81559 / 1024:.1f} GiB"),
-        "79.22 GiB": Input("the total CUDA reports on an H100 80GB (vLLM's start-up log)"),
         "576 elements": Computed(_mla_elements),
         "67.5 KiB": Computed(_deepseek_v2_kib),
         "3.6x": Shown("3.64x"),
@@ -438,12 +431,10 @@ EXEMPT: dict[str, dict[str, object]] = {
         "4.5": Computed(_latent_over_head_width),
     },
     "04_rope_decoupling.ipynb": {
-        "1.89": Computed(_absorbed_flops_per_element),
         "4.5": Computed(_latent_over_head_width),
         "7.5 KiB": Computed(_rope_key_kib),
         "3x": Shown("3.4x the FLOPs"),
         "1 FLOP/B": Computed(lambda: f"{2 // 2} FLOP/B"),  # 2 FLOPs per element / b = 2 bytes
-        "100%": Input("the relative error at the last token of the demonstration, by construction"),
         "576 elements": Computed(_mla_elements),
         "1,152 B": Computed(_per_layer_bytes),
         "278,528 FLOPs": Computed(_absorbed_flops_per_cached_token),
@@ -453,10 +444,7 @@ EXEMPT: dict[str, dict[str, object]] = {
         "242 FLOPs": Shown("241.8 FLOPs per byte"),
         "30 FLOPs": Shown("30.2"),
         "24,848 FLOPs": Shown("| 24,848 |"),
-        "2.3x": Shown("absorbed/re-expand = 2.27"),
         "61x": Shown("60.6x less time"),
-        "341 tokens": Shown("re-expanding wins from N = 341"),
-        "656 B": Computed(_fp8_ds_mla_row),
     },
     "05_real_models.ipynb": {
         "10.4 GiB": Shown("10.41 GiB"),
@@ -531,6 +519,19 @@ EXEMPT: dict[str, dict[str, object]] = {
                           "(models/deepseek_v4/compressor.py:167-171), engine constants"),
         "64 GiB": Input("section 2's KV pool on one GPU, an input of the worked example"),
     },
+    # --- E05 begin: engines/05 (MLA in the engines), moved from notebooks 03 and 04
+    "engines/05_mla_decode_in_engines.ipynb": {
+        "576 elements": Computed(_mla_elements),
+        "2.3x": Shown("absorbed/re-expand = 2.27"),
+        "341 tokens": Shown("re-expanding wins from N = 341"),
+        "3.35 TB": Input("the H800's bandwidth as FlashMLA's write-up states it (3.35 TB/s)"),
+        "640 GB": Input("the H100 datasheet, 8 x 80 GB"),
+        "596 GiB": Computed(lambda: f"{round(8 * 80e9 / 2**30)} GiB"),
+        "81,559 MiB": Input("what nvidia-smi reports for an H100 80GB"),
+        "637.2 GiB": Computed(lambda: f"{8 * 81559 / 1024:.1f} GiB"),
+        "79.22 GiB": Input("the total CUDA reports on an H100 80GB (vLLM's start-up log)"),
+    },
+    # --- E05 end
 }
 
 
@@ -552,7 +553,8 @@ def _check(name: str, said: str, how, shown: str) -> str | None:
 
 # The engines track's notebooks are held to the same rule, each named here (one line each).
 ENGINES = ["engines/04_deepseek_v4_in_vllm.ipynb", "engines/06_hybrid_pages_in_vllm.ipynb", "engines/02_one_model_three_engines.ipynb",
-           "engines/03_reading_a_startup_log.ipynb"]
+           "engines/03_reading_a_startup_log.ipynb",
+           "engines/05_mla_decode_in_engines.ipynb"]
 NOTEBOOKS = sorted(p.name for p in NB.glob("*.ipynb")) + ENGINES
 
 
@@ -730,13 +732,15 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "10.4 GiB": Computed(lambda: _kv_per_sequence("gemma-3-27b", 131072, "GiB", 1)),
         "2,621,440 elements": Shown("merged 2,621,440", "03_latent_attention_mla.ipynb"),
         "3.6x": Shown("3.64x", "03_latent_attention_mla.ipynb"),
+        "3x": Shown("3.00x", "03_latent_attention_mla.ipynb"),
         "10x": Computed(lambda: _merged_over_factors("hidden_size")),
         "242 FLOPs": Shown("241.8 FLOPs per byte", "04_rope_decoupling.ipynb"),
         "30 FLOPs": Shown("per GPU): 30.2", "04_rope_decoupling.ipynb"),
         "576 elements": Computed(_mla_elements),
         "11 sequences": Computed(lambda: _sequences_in(100)),
         "1,088": Computed(_absorbed_pair_macs),
-        "341 tokens": Shown("re-expanding wins from N = 341", "04_rope_decoupling.ipynb"),
+        "341 tokens": Shown("re-expanding wins from N = 341",
+                            "engines/05_mla_decode_in_engines.ipynb"),
     },
     "docs/publishing.md": {
         **{said: Input("the built book's sizes, measured; tests/book/test_book_size.py holds "

@@ -81,5 +81,5 @@ def test_sympy_proves_the_relative_position_identity_for_a_2x2_block():
     a, b = sp.symbols("a b", real=True)
     assert sp.simplify(rotation_2x2(a).T * rotation_2x2(b) - rotation_2x2(b - a)) == sp.zeros(2)
     # the identity fails without the rotation of the key: a real, nonzero difference
-    no_key_rotation = (rotation_2x2(s["m"] * s["theta"]) * s["q"]).T * s["k"]
+    no_key_rotation = (rotation_2x2(s["i"] * s["theta"]) * s["q"]).T * s["k"]
     assert sp.simplify(no_key_rotation[0, 0] - rhs) != 0

@@ -23,7 +23,7 @@ Beyond one query token: every path takes ``queries`` (default 1, a decode step).
 :data:`N_Q` (query tokens in one forward step, e.g. a prefill chunk attending to
 N_KV cached tokens, causal mask ignored) gives the same rows for a chunk
 (:data:`CHUNK_PATHS`, :func:`chunk_flops`), which is how prefill is compared with
-decode (notebook 04, section 7).
+decode (notebooks/engines/05_mla_decode_in_engines.ipynb, section 2).
 
 Bytes read: :attr:`DecodePath.weight_elements` sums the weight rows (each weight is
 read once per step); the cache a step reads comes from the attention kind's own
@@ -204,7 +204,7 @@ def mha_path(grouped: bool = False, queries=1, query_latent: bool = False) -> De
         _w("k_g = x W^K_g (new token)", q, _din, _dqk, kv),
         _w("v_g = x W^V_g (new token)", q, _din, _dv, kv),
         _mm("scores q_h K_g^T", q, _dqk, _nkv, _nh),
-        _mm("weighted values s_h V_g", q, _nkv, _dv, _nh),
+        _mm("weighted values A_h V_g", q, _nkv, _dv, _nh),
         _w("output o_h W^O_h", q, _dv, _din, _nh),
     ), cache)
 
@@ -241,8 +241,8 @@ def mla_path(cache: str = "latent", absorbed: bool = False, rope: str | None = N
                          "cache='latent' and absorbed=False (absorbed=True absorbs both)")
     if absorbed and rope == "keys":
         raise ValueError(
-            "no absorbed path with RoPE on the up-projected keys: the key's rotation R_n "
-            "sits between W^LK_h and the query and depends on the key's position n, so "
+            "no absorbed path with RoPE on the up-projected keys: the key's rotation R_j "
+            "sits between W^LK_h and the query and depends on the key's position j, so "
             "there is no position-independent merged matrix (notebook 04); the values "
             "can still be absorbed: absorb_values=True"
         )
@@ -272,7 +272,7 @@ def mla_path(cache: str = "latent", absorbed: bool = False, rope: str | None = N
         steps += [_w("v_h = l W^LV_h (new token)", q, _dl, _dv, _nh),
                   _mm("scores [q_h, q^R_h] K_h^T" if dec else "scores q_h K_h^T",
                       q, _dqk + _dr if dec else _dqk, _nkv, _nh),
-                  _mm("weighted values s_h V_h", q, _nkv, _dv, _nh),
+                  _mm("weighted values A_h V_h", q, _nkv, _dv, _nh),
                   _w("output o_h W^O_h", q, _dv, _din, _nh)]
     elif not absorbed:
         steps.append(_w("K_h = L W^LK_h (every cached token)", _nkv, _dl, _dqk, _nh))
@@ -284,20 +284,20 @@ def mla_path(cache: str = "latent", absorbed: bool = False, rope: str | None = N
         if dec:
             steps.append(_mm("RoPE scores q^R_h K^R^T", q, _dr, _nkv, _nh))
         if absorb_values:
-            steps += [_mm("weighted latent s_h L", q, _nkv, _dl, _nh),
-                      _w("values (s_h L) W^LV_h", q, _dl, _dv, _nh)]
+            steps += [_mm("weighted latent A_h L", q, _nkv, _dl, _nh),
+                      _w("values (A_h L) W^LV_h", q, _dl, _dv, _nh)]
         else:
-            steps.append(_mm("weighted values s_h V_h", q, _nkv, _dv, _nh))
+            steps.append(_mm("weighted values A_h V_h", q, _nkv, _dv, _nh))
         steps.append(_w("output o_h W^O_h", q, _dv, _din, _nh))
     else:
         steps.append(_mm("latent scores q~_h L^T", q, _dl, _nkv, _nh))
         if dec:
             steps.append(_mm("RoPE scores q^R_h K^R^T", q, _dr, _nkv, _nh))
-        steps.append(_mm("weighted latent s_h L", q, _nkv, _dl, _nh))
+        steps.append(_mm("weighted latent A_h L", q, _nkv, _dl, _nh))
         if merged:
-            steps.append(_w("output (s_h L)(W^LV_h W^O_h)", q, _dl, _din, _nh))
+            steps.append(_w("output (A_h L)(W^LV_h W^O_h)", q, _dl, _din, _nh))
         else:
-            steps += [_w("values (s_h L) W^LV_h", q, _dl, _dv, _nh),
+            steps += [_w("values (A_h L) W^LV_h", q, _dl, _dv, _nh),
                       _w("output o_h W^O_h", q, _dv, _din, _nh)]
     what = {None: "no positional encoding", "keys": "RoPE on the up-projected q and k",
             "decoupled": "decoupled RoPE"}[rope]

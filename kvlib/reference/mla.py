@@ -211,8 +211,8 @@ def _check(layers: list[MLAWeights], mode: str, rope: str | None, merged: bool) 
                          "and those weights need rope='decoupled'")
     if mode == "absorbed" and rope == "keys":
         raise ValueError(
-            "cannot absorb with RoPE on the up-projected keys: the key's rotation R_n sits "
-            "between W^LK_h and the query and depends on the key's position n, so no "
+            "cannot absorb with RoPE on the up-projected keys: the key's rotation R_j sits "
+            "between W^LK_h and the query and depends on the key's position j, so no "
             "position-independent merged matrix exists; use mode='absorb_values' (re-expand "
             "every key, absorb the values), mode='naive' (re-expand keys and values) or "
             "mode='shortcut' (drops the key rotation, to measure the error)"
@@ -277,7 +277,7 @@ def _step(x, t, i, w, aw, cache, mode, rope, merged, c: _Counter) -> np.ndarray:
             else:
                 q = c.mm(x, w.W_Q[h])
                 if mode == "shortcut":
-                    q = c.rope(q, t)  # the key side's R_n has nowhere to go
+                    q = c.rope(q, t)  # the key side's R_j has nowhere to go
                 q_l = c.mm(q, w.W_LK[h].T)  # (d_L,)
             scores = c.mm(q_l, L.T)
             if dec:

@@ -292,6 +292,22 @@ def _qwen32_k_size(page_rows: bool = True) -> int:
     return k if page_rows else k - sg.k_size_bytes(0, 1, 8, 128, 64, 2)
 
 
+def _prefill_crossover(d_L: int) -> Fraction:
+    """Query tokens per step above which re-expanding keys and values costs fewer FLOPs than
+    absorbed attention, against a long cached context, at DeepSeek V2's widths with latent
+    ``d_L`` (engines/05, section 2: the N_Q where the two chunk paths' FLOPs meet, N_KV -> oo)."""
+    import sympy as sp
+
+    from kvlib.core.decode_cost import CHUNK_PATHS, N_Q
+
+    diff = (CHUNK_PATHS["MLA+RoPE absorbed, query latent"].flops
+            - CHUNK_PATHS["MLA+RoPE naive, query latent"].flops)
+    u, w = sp.Poly(diff, N_Q).all_coeffs()
+    at = {by_name(k).symbol: v for k, v in dict(_DS_V2, d_QK=128, d_R=64, d_Lq=1536,
+                                                d_L=d_L).items()}
+    return Fraction(str(sp.limit((-w / u).subs(at), by_name("N_KV").symbol, sp.oo)))
+
+
 ANSWERS: dict[str, Exercise] = {
     "01.1": Exercise((
         Part("per_token", "bytes per token", "bytes",
@@ -398,6 +414,24 @@ ANSWERS: dict[str, Exercise] = {
              lambda: MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=1, N_KV=_K),
              lambda: {MLA_ROPE.bytes_per_sequence(N_L=60, d_L=512, d_R=64, b=2, N_KV=_K):
                       "that is bf16: fp8 is 1 byte per element"}),
+    )),
+    "E05.1": Exercise((
+        Part("query_tokens", "query tokens per step where re-expanding starts to win", "ratio",
+             lambda: _prefill_crossover(256),
+             lambda: {_prefill_crossover(512): "that is DeepSeek V2's latent, d_L = 512; the "
+                      "exercise halves it"}, unit="query tokens"),
+    )),
+    "E05.2": Exercise((
+        Part("page", "bytes of one layer's page of a 64-token block", "bytes",
+             lambda: 64 * MLA_ROPE.bytes_per_token(N_L=1, d_L=512, d_R=64, b=2),
+             lambda: {2 * 64 * MLA_ROPE.bytes_per_token(N_L=1, d_L=512, d_R=64, b=2):
+                      "an MLA page holds K only: the latent is read as the value too",
+                      64 * MLA.bytes_per_token(N_L=1, d_L=512, b=2):
+                      "the decoupled RoPE key (qk_rope_head_dim) is in the page too"}),
+        Part("block", "bytes of one 64-token block over all 61 layers", "bytes",
+             lambda: 64 * MLA_ROPE.bytes_per_token(N_L=61, d_L=512, d_R=64, b=2),
+             lambda: {2 * 64 * MLA_ROPE.bytes_per_token(N_L=61, d_L=512, d_R=64, b=2):
+                      "an MLA page holds K only: the latent is read as the value too"}),
     )),
     "05.1": Exercise((
         Part("per_sequence", "bytes per sequence", "bytes", _gemma_8k,
