@@ -215,7 +215,8 @@ def _aliases() -> dict[str, object]:
     found = {}
     for entry in ALL_SYMBOLS:
         for alias in re.findall(r"(?<![\w\\])([A-Za-z]'?_[A-Za-z]+(?:\^[A-Za-z])?|[A-Za-z]\^"
-                                r"[A-Za-z]_[A-Za-z]+|[A-Za-z]')(?![\w{])", entry.source):
+                                r"[A-Za-z]_[A-Za-z]+|[A-Za-z]'|(?<=\()[A-Za-z](?=[),]))(?![\w{])",
+                                entry.source):
             alias = re.sub(r"([_^])([A-Za-z]+)", r"\1{\2}", alias)
             for base, sup, sub in _raw_tokens(alias):
                 key = canonical(base, sup, sub)
@@ -385,6 +386,58 @@ def check_plain(text: str, where: str = "") -> list[str]:
             for m in re.finditer(r"(?<![\w.])(" + "|".join(RETIRED_PLAIN) + r")(?![\w])", text)]
 
 
+# Docs write much of their notation in plain text (``min(N_KV, N_W)``, ``R_W = ...``): a name
+# with a subscript anywhere, or a lone letter beside an operator, is read as a symbol too.
+_PLAIN = re.compile(r"(?<![\w/.\\'$-])([A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?(?:\^\{?[A-Za-z]+\}?)?)"
+                    r"(?![\w/'$-])")
+_OPERATOR = re.compile(r"[=<>+*/]|(?<![\w])x(?![\w])|\bmin\(|\bmax\(|\bceil\(|\bfloor\(|[(,]\s*$")
+
+
+def check_prose(text: str, where: str = "") -> list[str]:
+    """The plain-text notation of a page (outside code, math and links): each name with a
+    subscript, and each lone letter written as a formula's operand (``min(T, W)``, ``P = ...``),
+    must be registered or local; and a name defined in words ("X = words", "X the words") is
+    checked against its entry's sense, as in the math."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"`[^`\n]*`", " CODE ", text)
+    text = MATH.sub(" MATHX ", text)
+    text = re.sub(r"\]\([^)]*\)|<[^>\n]*>|https?://\S+", " ", text)
+    text = re.sub(r'"[^"]{0,300}"', " QUOTE ", text)  # a quotation keeps its source's letters
+    problems = []
+    for m in _PLAIN.finditer(text):
+        token = re.sub(r"([_^])([A-Za-z0-9]+)", r"\1{\2}", m.group(1))  # N_KV is N_{KV}
+        before, after = text[max(0, m.start() - 6):m.start()], text[m.end():m.end() + 6]
+        lone = "_" not in token and "^" not in token
+        operand_after = re.match(r"\s*(?:[=<>+/)]|\*(?![\w*])|x\s|,\s*[A-Za-z]\w*\))", after)
+        operand_before = _OPERATOR.search(before.rstrip()[-2:] if before.strip() else "")
+        if lone and not (operand_after or operand_before and token.isupper()
+                         or token.isupper() and token not in "AI"):  # a capital alone: a symbol
+            continue  # a word, an article, a unit: not a formula's operand
+        if re.match(r"\.\w", after):  # e.g., i.e.
+            continue
+        if lone and re.search(r"\d\s*$", before) and token in "sBx":  # 3.2 s, 70 B, 8 x
+            continue
+        if re.fullmatch(r"[a-z]_\{[a-z]{3,}\}", token) and not symbols(token)[0][1]:
+            continue  # a config key (n_groups) written without backticks, not a symbol
+        for name, entry in symbols(token):
+            if entry is None and not _local(name, where):
+                problems.append(f"{where}: '{text[max(0, m.start() - 30):m.end() + 30]}': "
+                                f"{name} is not in the notation".replace("\n", " "))
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        rest = text[m.end():text.find("\n", m.end()) if "\n" in text[m.end():] else None]
+        d = re.match(r"\s*(?:=|is|,)?\s*(?:the\s+)?([A-Za-z][^.;:|()\n]{2,80})", rest)
+        syms = symbols(token)
+        if d and len(syms) == 1 and syms[0][1] is not None and (
+                re.match(r"\s*=\s*[A-Za-z]", rest) or re.match(r"\s+the\s", rest)):
+            name, entry = syms[0]
+            bad = _matches(sense(entry.name)[1], d.group(1))
+            if bad:
+                problems.append(f"{where}: {name} defined as '{d.group(1).strip()}' ({bad[0]}: "
+                                f"{entry.name} is {entry.meaning})")
+        del line_start
+    return problems
+
+
 def _local(name: str, where: str) -> bool:
     if name not in LOCAL:
         return False
@@ -398,7 +451,9 @@ def problems_of(path: Path) -> list[str]:
         md, plain = _prose_of_notebook(path)
         found = [p for text in md for p in check_text(text, where)]
         return found + [p for text in plain for p in check_plain(text, where)]
-    return [p for text in _prose_of_doc(path) for p in check_text(text, where)]
+    text = path.read_text(encoding="utf-8")
+    return [p for t in _prose_of_doc(path) for p in check_text(t, where)] + \
+        check_prose(text, where)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,6 +578,23 @@ def test_the_plain_text_outputs_are_read():
     assert check_plain("Llama 3.1 70B, TP=4: M_w = 34.75 GB (of 35.28 GB stored), "
                        "M_kv = 0.67 GB, 156 fit")
     assert not check_plain("R_W = 34.75 GB, R_KV = 0.67 GB; gpu_memory_utilization M_pk")
+
+
+def test_the_prose_scan_flags_b1b1d4a_docs():
+    """docs/capacity.md, docs/cli.md and docs/crosscheck.md at b1b1d4a wrote their notation in
+    plain text: P for the peak, T for the context, W for a window, C for a chunk."""
+    for text in ("memory (0.5 GiB): O_R = non-torch + graph pool, P = activation peak + graph "
+                 "pool, warmup's own peak and T taken as no larger.",
+                 "- *Paging*: ceil(min(T, window) / block_size) blocks per sequence",
+                 "| context | int | tokens per sequence T |",
+                 "visible: min(T, W-1) x E (tiny: 7 x 64 = 448)",
+                 "tokens kept (min(N_KV, N_W) sliding, min(N_KV, C) chunked)",
+                 "Llama 3.1 70B, TP=4: M_w = 34.75 GB, M_kv = 0.67 GB"):
+        assert check_prose(text, "control.md"), text
+    for text in ("O_R = non-torch + graph pool, M_pk = activation peak + graph pool",
+                 "ceil(min(N_KV, N_W) / N_blk) blocks, a step of 3.2 s, a 70 B model, 8 x H200",
+                 "t_step >= (R_W + B R_KV) / BW, e.g. at B = 1 (a batch of one)"):
+        assert not check_prose(text, "control.md"), (text, check_prose(text, "control.md"))
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
