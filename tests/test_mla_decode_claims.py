@@ -220,7 +220,8 @@ def test_notebook_04_quotes_the_recomputed_ratios():
     assert "(06_capacity_planning.ipynb)" in md.split("## 6. Bytes or FLOPs")[1]
     # FlashMLA and prefill moved to the engines track (issue 40), with their numbers
     md5, out5 = _markdown(E05), _outputs(E05)
-    assert "h_q s_q \\ge 128" in md5 and "20250422-new-kernel-deep-dive.md" in md5
+    assert "`h_q s_q >= 128`" in md5 and "$N_h N_Q \\ge 128$" in md5
+    assert "20250422-new-kernel-deep-dive.md" in md5
     assert "512/3 = 170.67" in out5 and "absorbed/re-expand = 2.27" in out5
     assert "(engines/05_mla_decode_in_engines.ipynb)" in md
     assert "mla_attention.py" not in md and "20250422" not in md  # no engine sources in 04

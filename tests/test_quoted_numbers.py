@@ -35,7 +35,7 @@ QUOTED = {
     "engines/05_mla_decode_in_engines.ipynb": [
         "CUDA total 633.76 GiB", "= 583.06 GiB for weights", "= 608.76 GiB for weights",
         "x 60 layers = 69,120 B", "= 656 B per token per layer", "17/9 = 1.89", "512/3 = 170.67",
-        "re-expanding wins from N = 341", "compute-bound from 156.4 heads x query tokens",
+        "re-expanding wins from N_Q = 341", "compute-bound from 156.4 heads x query tokens",
     ],
     "05_real_models.ipynb": [
         "496 KiB", "320 KiB", "60 KiB", "62 GiB", "40 GiB", "7.5 GiB", "1.55x", "8.3x",
@@ -523,7 +523,7 @@ EXEMPT: dict[str, dict[str, object]] = {
     "engines/05_mla_decode_in_engines.ipynb": {
         "576 elements": Computed(_mla_elements),
         "2.3x": Shown("absorbed/re-expand = 2.27"),
-        "341 tokens": Shown("re-expanding wins from N = 341"),
+        "341 tokens": Shown("re-expanding wins from N_Q = 341"),
         "3.35 TB": Input("the H800's bandwidth as FlashMLA's write-up states it (3.35 TB/s)"),
         "640 GB": Input("the H100 datasheet, 8 x 80 GB"),
         "596 GiB": Computed(lambda: f"{round(8 * 80e9 / 2**30)} GiB"),
@@ -739,7 +739,7 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
         "576 elements": Computed(_mla_elements),
         "11 sequences": Computed(lambda: _sequences_in(100)),
         "1,088": Computed(_absorbed_pair_macs),
-        "341 tokens": Shown("re-expanding wins from N = 341",
+        "341 tokens": Shown("re-expanding wins from N_Q = 341",
                             "engines/05_mla_decode_in_engines.ipynb"),
     },
     "docs/publishing.md": {
