@@ -43,6 +43,30 @@ def test_the_table_holds_what_the_issue_names():
     assert by_name("N_Q").source == "ours"
 
 
+def test_the_table_holds_issue_40s_symbols_in_new_tuples():
+    """Issue 40: indices, scores and weights, the LSE maximum, Gated DeltaNet's scalars, draft
+    tokens, the merged RoPE matrix and the rotation at i, each with one meaning; in tuples of
+    their own (the notebooks print SYMBOLS and SERVING_SYMBOLS, which keep their entries)."""
+    from kvlib.core import notation as n
+
+    new = n.INDEX_SYMBOLS + n.TENSOR_SYMBOLS + n.RECURRENT_SYMBOLS + n.SERVING_EXTRA_SYMBOLS
+    assert set(new) <= set(ALL_SYMBOLS)
+    assert not set(new) & set(n.SYMBOLS + n.SERVING_SYMBOLS)
+    assert [s.name for s in n.SYMBOLS] == ["N_L", "N_h", "N_g", "N_KV", "N_Q", "d_in", "d_QK",
+                                           "d_V", "d_L", "d_R", "d_Lq", "B", "b"]
+    for name, words in {"h": "query-head index", "g": "key/value-head index",
+                        "i": "query token", "j": "key token", "t": "decode step",
+                        "Z": "scores before the softmax", "A": "softmax(Z)",
+                        "mu": "running maximum", "alpha": "decay gate",
+                        "beta": "update strength", "N_spec": "draft tokens",
+                        "W^{QK}_h": "merged query-key", "R_i": "position i", "k": "key vector",
+                        "S": "one session's bytes", "M": "memory", "m": "merged",
+                        "d_c": "DeepSeek V4", "d_L": "latent"}.items():
+        assert words in by_name(name).meaning, (name, by_name(name).meaning)
+    with pytest.raises(KeyError):
+        by_name("R_m")  # the rotation is at i (query) or j (key); m is V4's merge ratio
+
+
 def test_the_capacity_formulas_use_the_table():
     table = {s.symbol for s in SERVING_SYMBOLS} | {by_name("B").symbol}
     for expr in (cf.KV_BUDGET, cf.SESSIONS, cf.STEP, cf.KV_BUDGET_EXTENSIBLE):
