@@ -254,7 +254,7 @@ def symbols(tex: str) -> list[tuple[str, object]]:
 # Reading the files
 # ---------------------------------------------------------------------------------------------
 
-MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+MATH = re.compile(r"\$\$(.+?)\$\$|\$((?:[^$\n]|\n(?!\n))+?)\$", re.S)  # inline math may wrap
 
 
 def _prose_of_doc(path: Path) -> list[str]:

@@ -226,6 +226,7 @@ INDEX_SYMBOLS: tuple[Symbol, ...] = (
     _index("i", "position of the query token (q_i, R_i)"),
     _index("j", "position of a key token (k_j, R_j, L_j)"),
     _index("t", "decode step, the token being generated (alpha_t, beta_t; 1 to N_KV)"),
+    _index("p", "pair of dimensions RoPE turns together (theta_p; 0 to d_QK/2 - 1, or d_R/2 - 1)"),
 )
 
 
@@ -260,6 +261,7 @@ TENSOR_SYMBOLS: tuple[Symbol, ...] = (
             "vector"),
     _tensor("k^R", "decoupled RoPE key of one token (1 x d_R)", "DeepSeek (k^R_t)", "vector"),
     _tensor("K^I", "an indexer's keys (N_KV x d_I)", "DeepSeek V3.2 (k^I)"),
+    _tensor("c^Q", "query latent of one token, x W^{DQ} (1 x d_Lq)", "DeepSeek (c_t^Q)", "vector"),
     Symbol(sp.Symbol("Delta", integer=True), "offset between query and key positions, i - j",
            "tokens", "ours"),
     Symbol(sp.Symbol("theta", positive=True), "RoPE's rotation frequency of one pair of "
@@ -364,6 +366,8 @@ SENSES: dict[str, Sense] = {
     "L": Sense(("latent",), ("layers",)),
     "Delta": Sense(("offset", "distance", "i - j", "relative")),
     "theta": Sense(("frequenc", "angle", "rotation")),
+    "p": Sense(("pair", "dimension"), ("position", "token", "parameter")),
+    "c^Q": Sense(("query", "latent", "compressed"), ("key", "cache")),
 }
 _STOP = {"the", "one", "of", "a", "an", "and", "or", "in", "on", "per", "its", "to", "by", "for",
          "as", "at", "with", "from", "that", "not", "any", "x", "is", "be", "it", "whose", "which",
