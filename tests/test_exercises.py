@@ -49,6 +49,19 @@ RIGHT = {
     # over 64 layers x K and V x 8 heads x 128 x 2 B a token
     "06.4": (((7922 * 2**30 // 100 - 2**29) * 83 // 100 - 32_762_123_264 * 2)
              // (64 * 2 * 8 * 128 * 2),),
+    # --- E01 begin: engines/01. E01.1 and E01.3 with vLLM 0.33.0's budget, ceil(0.92 M) - W - 4 GiB:
+    # DeepSeek V2 at 236B x 2 B / 8 per GPU over the 60 x (512 + 64) x 2 B latent at 32K (whole,
+    # or an eighth with DCP 8); Llama 3.1 70B on 8 x H100 as notebook 06's exercise 1
+    "E01.1": ((-(-(13981 * 2**30 // 100) * 92 // 100) - 236_000_000_000 * 2 // 8 - 4 * 2**30)
+              // (60 * 576 * 2 * 32768),
+              (-(-(13981 * 2**30 // 100) * 92 // 100) - 236_000_000_000 * 2 // 8 - 4 * 2**30)
+              // (60 * 576 * 2 * 32768 // 8)),  # 33, 264
+    # a 4,096-token window: 4,095 tokens + 2 x 8,192 in flight, in 64-token blocks, plus one
+    "E01.2": ((-(-(4095 + 2 * 8192) // 64) + 1) * 64,),  # 20,544 slots
+    "E01.3": ((-(-(7922 * 2**30 // 100) * 92 // 100)
+               - ((70_553_706_496 - 1_318_912) * 2 // 8 + 1_318_912 * 2) - 4 * 2**30)
+              // (2 * 80 * 1 * 128 * 2 * 32768),),  # 41
+    # --- E01 end
     "07.1": (Fraction(54 * (3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4),
                       54 * (3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4)
                       + 10 * 2 * 8 * 128 * 2 * 8192),),
@@ -104,8 +117,8 @@ RIGHT = {
 
 
 def test_all_25_exercises_are_checked():
-    # 01-08, then the engines track: engines/04, /06, /02-03, /05
-    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2 + 4 + 2
+    # 01-08, then the engines track: engines/04, /06, /02-03, /05, /01
+    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2 + 4 + 2 + 3
     for exercise, answers in RIGHT.items():
         assert len(ANSWERS[exercise].parts) == len(answers), exercise
 
@@ -180,6 +193,10 @@ def test_answers_as_learners_write_them(exercise, answers):
     ("06.3", (40, "43.44 ms"), "reads every weight"),
     ("06.3", (43, "42.23 ms"), "vLLM 0.33.0's budget"),
     ("06.3", (40, "42.23"), "milliseconds"),
+    ("E01.1", (35, 264), "vLLM 0.34.0's budget"),
+    ("E01.2", (12_352,), "two batches are in flight"),
+    ("E01.2", (20_480,), "plus one block"),
+    ("E01.3", (42,), "vLLM 0.34.0's budget"),
     ("07.1", ("73.1",), "% sign"),
     ("07.1", ("57.8%",), "float32"),  # the SSM state taken as bf16
     ("E02.1", ("0.4528",), "not the cache"),  # 0.93 x 178,880 / 367,404

@@ -357,6 +357,18 @@ def _margin_floor() -> str:
     return f"{MARGIN_FLOOR_BYTES // 2**30} GiB"
 
 
+def _default_overhead() -> str:
+    from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES  # vLLM 0.33.0's non-KV lump
+
+    return f"{DEFAULT_OVERHEAD_BYTES // 2**30} GiB"
+
+
+def _left_alone_by_033() -> str:
+    from kvlib.serving.deployment import DEFAULT_GPU_MEM_UTIL  # 0.92: 8% of each GPU unused
+
+    return f"{float(1 - DEFAULT_GPU_MEM_UTIL):.0%}"
+
+
 INPUT_DEF = Input("a definition: one multiply-add is 2 FLOPs, bf16/fp16 is 2 bytes, fp8 1 byte")
 POST_B = Input("blog post B's own figure, quoted as its claim")
 POST_A = Input("blog post A's own figure, quoted as its claim")
@@ -473,6 +485,20 @@ EXEMPT: dict[str, dict[str, object]] = {
         "512 tokens": POST_B,
         "40x": Shown("/39.75 |"),
     },
+    # --- E01 begin: engines/01 (vLLM's budget and blocks)
+    "engines/01_vllm_budget_and_blocks.ipynb": {
+        "80GB": Input("a GPU's name (an A100 80GB)"),
+        "143,165 MiB": Computed(lambda: f"{round(139.81 * 1024):,} MiB"),
+        "139.80 GiB": Input("a PyTorch out-of-memory message, quoted"),
+        "4 GiB": Computed(_default_overhead),
+        "3 GiB": Input("vLLM 0.34.0's margin floor on ROCm, a constant of vLLM "
+                       "(vllm/v1/worker/extensible_kv_cache.py:64-65)"),
+        "8%": Computed(_left_alone_by_033),
+        "15.38%": Computed(lambda: f"{8 / 52 * 100:.2f}%"),  # 8 padding slots of 52 layers
+        "5,120": Input("DeepSeek V2's hidden_size, a config value"),
+        "1,536 parameters": Input("DeepSeek V2's moe_intermediate_size, a config value"),
+    },
+    # --- E01 end
     "07_hybrid_models.ipynb": {
         "536 tokens": Computed(_qwen3_next_tokens_per_state_page),
         "96 KiB": Computed(_qwen3_next_as_all_attention),
@@ -554,6 +580,7 @@ def _check(name: str, said: str, how, shown: str) -> str | None:
 # The engines track's notebooks are held to the same rule, each named here (one line each).
 ENGINES = ["engines/04_deepseek_v4_in_vllm.ipynb", "engines/06_hybrid_pages_in_vllm.ipynb", "engines/02_one_model_three_engines.ipynb",
            "engines/03_reading_a_startup_log.ipynb",
+           "engines/01_vllm_budget_and_blocks.ipynb",
            "engines/05_mla_decode_in_engines.ipynb"]
 NOTEBOOKS = sorted(p.name for p in NB.glob("*.ipynb")) + ENGINES
 
@@ -754,6 +781,13 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
            for said in ("8 ms", "28 ms", "24 ms", "150 ms")},
     },
     "docs/testing.md": {"90%": Input("a layout threshold of the browser test")},
+    # --- E01 begin: docs/vllm.md (N06's page beside engines/01)
+    "docs/vllm.md": {
+        "4 GiB": Computed(_default_overhead),
+        **{said: Input("a vLLM log line quoted from vllm-project/vllm PR #10511")
+           for said in ("1.79 GiB", "1.26 GiB", "3.58 GiB")},
+    },
+    # --- E01 end
 }
 
 
@@ -763,7 +797,7 @@ def _text_quantities(page: str) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_quantity_on_the_page_is_shown_or_checked(page):
-    every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb")))
+    every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb")) + sorted(NB.glob("engines/*.ipynb")))
     _audit(page, [("", said) for said in _text_quantities(page)], DOC_EXEMPT.get(page, {}),
            every, "DOC_EXEMPT")
 

@@ -89,6 +89,13 @@ def _engine(model: str, gpu: str, engine: str, **options):
     return engine_tokens(model, gpu, engine, context=8192, **options)
 
 
+def _sliding_slots(in_flight: int) -> int:
+    """E01.2: slots vLLM budgets for a 4,096-token window, 64-token blocks, max_model_len 128K."""
+    from kvlib.serving.kv import vllm_sliding_window_tokens
+
+    return vllm_sliding_window_tokens(4096, 64, in_flight, max_model_len=_K)
+
+
 def _gemma_8k() -> int:
     return load_model("gemma-3-27b").kv_bytes_per_sequence(8192, 2)
 
@@ -670,4 +677,38 @@ ANSWERS: dict[str, Exercise] = {
              lambda: {_qwen32_k_size(page_rows=False):
                       "K holds #tokens + one page of rows (memory_pool.py:2574-2578)"}),
     )),
+    # --- E01 begin: engines/01 (vLLM's budget and blocks); E01.1 and E01.3 with vLLM 0.33.0's rule
+    "E01.1": Exercise((
+        Part("plain_tp", "sessions with plain TP", "count",
+             lambda: _plan("deepseek-v2", "H200", 8, 8, 32768, **V033,
+                           weight_dtype="bf16").max_sequences,
+             lambda: {_plan("deepseek-v2", "H200", 8, 8, 32768, weight_dtype="bf16").max_sequences:
+                      "that is vLLM 0.34.0's budget: the exercise asks for 0.33.0's"},
+             unit="sessions"),
+        Part("with_dcp", "sessions with decode_context_parallel_size 8", "count",
+             lambda: _plan("deepseek-v2", "H200", 8, 8, 32768, **V033, weight_dtype="bf16",
+                           dcp=8).max_sequences, unit="sessions"),
+    )),
+    "E01.2": Exercise((
+        Part("slots", "token slots budgeted per request for the sliding layer", "count",
+             lambda: _sliding_slots(2 * 8192),
+             lambda: {_sliding_slots(8192): "with async scheduling two batches are in flight: "
+                                            "2 x 8,192 tokens",
+                      _sliding_slots(2 * 8192) - 64: "plus one block: the window need not start "
+                                                     "on a block boundary"},
+             unit="slots"),
+    )),
+    "E01.3": Exercise((
+        Part("sessions", "sessions of 32,768 tokens per TP group", "count",
+             lambda: _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768, **V033).max_sequences,
+             lambda: {_plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768).max_sequences:
+                      "that is vLLM 0.34.0's budget (notebook 06, exercise 1): 0.33.0 takes "
+                      "0.92 of the CUDA total less 4 GiB",
+                      _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768, **V033,
+                            memory="datasheet").max_sequences:
+                      "vLLM takes its share of the memory CUDA reports (79.22 GiB for an "
+                      "H100 80GB), not of the datasheet's 80 GB"},
+             unit="sessions"),
+    )),
+    # --- E01 end
 }
