@@ -102,6 +102,12 @@ RIGHT = {
     "E02.2": (((7922 * 2**30 // 100 - 2**29) * 83 // 100 - 13_761_264_768) * 5 // (9 * 24_576),
               ((7922 * 2**30 // 100 - 2**29) * 83 // 100 - 13_761_264_768) * 5 // (9 * 24_576)
               * 4 // 5),
+    # TensorRT-LLM, Llama 3.1 70B, TP 4 on H100s: (M - W - 4.5 GiB) x float32(0.9) = 15,099,494 /
+    # 2^24, over 2 x 80 x (128 x 8 // 4) x 2 = 81,920 B, rounded up to blocks of 32; 1,024 a session
+    "E02.3": (-(-((7922 * 2**30 // 100 - 35_278_831_616 - 9 * 2**30 // 2) * 15_099_494 // 2**24
+                  // 81_920) // 32) * 32,
+              -(-((7922 * 2**30 // 100 - 35_278_831_616 - 9 * 2**30 // 2) * 15_099_494 // 2**24
+                  // 81_920) // 32) // 1024),
     # engines/03: 25.91 GiB over 16 x 48 x 2 x (128 + 128) x 1 B (fp8) blocks; 2,048 per request
     "E03.1": (2591 * 2**30 // 100 // (16 * 48 * 2 * 256) * 16,
               Fraction(2591 * 2**30 // 100 // (16 * 48 * 2 * 256), 32768 // 16)),
@@ -118,7 +124,7 @@ RIGHT = {
 
 def test_all_25_exercises_are_checked():
     # 01-08, then the engines track: engines/04, /06, /02-03, /05, /01
-    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2 + 4 + 2 + 3
+    assert set(ANSWERS) == set(RIGHT) and len(RIGHT) == 25 + 2 + 2 + 5 + 2 + 3
     for exercise, answers in RIGHT.items():
         assert len(ANSWERS[exercise].parts) == len(answers), exercise
 
@@ -202,6 +208,7 @@ def test_answers_as_learners_write_them(exercise, answers):
     ("E02.1", ("0.4528",), "not the cache"),  # 0.93 x 178,880 / 367,404
     ("E02.1", ("0.819",), "SGLang's default"),
     ("E02.2", (2_294_696, 1_019_864), "a pool of their own"),  # budget // 24,576 B
+    ("E02.3", (493_848, 15), "rounds the token count up"),  # max_tokens, not whole blocks
     ("E03.1", (566_000, "34.55x"), "bf16 cache"),  # 25.91 GiB // 786,432 B x 16
     ("E03.2", (17_667 * 131_072,), "one page of rows"),
     ("E03.2", ("2.16 GB",), "GiB vs GB"),  # SGLang's "GB" is 2^30 B

@@ -281,6 +281,14 @@ def _sglang_default_h100_tp4() -> Fraction:
     return sglang_fraction(get_gpu("H100-80GB"), 4, mla=False)[0]
 
 
+@cache
+def _engine70_trtllm():
+    """E02.3: TensorRT-LLM's pool for Llama 3.1 70B on 4 x H100 80GB at TP 4, 32K sessions."""
+    from kvlib.serving.engines import engine_tokens
+
+    return engine_tokens("llama-3.1-70b", "H100-80GB", "trtllm", tp=4, context=32768)
+
+
 def _l40s_blocks(b: int = 1) -> int:
     """E03.1: blocks of the budget line at b bytes per element (1: fp8; 2, the log's bf16, is
     the slip, as is fp8 with all 4 KV heads on one rank: the same bytes)."""
@@ -659,6 +667,15 @@ ANSWERS: dict[str, Exercise] = {
              lambda: {_engine("gpt-oss-20b", "H100-80GB", "sglang").tokens:
                       "the window pool holds int(0.8 x the full pool's tokens)"},
              unit="tokens"),
+    )),
+    "E02.3": Exercise((
+        Part("tokens", "tokens TensorRT-LLM allocates per GPU", "count",
+             lambda: _engine70_trtllm().tokens,
+             lambda: {_engine70_trtllm().kv_budget // _engine70_trtllm().cell:
+                      "TensorRT-LLM allocates whole blocks of 32 and rounds the token count up"},
+             unit="tokens"),
+        Part("sessions", "sessions of 32,768 tokens", "count",
+             lambda: _engine70_trtllm().sessions, unit="sessions"),
     )),
     "E03.1": Exercise((
         Part("tokens", "tokens GPU KV cache size prints", "count",
