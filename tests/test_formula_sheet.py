@@ -100,3 +100,26 @@ def test_large_values_print_in_a_unit_a_projector_reads():
     text = (ROOT / "docs" / "formula_sheet.md").read_text(encoding="utf-8")
     assert f"{912_605_184:,} B = {912_605_184 / 2**20:.2f} MiB = {912_605_184 / 1e6:.2f} MB" in text
     assert not __import__("re").search(r"\d{1,3},\d{3}(\.\d+)? (KiB|KB)", text)
+
+
+def test_compressor_state_widths_by_hand():
+    """Issue 40: the sheet said "d_c = 2 x 512" per token for V4's compressor state. Its rows are
+    c_o x head_dim wide (vLLM 0.34.0 compressor.py:247-248: coff = 2 for m = 4, else 1), each the
+    projected values and the gate scores in fp32 (8 bytes a column), and min(N_KV, c_o m) rows
+    are kept; the indexer's compressor is c_o x index_head_dim. By hand from V4-Flash's config:
+    head_dim 512, index_head_dim 128, compress_ratios 21 x 4 and 20 x 128."""
+    from kvlib import bundled_config
+
+    c = bundled_config("deepseek-v4-flash")
+    ratios = c["compress_ratios"]
+    n4, n128 = ratios.count(4), ratios.count(128)
+    assert (c["head_dim"], c["index_head_dim"], n4, n128) == (512, 128, 21, 20)
+    text = (ROOT / "docs" / "formula_sheet.md").read_text(encoding="utf-8")
+    section = text.split("\n### Compressor state\n")[1].split("\n### ")[0]
+    assert "d_c = 2 x 512" not in section.replace("d_c = 512, c_o = 2: rows 2 x 512", "")
+    assert (f"m = 4 compressors, {n4} layers (d_c = 512, c_o = 2: rows 2 x 512 = 1,024 values "
+            f"wide, at most {2 * 4} kept): {n4 * 8 * 2 * 512:,} B") in section
+    assert (f"m = 128 compressors, {n128} layers (d_c = 512, c_o = 1: rows 512 values wide, at "
+            f"most {128} kept): {n128 * 8 * 512:,} B") in section
+    assert "rows $c_o d_I$ = 2 x 128 = 256 wide" in section
+    assert r"keeps $\min(N_{KV}, c_o m)$ rows" in section
