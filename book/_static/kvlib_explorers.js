@@ -175,6 +175,30 @@
     return `<table class="kvlib-table"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
   }
 
+  // ------------------------------------------------------------ the chart's width (issue 40)
+  // A chart is drawn VW units wide and shown 100% of its box's width (viewBox + width="100%"):
+  // 760 where the box is that wide or about (a desktop); on a narrow screen (a phone, a box under
+  // NARROW px) as wide as its box, so that one unit is one CSS pixel and 12-unit text is 12 px,
+  // with a layout for that width (titles and legends wrapped, one legend column, labels above
+  // bars). mount() sets VW from the chart's box before each draw, and again when it resizes.
+  const WIDE = 760, NARROW = 600;
+  let VW = WIDE;
+  const narrow = () => VW < NARROW;
+  // Split text into lines of at most `px` pixels at `size` px (an upper bound of a sans-serif
+  // glyph's width: 0.62 em), at spaces; a word longer than a line stays whole.
+  function wrap(text, px, size = 12) {
+    const most = Math.max(8, Math.floor(px / (0.62 * size))), lines = [];
+    for (const word of String(text).split(" ")) {
+      const last = lines.length ? lines[lines.length - 1] : null;
+      if (last !== null && (last + " " + word).length <= most) lines[lines.length - 1] = last + " " + word;
+      else lines.push(word);
+    }
+    return lines;
+  }
+  // <text> of several lines (tspans), the first at y, each next `step` units lower.
+  const textLines = (lines, x, y, step, attrs = "") => `<text x="${x}" y="${y}" ${attrs}>` +
+    lines.map((line, i) => (i ? `<tspan x="${x}" dy="${step}">${esc(line)}</tspan>` : esc(line))).join("") + `</text>`;
+
   // ------------------------------------------------------------ the chart: plain SVG, log axes
   // opts: title, xlabel, ylabel, x: [lo, hi] (log 2), xticks: [[value, label]], y: [lo, hi]
   // (log), yticks: [[value, label]], series: [{xs, ys, color, dash, marker, width, opacity}],
@@ -182,6 +206,7 @@
   // legendBelow: the legend in two columns under the axes (where no corner of the axes is free),
   // note: a line of text under it.
   function chart(o) {
+    if (narrow()) return narrowChart(o);
     const LB = o.legendBelow ? Math.ceil(o.legend.length / 2) * 18 + 10 + (o.note ? 18 : 0) : 0;
     const W = 760, H = 380 + LB, L = 78, R = 16, T = 34, B = 52 + LB;
     const lx = (v) => Math.log2(v), ly = (v) => Math.log(v);
@@ -242,6 +267,77 @@
       ly0 += 18;
     }
     out.push(`</g></svg>`);
+    return out.join("");
+  }
+  // chart(o) on a narrow screen: VW units wide, the title wrapped over the axes, the legend (and
+  // the note) in one column under them, wrapped, every other context tick labelled where the
+  // labels would touch; the same series, marks and classes as the wide chart.
+  function narrowChart(o) {
+    // the left margin holds the rotated y label and the widest y tick label
+    // (the y label wrapped to the plot's height, one line per 14 units)
+    const plotH = o.panel ? 110 : 230;  // two panels stack: lower ones
+    const ylines = wrap(o.ylabel, plotH + 10);
+    const widest = Math.max(0, ...o.yticks.filter(([v]) => v >= o.y[0] && v <= o.y[1]).map(([, l]) => String(l).length));
+    const W = VW, L = Math.ceil(16 + ylines.length * 14 + widest * 0.62 * 12), R = 12, f = (v) => v.toFixed(1);
+    const title = wrap(o.title, W - 8, 14);
+    const T = 14 + title.length * 18 + 8;
+    const legend = o.legend.map((e) => wrap(e.label, W - L - R - 32));
+    const note = o.note ? wrap(o.note, W - 8) : [];
+    const LB = 10 + legend.reduce((n, lines) => n + lines.length * 15 + 3, 0) + note.length * 15;
+    const B = 46, H = T + plotH + B + LB;
+    const lx = (v) => Math.log2(v), ly = (v) => Math.log(v);
+    const X = (v) => L + (lx(v) - lx(o.x[0])) / (lx(o.x[1]) - lx(o.x[0])) * (W - L - R);
+    const Y = (v) => T + plotH - (ly(v) - ly(o.y[0])) / (ly(o.y[1]) - ly(o.y[0])) * plotH;
+    const out = [`<svg class="kvlib-svg kvlib-narrow" viewBox="0 0 ${W} ${H}" width="100%" role="img" ` +
+      `xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
+      `<title>${esc(o.title)}</title>`,
+      textLines(title, W / 2, 18, 18, `class="kvlib-chart-title" text-anchor="middle" font-size="14" font-weight="bold"`)];
+    const yticks = o.yticks.filter(([v]) => v >= o.y[0] && v <= o.y[1]);
+    const ygap = yticks.length > 1 ? Math.abs(Y(yticks[0][0]) - Y(yticks[yticks.length - 1][0])) / (yticks.length - 1) : plotH;
+    yticks.forEach(([v, label], i) => {  // every other label where they would touch
+      out.push(`<line x1="${L}" x2="${W - R}" y1="${f(Y(v))}" y2="${f(Y(v))}" stroke="#e3e3e3"/>`);
+      if (ygap >= 16 || i % 2 === 0) out.push(`<text x="${L - 5}" y="${f(Y(v) + 4)}" text-anchor="end">${esc(label)}</text>`);
+    });
+    const ticks = o.xticks.filter(([v]) => v >= o.x[0] && v <= o.x[1]);
+    const gap = ticks.length > 1 ? (X(ticks[ticks.length - 1][0]) - X(ticks[0][0])) / (ticks.length - 1) : W;
+    const every = gap < 34 ? 2 : 1;  // a label ("128K") is about 30 px wide
+    ticks.forEach(([v, label], i) => {
+      out.push(`<line x1="${f(X(v))}" x2="${f(X(v))}" y1="${T}" y2="${T + plotH}" stroke="#eeeeee"/>`);
+      if (i % every === 0) out.push(`<text x="${f(X(v))}" y="${T + plotH + 16}" text-anchor="middle">${esc(label)}</text>`);
+    });
+    out.push(`<rect x="${L}" y="${T}" width="${W - L - R}" height="${plotH}" fill="none" stroke="#555"/>`,
+      `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${T + plotH + 36}" text-anchor="middle">${esc(o.xlabel)}</text>`,
+      `<g transform="translate(13 ${T + plotH / 2}) rotate(-90)">` +
+        textLines(ylines, 0, 0, 14, `class="kvlib-ylabel" text-anchor="middle"`) + `</g>`);
+    if (o.vline) out.push(`<line class="kvlib-vline" x1="${f(X(o.vline))}" x2="${f(X(o.vline))}" y1="${T}" y2="${T + plotH}" stroke="#555" stroke-dasharray="2 3" stroke-width="1.5"/>`);
+    for (const s of o.series) {
+      if (!s.xs.length) continue;
+      const d = s.xs.map((x, i) => `${i ? "L" : "M"}${f(X(x))},${f(Y(s.ys[i]))}`).join("");
+      out.push(`<path class="kvlib-line" d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width || 2}"` +
+        `${s.dash ? ` stroke-dasharray="${s.dash}"` : ""} opacity="${s.opacity || 1}"/>`);
+      if (s.marker) for (let i = 0; i < s.xs.length; i++)
+        out.push(`<circle cx="${f(X(s.xs[i]))}" cy="${f(Y(s.ys[i]))}" r="3" fill="${s.color}" opacity="${s.opacity || 1}"/>`);
+    }
+    for (const p of o.dots || []) {
+      out.push(`<circle class="kvlib-dot" cx="${f(X(p.x))}" cy="${f(Y(p.y))}" r="${p.r}" fill="${p.color}" stroke="white" stroke-width="1.5"/>`);
+      if (!p.label) continue;
+      // inside the axes: a label that would cross the box's side goes to the dot's other side
+      const x = X(p.x) + p.dx, wide = p.label.length * 0.62 * 13;
+      const anchor = p.anchor === "end" ? (x - wide < L ? "start" : "end") : (x + wide > W - R ? "end" : "start");
+      const lx0 = anchor === p.anchor ? x : X(p.x) - p.dx;
+      out.push(`<text x="${f(lx0)}" y="${f(Y(p.y) + p.dy)}" text-anchor="${anchor}" fill="${p.color}" font-weight="bold" font-size="13">${esc(p.label)}</text>`);
+    }
+    let y = T + plotH + B + 14;
+    out.push(`<g class="kvlib-legend">`);
+    o.legend.forEach((e, i) => {
+      out.push(`<line x1="${L}" x2="${L + 26}" y1="${y - 4}" y2="${y - 4}" stroke="${e.color}" stroke-width="${e.width || 2}"${e.dash ? ` stroke-dasharray="${e.dash}"` : ""}/>`);
+      if (e.marker) out.push(`<circle cx="${L + 13}" cy="${y - 4}" r="3" fill="${e.color}"/>`);
+      out.push(textLines(legend[i], L + 32, y, 15));
+      y += legend[i].length * 15 + 3;
+    });
+    out.push(`</g>`);
+    if (note.length) out.push(textLines(note, 4, y + 4, 15, `class="kvlib-note" fill="#555"`));
+    out.push(`</svg>`);
     return out.join("");
   }
   const contextAxis = (ticks) => ticks.map((t) => [t, formatContext(t)]);
@@ -393,6 +489,7 @@
 
   // opts: title, xlabel, bars: [{name, value (axis unit), label, color}]; the first on top.
   function barChart(o) {
+    if (narrow()) return narrowBarChart(o);
     const W = 760, L = 150, R = 24, T = 34, B = 48, row = 34;
     const H = T + B + row * o.bars.length;
     const top = Math.max(0, ...o.bars.map((b) => b.value));
@@ -417,6 +514,37 @@
     });
     out.push(`<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
       `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 10}" text-anchor="middle">${esc(o.xlabel)}</text>`,
+      `</svg>`);
+    return out.join("");
+  }
+
+  // barChart(o) on a narrow screen: VW units wide, the title wrapped, each bar's name and size on a
+  // line above it, the bars the whole width.
+  function narrowBarChart(o) {
+    const W = VW, L = 10, R = 16, B = 48, row = 44, f = (v) => v.toFixed(1);
+    const title = wrap(o.title, W - 8, 14);
+    const T = 14 + title.length * 18 + 8;
+    const H = T + B + row * o.bars.length;
+    const top = Math.max(0, ...o.bars.map((b) => b.value));
+    const end = top > 0 ? steadyLimit(top, 1.05) : 1;
+    const X = (v) => L + v / end * (W - L - R);
+    const out = [`<svg class="kvlib-svg kvlib-narrow" viewBox="0 0 ${W} ${H}" width="100%" role="img" ` +
+      `xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
+      `<title>${esc(o.title)}</title>`,
+      textLines(title, W / 2, 18, 18, `class="kvlib-chart-title" text-anchor="middle" font-size="14" font-weight="bold"`)];
+    const step = steadyLimit(end / 3, 1) <= end / 2 ? steadyLimit(end / 3, 1) : end / 2;
+    for (let i = 0; i * step <= end * (1 + 1e-9); i++) {
+      const v = i * step, anchor = i === 0 ? "start" : X(v) > W - R - 20 ? "end" : "middle";
+      out.push(`<line x1="${f(X(v))}" x2="${f(X(v))}" y1="${T}" y2="${H - B}" stroke="#e3e3e3"/>`,
+        `<text x="${f(X(v))}" y="${H - B + 16}" text-anchor="${anchor}">${fmtG(v)}</text>`);
+    }
+    o.bars.forEach((b, i) => {
+      const y = T + i * row + 18, h = row - 24;
+      out.push(`<text x="${L + 3}" y="${y - 5}">${esc(b.name)}: <tspan class="kvlib-bar-label">${esc(b.label)}</tspan></text>`,
+        `<rect class="kvlib-bar" x="${L}" y="${y}" width="${f(X(b.value) - L)}" height="${h}" fill="${b.color}" stroke="#333" stroke-width="0.5"/>`);
+    });
+    out.push(`<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
+      `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 12}" text-anchor="middle">${esc(o.xlabel)}</text>`,
       `</svg>`);
     return out.join("");
   }
@@ -527,7 +655,7 @@
       const panel = (side, title, ylabel, sweep, unit, lim) => {
         const lines = series[side].map(([k, color, dash]) => ({ xs: ROPE_CONTEXTS, ys: sweep[k].map((x) => toNumber(x) / unit),
           color, dash, marker: true, label: ROPE.legend[side][k] }));
-        return chart({ title, xlabel: XLABEL, ylabel, x: [ROPE_CONTEXTS[0] / 1.3, ROPE_CONTEXTS.at(-1) * 1.3],
+        return chart({ title, panel: true, xlabel: XLABEL, ylabel, x: [ROPE_CONTEXTS[0] / 1.3, ROPE_CONTEXTS.at(-1) * 1.3],
           xticks: contextAxis(ROPE_CONTEXTS), y: lim, yticks: logTicks(lim[0], lim[1]), series: lines, vline: c.context,
           legend: [...lines.map((l) => ({ label: l.label, color: l.color, dash: l.dash, marker: true })),
             { label: "selected context", color: "black", dash: "2 3" }] });
@@ -684,7 +812,6 @@
     // kvlib.views.figures.capacity.plot_budget, as the planner's draw updates it: the KV of the
     // sessions slider's sequences (at_sessions, _engine_bar), drawn at most up to the whole memory
     chart(s, r) {
-      const W = 760, H = 190, L = 150, R = 110, T = 62, B = 48;
       const S = BigInt(s.sessions), most = r.perReplica;
       let used = r.used, free = r.free;
       if (r.fits) {
@@ -699,28 +826,52 @@
       const hbm = Number(r.total) / GB, usable = Number(r.usable) / GB;
       let left = 0; const bars = [];
       for (const [name, v] of segs) { const w = Number(v) / GB; if (w > 0) bars.push([name, left, w]); left += Math.max(w, 0); }
-      const end = Math.max(left, hbm) * 1.18;
-      const X = (v) => L + v / end * (W - L - R), f = (v) => v.toFixed(1);
       const fc = formatContext(s.context);  // kvlib.views.figures.capacity.budget_verdict
       const verdict = !r.fits ? ["does not fit"] : S <= most ? [`${fmtInt(S)} x ${fc}`, `(${fmtInt(most)} fit)`]
         : [`${fmtInt(S)} x ${fc}:`, `only ${fmtInt(most)} fit`];  // two lines, as the figure's
-      const out = [`<svg class="kvlib-svg" viewBox="0 0 ${W} ${H}" width="100%" role="img" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
-        `<text class="kvlib-chart-title" x="${(L + W - R) / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">${esc(`${s.model}: one GPU's memory at ${formatContext(s.context)}` + (r.engine ? ` under ${PLAN.engines.names[r.engine]}` : ""))}</text>`,
-        `<g class="kvlib-legend">`];
-      Object.entries(colors).forEach(([name, c], i) => out.push(`<rect x="${L + i * 130}" y="30" width="14" height="10" fill="${c}"/><text x="${L + i * 130 + 18}" y="39">${name}</text>`));
+      const heading = `${s.model}: one GPU's memory at ${fc}` + (r.engine ? ` under ${PLAN.engines.names[r.engine]}` : "");
+      const ylabel = `${s.gpus} x ${s.gpu}, TP=${s.tp}`, xlabel = "memory per GPU (GB); dashed: usable, solid: all";
+      const f = (v) => v.toFixed(1), out = [];
+      // wide: the label left of the bar, the verdict right of it; narrow (a phone): both on a line
+      // above the bar, the title and the x label wrapped, the legend in two columns
+      let W, H, L, R, T, B, X, y0, h, title, xlines, end;
+      if (!narrow()) {
+        [W, H, L, R, T, B] = [760, 190, 150, 110, 62, 48];
+        end = Math.max(left, hbm) * 1.18;
+        y0 = T + 14; h = H - B - T - 28; title = [heading]; xlines = [xlabel];
+      } else {
+        W = VW; L = 10; R = 14; title = wrap(heading, W - 8, 14); xlines = wrap(xlabel, W - 8);
+        const legendTop = 14 + title.length * 18 + 4;
+        T = legendTop + 2 * 16 + 26; h = 34; B = 24 + xlines.length * 15;
+        H = T + h + 10 + B; y0 = T; end = Math.max(left, hbm) * 1.04;
+      }
+      X = (v) => L + v / end * (W - L - R);
+      out.push(`<svg class="kvlib-svg${narrow() ? " kvlib-narrow" : ""}" viewBox="0 0 ${W} ${H}" width="100%" role="img" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="12">`,
+        textLines(title, narrow() ? W / 2 : (L + W - R) / 2, 18, 18, `class="kvlib-chart-title" text-anchor="middle" font-size="14" font-weight="bold"`),
+        `<g class="kvlib-legend">`);
+      Object.entries(colors).forEach(([name, c], i) => {
+        const x = narrow() ? L + (i % 2) * (W - L - R) / 2 : L + i * 130;
+        const y = narrow() ? 14 + title.length * 18 + 4 + Math.floor(i / 2) * 16 : 30;
+        out.push(`<rect x="${f(x)}" y="${y}" width="14" height="10" fill="${c}"/><text x="${f(x + 18)}" y="${y + 9}">${name}</text>`);
+      });
       out.push(`</g>`);
-      const step = steadyLimit(end / 6, 1);
+      const top = narrow() ? T - 4 : T, bottom = narrow() ? T + h + 10 : H - B;
+      const step = steadyLimit(end / (narrow() ? 4 : 6), 1);
       for (let v = 0; v <= end; v += step)
-        out.push(`<line x1="${f(X(v))}" x2="${f(X(v))}" y1="${T}" y2="${H - B}" stroke="#e3e3e3"/><text x="${f(X(v))}" y="${H - B + 16}" text-anchor="middle">${fmtG(v)}</text>`);
-      const y0 = T + 14, h = H - B - T - 28;
+        out.push(`<line x1="${f(X(v))}" x2="${f(X(v))}" y1="${top}" y2="${bottom}" stroke="#e3e3e3"/><text x="${f(X(v))}" y="${bottom + 16}" text-anchor="${narrow() && v === 0 ? "start" : "middle"}">${fmtG(v)}</text>`);
       for (const [name, x, w] of bars) out.push(`<rect class="kvlib-bar" x="${f(X(x))}" y="${y0}" width="${f(X(x + w) - X(x))}" height="${h}" fill="${colors[name]}"><title>${name}</title></rect>`);
       out.push(`<line x1="${f(X(usable))}" x2="${f(X(usable))}" y1="${y0 - 6}" y2="${y0 + h + 6}" stroke="black" stroke-width="1.8" stroke-dasharray="5 3"/>`,
-        `<line x1="${f(X(hbm))}" x2="${f(X(hbm))}" y1="${y0 - 6}" y2="${y0 + h + 6}" stroke="black" stroke-width="1.8"/>`,
-        `<text class="kvlib-verdict" x="${f(X(Math.max(left, hbm)) + 6)}" y="${y0 + h / 2 + 5 - (verdict.length - 1) * 8}" font-size="13">` +
+        `<line x1="${f(X(hbm))}" x2="${f(X(hbm))}" y1="${y0 - 6}" y2="${y0 + h + 6}" stroke="black" stroke-width="1.8"/>`);
+      if (!narrow())
+        out.push(`<text class="kvlib-verdict" x="${f(X(Math.max(left, hbm)) + 6)}" y="${y0 + h / 2 + 5 - (verdict.length - 1) * 8}" font-size="13">` +
           verdict.map((line, i) => i ? `<tspan x="${f(X(Math.max(left, hbm)) + 6)}" dy="16"> ${esc(line)}</tspan>` : esc(line)).join("") + `</text>`,
-        `<text class="kvlib-ylabel" x="${L - 8}" y="${y0 + h / 2 + 4}" text-anchor="end">${esc(`${s.gpus} x ${s.gpu}, TP=${s.tp}`)}</text>`,
-        `<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
-        `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 10}" text-anchor="middle">memory per GPU (GB); dashed: usable, solid: all</text></svg>`);
+          `<text class="kvlib-ylabel" x="${L - 8}" y="${y0 + h / 2 + 4}" text-anchor="end">${esc(ylabel)}</text>`,
+          `<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`);
+      else
+        out.push(`<text class="kvlib-ylabel" x="${L}" y="${T - 10}">${esc(ylabel)}</text>`,
+          `<text class="kvlib-verdict" x="${W - R}" y="${T - 10}" text-anchor="end" font-weight="bold">${esc(verdict.join(" "))}</text>`,
+          `<line x1="${L}" x2="${W - R}" y1="${bottom}" y2="${bottom}" stroke="#555"/>`);
+      out.push(textLines(xlines, (L + W - R) / 2, H - 10 - (xlines.length - 1) * 15, 15, `class="kvlib-xlabel" text-anchor="middle"`), `</svg>`);
       return out.join("");
     },
     exact: (r) => (r.engine ? { engine: r.engine, total: r.total, weights: r.weights, fraction: r.fraction, budget: r.budget,
@@ -944,12 +1095,22 @@
         update(ev.timeStamp);
       });
     }
-    let updates = 0;
+    let updates = 0, result = null, drawnWidth = 0;
+    // the chart's width in units: its box's width on a narrow screen, else WIDE (see VW)
+    const chartWidth = () => {
+      const w = Math.floor(plot.clientWidth || el.clientWidth);
+      return w && w < NARROW ? Math.max(280, w) : WIDE;
+    };
+    function drawChart() {
+      VW = drawnWidth = chartWidth();
+      plot.innerHTML = ex.chart(values, result);
+    }
     function update(t0) {
       try {
         const r = ex.compute(values);
         readout.innerHTML = ex.render(values, r);
-        plot.innerHTML = ex.chart(values, r);
+        result = r;
+        drawChart();
         el.dataset.exact = jsonExact(ex.exact(r));
         el.dataset.state = JSON.stringify(values);
         el.classList.remove("kvlib-error");
@@ -957,6 +1118,7 @@
         readout.innerHTML = `<div class="kvlib-message"><b style="color:#b00">${esc(err.message)}</b></div>` +
           `<i>(no result for this setting)</i>`;
         plot.innerHTML = "";
+        result = null;
         el.dataset.exact = "null";
         el.dataset.state = JSON.stringify(values);
         el.classList.add("kvlib-error");
@@ -968,6 +1130,9 @@
     }
     el.replaceChildren(form, readout, plot);
     update(performance.now());
+    // a phone turned, a window resized: the chart is drawn again for its box's new width
+    if (window.ResizeObserver)
+      new ResizeObserver(() => { if (result && chartWidth() !== drawnWidth) drawChart(); }).observe(plot);
   }
 
   window.KVLIB_EXPLORERS = { evaluate, evaluateExact, explorers: EXPLORERS, fmtSize, formatContext, mount, parse };
