@@ -72,8 +72,6 @@ WORDS = ("TP", "BW")
 # Local symbols: one meaning each, in the files named (a glob on the file name).
 LOCAL = {
     "I": ("the identity matrix (R_0 = I)", ("04_*",)),
-    "r": ("a rank of the decode-context-parallel group whose partial outputs the LSE merge "
-          "combines (o_r, lse_r)", ("06_*", "*.md")),
 }
 # Words that never share a sentence with the symbol: its old meaning's unmistakable names
 NEVER_NEAR = {"d_c": ("DeepSeek-V2", "kv_lora_rank", "Table 1", "V2's latent")}
@@ -257,16 +255,17 @@ def symbols(tex: str) -> list[tuple[str, object]]:
 MATH = re.compile(r"\$\$(.+?)\$\$|\$((?:[^$\n]|\n(?!\n))+?)\$", re.S)  # inline math may wrap
 
 
-def _prose_of_doc(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
+def _prose_of_doc(path: Path, text: str | None = None) -> list[str]:
+    text = path.read_text(encoding="utf-8") if text is None else text
     text = re.sub(r"```.*?```", " ", text, flags=re.S)
     return [re.sub(r"`[^`\n]*`", "CODE", text)]
 
 
-def _prose_of_notebook(path: Path) -> tuple[list[str], list[str]]:
+def _prose_of_notebook(path: Path, text: str | None = None) -> tuple[list[str], list[str]]:
     """(Markdown texts with math: cells and rich outputs; plain-text outputs)."""
     md, plain = [], []
-    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+    text = path.read_text(encoding="utf-8") if text is None else text
+    for cell in json.loads(text)["cells"]:
         if cell["cell_type"] == "markdown":
             md.append(re.sub(r"`[^`\n]*`", "CODE", "".join(cell["source"])))
         for out in cell.get("outputs", []):
@@ -445,14 +444,15 @@ def _local(name: str, where: str) -> bool:
     return any(Path(file).match(g) for g in LOCAL[name][1])
 
 
-def problems_of(path: Path) -> list[str]:
+def problems_of(path: Path, content: str | None = None) -> list[str]:
+    """Every problem of one notebook or page (``content``: its text at another commit)."""
     where = str(path.relative_to(ROOT))
     if path.suffix == ".ipynb":
-        md, plain = _prose_of_notebook(path)
+        md, plain = _prose_of_notebook(path, content)
         found = [p for text in md for p in check_text(text, where)]
         return found + [p for text in plain for p in check_plain(text, where)]
-    text = path.read_text(encoding="utf-8")
-    return [p for t in _prose_of_doc(path) for p in check_text(t, where)] + \
+    text = path.read_text(encoding="utf-8") if content is None else content
+    return [p for t in _prose_of_doc(path, text) for p in check_text(t, where)] + \
         check_prose(text, where)
 
 
@@ -542,9 +542,21 @@ WRONG_AT_B1B1D4A = {
 }
 
 
+# what each control must be flagged for (the symbol and the kind of problem)
+FLAGGED_FOR = {"m as a position": "$m$ defined as", "m as a maximum": "$m$ defined as",
+               "s as weights": "s is not in the notation", "S as scores": "S^{score} is not",
+               "h as head size": "$h$ defined as", "g as a gate": "$g$ defined as",
+               "k as draft tokens": "$k$ defined as", "k x n": "k as a dimension",
+               "M as a matrix": "$M$ defined as", "d_c as V2's latent": "$d_c$ in a sentence",
+               "C as a chunk": "C is not in the notation", "N and d": "N is not in the notation",
+               "P as a peak": "$P$ defined as", "h as a label": "kappa is not in the notation",
+               "W as window": "W is not in the notation"}
+
+
 @pytest.mark.parametrize("what", WRONG_AT_B1B1D4A)
 def test_the_checker_flags_the_wrong_sentences_of_b1b1d4a(what):
-    assert check_text(WRONG_AT_B1B1D4A[what], "control.md"), what
+    found = check_text(WRONG_AT_B1B1D4A[what], "control.md")
+    assert any(FLAGGED_FOR[what] in p for p in found), (what, found)
 
 
 def test_the_checker_flags_wrong_meanings_not_only_unknown_names():
@@ -571,6 +583,31 @@ def test_the_checker_flags_wrong_meanings_not_only_unknown_names():
                  "where $d_L$ is the latent width (DeepSeek-V2's paper calls it d_c)",
                  "$R_i$ is RoPE's rotation at position $i$"):
         assert not check_text(text, "control.md"), (text, check_text(text, "control.md"))
+
+
+# The files as they were at b1b1d4a, before issue 40, and a problem each must show
+AT_B1B1D4A = {
+    "notebooks/04_rope_decoupling.ipynb": "$m$ defined as",            # m a position
+    "notebooks/06_capacity_planning.ipynb": "M_w printed",              # and m = max_r lse_r
+    "notebooks/03_latent_attention_mla.ipynb": "$d_c$ in a sentence",   # d_c as V2's latent
+    "notebooks/07_hybrid_models.ipynb": "kappa is not",                 # kappa_h's h a label
+    "notebooks/08_compressed_shared_selected.ipynb": "S^{score} is not",  # S for scores
+    "docs/capacity.md": "P defined as",                                 # P the peak
+    "docs/crosscheck.md": "T is not in the notation",                   # T the context
+}
+
+
+def test_the_checker_flags_the_files_of_b1b1d4a():
+    """Whole files at commit b1b1d4a (git show), each flagged for its known wrong meaning."""
+    import subprocess
+
+    for name, expected in AT_B1B1D4A.items():
+        shown = subprocess.run(["git", "show", f"b1b1d4a:{name}"], cwd=ROOT, capture_output=True,
+                               text=True)
+        if shown.returncode:
+            pytest.skip("commit b1b1d4a is not in this clone's history")
+        found = problems_of(ROOT / name, shown.stdout)
+        assert any(expected in p for p in found), (name, found[:5])
 
 
 def test_the_plain_text_outputs_are_read():
