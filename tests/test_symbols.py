@@ -646,3 +646,13 @@ def test_notebooks_write_one_symbol_one_meaning(path, request):
         request.applymarker(pytest.mark.xfail(reason="being rewritten to the notation (issue 40)",
                                               strict=False))
     assert not problems_of(path), "\n".join(problems_of(path))
+
+
+if __name__ == "__main__":  # python tests/test_symbols.py [FILE ...]: what the test flags, per file
+    import sys
+
+    for arg in sys.argv[1:] or [str(p) for p in NOTEBOOKS + DOCS]:
+        found = problems_of(Path(arg).resolve())
+        print(f"{arg}: {len(found)} problem(s)")
+        for problem in found:
+            print("   ", problem.split(": ", 1)[1])
