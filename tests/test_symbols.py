@@ -237,6 +237,9 @@ def symbols(tex: str) -> list[tuple[str, object]]:
         if whole in reg or whole in alias:
             out.append((whole, reg.get(whole) or alias.get(whole)))
             continue
+        if re.fullmatch(r"[A-Za-z]{2,}", sub.strip()):  # a word, not indices: c_{full}
+            out.append((whole, None))
+            continue
         if sub:  # indices: k_{h,n}, K_{g(h)}, R_{j-i}
             head = canonical(base, sup)
             out.append((head, reg.get(head) or alias.get(head)))
@@ -486,6 +489,7 @@ def test_the_tokeniser_reads_names_indices_and_decorations():
                                                                  "BW"]
     assert names(r"\theta_p = 10000^{-2p/d_{QK}}") == ["theta", "p", "p", "d_QK"]
     assert names(r"N_{KV}^* \; m' \; d'_c") == ["N_KV", "m'", "d'_c"]
+    assert names(r"c_{full} + r\,c_{swa}") == ["c_full", "r", "c_swa"]
     assert dict(symbols("m' d'_c"))["d'_c"] is by_name("d_Lq")
     # registered, aliased, unregistered
     reg = dict(symbols(r"N_{heads} d^R_h d'_c W^{QK}_h(\Delta) R_i R_{j} d"))
