@@ -256,8 +256,9 @@ _L40S_LOG = dict(budget=2591 * 2**30 // 100, N_L=48, N_g=2, d_QK=128, d_V=128, b
 
 def _sglang_fraction_for(tokens: int) -> Fraction:
     """E02.1: the mem_fraction_static at which SGLang 0.5.23's budget (its KV_BUDGET, linear in
-    f with the weights fixed) holds ``tokens`` where it held the issue's at 0.93; F_0 = the
-    H100's CUDA total less the 0.5 GiB kvlib assumes in use before the weights."""
+    the fraction with the weights fixed) holds ``tokens`` where it held the issue's at 0.93; the
+    memory free before the weights (F_0 there) = the H100's CUDA total less the 0.5 GiB kvlib
+    assumes in use."""
     import sympy as sp
 
     from kvlib.core.numeric import evaluate
@@ -644,8 +645,8 @@ ANSWERS: dict[str, Exercise] = {
              "ratio", lambda: _sglang_fraction_for(_ISSUE_21348["vllm"]),
              lambda: {_ISSUE_21348["f"] * Fraction(_ISSUE_21348["vllm"], _ISSUE_21348["sglang"]):
                       "f multiplies the memory free before the weights, not the cache: the "
-                      "weights stay whatever f is, so each 0.01 off f takes 0.01 x F_0 from the "
-                      "cache",
+                      "weights stay whatever it is, so each 0.01 off it takes 0.01 of that "
+                      "memory from the cache",
                       _sglang_default_h100_tp4():
                       "that is SGLang's default on this setup, at which it holds fewer tokens "
                       "than vLLM; solve the budget for 178,880 tokens"}),
