@@ -72,9 +72,15 @@ WORDS = ("TP", "BW")
 # Local symbols: one meaning each, in the files named (a glob on the file name).
 LOCAL = {
     "I": ("the identity matrix (R_0 = I)", ("04_*",)),
+    # notebook 07's crossing of a hybrid and a pure-attention model, one derivation
+    "sigma": ("bytes of a hybrid's constant state per sequence (the crossing)", ("07_*",)),
+    "kappa_hyb": ("bytes per token of the hybrid's growing cache (the crossing)", ("07_*",)),
+    "kappa_attn": ("bytes per token of the pure-attention model's cache (the crossing)",
+                   ("07_*",)),
 }
 # Words that never share a sentence with the symbol: its old meaning's unmistakable names
-NEVER_NEAR = {"d_c": ("DeepSeek-V2", "kv_lora_rank", "Table 1", "V2's latent")}
+NEVER_NEAR = {"d_c": ("DeepSeek-V2", "kv_lora_rank", "Table 1", "V2's latent"),
+              "C": ("chunk", "chunked", "prefill")}
 # Names the notation retired, looked for in plain-text outputs (and any math)
 RETIRED_PLAIN = {"M_w": "R_W", "M_kv": "R_KV", "R_m": "R_i", "R_n": "R_j", "S_h": "A_h",
                  "s_h": "A_h (a row)"}
@@ -103,6 +109,9 @@ def _group(s: str, i: int) -> tuple[str, int]:
 
 
 def _clean(tex: str) -> str:
+    # an upright label in a script is part of the name: C^{\mathrm{conv}} is C^{conv}
+    tex = re.sub(r"([_^])\s*\{\s*\\(?:mathrm|text|operatorname)\{([A-Za-z]+)\}\s*\}", r"\1{\2}",
+                 tex)
     tex = re.sub(r"\\(?:" + "|".join(TEXT_COMMANDS) + r")\s*\{[^{}]*\}",
                  lambda m: _upright(m.group(0)), tex)
     tex = re.sub(r"\\(?:left|right|big|Big|bigg|Bigg|displaystyle)(?![A-Za-z])", " ", tex)
@@ -405,7 +414,7 @@ def check_prose(text: str, where: str = "") -> list[str]:
     text = MATH.sub(" MATHX ", text)
     text = re.sub(r"\]\([^)]*\)|<[^>\n]*>|https?://\S+", " ", text)
     text = re.sub(r'"[^"]{0,300}"', " QUOTE ", text)  # a quotation keeps its source's letters
-    problems = []
+    problems, seen = [], []
     for m in _PLAIN.finditer(text):
         token = re.sub(r"([_^])([A-Za-z0-9]+)", r"\1{\2}", m.group(1))  # N_KV is N_{KV}
         before, after = text[max(0, m.start() - 6):m.start()], text[m.end():m.end() + 6]
@@ -422,6 +431,8 @@ def check_prose(text: str, where: str = "") -> list[str]:
         if re.fullmatch(r"[a-z]_\{[a-z]{3,}\}", token) and not symbols(token)[0][1]:
             continue  # a config key (n_groups) written without backticks, not a symbol
         for name, entry in symbols(token):
+            if entry is not None:
+                seen.append((m.start(), name, entry))
             if entry is None and not _local(name, where):
                 problems.append(f"{where}: '{text[max(0, m.start() - 30):m.end() + 30]}': "
                                 f"{name} is not in the notation".replace("\n", " "))
@@ -437,6 +448,15 @@ def check_prose(text: str, where: str = "") -> list[str]:
                 problems.append(f"{where}: {name} defined as '{d.group(1).strip()}' ({bad[0]}: "
                                 f"{entry.name} is {entry.meaning})")
         del line_start
+    for at, name, entry in seen:  # words never near a symbol, in its sentence or table cell
+        start = max(text.rfind(". ", 0, at), text.rfind("\n\n", 0, at), text.rfind("|", 0, at))
+        ends = [e for e in (text.find(". ", at), text.find("\n\n", at), text.find("|", at))
+                if e >= 0]
+        sentence = text[start + 1:min(ends) if ends else len(text)]
+        near = _matches(NEVER_NEAR.get(entry.name, ()), sentence)
+        if near:
+            problems.append(f"{where}: {name} in a sentence about '{near[0]}' "
+                            f"({entry.name} is {entry.meaning})")
     return problems
 
 
@@ -552,7 +572,8 @@ FLAGGED_FOR = {"m as a position": "$m$ defined as", "m as a maximum": "$m$ defin
                "h as head size": "$h$ defined as", "g as a gate": "$g$ defined as",
                "k as draft tokens": "$k$ defined as", "k x n": "k as a dimension",
                "M as a matrix": "$M$ defined as", "d_c as V2's latent": "$d_c$ in a sentence",
-               "C as a chunk": "C is not in the notation", "N and d": "N is not in the notation",
+               "C as a chunk": "$C$ in a sentence about 'chunk'",
+               "N and d": "N is not in the notation",
                "P as a peak": "$P$ defined as", "h as a label": "kappa is not in the notation",
                "W as window": "W is not in the notation"}
 

@@ -272,6 +272,17 @@ TENSOR_SYMBOLS: tuple[Symbol, ...] = (
     _tensor("k^R", "decoupled RoPE key of one token (1 x d_R)", "DeepSeek (k^R_t)", "vector"),
     _tensor("K^I", "an indexer's keys (N_KV x d_I)", "DeepSeek V3.2 (k^I)"),
     _tensor("c^Q", "query latent of one token, x W^{DQ} (1 x d_Lq)", "DeepSeek (c_t^Q)", "vector"),
+    # DeepSeek V4's compressor (notebook 08, kvlib.core.compression) and a convolution's state
+    _tensor("C", "a compressor's projected rows, one per token (C_j = x_j W^{KV}, c_o d_c wide)",
+            "DeepSeek V4 (C)"),
+    _tensor("C^N", "a compressed entry's NoPE part (N_KV/m x (d_c - d_R), fp8)", "ours"),
+    _tensor("C^R", "a compressed entry's RoPE part (N_KV/m x d_R, bf16)", "ours"),
+    _tensor("C^{st}", "a compressor's state: the rows kept (min(N_KV, c_o m) x c_o d_c, fp32)",
+            "ours (vLLM 0.34.0's compressor state)"),
+    _tensor("Z^{st}", "a compressor's state: the scores kept (min(N_KV, c_o m) x c_o d_c, fp32)",
+            "ours (vLLM 0.34.0's compressor state)"),
+    _tensor("C^{conv}", "a short convolution's state: its last d_conv - 1 input rows",
+            "ours (vLLM's conv_state)"),
     Symbol(sp.Symbol("Delta", integer=True), "offset between query and key positions, i - j",
            "tokens", "ours"),
     Symbol(sp.Symbol("theta", positive=True), "RoPE's rotation frequency of one pair of "
@@ -378,6 +389,7 @@ SENSES: dict[str, Sense] = {
     "theta": Sense(("frequenc", "angle", "rotation")),
     "p": Sense(("pair", "dimension"), ("position", "token", "parameter")),
     "c^Q": Sense(("query", "latent", "compressed"), ("key", "cache")),
+    "C": Sense(("compressor", "projected", "rows?"), ("chunk", "context", "prefill")),
 }
 _STOP = {"the", "one", "of", "a", "an", "and", "or", "in", "on", "per", "its", "to", "by", "for",
          "as", "at", "with", "from", "that", "not", "any", "x", "is", "be", "it", "whose", "which",
