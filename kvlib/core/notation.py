@@ -26,10 +26,11 @@ up-projections W^{LK}, W^{LV} (DeepSeek's W^{UK}, W^{UV}).
 
 Issue 40 adds, in tuples of their own (:data:`INDEX_SYMBOLS`, :data:`TENSOR_SYMBOLS`,
 :data:`RECURRENT_SYMBOLS`, :data:`SERVING_EXTRA_SYMBOLS`): the indices h (query head), g
-(key/value head), i and j (query and key positions), t (decode step) and p (RoPE's pair of
-dimensions); the tensors X, Q, K, V, L, Y and their rows; the scores Z and the weights A (never S
-or s: S is a session's bytes); the offset Delta = i - j, RoPE's rotation R_i and the merged
-W^{QK}_h(Delta) (never m, a position, nor M, a matrix: m is V4's merge ratio, M a GPU's memory);
+(key/value head), i and j (query and key positions), t (decode step), p (RoPE's pair of
+dimensions) and l (layer); the tensors X, Q, K, V, L, Y and their rows; the scores Z and the
+weights A (never S or s: S is a session's bytes); the offset Delta = i - j, RoPE's rotation R_i
+and the merged W^{QK}_h(Delta) (never m, a position, nor M, a matrix: m is V4's merge ratio, M a
+GPU's memory);
 the LSE merge's running maximum mu; Gated DeltaNet's gate alpha and update strength beta (never
 g); the draft tokens N_spec (never k). :data:`SENSES` gives each entry's words and the wrong
 senses a definition must not give it (``tests/test_symbols.py``).
@@ -237,6 +238,7 @@ INDEX_SYMBOLS: tuple[Symbol, ...] = (
     _index("j", "position of a key token (k_j, R_j, L_j)"),
     _index("t", "decode step, the token being generated (alpha_t, beta_t; 1 to N_KV)"),
     _index("p", "pair of dimensions RoPE turns together (theta_p; 0 to d_QK/2 - 1, or d_R/2 - 1)"),
+    _index("l", "layer index (1 to N_L)"),
 )
 
 
@@ -388,6 +390,7 @@ SENSES: dict[str, Sense] = {
     "Delta": Sense(("offset", "distance", "i - j", "relative")),
     "theta": Sense(("frequenc", "angle", "rotation")),
     "p": Sense(("pair", "dimension"), ("position", "token", "parameter")),
+    "l": Sense(("layer",), ("layers of the model", "number of layers")),
     "c^Q": Sense(("query", "latent", "compressed"), ("key", "cache")),
     "C": Sense(("compressor", "projected", "rows?"), ("chunk", "context", "prefill")),
 }
