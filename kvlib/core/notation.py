@@ -30,10 +30,10 @@ Issue 40 adds, in tuples of their own (:data:`INDEX_SYMBOLS`, :data:`TENSOR_SYMB
 dimensions) and l (layer); the tensors X, Q, K, V, L, Y and their rows; the scores Z and the
 weights A (never S or s: S is a session's bytes); the offset Delta = i - j, RoPE's rotation R_i
 and the merged W^{QK}_h(Delta) (never m, a position, nor M, a matrix: m is V4's merge ratio, M a
-GPU's memory);
-the LSE merge's running maximum mu; Gated DeltaNet's gate alpha and update strength beta (never
-g); the draft tokens N_spec (never k). :data:`SENSES` gives each entry's words and the wrong
-senses a definition must not give it (``tests/test_symbols.py``).
+GPU's memory); the LSE merge's running maximum mu; Gated DeltaNet's gate alpha and update
+strength beta (never g); the draft tokens N_spec (never k); DeepSeek V4's compressor rows C and
+its state C^{st}, Z^{st} (C is never a chunk or the context). :data:`SENSES` gives each entry's
+words and the wrong senses a definition must not give it (``tests/test_symbols.py``).
 
 Beware a clash of names: ``N_KV`` counts key/value *tokens* (the rows of the
 cached K and V), as in the paper, while "KV heads" is ``N_g``.
