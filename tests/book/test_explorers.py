@@ -507,6 +507,29 @@ def test_planner_explorer_equals_kvlib(open_page):
     assert max(REDRAW_MS[page.kind]) < REDRAW_LIMIT_MS, REDRAW_MS[page.kind]
 
 
+def test_the_pages_planner_chart_follows_the_sessions_slider(open_page):
+    """Issue 40, item 7: the page's budget bar draws the sessions slider's sequences, as the
+    notebook's figure does: 4 sessions draw half the KV in use of 8, and more than fit run
+    past the usable memory with the verdict saying how many fit."""
+    page = open_page("06_capacity_planning")  # Llama 3.1 70B, 4 x H200, TP 4, bf16, 128K
+    sessions = list(range(1, 257))
+
+    def kv_in_use() -> float:
+        return page.explorer.evaluate("""el => [...el.querySelectorAll('.kvlib-bar')]
+          .find(b => b.querySelector('title').textContent === 'KV in use')
+          .getBoundingClientRect().width""")
+
+    page.act("sessions", 8, sessions)
+    eight = kv_in_use()
+    page.act("sessions", 4, sessions)
+    assert kv_in_use() == pytest.approx(eight / 2, rel=0.01)
+    page.act("sessions", 12, sessions)  # 9 fit (10,737,418,240 B each in a 105.04 GB budget)
+    verdict = page.explorer.locator(".kvlib-verdict").text_content()
+    assert verdict == "12 x 128K: only 9 fit"
+    r = capacity_widget.planner(**page.state())
+    _planner_chart(page, r)  # the notebook's figure says the same
+
+
 ENGINE_SAMPLES = [
     {**PLAN_START, "engine": "sglang"},  # the notebook's start under SGLang
     {**PLAN_START, "engine": "trtllm"},  # and under TensorRT-LLM
