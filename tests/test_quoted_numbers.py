@@ -61,7 +61,7 @@ QUOTED = {
 # Numbers a markdown cell states (first) that an output shows (second): when kvlib's answer
 # changes, nbval fails on the stored output, the output is re-executed, and then this fails
 # until the prose says the new number. Numbers kvlib computes in the middle of an argument are
-# not typed in markdown at all: a code cell prints the sentence (notebook 06, sections 3, 8-10).
+# not typed in markdown at all: a code cell prints the sentence (notebook 06, sections 3, 7-8).
 PROSE = {
     "engines/05_mla_decode_in_engines.ipynb": [  # moved from notebook 03 (issue 40)
         ("CUDA\n8 x 79.22 GiB = 633.76 GiB", "CUDA total 633.76 GiB"),
