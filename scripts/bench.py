@@ -546,13 +546,15 @@ def print_report(r: dict) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="*", type=Path,
-                    help="notebooks to execute (default: notebooks/*.ipynb)")
+                    help="notebooks to execute (default: notebooks/*.ipynb, then "
+                         "notebooks/engines/*.ipynb)")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "report.json")
     ap.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     ap.add_argument("--no-browser", action="store_true",
                     help="skip the widget moves in JupyterLab (headless Chromium)")
     args = ap.parse_args(argv)
-    paths = args.notebooks or sorted((REPO / "notebooks").glob("*.ipynb"))
+    paths = args.notebooks or (sorted((REPO / "notebooks").glob("*.ipynb"))
+                               + sorted((REPO / "notebooks" / "engines").glob("*.ipynb")))
     if shutil.which("jupyter", path=str(Path(sys.executable).parent)) is None:
         print("note: jupyter not in this environment; run from the project's .venv",
               file=sys.stderr)
