@@ -49,7 +49,7 @@ RIGHT = {
     # over 64 layers x K and V x 8 heads x 128 x 2 B a token
     "06.4": (((7922 * 2**30 // 100 - 2**29) * 83 // 100 - 32_762_123_264 * 2)
              // (64 * 2 * 8 * 128 * 2),),
-    # --- E01 begin: engines/01. E01.1 and E01.3 with vLLM 0.33.0's budget, ceil(0.92 M) - W - 4 GiB:
+    # --- E01 begin: engines/01. E01.1, E01.3: vLLM 0.33.0's budget, ceil(0.92 M) - W - 4 GiB:
     # DeepSeek V2 at 236B x 2 B / 8 per GPU over the 60 x (512 + 64) x 2 B latent at 32K (whole,
     # or an eighth with DCP 8); Llama 3.1 70B on 8 x H100 as notebook 06's exercise 1
     "E01.1": ((-(-(13981 * 2**30 // 100) * 92 // 100) - 236_000_000_000 * 2 // 8 - 4 * 2**30)

@@ -797,7 +797,8 @@ def _text_quantities(page: str) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_quantity_on_the_page_is_shown_or_checked(page):
-    every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb")) + sorted(NB.glob("engines/*.ipynb")))
+    every = "\n".join(_outputs(p) for p in sorted(NB.glob("*.ipynb"))
+                      + sorted(NB.glob("engines/*.ipynb")))
     _audit(page, [("", said) for said in _text_quantities(page)], DOC_EXEMPT.get(page, {}),
            every, "DOC_EXEMPT")
 
