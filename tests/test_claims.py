@@ -373,7 +373,7 @@ def test_claims_are_credited_to_whoever_made_them():
 
 def test_hybrid_against_llama_ratios_by_hand():
     """Notebook 07, section 3's takeaway: Qwen3-Next 80B holds 5.2x less than Llama 3.1 70B at
-    1K, 13.2x less at 128K, tending to kappa_p / kappa_h = 13.3x (bf16, one sequence), and less
+    1K, 13.2x less at 128K, tending to kappa_attn / kappa_hyb = 13.3x (bf16, one sequence), and less
     from 131 tokens on. Per token, from the configs: Llama 3.1 70B's 80 layers x 2 (K, V) x 8 KV
     heads x 128 x 2 B; Qwen3-Next's 12 attention layers (every 4th of 48) x 2 x 2 x 256 x 2 B,
     plus, per sequence, its 36 Gated DeltaNet layers' states as vLLM 0.34.0 shapes them
@@ -390,40 +390,41 @@ def test_hybrid_against_llama_ratios_by_hand():
     assert (ll["num_hidden_layers"], ll["num_key_value_heads"],
             ll["hidden_size"] // ll["num_attention_heads"]) == (80, 8, 128)
 
-    kappa_p = 80 * 2 * 8 * 128 * 2  # Llama 3.1 70B, bytes per token
-    kappa_h = (48 // 4) * 2 * 2 * 256 * 2  # Qwen3-Next's 12 attention layers
+    kappa_attn = 80 * 2 * 8 * 128 * 2  # Llama 3.1 70B, bytes per token
+    kappa_hyb = (48 // 4) * 2 * 2 * 256 * 2  # Qwen3-Next's 12 attention layers
     conv = (4 - 1) * (2 * 16 * 128 + 32 * 128) * 2
     recurrent = 32 * 128 * 128 * 2
     sigma = (48 - 48 // 4) * (conv + recurrent)  # 36 layers x 1,097,728 B
-    assert (kappa_p, kappa_h, conv, recurrent) == (327_680, 24_576, 49_152, 1_048_576)
+    assert (kappa_attn, kappa_hyb, conv, recurrent) == (327_680, 24_576, 49_152, 1_048_576)
     assert sigma == 36 * 1_097_728 == 39_518_208
 
     def ratio(tokens: int) -> Fraction:
-        return Fraction(kappa_p * tokens, sigma + kappa_h * tokens)
+        return Fraction(kappa_attn * tokens, sigma + kappa_hyb * tokens)
 
     assert ratio(1024) == Fraction(335_544_320, 64_684_032)  # 0.31 GiB / 0.06 GiB
     assert ratio(131072) == Fraction(42_949_672_960, 3_260_743_680)  # 40 GiB / 3.04 GiB
     assert f"{float(ratio(1024)):.1f}x" == "5.2x" and f"{float(ratio(131072)):.1f}x" == "13.2x"
-    assert Fraction(kappa_p, kappa_h) == Fraction(40, 3)  # the limit, 13.33...
-    assert f"{kappa_p / kappa_h:.1f}x" == "13.3x"
-    assert ratio(1024) < ratio(131072) < Fraction(kappa_p, kappa_h)  # climbs towards the limit
-    crossing = -(-sigma // (kappa_p - kappa_h))  # sigma + kappa_h T < kappa_p T
+    assert Fraction(kappa_attn, kappa_hyb) == Fraction(40, 3)  # the limit, 13.33...
+    assert f"{kappa_attn / kappa_hyb:.1f}x" == "13.3x"
+    assert ratio(1024) < ratio(131072) < Fraction(kappa_attn, kappa_hyb)  # climbs towards the limit
+    crossing = -(-sigma // (kappa_attn - kappa_hyb))  # sigma + kappa_hyb T < kappa_attn T
     assert crossing == 131 and ratio(130) < 1 < ratio(131)
 
     from kvlib import load_model  # kvlib agrees with the hand values
 
     qwen, llama = load_model("qwen3-next-80b-a3b"), load_model("llama-3.1-70b")
     assert (qwen.state_bytes_per_sequence(), qwen.kv_bytes_per_token(2),
-            llama.kv_bytes_per_token(2)) == (sigma, kappa_h, kappa_p)
+            llama.kv_bytes_per_token(2)) == (sigma, kappa_hyb, kappa_attn)
     for t in (1024, 131072):
         assert Fraction(llama.total_bytes_per_sequence(t, 2),
                         qwen.total_bytes_per_sequence(t, 2)) == ratio(t)
 
     said = " ".join(_markdown("07_hybrid_models.ipynb").split())
-    assert ("5.2x less at 1K, and the ratio climbs towards $\\kappa_p / \\kappa_h$ = 13.3x as the "
+    assert ("5.2x less at 1K, and the ratio climbs towards "
+            "$\\kappa_{\\mathrm{attn}} / \\kappa_{\\mathrm{hyb}}$ = 13.3x as the "
             "per-token cost comes to dominate (13.2x at 128K)") in said
     assert "the hybrid holds less from 131 tokens on, and 13x less at 128K" in said
     shown = _outputs("07_hybrid_models.ipynb")
     for line in ("the hybrid holds less from 131 tokens on", "(5.2x)", "(13.2x)",
-                 "as N_KV grows the ratio tends to kappa_p/kappa_h = 13.3x"):
+                 "as N_KV grows the ratio tends to kappa_attn/kappa_hyb = 13.3x"):
         assert line in shown, line

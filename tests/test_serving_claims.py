@@ -100,8 +100,9 @@ def test_blog_post_a_four_h200_breakdown_with_the_cuda_total():
     assert sheet.max_sequences_per_replica(131_072) == 8
 
 
-def test_nb03_h100_node_memory_sentence():
-    """The corrected NB03 sentence: 600 GiB of decompressed K/V at 128K against an H100 node."""
+def test_h100_node_memory_sentence():
+    """The node sentence (engines/05, moved from notebook 03): 600 GiB of decompressed K/V at
+    128K against an H100 node."""
     assert 4_915_200 * 131_072 == 600 * GiB
     assert f"{8 * 80 * GB / GiB:.0f}" == "596"  # datasheet: 8 x 80 GB = 640 GB
     node_smi = 8 * 81_559 * MiB  # nvidia-smi 81559MiB per H100 (modal-labs/modal-client #2797)
@@ -116,7 +117,7 @@ def test_nb03_h100_node_memory_sentence():
     assert f"{node_cuda / GiB:.2f}" == "633.76" and f"{usable / GiB:.2f}" == "583.06"
     assert 600 * GiB > usable
     notebooks = Path(__file__).parent.parent / "notebooks"
-    nb03 = (notebooks / "03_latent_attention_mla.ipynb").read_text()
+    nb03 = (notebooks / "engines" / "05_mla_decode_in_engines.ipynb").read_text()
     assert "leaves at most 583.06 GiB" in nb03 and "about all\\nthe memory" not in nb03
     assert "`gpu_memory_utilization` of 0.92" in nb03 and "573.5" not in nb03
 
@@ -293,7 +294,7 @@ def _markdown_and_outputs(name: str) -> str:
 
 
 def test_blackwell_mxfp4_padding_of_gpt_oss_20b_by_hand():
-    """Notebook 06, "Weights from the checkpoint": on Blackwell, vLLM 0.34.0's TRT-LLM MXFP4 MoE
+    """Engines 01, "Weights from the checkpoint": on Blackwell, vLLM 0.34.0's TRT-LLM MXFP4 MoE
     kernels round the experts' hidden size up to a multiple of 256 and the intermediate size to
     128 (mxfp4_round_up_hidden_size_and_intermediate_size, TRTLLM_BACKENDS branch,
     vllm/model_executor/layers/fused_moe/oracle/mxfp4.py, lines 822-858), and Mxfp4MoEMethod
@@ -323,7 +324,7 @@ def test_blackwell_mxfp4_padding_of_gpt_oss_20b_by_hand():
     assert f"{extra / files:.1%}" == "9.0%"  # 3072 x 2944 / 2880^2 - 1 = 9.04%
     assert Fraction(padded, files) == Fraction(3072 * 2944, 2880 * 2880)
     # what the notebook prints and says
-    nb06 = _markdown_and_outputs("06_capacity_planning.ipynb")
+    nb06 = _markdown_and_outputs("engines/01_vllm_budget_and_blocks.ipynb")
     assert ("Blackwell pads gpt-oss-20b's experts from 2880 x 2880 to 3072 x 2944: +0.92 GB in "
             "memory (9.0% of the experts)") in nb06
     assert ("(hidden to a multiple of 256, intermediate to 128: "

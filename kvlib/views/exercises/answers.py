@@ -243,6 +243,23 @@ def _nemotron_state_per_gpu(tp: int, ssm_bytes: int = 4) -> int:
     s = group.sizes
     return whole - group.layers * s["N_sh"] // tp * s["d_sh"] * s["d_state"] * 2
 
+
+def _prefill_crossover(d_L: int) -> Fraction:
+    """Query tokens per step above which re-expanding keys and values costs fewer FLOPs than
+    absorbed attention, against a long cached context, at DeepSeek V2's widths with latent
+    ``d_L`` (engines/05, section 2: the N_Q where the two chunk paths' FLOPs meet, N_KV -> oo)."""
+    import sympy as sp
+
+    from kvlib.core.decode_cost import CHUNK_PATHS, N_Q
+
+    diff = (CHUNK_PATHS["MLA+RoPE absorbed, query latent"].flops
+            - CHUNK_PATHS["MLA+RoPE naive, query latent"].flops)
+    u, w = sp.Poly(diff, N_Q).all_coeffs()
+    at = {by_name(k).symbol: v for k, v in dict(_DS_V2, d_QK=128, d_R=64, d_Lq=1536,
+                                                d_L=d_L).items()}
+    return Fraction(str(sp.limit((-w / u).subs(at), by_name("N_KV").symbol, sp.oo)))
+
+
 # Engines track 02 and 03 (notebooks/engines/): the figures each statement gives.
 # E02.1: vLLM #21348, Qwen3-235B-A22B on 4 x H100 at TP 4: SGLang 0.5.23 logged 367,404 tokens
 # at --mem-fraction-static 0.93, vLLM 178,880; one KV head of 128 per rank, 94 layers, bf16.
@@ -306,22 +323,6 @@ def _qwen32_k_size(page_rows: bool = True) -> int:
 
     k = sg.k_size_bytes(17_667, 1, 8, 128, 64, 2)
     return k if page_rows else k - sg.k_size_bytes(0, 1, 8, 128, 64, 2)
-
-
-def _prefill_crossover(d_L: int) -> Fraction:
-    """Query tokens per step above which re-expanding keys and values costs fewer FLOPs than
-    absorbed attention, against a long cached context, at DeepSeek V2's widths with latent
-    ``d_L`` (engines/05, section 2: the N_Q where the two chunk paths' FLOPs meet, N_KV -> oo)."""
-    import sympy as sp
-
-    from kvlib.core.decode_cost import CHUNK_PATHS, N_Q
-
-    diff = (CHUNK_PATHS["MLA+RoPE absorbed, query latent"].flops
-            - CHUNK_PATHS["MLA+RoPE naive, query latent"].flops)
-    u, w = sp.Poly(diff, N_Q).all_coeffs()
-    at = {by_name(k).symbol: v for k, v in dict(_DS_V2, d_QK=128, d_R=64, d_Lq=1536,
-                                                d_L=d_L).items()}
-    return Fraction(str(sp.limit((-w / u).subs(at), by_name("N_KV").symbol, sp.oo)))
 
 
 ANSWERS: dict[str, Exercise] = {
@@ -525,19 +526,6 @@ ANSWERS: dict[str, Exercise] = {
                                      weight_dtype="bf16").decode_step_seconds_all_weights):
                       "that reads every weight: the input embedding is a lookup of one row "
                       "per token, not read whole (notebook 06, section 8)"}),
-    )),
-    "06.4": Exercise((
-        Part("tokens", "KV tokens SGLang allocates", "count",
-             lambda: _engine("qwen3-32b", "H100-80GB", "sglang").tokens,
-             lambda: {_engine("qwen3-32b", "H100-80GB", "trtllm").tokens:
-                      "that is TensorRT-LLM's: it keeps 0.9 of what is free after the weights; "
-                      "SGLang's fraction applies to what was free before them",
-                      _engine("qwen3-32b", "H100-80GB", "vllm").tokens:
-                      "that is vLLM 0.34.0's, measured after warmup",
-                      _engine("qwen3-32b", "H100-80GB", "sglang", in_use_bytes=0).tokens:
-                      "0.5 GiB was in use before the weights: the fraction applies to what is "
-                      "free, not to the CUDA total"},
-             unit="tokens"),
     )),
     "07.1": Exercise((
         Part("share", "share of the sequence that is Mamba2 state", "ratio",
