@@ -131,9 +131,9 @@ TABLE_1 = TensorTable(
         _t("Q_h", r"Q_h = X W^{Q}_h", N_KV, d_QK, N_h, A),
         _t("K_h", r"K_h = X W^{K}_h", N_KV, d_QK, N_h, C, kv_side=True),
         _t("V_h", r"V_h = X W^{V}_h", N_KV, d_V, N_h, C, kv_side=True),
-        _t("S_h", r"S_h = \mathrm{softmax}(Q_h K_h^{T} / \sqrt{d_{QK}})", N_KV, N_KV, N_h, A,
-           note="attention scores"),
-        _t("Y", r"Y = \sum_h S_h V_h W^{O}_h", N_KV, d_in, 1, A, note="layer output"),
+        _t("A_h", r"A_h = \mathrm{softmax}(Q_h K_h^{T} / \sqrt{d_{QK}})", N_KV, N_KV, N_h, A,
+           note="attention weights: the softmax of the scores Z_h"),
+        _t("Y", r"Y = \sum_h A_h V_h W^{O}_h", N_KV, d_in, 1, A, note="layer output"),
     ),
 )
 
@@ -175,9 +175,9 @@ TABLE_2 = TensorTable(
         _t("Q_h", r"Q_h = X W^{Q}_h", N_KV, d_QK, N_h, A),
         _t("K_h", r"K_h = L W^{LK}_h", N_KV, d_QK, N_h, A, note="formed from L, not cached"),
         _t("V_h", r"V_h = L W^{LV}_h", N_KV, d_V, N_h, A, note="formed from L, not cached"),
-        _t("S_h", r"S_h = \mathrm{softmax}(Q_h K_h^{T} / \sqrt{d_{QK}})", N_KV, N_KV, N_h, A,
-           note="attention scores"),
-        _t("Y", r"Y = \sum_h S_h V_h W^{O}_h", N_KV, d_in, 1, A, note="layer output"),
+        _t("A_h", r"A_h = \mathrm{softmax}(Q_h K_h^{T} / \sqrt{d_{QK}})", N_KV, N_KV, N_h, A,
+           note="attention weights: the softmax of the scores Z_h"),
+        _t("Y", r"Y = \sum_h A_h V_h W^{O}_h", N_KV, d_in, 1, A, note="layer output"),
     ),
 )
 
@@ -198,8 +198,8 @@ def decoupled_rope(table: TensorTable = TABLE_2) -> TensorTable:
                   note="one RoPE key per token, shared by all heads, cached")
     rows: list[Tensor] = []
     for t in table.tensors:
-        if t.name == "S_h":
-            t = replace(t, latex=r"S_h = \mathrm{softmax}((Q_h K_h^{T} + Q^{R}_h K^{R\,T})"
+        if t.name == "A_h":
+            t = replace(t, latex=r"A_h = \mathrm{softmax}((Q_h K_h^{T} + Q^{R}_h K^{R\,T})"
                         r" / \sqrt{d_{QK} + d_R})")
         rows.append(t)
         if t.name == "W^O_h":
