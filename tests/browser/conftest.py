@@ -69,8 +69,14 @@ def lab(tmp_path_factory, playwright_session):
     pw = playwright_session  # one driver per run (tests/conftest.py)
     work = tmp_path_factory.mktemp("lab")
     served = work / "notebooks"
+    # the lessons, the engines track (notebooks/engines/) and the fixtures; beside the served
+    # folder the repository's tests/ and figures/, as a notebook's relative paths expect
     originals = copy_notebooks(
-        sorted((REPO / "notebooks").glob("*.ipynb")) + sorted(FIXTURES.glob("*.ipynb")), served)
+        sorted((REPO / "notebooks").glob("*.ipynb"))
+        + sorted((REPO / "notebooks" / "engines").glob("*.ipynb"))
+        + sorted(FIXTURES.glob("*.ipynb")), served)
+    for shared in ("tests", "figures"):
+        (work / shared).symlink_to(REPO / shared, target_is_directory=True)
     server = LabServer(served, work)
     browser_proc = None
     try:

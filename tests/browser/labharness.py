@@ -469,8 +469,10 @@ def check_answers_folded(page, name: str) -> None:
     solutions = page.evaluate(_JS_SOLUTIONS)
     if not solutions:
         return
+    # a lesson's exercises are NN.k; the engines track's ENN.k (tests/test_notebook_hygiene.py)
+    number = f"E{name.removeprefix('engines/')[:2]}" if name.startswith("engines/") else name[:2]
     for k, sol in enumerate(solutions, 1):
-        want = f"Show the answer to {name[:2]}.{k}"
+        want = f"Show the answer to {number}.{k}"
         if sol["hidden"] or sol["folds"] != 1 or sol["open"] or sol["text"] != want:
             raise WidgetCheckFailed(
                 f"{name}: after Run All, solution {k} shows {sol['text']!r} (folds "
@@ -658,10 +660,14 @@ def mathjax_errors(page, server: LabServer, name: str, budget_s: float = 40.0) -
 
 
 def copy_notebooks(paths: Sequence[Path], dest: Path) -> dict[str, bytes]:
-    """Copy notebooks into ``dest`` (what the server serves); returns name -> bytes."""
+    """Copy notebooks into ``dest`` (what the server serves); returns name -> bytes. A notebook
+    of the engines track (in a folder named ``engines``) goes to ``dest/engines/``, named
+    ``engines/NAME``: the depth its relative paths (``../../tests/fixtures``) expect."""
     dest.mkdir(parents=True, exist_ok=True)
     out = {}
     for p in paths:
-        shutil.copyfile(p, dest / p.name)
-        out[p.name] = p.read_bytes()
+        name = f"engines/{p.name}" if p.parent.name == "engines" else p.name
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, dest / name)
+        out[name] = p.read_bytes()
     return out

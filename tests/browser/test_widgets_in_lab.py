@@ -28,7 +28,9 @@ import pytest
 from labharness import VIEWPORT, Move, WidgetCheckFailed
 
 NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
-ALL_NOTEBOOKS = [p.name for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+# the lessons, then the engines track (issue 40), named as the Lab serves them: engines/NAME
+PATHS = sorted(NOTEBOOKS.glob("*.ipynb")) + sorted((NOTEBOOKS / "engines").glob("*.ipynb"))
+ALL_NOTEBOOKS = [p.relative_to(NOTEBOOKS).as_posix() for p in PATHS]
 
 
 # `Explorer(...)` itself, or a kvlib factory that returns one (`gqa_explorer(...)`).
@@ -40,7 +42,7 @@ def has_explorer(path: Path) -> bool:
     return any(c.cell_type == "code" and _BUILDS_EXPLORER.search(c.source) for c in nb.cells)
 
 
-WIDGET_NOTEBOOKS = [p.name for p in sorted(NOTEBOOKS.glob("*.ipynb")) if has_explorer(p)]
+WIDGET_NOTEBOOKS = [p.relative_to(NOTEBOOKS).as_posix() for p in PATHS if has_explorer(p)]
 
 # A config.json as a reader would paste it: Llama-style, 2 layers, 8 query heads, 2 KV
 # heads, hidden 512 (head_dim 512 / 8 = 64), 4,096 positions.
