@@ -27,7 +27,7 @@ def prose_words(nb) -> int:
     return sum(len(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
 
 
-def _output_text(out) -> str:
+def output_text(out) -> str:
     if out.output_type == "stream":
         return out.text
     data = out.get("data", {})
@@ -42,7 +42,7 @@ def _output_text(out) -> str:
 
 def printed_words(nb) -> int:
     """Words the code cells' stored outputs show as text (figures and widgets aside)."""
-    return sum(len(_output_text(o).split())
+    return sum(len(output_text(o).split())
                for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 
 
