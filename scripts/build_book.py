@@ -8,8 +8,9 @@ publish the result). This script prepares a source folder for Sphinx, then runs 
    integrity (``npm pack``, cached in ``build/cache/``), copied into the site's ``_static`` so
    the book loads no script, font or stylesheet from another host.
 2. ``build/book-src/``: the configuration and landing page of ``book/``, README.md (the landing
-   page includes its sections), ``figures/``, the formula sheet (``docs/formula_sheet.md``, its
-   links to other pages of ``docs/`` written as their paths; :func:`formula_sheet_page`), and a
+   page includes its sections; its links rewritten as a notebook's, :func:`book_links`),
+   ``figures/``, the formula sheet (``docs/formula_sheet.md``, its links to other pages of
+   ``docs/`` written as their paths; :func:`formula_sheet_page`), and a
    copy of every notebook (the lessons ``notebooks/NN_*.ipynb`` in ``notebooks/``, the engines
    track ``notebooks/engines/*.ipynb`` in ``notebooks/engines/``, a part of the book with its own
    section on the landing page: :func:`engines_section`) with two changes:
@@ -397,7 +398,8 @@ def stage(src: Path, notebooks: list[Path], pages: Path | None = None) -> None:
         index = index.replace(ENGINES_MARKER, links).replace(ENGINES_TOC_MARKER, toc)
         _write_if_changed(src / "index.md", index.encode())
         keep.add(src / "index.md")
-        _write_if_changed(src / "README.md", (REPO / "README.md").read_bytes())
+        readme = book_links((REPO / "README.md").read_text(encoding="utf-8"), "README.md")
+        _write_if_changed(src / "README.md", readme.encode())
         _write_if_changed(src / FORMULA_SHEET, formula_sheet_page().encode())
         keep |= {src / "README.md", src / FORMULA_SHEET}
         keep |= _sync_tree(REPO / "figures", src / "figures")

@@ -96,3 +96,11 @@ def test_links_to_files_the_book_does_not_hold_are_rewritten(bb):
     assert bb.book_links(kept, lesson) == kept
     kept = "[06](../06_capacity_planning.ipynb) [E2](02_y.ipynb) ![fig](../../figures/a.png)"
     assert bb.book_links(kept, engine) == kept
+
+
+def test_the_readme_links_as_the_landing_page_shows_them(bb):
+    """README.md's sections are included in the landing page: its link to the engines folder
+    leads to the engines-track section, a notebook's link stays."""
+    text = "[the engines track](notebooks/engines/) and [01](notebooks/01_a.ipynb)"
+    assert bb.book_links(text, "README.md") == \
+        "[the engines track](index.md#the-engines-track) and [01](notebooks/01_a.ipynb)"
