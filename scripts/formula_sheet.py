@@ -19,8 +19,9 @@ from kvlib.core.formulas import GQA, KINDS, STATES
 from kvlib.core.notation import ALL_SYMBOLS, N_g, by_name
 from kvlib.core.units import auto_unit, describe
 from kvlib.models.catalog import BUNDLED, bundled_config, load_model
-from kvlib.serving import capacity_formulas as cf
-from kvlib.serving.deployment import DEFAULT_GPU_MEM_UTIL, Deployment
+from kvlib.serving.engines.vllm import budget as cf
+from kvlib.serving.engines.vllm.defaults import DEFAULT_GPU_MEM_UTIL
+from kvlib.serving.engines.vllm.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -164,7 +165,7 @@ def _capacity() -> list[str]:
               "unless told); $S$ one session's bytes on one GPU: the cache per token per GPU "
               "above times its tokens, rounded up to whole blocks of 16 (vLLM's default "
               "block size), plus any constant state. The planner evaluates this expression "
-              "(`kvlib.serving.capacity_formulas`).", ""]
+              "(`kvlib.serving.engines.vllm.budget`).", ""]
     for label, plan, _, _ in plans:
         value = cf.SESSIONS.subs({u: plan.gpu_mem_util, M: plan.total_memory_bytes_per_gpu,
                                   W: plan.weights_bytes_per_gpu, O: plan.overhead_bytes_per_gpu,

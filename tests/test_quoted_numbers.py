@@ -343,7 +343,7 @@ V4_PRO_32K_64GIB_CARRIED = 271
 def _v4_pro_32k_gap() -> str:
     """How far kvlib's sessions fall below what vLLM's scheduler carried (notebook 08, §8)."""
     from kvlib import load_model
-    from kvlib.serving.vllm_layout import vllm_layout
+    from kvlib.serving.engines.vllm.layout import vllm_layout
 
     ours = vllm_layout(load_model("deepseek-v4-pro"), 32768, "fp8", 1, "H200").sessions(
         64 * 2**30, 32768)
@@ -352,7 +352,7 @@ def _v4_pro_32k_gap() -> str:
 
 def _fp8_ds_mla_row() -> str:
     """vLLM's fp8_ds_mla row as kvlib's layout counts it (512 fp8 + scales + 64 bf16)."""
-    from kvlib.serving.vllm_layout import _FP8_DS_MLA
+    from kvlib.serving.engines.vllm.blocks import _FP8_DS_MLA
 
     return f"{_FP8_DS_MLA[1]} B"
 

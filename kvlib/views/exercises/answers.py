@@ -22,7 +22,7 @@ from kvlib.models.catalog import bundled_config, load_model, simplified
 from kvlib.models.estimate import estimate
 from kvlib.models.readers import read_config
 from kvlib.reference.attention import decode, init_weights
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines.vllm.deployment import Deployment
 
 __all__ = ["Part", "Exercise", "ANSWERS"]
 
