@@ -1,8 +1,9 @@
 """The cache one sequence holds on one GPU: paging, windows, TP shards, quantization scales.
 
 Each layer group takes ceil(min(T, window) / block_size) blocks of
-``block_size`` tokens per sequence (vLLM's paged allocator), sized by the
-group's own generated formula at the per-rank head count
+``block_size`` tokens per sequence (a paged allocator, engine-neutral: each engine's own
+pages, groups and admission rules are in its folder, :mod:`kvlib.serving.engines`), sized by
+the group's own generated formula at the per-rank head count
 (:func:`kvlib.serving.sharding.shard`). Byte counts are exact Python ints
 (the ceiling of exact Fractions where a 4-bit format leaves half bytes).
 """
