@@ -48,8 +48,8 @@ def refuse_model(model, config: dict | None) -> None:
                          "layers with per-kind head sizes kvlib has not traced")
 
 
-def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=None, other_bytes=0,
-         page_size=None) -> EnginePlan:
+def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=None,
+                other_bytes=0, page_size=None) -> EnginePlan:
     """SGLang's pools for ``dep`` (a Deployment: its weights per GPU, GPU, TP and KV dtype)
     at ``context`` tokens a request. in_use_bytes: memory in use before the weights load
     (default: kvlib's assumption, :mod:`kvlib.serving.engines.startup`); other_bytes: memory
@@ -114,9 +114,9 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                          "weights leave no GPU memory for the KV cache', kv_cache_configurator.py:"
                          f"3041-3058): the weights {gib(dep.weights_bytes_per_gpu)} exceed "
                          f"mem_fraction_static x free memory {gib(free_before * fraction)}")
-    p = pools.pool(kind="hybrid_swa" if hybrid and swa else "single", budget=budget, page=page,
-                context=context, fraction=fraction, full_cell=full, swa_cell=swa,
-                window=window, terms=terms, notes=notes)
+    p = pools.pool(kind="hybrid_swa" if hybrid and swa else "single", budget=budget,
+                   page=page, context=context, fraction=fraction, full_cell=full, swa_cell=swa,
+                   window=window, terms=terms, notes=notes)
     if hybrid and swa:
         both = evaluate(CELL_SWA, c_full=full, c_swa=swa, r=SWA_FULL_TOKENS_RATIO)
         notes.append(f"sliding-window pool: {p.swa_tokens:,} tokens = int(full x 0.8) in pages "

@@ -40,7 +40,7 @@ def refuse_model(model, config: dict | None) -> None:
 
 
 def engine_plan(dep, context: int, *, free_gpu_memory_fraction=None, other_peak_bytes=None,
-         tokens_per_block=None) -> EnginePlan:
+                tokens_per_block=None) -> EnginePlan:
     """TensorRT-LLM's pools for ``dep`` (a Deployment: its weights per GPU, GPU, TP and KV
     dtype) at ``context`` tokens a request. other_peak_bytes: the profiling peak less the
     weights and the temporary cache (default :data:`TRTLLM_OTHER_PEAK`); the fraction and the
@@ -66,7 +66,7 @@ def engine_plan(dep, context: int, *, free_gpu_memory_fraction=None, other_peak_
                          f"cache: weights {gib(dep.weights_bytes_per_gpu)} + the rest of the "
                          f"profiling peak {gib(other)} exceed the {gib(total)} CUDA total")
     p = pools.pool(budget=budget, cell=cell, context=context, block=block, fraction=fraction,
-                 terms=terms)
+                   terms=terms)
     notes = [f"free_gpu_memory_fraction {float(fraction):.16g}"
              + (" (its default 0.9, held as a float32)" if free_gpu_memory_fraction is None
                 else " (--free-gpu-memory-fraction, as a float32)"),
