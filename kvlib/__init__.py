@@ -6,7 +6,8 @@ Layers, each importing only the ones before it (``tests/test_layers.py``):
   numeric functions -> the attention kinds and decode-cost tables;
 * :mod:`kvlib.reference`: NumPy reference attention, MLA and RoPE;
 * :mod:`kvlib.models`: config.json readers (one per family), layer groups, bundled models;
-* :mod:`kvlib.serving`: GPUs, paging, tensor parallelism, capacity plans, levers;
+* :mod:`kvlib.serving`: GPUs, paging, tensor parallelism, levers, and the engines layer
+  (:mod:`kvlib.serving.engines`: vLLM's, SGLang's and TensorRT-LLM's budgets and plans);
 * :mod:`kvlib.views`: plotting style, figures, widgets, tables;
 * :mod:`kvlib.cli`: the ``kvlib`` command.
 
@@ -33,11 +34,11 @@ _NAMES = {
     "kvlib.models.estimate": "Estimate estimate",
     "kvlib.serving.gpus": "GPU CATALOG get_gpu",
     "kvlib.serving.sharding": "shard as_mha",
-    "kvlib.serving.kv": "sequence_shares kv_bytes_per_sequence_per_gpu "
-                        "vllm_sliding_window_tokens",
+    "kvlib.serving.kv": "sequence_shares kv_bytes_per_sequence_per_gpu",
     "kvlib.serving.decode": "decode_step_seconds cache_dominates_at",
-    "kvlib.serving.deployment": "Deployment",
-    "kvlib.serving.plan": "Plan plan",
+    "kvlib.serving.engines.vllm.pages": "vllm_sliding_window_tokens",
+    "kvlib.serving.engines.vllm.deployment": "Deployment plan",
+    "kvlib.serving.engines.vllm.plan": "Plan",
     "kvlib.views.style": "COLORS apply_style plot_bars plot_cache_vs_context context_ticks",
     "kvlib.views.show": "equation",
 }

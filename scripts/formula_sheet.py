@@ -19,8 +19,9 @@ from kvlib.core.formulas import GQA, KINDS, STATES
 from kvlib.core.notation import ALL_SYMBOLS, N_g, by_name
 from kvlib.core.units import auto_unit, describe
 from kvlib.models.catalog import BUNDLED, bundled_config, load_model
-from kvlib.serving import capacity_formulas as cf
-from kvlib.serving.deployment import DEFAULT_GPU_MEM_UTIL, Deployment
+from kvlib.serving.engines.vllm import budget as cf
+from kvlib.serving.engines.vllm.defaults import DEFAULT_GPU_MEM_UTIL
+from kvlib.serving.engines.vllm.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -184,7 +185,7 @@ def _capacity() -> list[str]:
               "the weights (non-torch memory, the CUDA-graph pool); "
               + session.format(block=blocks["0.34.0"], release="0.34.0") + ". `kvlib plan` "
               "assumes $M_0$, $M_{pk}$ and $O_R$ and says so (`assumed:` lines); "
-              "`kvlib.serving.capacity_formulas` holds the expression.", ""]
+              "`kvlib.serving.engines.vllm.budget` holds the expression.", ""]
     for label, plan, _, _ in plans:
         growth = 0  # kvlib assumes torch's reservation does not grow past the peak
         value = cf.SESSIONS_EXTENSIBLE.subs({

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
 from kvlib.serving import paging
 from kvlib.serving.decode import cache_dominates_at, decode_step_seconds
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines.vllm.deployment import Deployment, plan
+from kvlib.serving.engines.vllm.pages import vllm_sliding_window_tokens
 from kvlib.serving.gpus import get_gpu
-from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu, paged_tokens, vllm_sliding_window_tokens
-from kvlib.serving.plan import plan
+from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu, paged_tokens
 from kvlib.serving.sharding import as_mha, shard
 from kvlib.serving.weights import weights_bytes_per_gpu
 

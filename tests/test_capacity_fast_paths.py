@@ -19,7 +19,7 @@ from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.models.catalog import load_model
 from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
 from kvlib.serving import levers, paging
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines.vllm.deployment import Deployment
 from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu, kv_bytes_per_sequences_per_gpu
 from kvlib.serving.sharding import as_mha
 

@@ -1,10 +1,10 @@
-"""kvlib.serving.capacity_formulas: the planner's arithmetic, exact, against hand values."""
+"""kvlib.serving.engines.vllm.budget: the planner's arithmetic, exact, against hand values."""
 
 from fractions import Fraction
 
 import numpy as np
 
-from kvlib.serving import capacity_formulas as cf
+from kvlib.serving.engines.vllm import budget as cf
 
 
 def test_usable_is_vllms_ceiling_of_the_share():

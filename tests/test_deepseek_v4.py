@@ -198,8 +198,8 @@ def test_compressed_group_validation():
 def test_vllm_layout_lays_v4_out_with_vllms_pages():
     """The plan's layout now builds V4 (tests/test_vllm_v4.py: its groups, block bytes and
     blocks per request against vLLM's own); its pages are the oracle's above."""
-    from kvlib.serving.vllm_layout import vllm_layout
-    from kvlib.serving.vllm_v4 import v4_specs
+    from kvlib.serving.engines.vllm.layout import vllm_layout
+    from kvlib.serving.engines.vllm.v4 import v4_specs
     spec = read_config(FLASH)
     pages = {(s.spec, s.window, s.block_size, s.page_bytes) for s in v4_specs(spec)}
     assert pages == {tuple(p[:4]) for p in ORACLE_PAGES["flash"]}
@@ -207,7 +207,7 @@ def test_vllm_layout_lays_v4_out_with_vllms_pages():
 
 
 def test_vllm_layout_refuses_compressed_without_a_window():
-    from kvlib.serving.vllm_layout import vllm_layout
+    from kvlib.serving.engines.vllm.layout import vllm_layout
     g = LayerGroup(CacheKind.COMPRESSED, 4, "V4 entry", {"d_c": 512, "d_R": 64, "b": 1}, ratio=4)
     # never laid out as full attention: refused, naming what is missing
     with pytest.raises(ValueError, match="compressed layers without"):

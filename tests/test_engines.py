@@ -1,6 +1,6 @@
 """kvlib plan --engine sglang|trtllm (kvlib.serving.engines, issue 35): each engine's budget,
 cell, page and tokens against hand arithmetic written out here from the engines' own lines
-(SGLang 0.5.23's wheel; TensorRT-LLM's repository, see kvlib/serving/engines/trtllm.py)."""
+(SGLang 0.5.23's wheel; TensorRT-LLM's repository, see kvlib/serving/engines/trtllm/)."""
 
 from fractions import Fraction
 

@@ -9,8 +9,9 @@ The 2x was the flag: at the default the same launch holds fewer tokens than vLLM
 
 from fractions import Fraction
 
-from kvlib.serving.engines import engine_tokens, sglang_fraction
+from kvlib.serving.engines import engine_tokens
 from kvlib.serving.engines import sglang as sg
+from kvlib.serving.engines.sglang import sglang_fraction
 from kvlib.serving.gpus import get_gpu
 
 GiB = 1 << 30

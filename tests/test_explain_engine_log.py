@@ -6,7 +6,7 @@ import pytest
 from kvlib.cli import main
 from kvlib.models.catalog import load_model
 from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
-from kvlib.serving.engine_log import explain_engine_log
+from kvlib.serving.engines import explain_engine_log
 
 # https://github.com/vllm-project/vllm/issues/21348 (SGLang, Qwen3-235B-A22B-FP8, --tp 4)
 SG_21348 = "KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB"

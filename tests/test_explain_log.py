@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kvlib.cli import main
-from kvlib.serving.vllm_log import explain, read_log, read_log_text
+from kvlib.serving.engines.vllm.log import explain, read_log, read_log_text
 
 HERE = Path(__file__).resolve().parent
 LOGS = HERE / "fixtures" / "vllm_logs"
@@ -315,7 +315,7 @@ def test_start_up_failure_without_a_model_asks_for_one(capsys):
 
 def test_largest_fitting_len_is_vllms_search():
     """Against a brute force: 100 B a 16-token block, 1,000 B hold 10 blocks = 160 tokens."""
-    from kvlib.serving.vllm_log.failure import largest_fitting_len
+    from kvlib.serving.engines.vllm.log.failure import largest_fitting_len
 
     def need(n):
         return -(-n // 16) * 100

@@ -5,7 +5,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from kvlib.models.catalog import load_model
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines.vllm.deployment import Deployment
 from kvlib.views.figures.capacity import (
     FIGURES,
     plot_budget,
@@ -132,8 +132,8 @@ def test_planner_engine_control():
     same deployment are kvlib's engine_plan, their assumptions in the readout; a model an
     engine is not traced for shows the refusal; back to vLLM, the plan of before."""
     from kvlib.models.catalog import load_model
-    from kvlib.serving.deployment import Deployment
     from kvlib.serving.engines import engine_plan
+    from kvlib.serving.engines.vllm.deployment import Deployment
 
     e = planner_explorer()  # Llama 3.1 70B, 4 x H200, TP 4, bf16, 128K
     assert e.controls["engine"].value == "vllm"

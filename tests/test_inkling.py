@@ -126,7 +126,7 @@ def test_an_unknown_window_key_is_still_refused():
 def test_vllm_plan_refuses_inkling_by_name():
     """vLLM 0.34.0 keeps the conv streams in sconv_kernel_size-token blocks unified with the
     attention pages: kvlib's layout is not traced for it, so the plan refuses by name."""
-    from kvlib.serving.vllm_layout import vllm_layout
+    from kvlib.serving.engines.vllm.layout import vllm_layout
 
     with pytest.raises(ValueError, match=r"66 layer\(s\) keep short-convolution streams in a "
                                          r"4-token window.*sconv_swa_attn.py"):

@@ -10,7 +10,8 @@ from kvlib import Deployment, kv_bytes_per_sequence_per_gpu, load_model
 from kvlib.cli import main
 from kvlib.core.dtypes import VLLM_EXACT_KV_DTYPES, VLLM_KV_FORMATS, kv_dtype_name, kv_format
 from kvlib.models.estimate import estimate
-from kvlib.serving.kv import kv_format_parts, vllm_kv_cache_dtype
+from kvlib.serving.engines.vllm.dtypes import vllm_kv_cache_dtype
+from kvlib.serving.kv import kv_format_parts
 
 LAYERS, HEADS, H = 32, 8, 128
 BY_HAND = {  # bytes per token: layers x KV heads x (K + V) per head

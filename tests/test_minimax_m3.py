@@ -132,7 +132,7 @@ def test_oracle_pages_by_hand():
 
 @pytest.mark.parametrize("case", sorted(ORACLE))
 def test_vllm_layout_gives_vllms_m3_figures(case):
-    from kvlib.serving.vllm_layout import vllm_layout
+    from kvlib.serving.engines.vllm.layout import vllm_layout
     gpu, kv, tp, context, pool_gib = case
     block, specs, groups, blocks, concurrency, carried = ORACLE[case]
     L = vllm_layout(read_config(_nvfp4_m3()), context, "bf16" if kv == "auto" else kv, tp,
@@ -152,7 +152,7 @@ def test_vllm_layout_gives_vllms_m3_figures(case):
 
 
 def test_plan_takes_the_128_token_blocks():
-    from kvlib.serving.plan import plan
+    from kvlib.serving.engines.vllm.deployment import plan
     # the weights are a stated guess (kvlib cannot count M3's); the layout does not depend on it
     p = plan(read_config(_nvfp4_m3()), "H200", gpus=8, tp=8, context=131072,
              params=230_000_000_000, weight_dtype="fp8")
@@ -170,7 +170,7 @@ def test_plan_takes_the_128_token_blocks():
                          r"multiples of 128"),
 ])
 def test_vllm_layout_refuses_what_is_not_traced_for_m3(kwargs, match):
-    from kvlib.serving.vllm_layout import vllm_layout
+    from kvlib.serving.engines.vllm.layout import vllm_layout
     with pytest.raises(ValueError, match=match) as e:
         vllm_layout(read_config(m3()), 131072, **kwargs)
     assert "\n" not in str(e.value)

@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 from kvlib.core.notation import ALL_SYMBOLS, MATRIX_SYMBOLS, SERVING_SYMBOLS, by_name
-from kvlib.serving import capacity_formulas as cf
+from kvlib.serving.engines.vllm import budget as cf
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + \

@@ -4,12 +4,12 @@ against hand arithmetic."""
 import pytest
 
 from kvlib.models.catalog import load_model
+from kvlib.serving.engines.vllm.layout import vllm_layout
 from kvlib.serving.prefix_sharing import (
     prefix_sharing,
     sessions_sharing_prefix,
     shared_prefix_blocks,
 )
-from kvlib.serving.vllm_layout import vllm_layout
 
 
 def test_only_whole_blocks_of_the_prefix_are_shared():

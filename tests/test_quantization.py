@@ -193,7 +193,7 @@ def test_kimi_k25_fits_8_h200_with_its_int4_weights():
     """Counted in bf16 (2.05 TB) it planned 0 sessions on 8 x H200; its INT4 checkpoint
     (594.2 GB, 76.2 GB a GPU at TP 8) leaves room for a cache."""
     from kvlib.models.catalog import load_model
-    from kvlib.serving.plan import plan
+    from kvlib.serving.engines.vllm.deployment import plan
 
     p = plan(load_model("kimi-k2.5"), "H200", gpus=8, tp=8, context=131072)
     assert p.weight_dtype == "checkpoint (compressed-tensors)"

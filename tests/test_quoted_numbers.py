@@ -346,25 +346,29 @@ def _indexer_key_bytes() -> str:
 def _mean_block_waste() -> str:
     """Tokens a session's last block leaves empty on average, lengths spread evenly over vLLM
     0.34.0's default block (notebook 06, section 5)."""
-    from kvlib.serving.vllm_layout import DEFAULT_BLOCK
+    from kvlib.serving.engines.vllm.defaults import DEFAULT_BLOCK
 
     return f"{(DEFAULT_BLOCK['0.34.0'] - 1) / 2} tokens"
 
 
 def _margin_floor() -> str:
-    from kvlib.serving.capacity_formulas import MARGIN_FLOOR_BYTES
+    from kvlib.serving.engines.vllm.budget import MARGIN_FLOOR_BYTES
 
     return f"{MARGIN_FLOOR_BYTES // 2**30} GiB"
 
 
 def _default_overhead() -> str:
-    from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES  # vLLM 0.33.0's non-KV lump
+    from kvlib.serving.engines.vllm.defaults import (
+        DEFAULT_OVERHEAD_BYTES,  # vLLM 0.33.0's non-KV lump
+    )
 
     return f"{DEFAULT_OVERHEAD_BYTES // 2**30} GiB"
 
 
 def _left_alone_by_033() -> str:
-    from kvlib.serving.deployment import DEFAULT_GPU_MEM_UTIL  # 0.92: 8% of each GPU unused
+    from kvlib.serving.engines.vllm.defaults import (
+        DEFAULT_GPU_MEM_UTIL,  # 0.92: 8% of each GPU unused
+    )
 
     return f"{float(1 - DEFAULT_GPU_MEM_UTIL):.0%}"
 
@@ -381,7 +385,7 @@ V4_PRO_32K_64GIB_CARRIED = 271
 def _v4_pro_32k_gap() -> str:
     """How far kvlib's sessions fall below what vLLM's scheduler carried (notebook 08, §8)."""
     from kvlib import load_model
-    from kvlib.serving.vllm_layout import vllm_layout
+    from kvlib.serving.engines.vllm.layout import vllm_layout
 
     ours = vllm_layout(load_model("deepseek-v4-pro"), 32768, "fp8", 1, "H200").sessions(
         64 * 2**30, 32768)
@@ -393,7 +397,7 @@ def _issue_21348_budget_for_its_tokens() -> str:
     blocks of 16 tokens of Qwen3-235B-A22B at TP 4, 94 layers x 1 KV head x (128 + 128) x 2 B
     x 16 = 770,048 B each, in GiB (tests/test_explain_log.py edits the log to it)."""
     from kvlib.models.catalog import load_model
-    from kvlib.serving.vllm_layout import vllm_layout
+    from kvlib.serving.engines.vllm.layout import vllm_layout
 
     config = (NB.parent / "tests" / "fixtures" / "vllm_logs" / "configs"
               / "qwen3-235b-a22b-fp8.json")
@@ -578,10 +582,9 @@ def _check(name: str, said: str, how, shown: str) -> str | None:
 
 
 # The engines track's notebooks are held to the same rule, each named here (one line each).
-ENGINES = ["engines/04_deepseek_v4_in_vllm.ipynb", "engines/06_hybrid_pages_in_vllm.ipynb", "engines/02_one_model_three_engines.ipynb",
-           "engines/03_reading_a_startup_log.ipynb",
-           "engines/01_vllm_budget_and_blocks.ipynb",
-           "engines/05_mla_decode_in_engines.ipynb"]
+ENGINES = ["engines/01_vllm_budget_and_blocks.ipynb", "engines/02_one_model_three_engines.ipynb",
+           "engines/03_reading_a_startup_log.ipynb", "engines/04_deepseek_v4_in_vllm.ipynb",
+           "engines/05_mla_decode_in_engines.ipynb", "engines/06_hybrid_pages_in_vllm.ipynb"]
 NOTEBOOKS = sorted(p.name for p in NB.glob("*.ipynb")) + ENGINES
 
 

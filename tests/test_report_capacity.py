@@ -5,7 +5,7 @@ import functools
 import pytest
 
 from kvlib.models.catalog import load_model
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines.vllm.deployment import Deployment
 from kvlib.serving.gpus import get_gpu
 from kvlib.serving.levers import Setting, Step
 from kvlib.views.tables import gpu_table, levers_table, markdown_table, refinement_table, tp_table

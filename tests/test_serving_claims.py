@@ -17,7 +17,7 @@ from kvlib.serving.decode import (
     moe_layout,
     read_params,
 )
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines.vllm.deployment import Deployment
 from kvlib.serving.gpus import CATALOG
 
 # These hand values are vLLM 0.33.0's profiled budget, ceil(0.92 M) - W - O (notebook 06 as it

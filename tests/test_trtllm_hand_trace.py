@@ -18,7 +18,7 @@ config.json itself, not kvlib's model:
   available_kv_mem = (total_gpu_memory - peak_memory + allocated_bytes) * fraction (a Python
   float; fraction 0.9 held as a float32), max_tokens = int(available_kv_mem // kv_size_per_token).
 * Blocks of ``tokens_per_block`` = 32; the count in "Allocated ... for max tokens in paged KV cache
-  (N)" is max_tokens rounded up to whole blocks (docs: kvlib/serving/engines/trtllm.py).
+  (N)" is max_tokens rounded up to whole blocks (docs: kvlib/serving/engines/trtllm/).
 
 kvlib supplies only what TensorRT-LLM would measure: the CUDA total, the weights per GPU and the
 rest of the profiling peak (``--trtllm-peak-gib``)."""
@@ -30,7 +30,8 @@ from engine_fit import float32 as _float32
 from engine_fit import smallest_tp
 
 from kvlib.models.catalog import BUNDLED, bundled_config
-from kvlib.serving.engines import TRTLLM_OTHER_PEAK, engine_tokens
+from kvlib.serving.engines import engine_tokens
+from kvlib.serving.engines.trtllm import TRTLLM_OTHER_PEAK
 
 GPU = "H200"
 CONTEXT = 8192

@@ -1,6 +1,6 @@
 """vLLM 0.33.0's block layout and start-up concurrency, recomputed by hand (issues 11 and 12).
 
-Each expectation is written out from the rules in kvlib/serving/vllm_layout.py's docstring
+Each expectation is written out from the rules in kvlib/serving/engines/vllm/layout.py's docstring
 (read in vLLM 0.33.0's source: v1/kv_cache_interface.py, v1/core/kv_cache_planning.py,
 platforms/interface.py _align_hybrid_block_size) and the config's numbers.
 """
@@ -13,8 +13,8 @@ import pytest
 from kvlib import bundled_config, load_model, read_config
 from kvlib.cli import main
 from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
-from kvlib.serving.plan import plan
-from kvlib.serving.vllm_layout import vllm_layout
+from kvlib.serving.engines.vllm.deployment import plan
+from kvlib.serving.engines.vllm.layout import vllm_layout
 
 GiB = 1024**3
 BUDGET = 100 * GiB  # 107,374,182,400 B of KV memory per GPU

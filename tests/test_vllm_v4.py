@@ -1,8 +1,9 @@
-"""DeepSeek V4's KV-cache groups as vLLM 0.34.0 builds them (kvlib/serving/vllm_v4.py, issue 33).
+"""DeepSeek V4's KV-cache groups as vLLM 0.34.0 builds them (kvlib/serving/engines/vllm/v4.py,
+issue 33).
 
 Expected values are worked by hand below from the configs' numbers (V4-Flash: 43 layers, 21
 with m = 4, 20 with m = 128, window 128; V4-Pro: 61 layers, 30 with m = 4, 31 with m = 128)
-and vLLM 0.34.0's rules (each cited in kvlib/serving/vllm_v4.py), or were printed by vLLM
+and vLLM 0.34.0's rules (each cited in kvlib/serving/engines/vllm/v4.py), or were printed by vLLM
 0.34.0's own code on this CPU (tests/oracle/engine: ``drive.build(config, N)`` with
 ``enable_jit_warmup`` off, then ``drive.plan_pool(cfg, specs, 40 GiB)``), as marked.
 ``make oracle`` checks the same figures for every context against vLLM's scheduler too.
@@ -11,9 +12,9 @@ and vLLM 0.34.0's rules (each cited in kvlib/serving/vllm_v4.py), or were printe
 import pytest
 
 from kvlib.models.catalog import load_model
-from kvlib.serving.plan import plan
-from kvlib.serving.vllm_layout import vllm_layout
-from kvlib.serving.vllm_v4 import approximate_gcd, v4_packed_groups, v4_specs, v4_terms
+from kvlib.serving.engines.vllm.deployment import plan
+from kvlib.serving.engines.vllm.layout import vllm_layout
+from kvlib.serving.engines.vllm.v4 import approximate_gcd, v4_packed_groups, v4_specs, v4_terms
 
 GiB = 1024**3
 POOL = 40 * GiB

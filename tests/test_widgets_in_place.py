@@ -113,8 +113,8 @@ def test_budget_bar_by_hand_then_not_fitting():
     weights_b = (141_107_412_992 - norms) // 4 + norms  # 35,278,831,616
     weights = weights_b / 1e9
     per_session = 80 * 2 * 2 * 128 * 1 * 131072  # bytes per GPU, 2 KV heads per GPU at TP 4
-    # 0.34.0's assumed terms (kvlib.serving.deployment.MEASURED_DEFAULTS): 0.5 GiB in use at
-    # start-up, activation peak 1.5 GiB, CUDA-graph pool 2 GiB, non-torch 0.5 GiB.
+    # 0.34.0's assumed terms (kvlib.serving.engines.vllm.defaults.MEASURED_DEFAULTS): 0.5 GiB in
+    # use at start-up, activation peak 1.5 GiB, CUDA-graph pool 2 GiB, non-torch 0.5 GiB.
     # resident O_R = 0.5 + 2 GiB; peak kept free P = 1.5 + 2 GiB; the bar's overhead O_R + P
     overhead_b = (GiB // 2 + 2 * GiB) + (3 * GiB // 2 + 2 * GiB)  # 6 GiB
     overhead = overhead_b / 1e9

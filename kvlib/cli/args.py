@@ -13,10 +13,12 @@ import argparse
 import re
 from fractions import Fraction
 
+from kvlib.core import validate
 from kvlib.core.dtypes import kv_dtype_name, kv_format
-from kvlib.serving.vllm_layout import vllm_release as _vllm_release
+from kvlib.serving.engines.vllm.defaults import vllm_release as _vllm_release
 
-__all__ = ["tokens", "count", "unit_fraction", "parse_tokens", "kv_dtype", "kv_cache_dtype",
+__all__ = ["parse_count", "tokens", "count", "unit_fraction", "parse_tokens", "kv_dtype",
+           "kv_cache_dtype",
            "parse_bytes",
            "byte_size", "vllm_release"]
 
@@ -113,3 +115,9 @@ def parse_bytes(text: str) -> int:
 
 byte_size = _argparse(parse_bytes)
 vllm_release = _argparse(_vllm_release)
+
+
+def parse_count(text: str) -> int:
+    """``--params`` as people write it ('70.6B', '7e10'), by :func:`validate.parse_count`
+    (shared by ``kvlib plan`` and its ``--engine`` form)."""
+    return validate.parse_count("--params", text)

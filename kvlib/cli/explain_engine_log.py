@@ -1,5 +1,5 @@
 """``kvlib explain-log`` for SGLang's and TensorRT-LLM's start-up lines (issue 35; the checks
-are :mod:`kvlib.serving.engine_log`). Exit status as for vLLM's logs: 1 when a number
+are :mod:`kvlib.serving.engines.log`). Exit status as for vLLM's logs: 1 when a number
 disagrees (one line on stderr each), 2 when the log or the model cannot be read."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from kvlib.core.dtypes import bytes_per_element
-from kvlib.serving.engine_log import detect_engine, explain_engine_log
+from kvlib.serving.engines import detect_engine, explain_engine_log
 
 __all__ = ["run_engine_log"]
 

@@ -5,7 +5,7 @@
 
 The model comes from the log's engine-config line (``model='...'``) or ``--model``; what
 the log does not say (``--tp``, ``--kv-dtype``, ``--gpu``) may be given. The parsing and
-the checks are :mod:`kvlib.serving.vllm_log`; this module prints them.
+the checks are :mod:`kvlib.serving.engines.vllm.log`; this module prints them.
 
 Exit status: 0 when every recognised number agrees with kvlib within the rounding of its
 printed digits; 1 when one disagrees (one line on stderr for each, naming the log line and
@@ -19,8 +19,8 @@ import re
 import sys
 
 from kvlib.cli.args import count, kv_dtype
+from kvlib.serving.engines.vllm.log import Explanation, VllmLog, explain, model_name, read_log
 from kvlib.serving.gpus import CATALOG, get_gpu
-from kvlib.serving.vllm_log import Explanation, VllmLog, explain, model_name, read_log
 
 __all__ = ["add_parser", "run", "to_json", "render"]
 

@@ -14,29 +14,30 @@ import json
 import sys
 from fractions import Fraction
 
-from kvlib.cli.args import byte_size, count, kv_cache_dtype, tokens, unit_fraction, vllm_release
-from kvlib.core import validate
+from kvlib.cli.args import (
+    byte_size,
+    count,
+    kv_cache_dtype,
+    parse_count,
+    tokens,
+    unit_fraction,
+    vllm_release,
+)
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
-from kvlib.serving.deployment import (
+from kvlib.serving.engines.vllm.defaults import (
     DEFAULT_OVERHEAD_BYTES,
     MEASURED_DEFAULTS,
-    MEMORY_BASES,
     VLLM_DEFAULTS,
-    Deployment,
+    VLLM_RELEASES,
 )
+from kvlib.serving.engines.vllm.deployment import MEMORY_BASES, Deployment
 from kvlib.serving.gpus import CATALOG, get_gpu
 from kvlib.serving.kv import KV_SCALES, sequence_shares
-from kvlib.serving.vllm_layout import VLLM_RELEASES
 
 __all__ = ["add_parser", "run", "plan_json", "parse_count"]
 
 GiB = 1024**3
-
-
-def parse_count(text: str) -> int:
-    """``--params`` as people write it ('70.6B', '7e10'), by :func:`validate.parse_count`."""
-    return validate.parse_count("--params", text)
 
 
 def _positive_fraction(flag: str, text: str) -> Fraction:

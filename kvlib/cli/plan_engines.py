@@ -14,7 +14,7 @@ import json
 import sys
 from fractions import Fraction
 
-from kvlib.cli.args import count, unit_fraction
+from kvlib.cli.args import count, parse_count, unit_fraction
 from kvlib.core.units import fmt_bytes
 
 __all__ = ["add_engine_flags", "run_engine"]
@@ -117,8 +117,8 @@ def _text(d: dict) -> str:
 def run_engine(args) -> int:
     from kvlib.models.catalog import bundled_name, load_model
     from kvlib.models.readers.fields import load_config
-    from kvlib.serving.deployment import Deployment
     from kvlib.serving.engines import engine_plan
+    from kvlib.serving.engines.vllm.deployment import Deployment
     from kvlib.serving.gpus import get_gpu
 
     options = _options(args)
@@ -126,7 +126,6 @@ def run_engine(args) -> int:
     hbm = _gib_flag("--hbm-gib", args.hbm_gib) if args.hbm_gib is not None else None
     params = None
     if args.params is not None:
-        from kvlib.cli.plan import parse_count
         params = parse_count(args.params)
     deployment = Deployment(
         model, get_gpu(args.gpu, hbm_bytes=hbm), gpus=args.gpus, tp=args.tp,

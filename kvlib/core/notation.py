@@ -15,7 +15,7 @@ Each symbol says where it comes from (``source``):
   words), N_Q (neither blog post has it, and this collection does not verify that the paper
   does), B, b (the paper multiplies by the bits of one float; kvlib counts bytes), the symbols
   of the state tables (the paper covers attention only) and of capacity planning
-  (:data:`SERVING_SYMBOLS`, notebook 06 and ``kvlib.serving.capacity_formulas``).
+  (:data:`SERVING_SYMBOLS`, notebook 06 and ``kvlib.serving.engines.vllm.budget``).
 
 No two entries share a name or a meaning (``tests/test_notation.py``), and the notebooks, the
 formula sheet and the docs write each meaning with its entry's symbol: a window is N_W (never
@@ -186,7 +186,7 @@ def _bytes(name: str, meaning: str, source: str = "ours", unit: str = "bytes") -
     return Symbol(sp.Symbol(name, positive=True), meaning, unit, source)
 
 
-# Capacity planning (notebook 06, kvlib.serving.capacity_formulas, the formula sheet): bytes
+# Capacity planning (notebook 06, kvlib.serving.engines.vllm.budget, the formula sheet): bytes
 # per GPU unless said. A session is one sequence being served.
 SERVING_SYMBOLS: tuple[Symbol, ...] = (
     _bytes("u", "share of M that vLLM may use (gpu_memory_utilization)", "vLLM", "fraction"),

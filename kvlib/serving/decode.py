@@ -26,15 +26,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
+
+import sympy as sp
 
 from kvlib.core import validate
-from kvlib.serving import capacity_formulas
+from kvlib.core.notation import by_name
 
 __all__ = [
+    "STEP", "step_seconds",
     "MoELayout", "moe_layout", "expected_distinct_experts", "input_embedding_params",
     "derived_active_params", "read_params", "uniform_routing_read_params",
     "decode_step_seconds", "cache_dominates_at",
 ]
+
+# The decode-step floor, (R_W + B R_KV) / BW seconds: the weight bytes one GPU reads per step
+# plus the cache of the B sessions decoding together, over the memory bandwidth (bytes/s).
+# Every engine's decode obeys it; the symbols are the notation's (SERVING_SYMBOLS).
+R, B, K, BW = (by_name(n).symbol for n in ("R_W", "B", "R_KV", "BW"))
+STEP = sp.Add(R, sp.Mul(B, K, evaluate=False), evaluate=False) / BW
+
+
+@cache
+def _step():
+    return sp.lambdify((R, B, K, BW), STEP, modules="math")
+
+
+def step_seconds(read_bytes, per_session_bytes, batch, bandwidth):
+    """``STEP``: (read + batch x per-session cache) / bandwidth seconds; ``batch`` may be a
+    NumPy array."""
+    return _step()(read_bytes, batch, per_session_bytes, bandwidth)
 
 
 @dataclass(frozen=True)
@@ -171,10 +192,9 @@ def decode_step_seconds(weights_bytes, kv_bytes_per_sequence, batch, bandwidth):
 
     ``weights_bytes`` is what the step reads of the weights (for the lower bound:
     :func:`read_params` x bytes per weight / tp); ``batch`` may be a NumPy array
-    (returns floats). The formula is :data:`kvlib.serving.capacity_formulas.STEP`.
+    (returns floats). The formula is :data:`STEP`.
     """
-    return capacity_formulas.step_seconds(weights_bytes, kv_bytes_per_sequence, batch,
-                                          bandwidth)
+    return step_seconds(weights_bytes, kv_bytes_per_sequence, batch, bandwidth)
 
 
 def cache_dominates_at(weights_bytes: int, kv_bytes_per_sequence: int) -> int:

@@ -36,7 +36,11 @@ Where public messages show different CUDA totals for one part (the driver reserv
 more or less), ``cuda_total_range`` holds the lowest and highest seen and the plan takes
 ``cuda_total_bytes``, the figure vLLM's own log prints: an H100 80GB shows 79.11 GiB in most
 public messages and 79.22 GiB in vLLM's logs the catalog cites; the plan takes 79.22 GiB, and
-a driver that reports 79.11 GiB leaves 0.92 x 0.11 GiB (about 0.1 GiB) less for the cache.
+a driver that reports 79.11 GiB leaves gpu_memory_utilization x 0.11 GiB less for the cache:
+0.11 GiB at vLLM 0.34.0's default of 1.0 (its extensible KV cache), 0.92 x 0.11 GiB (about
+0.1 GiB) at 0.33.0's 0.92. vLLM's default was 0.9 up to 0.19.1, 0.92 from 0.20.0 to 0.33.0 and
+1.0 in 0.34.0 (``VLLM_DEFAULTS`` and ``DEFAULT_GPU_MEM_UTIL`` in
+:mod:`kvlib.serving.engines.vllm.defaults`, which cite the lines).
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ class GPU:
     :mod:`kvlib.serving.compute`).
     cuda_capability: the CUDA compute capability (major, minor), from NVIDIA's table "CUDA
     GPU Compute Capability" (developer.nvidia.com/cuda-gpus); None for a part CUDA does not
-    run (AMD's). vLLM picks its attention backends by it (:mod:`kvlib.serving.vllm_layout`).
+    run (AMD's). vLLM picks its attention backends by it (:mod:`kvlib.serving.engines.vllm.layout`).
     cuda_total_range: (lowest, highest) CUDA totals public messages show, where drivers
     differ (None where one figure is known); cuda_total_source names both. The plan takes
     ``cuda_total_bytes``.

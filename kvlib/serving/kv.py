@@ -1,8 +1,9 @@
 """The cache one sequence holds on one GPU: paging, windows, TP shards, quantization scales.
 
 Each layer group takes ceil(min(T, window) / block_size) blocks of
-``block_size`` tokens per sequence (vLLM's paged allocator), sized by the
-group's own generated formula at the per-rank head count
+``block_size`` tokens per sequence (a paged allocator, engine-neutral: each engine's own
+pages, groups and admission rules are in its folder, :mod:`kvlib.serving.engines`), sized by
+the group's own generated formula at the per-rank head count
 (:func:`kvlib.serving.sharding.shard`). Byte counts are exact Python ints
 (the ceiling of exact Fractions where a 4-bit format leaves half bytes).
 """
@@ -22,13 +23,15 @@ from kvlib.serving.sharding import Sharding, shard, shard_state
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE", "KVScales", "KV_SCALES", "kv_scales", "kv_format_parts",
-    "vllm_kv_cache_dtype", "GroupShare",
+    "GroupShare",
     "paged_tokens",
     "sequence_shares", "kv_bytes_per_sequence_per_gpu", "kv_bytes_per_sequences_per_gpu",
-    "slot_bytes", "state_bytes_per_sequence_per_gpu", "vllm_sliding_window_tokens",
+    "slot_bytes", "state_bytes_per_sequence_per_gpu",
 ]
 
-DEFAULT_BLOCK_SIZE = 16  # vLLM 0.33.0's block_size default (0.34.0's: vllm_layout.DEFAULT_BLOCK)
+# tokens per page when none is given (vLLM 0.33.0's block size; each engine's own default is
+# in its folder, kvlib/serving/engines/)
+DEFAULT_BLOCK_SIZE = 16
 
 
 def kv_format_parts(kv_dtype: str, scales=None) -> tuple[str, KVScales | None]:
@@ -45,23 +48,6 @@ def kv_format_parts(kv_dtype: str, scales=None) -> tuple[str, KVScales | None]:
         raise ValueError(f"kv dtype {fmt.name} stores its own scales ({own.name}); got "
                          f"scales {given.name!r}")
     return fmt.dtype, own
-
-
-_VLLM_NAMES = {("bf16", None): "bfloat16", ("fp16", None): "float16", ("fp32", None): "float32",
-               ("fp8", None): "fp8", ("fp8", "per-token-head"): "fp8_per_token_head",
-               ("int8", "per-token-head"): "int8_per_token_head",
-               ("int4", "per-token-head"): "int4_per_token_head",
-               ("int4", "per-16-fp8"): "nvfp4"}
-
-
-def vllm_kv_cache_dtype(kv_dtype: str, scales=None) -> str | None:
-    """vLLM's ``kv_cache_dtype`` for kvlib's element dtype and scales, or None where vLLM has
-    no such format (plain int8 and int4, or scales of another shape)."""
-    dtype, scales = kv_format_parts(kv_dtype, scales)
-    name = scales.name if scales is not None else None
-    if scales is not None and KV_SCALES.get(name) != scales:
-        return None
-    return _VLLM_NAMES.get((dtype, name))
 
 
 def kv_scales(scales) -> KVScales | None:
@@ -215,24 +201,3 @@ def kv_bytes_per_sequences_per_gpu(model: ModelSpec, contexts: np.ndarray,
         slots = -(-cached // block_size) * block_size
         numerator += slots.astype(object) * int(c * denominator)
     return -(-numerator // denominator)
-
-
-def vllm_sliding_window_tokens(window: int, block_size: int = DEFAULT_BLOCK_SIZE,
-                               max_num_batched_tokens: int = 8192,
-                               max_model_len: int | None = None) -> int:
-    """Token slots vLLM budgets per sequence for a sliding-window layer.
-
-    ``SlidingWindowSpec.max_admission_blocks_per_request`` (vllm 0.33.0
-    v1/kv_cache_interface.py): during chunked prefill a step may hold W - 1 computed
-    tokens plus the tokens in flight, capped at ``max_model_len``, plus one block
-    because the window need not start at a block boundary. ``max_num_batched_tokens``
-    here is the in-flight count (``VllmConfig.max_in_flight_tokens``: the batched-token
-    budget times the concurrent batches, 2 with async scheduling); see also
-    :mod:`kvlib.serving.vllm_layout`.
-    """
-    window = validate.positive_int("window", window)
-    block_size = validate.positive_int("block_size", block_size)
-    tokens = window - 1 + validate.positive_int("max_num_batched_tokens", max_num_batched_tokens)
-    if max_model_len is not None:
-        tokens = min(tokens, validate.positive_int("max_model_len", max_model_len))
-    return (-(-tokens // block_size) + 1) * block_size

@@ -12,7 +12,7 @@ floor(N_pre / N_blk) shared blocks, and the rest of the prefix sits in each requ
 first partial block.
 
 So ``n`` sessions of ``length`` tokens (``length - 1`` cached at full length, as
-:meth:`kvlib.serving.vllm_layout.VllmLayout.holding` counts them) need, per attention group,
+:meth:`kvlib.serving.engines.vllm.pages.VllmLayout.holding` counts them) need, per attention group,
 
     shared + n x (ceil((length - 1) / N_blk) - shared),   shared = floor(N_pre / N_blk)
 
@@ -87,7 +87,7 @@ class PrefixSharing:
 
 def prefix_sharing(layout, kv_budget_bytes: int, length: int, prefix_tokens: int
                    ) -> PrefixSharing:
-    """:func:`sessions_sharing_prefix` on a :class:`kvlib.serving.vllm_layout.VllmLayout`:
+    """:func:`sessions_sharing_prefix` on a :class:`kvlib.serving.engines.vllm.pages.VllmLayout`:
     every group must keep all of a request's blocks (full attention or an MLA latent), and
     each group takes its blocks from the same pool (``num_blocks`` less the null block)."""
     kinds = {g.kind for g in layout.groups}

@@ -42,7 +42,11 @@ from kvlib.core.formulas import KINDS, STATES
 from kvlib.core.notation import by_name
 from kvlib.models.catalog import BUNDLED, attention_label, bundled_config, load_model
 from kvlib.models.spec import EMPTY, GROWING, STATEFUL
-from kvlib.serving.deployment import DEFAULT_OVERHEAD_BYTES, MEASURED_DEFAULTS, VLLM_DEFAULTS
+from kvlib.serving.engines.vllm.defaults import (
+    DEFAULT_OVERHEAD_BYTES,
+    MEASURED_DEFAULTS,
+    VLLM_DEFAULTS,
+)
 from kvlib.views.figures.models import KIND_COLORS
 from kvlib.views.style import COLORS
 
@@ -213,7 +217,7 @@ def _planner() -> dict:
     bytes a decode step reads, the MoE layout for uniform routing, or the error kvlib raises
     for that combination (a TP the heads do not allow)."""
     from kvlib.serving.decode import read_params
-    from kvlib.serving.deployment import Deployment
+    from kvlib.serving.engines.vllm.deployment import Deployment
     from kvlib.serving.gpus import CATALOG
     from kvlib.serving.sharding import shard, shard_state
     from kvlib.views.widgets import capacity
@@ -282,15 +286,16 @@ def _model_engines(spec, config) -> dict:
             continue
         if engine == "trtllm":
             try:
-                out[engine] = {"groups": [[k, v] for k, v in engines.trtllm_groups(spec, config)]}
+                groups = engines.trtllm.trtllm_groups(spec, config)
+                out[engine] = {"groups": [[k, v] for k, v in groups]}
             except ValueError as e:
                 out[engine] = {"late": str(e)}
             continue
-        groups = engines.sglang_groups(spec, config)
+        groups = engines.sglang.sglang_groups(spec, config)
         pages = {}
         for gpu in CATALOG.values():
             try:
-                page, _ = engines.sglang_page(spec, gpu, config)
+                page, _ = engines.sglang.sglang_page(spec, gpu, config)
             except ValueError as e:
                 pages[gpu.name] = str(e)
                 continue
@@ -301,7 +306,7 @@ def _model_engines(spec, config) -> dict:
             "window": max((g.window for g, _, _, pool in groups if pool == "swa"), default=None),
             "mla": any(k == "CELL_MLA" for _, k, _, _ in groups), "pages": pages,
             # SGLang caps the prefill graphs of a "llama-2" model path (memory_hook.py:258-263)
-            "llama2": "llama-2" in engines._model_path(spec).lower()}
+            "llama2": "llama-2" in engines.sglang.model_path(spec).lower()}
     return out
 
 
@@ -331,7 +336,7 @@ def _engines() -> dict:
         try:
             # [plain, MLA, plain "llama-2" path, MLA "llama-2" path] per TP
             fractions[gpu.name] = {
-                str(tp): [_number(engines.sglang_fraction(gpu, tp, mla, path)[0])
+                str(tp): [_number(engines.sglang.sglang_fraction(gpu, tp, mla, path)[0])
                           for path in ("", "llama-2") for mla in (False, True)]
                 for tp in capacity.TP_OPTIONS}
         except ValueError as e:
@@ -343,7 +348,7 @@ def _engines() -> dict:
                    "other": 0, "ratio": _number(sg.SWA_FULL_TOKENS_RATIO)},
         "trtllm": {"kv_bytes": dtypes(trt.kv_bytes), "fraction": _number(trt.DEFAULT_FRACTION),
                    "block": trt.TOKENS_PER_BLOCK, "max_batch": trt.MAX_BATCH_SIZE,
-                   "other_peak": engines.TRTLLM_OTHER_PEAK},
+                   "other_peak": engines.trtllm.TRTLLM_OTHER_PEAK},
     }
 
 
@@ -351,8 +356,9 @@ def _releases() -> dict:
     """Per vLLM release (the default first): its default utilization and block size, its budget
     rule, and the terms kvlib assumes for it, in bytes per GPU: 0.33.0's overhead; 0.34.0's
     memory in use at start-up, the margin max(1 GiB, 0.75 x peak), the resident non-KV memory
-    and the peak kept free (:class:`~kvlib.serving.deployment.Deployment`'s properties)."""
-    from kvlib.serving import capacity_formulas
+    and the peak kept free (:class:`~kvlib.serving.engines.vllm.deployment.Deployment`'s
+    properties)."""
+    from kvlib.serving.engines.vllm import budget as capacity_formulas
 
     out = {}
     for release, d in VLLM_DEFAULTS.items():

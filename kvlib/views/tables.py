@@ -35,7 +35,7 @@ from kvlib.core.formulas import GQA, MHA, MLA, MLA_ROPE, Attention
 from kvlib.core.units import fmt_bytes
 from kvlib.models.catalog import attention_label, title
 from kvlib.models.spec import ModelSpec
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines.vllm.deployment import Deployment
 from kvlib.serving.gpus import CATALOG, GPU
 from kvlib.serving.kv import kv_bytes_per_sequence_per_gpu
 from kvlib.serving.levers import Step

@@ -36,8 +36,8 @@ from kvlib.core.decode_cost import PATHS
 from kvlib.core.dtypes import bytes_per_element
 from kvlib.core.formulas import KINDS, STATES
 from kvlib.models.catalog import BUNDLED, load_model
-from kvlib.serving.deployment import Deployment
 from kvlib.serving.engines import engine_plan
+from kvlib.serving.engines.vllm.deployment import Deployment
 from kvlib.views import book_js
 from kvlib.views.figures import compressed as compressed_figure
 from kvlib.views.widgets import capacity as capacity_widget

@@ -17,8 +17,9 @@ import json
 import sys
 
 from kvlib.models.catalog import BUNDLED, bundled_config, load_model
+from kvlib.serving.engines.vllm.dtypes import stored_kv_dtype
+from kvlib.serving.engines.vllm.layout import vllm_layout
 from kvlib.serving.gpus import get_gpu
-from kvlib.serving.vllm_layout import stored_kv_dtype, vllm_layout
 
 GiB = 1024**3
 CONTEXTS = (8192, 32768, 131072)

@@ -32,9 +32,9 @@ from engine_fit import float32 as _float32
 from engine_fit import smallest_tp
 
 from kvlib.models.catalog import BUNDLED, bundled_config
-from kvlib.serving.deployment import MEASURED_DEFAULTS
 from kvlib.serving.engines import engine_tokens
 from kvlib.serving.engines import sglang as sg
+from kvlib.serving.engines.vllm.defaults import MEASURED_DEFAULTS
 from kvlib.serving.gpus import get_gpu
 
 ROOT = Path(__file__).resolve().parents[2]

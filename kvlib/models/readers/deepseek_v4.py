@@ -26,7 +26,7 @@ What vLLM 0.34.0 keeps per layer (paths under vllm/, the 0.34.0 wheel), each one
 
 vLLM pads every page to a multiple of 576 bytes (``alignment``, kv_cache_interface.py:731-738);
 kvlib's bytes here are the entries alone, without that padding or the block rounding; the plan's
-layout, :mod:`kvlib.serving.vllm_v4`, builds vLLM's groups, pages and blocks from them.
+layout, :mod:`kvlib.serving.engines.vllm.v4`, builds vLLM's groups, pages and blocks from them.
 """
 
 from __future__ import annotations

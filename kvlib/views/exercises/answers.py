@@ -22,7 +22,7 @@ from kvlib.models.catalog import bundled_config, load_model, simplified
 from kvlib.models.estimate import estimate
 from kvlib.models.readers import read_config
 from kvlib.reference.attention import decode, init_weights
-from kvlib.serving.deployment import Deployment
+from kvlib.serving.engines.vllm.deployment import Deployment
 
 __all__ = ["Part", "Exercise", "ANSWERS"]
 
@@ -91,7 +91,7 @@ def _engine(model: str, gpu: str, engine: str, **options):
 
 def _sliding_slots(in_flight: int) -> int:
     """E01.2: slots vLLM budgets for a 4,096-token window, 64-token blocks, max_model_len 128K."""
-    from kvlib.serving.kv import vllm_sliding_window_tokens
+    from kvlib.serving.engines.vllm.pages import vllm_sliding_window_tokens
 
     return vllm_sliding_window_tokens(4096, 64, in_flight, max_model_len=_K)
 
@@ -209,7 +209,7 @@ def _keys_at(model: str, T: int, per_key: int, per: int | None = None) -> int:
 
 def _v4_page(model: str, ratio: int):
     """vLLM 0.34.0's spec of ``model``'s compressed entries of ratio m (engines/04)."""
-    from kvlib.serving.vllm_v4 import v4_specs
+    from kvlib.serving.engines.vllm.v4 import v4_specs
 
     return next(s for s in v4_specs(load_model(model)) if s.role == "compressed"
                 and s.ratio == ratio)
@@ -217,7 +217,7 @@ def _v4_page(model: str, ratio: int):
 
 def _nemotron_layout(release: str = "0.34.0", **kw):
     """vLLM's layout of Nemotron-H 56B on an H200 (engines/06's exercises)."""
-    from kvlib.serving.vllm_layout import vllm_layout
+    from kvlib.serving.engines.vllm.layout import vllm_layout
 
     return vllm_layout(load_model("nemotron-h-56b"), 8192, "bf16", 1, "H200", release=release,
                        **kw)
@@ -279,8 +279,8 @@ def _sglang_fraction_for(tokens: int) -> Fraction:
     import sympy as sp
 
     from kvlib.core.numeric import evaluate
-    from kvlib.serving.deployment import MEASURED_DEFAULTS
     from kvlib.serving.engines import sglang as sg
+    from kvlib.serving.engines.vllm.defaults import MEASURED_DEFAULTS
     from kvlib.serving.gpus import get_gpu
 
     i, s = _ISSUE_21348, sg.SYMBOLS
@@ -293,7 +293,7 @@ def _sglang_fraction_for(tokens: int) -> Fraction:
 
 
 def _sglang_default_h100_tp4() -> Fraction:
-    from kvlib.serving.engines import sglang_fraction
+    from kvlib.serving.engines.sglang import sglang_fraction
     from kvlib.serving.gpus import get_gpu
 
     return sglang_fraction(get_gpu("H100-80GB"), 4, mla=False)[0]

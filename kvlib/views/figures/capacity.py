@@ -22,8 +22,8 @@ from matplotlib.patches import Patch
 
 from kvlib.core.units import UNITS
 from kvlib.serving.decode import cache_dominates_at, decode_step_seconds
-from kvlib.serving.deployment import Deployment
-from kvlib.serving.plan import Plan
+from kvlib.serving.engines.vllm.deployment import Deployment
+from kvlib.serving.engines.vllm.plan import Plan
 from kvlib.views.style import COLORS, context_axis, context_ticks, format_context, log_value_axis
 
 __all__ = [

@@ -20,11 +20,12 @@ from kvlib.core import validate
 from kvlib.core.dtypes import VLLM_EXACT_KV_DTYPES
 from kvlib.core.units import UNITS, fmt_bytes
 from kvlib.models.catalog import BUNDLED, load_model
-from kvlib.serving.deployment import CHECKPOINT, VLLM_DEFAULTS, Deployment
-from kvlib.serving.engines import ENGINES, EnginePlan, engine_plan, sglang_groups
+from kvlib.serving.engines import ENGINES, EnginePlan, engine_plan
+from kvlib.serving.engines.sglang import sglang_groups
+from kvlib.serving.engines.vllm.defaults import VLLM_DEFAULTS, vllm_release
+from kvlib.serving.engines.vllm.deployment import CHECKPOINT, Deployment
+from kvlib.serving.engines.vllm.plan import Plan
 from kvlib.serving.gpus import CATALOG
-from kvlib.serving.plan import Plan
-from kvlib.serving.vllm_layout import vllm_release
 from kvlib.views.figures.capacity import at_sessions, budget_segments, budget_verdict, plot_budget
 from kvlib.views.style import context_ticks, format_context
 from kvlib.views.widgets.kit import Explorer, html_table
@@ -72,7 +73,7 @@ def planner(model: str, gpu: str, gpus: int, tp: int, weight_dtype: str, kv_dtyp
     """The plan of ``model`` on ``gpus`` x ``gpu`` (TP ``tp``) at ``context`` tokens.
 
     vllm: the release whose budget rule and block size apply (default the newest,
-    :data:`~kvlib.serving.deployment.VLLM_DEFAULTS`); gpu_mem_util None takes its default
+    :data:`~kvlib.serving.engines.vllm.defaults.VLLM_DEFAULTS`); gpu_mem_util None takes its default
     (1.0 under 0.34.0's extensible cache, where a smaller value shrinks the cache; 0.92 under
     0.33.0).
 

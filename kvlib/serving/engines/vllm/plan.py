@@ -1,4 +1,6 @@
-"""The answer for one deployment and one context: a :class:`Plan` (``kvlib plan``, notebook 06)."""
+"""vLLM's answer for one deployment and one context: a :class:`Plan` (``kvlib plan``,
+notebook 06); ``Deployment.plan`` and :func:`kvlib.serving.engines.vllm.deployment.plan`
+make one. Every byte count is per GPU."""
 
 from __future__ import annotations
 
@@ -6,21 +8,16 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kvlib.core import validate
-from kvlib.core.dtypes import bytes_per_element, kv_format
+from kvlib.core.dtypes import kv_format
 from kvlib.core.units import fmt_bytes
-from kvlib.models.spec import ModelSpec
 from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
-from kvlib.serving.deployment import VLLM_DEFAULTS, Deployment
-from kvlib.serving.gpus import GPU
-from kvlib.serving.kv import sequence_shares, vllm_kv_cache_dtype
-from kvlib.serving.vllm_layout import (
-    STATE_KINDS,
-    largest_fitting_len,
-    stored_kv_dtype,
-    vllm_layout,
-)
+from kvlib.serving.engines.vllm.defaults import VLLM_DEFAULTS
+from kvlib.serving.engines.vllm.dtypes import vllm_kv_cache_dtype
+from kvlib.serving.engines.vllm.pages import STATE_KINDS
+from kvlib.serving.engines.vllm.sessions import vllm_sessions
+from kvlib.serving.kv import sequence_shares
 
-__all__ = ["Plan", "make_plan", "plan"]
+__all__ = ["Plan", "make_plan"]
 
 
 def _gb(n: int) -> str:
@@ -112,9 +109,9 @@ class Plan:
         return d
 
 
-
-def make_plan(dep: Deployment, context: int, sessions: str = "vllm") -> Plan:
-    """Budget, cache per sequence, sequence count and decode bound of ``dep`` at ``context``.
+def make_plan(dep, context: int, sessions: str = "vllm") -> Plan:
+    """Budget, cache per sequence, sequence count and decode bound of ``dep`` (a
+    :class:`~kvlib.serving.engines.vllm.deployment.Deployment`) at ``context`` tokens.
 
     sessions: "vllm" (default) counts what vLLM's allocator carries, in its blocks, with the
     bytes per sequence of its pages; "bytes" counts budget // (cache + state bytes), the
@@ -125,7 +122,7 @@ def make_plan(dep: Deployment, context: int, sessions: str = "vllm") -> Plan:
     gpu = dep.gpu
     usable, budget = dep.usable_bytes_per_gpu, dep.kv_budget_bytes_per_gpu
     notes = [_budget_note(dep)] + list(dep.model.assumptions)
-    engine, vllm = _vllm(dep, context, budget, notes)
+    engine, vllm = vllm_sessions(dep, context, budget, notes)
     draft_per_seq = dep.draft_kv_per_sequence(context)
     state = dep.state_bytes_per_sequence_per_gpu
     # a decode step reads every live cache and reads (and writes) every state
@@ -244,7 +241,7 @@ def make_plan(dep: Deployment, context: int, sessions: str = "vllm") -> Plan:
     )
 
 
-def _kv_format_notes(dep: Deployment) -> list[str]:
+def _kv_format_notes(dep) -> list[str]:
     """Which of vLLM's kv_cache_dtype values the plan's cache is, and how kvlib maps it."""
     name = vllm_kv_cache_dtype(dep.kv_dtype, dep.scales)
     if name is None or dep.scales is None:  # plain dtypes: b bytes per element, exact
@@ -259,7 +256,7 @@ def _gib(n: int) -> str:
     return fmt_bytes(n, "GiB")
 
 
-def _budget_note(dep: Deployment) -> str:
+def _budget_note(dep) -> str:
     """Which release and which budget rule the plan used (docs/capacity.md)."""
     if dep.rule == "kv_cache_memory_bytes":
         off = (", which also turns its extensible KV cache off"
@@ -278,7 +275,7 @@ def _budget_note(dep: Deployment) -> str:
             f"u = {float(dep.gpu_mem_util):g}")
 
 
-def _assumptions(dep: Deployment) -> list[str]:
+def _assumptions(dep) -> list[str]:
     """What vLLM measures at start-up and kvlib can only assume, each with its value and the
     option that overrides it."""
     if dep.rule == "kv_cache_memory_bytes":
@@ -297,7 +294,7 @@ def _assumptions(dep: Deployment) -> list[str]:
             "warmup's own peak and torch's reservation growth assumed no larger"]
 
 
-def _weights_notes(dep: Deployment) -> list[str]:
+def _weights_notes(dep) -> list[str]:
     ck = dep.checkpoint
     if ck is None:
         how = ("--params given" if dep.params != dep.model.params or dep.config is None
@@ -311,83 +308,3 @@ def _weights_notes(dep: Deployment) -> list[str]:
             f"{_gb(ck.per_gpu)}, of which {_readable(ck.replicated)} is held whole by every rank "
             "(routers, MLA down projections, indexer, norms); --weight-dtype overrides"] + [
         f"weights: {n}" for n in ck.notes]
-
-
-_VLLM_KEYS = ("vllm_max_concurrency", "vllm_block_size", "vllm_kv_cache_groups",
-              "vllm_padding_layers", "vllm_blocks_per_request", "vllm_block_sizes",
-              "vllm_num_blocks", "vllm_bytes_per_block", "vllm_blocks_per_sequence",
-              "vllm_prefill_blocks", "vllm_max_num_seqs", "vllm_needed_bytes",
-              "vllm_max_model_len")
-
-
-def _vllm(dep: Deployment, context: int, budget: int, notes: list[str]):
-    """vLLM ``dep.vllm``'s layout for the same KV budget, model and max_model_len, and what
-    it logs and holds; (None, all None) where kvlib cannot build it."""
-    if dep.draft is not None or dep.dcp > 1:
-        notes.append("vllm_max_concurrency: not computed with a draft model or DCP")
-        return None, dict.fromkeys(_VLLM_KEYS)
-    if dep.scales is not None:  # kvlib's layout of vLLM's pages holds no inline scales
-        name = (dep.kv_cache_dtype if kv_format(dep.kv_cache_dtype).scales is not None else
-                vllm_kv_cache_dtype(dep.kv_dtype, dep.scales) or f"{dep.kv_dtype} with scales")
-        notes.append(f"vllm_max_concurrency: not computed for {name} (vLLM stores its "
-                     f"{dep.scales.name} scales inside the pages, which kvlib's layout of "
-                     "vLLM does not hold); sessions by bytes, scales included")
-        return None, dict.fromkeys(_VLLM_KEYS)
-    kv_dtype, why = stored_kv_dtype(dep.config, dep.kv_dtype)
-    if why:
-        notes.append(f"vLLM {dep.vllm}: {why}")
-    try:
-        default = VLLM_DEFAULTS[dep.vllm]["block_size"]
-        layout = vllm_layout(dep.model, context, kv_dtype, dep.tp, dep.gpu,
-                             block_size=dep.block_size if dep.block_size != default else None,
-                             release=dep.vllm)
-    except ValueError as e:
-        notes.append(f"vllm_max_concurrency: not computed ({e})")
-        return None, dict.fromkeys(_VLLM_KEYS)
-    notes += [f"vLLM {dep.vllm}: {n}" for n in layout.notes]
-    if dep.kv_dtype in ("int8", "int4") and vllm_kv_cache_dtype(dep.kv_dtype,
-                                                                 dep.scales) is None:
-        notes.append(f"vLLM {dep.vllm} has no plain {dep.kv_dtype} kv_cache_dtype (its "
-                     f"{dep.kv_dtype}_per_token_head adds two fp32 scales per token and head, "
-                     "vllm/config/cache.py:44-67): the figure is the cache at "
-                     f"{bytes_per_element(dep.kv_dtype)} B per element alone")
-    # Gemma 4: full 128, sliding 64; DeepSeek V4's two compressor states by their window
-    sizes = {g.kind if g.kind != "compressor" else f"compressor {g.window}": g.block_size
-             for g in layout.groups}
-    hold = layout.holding(context)
-    needed = layout.needed_bytes()
-    available = max(0, budget) - layout.bytes_per_block  # less the null block
-
-    def needed_at(length):
-        return vllm_layout(dep.model, length, kv_dtype, dep.tp, dep.gpu,
-                           block_size=dep.block_size if dep.block_size != default else None,
-                           release=dep.vllm).needed_bytes()
-
-    longest = (context if needed <= available
-               else largest_fitting_len(needed_at, available, context))
-    notes.append(_sessions_note(layout, hold, budget))
-    return layout, dict(zip(_VLLM_KEYS, (
-        round(float(layout.max_concurrency(budget)), 2), layout.block_size, len(layout.groups),
-        layout.padding_layers, layout.blocks_per_request,
-        sizes if len(set(sizes.values())) > 1 else None, layout.num_blocks(budget),
-        layout.bytes_per_block, hold.decode, hold.prefill, layout.max_num_seqs, needed,
-        longest), strict=True))
-
-
-def _sessions_note(layout, hold, budget: int) -> str:
-    """How the sessions follow from vLLM's blocks (the plan's headline)."""
-    n = layout.sessions(budget, hold.length)
-    capped = " (its max_num_seqs)" if n == layout.max_num_seqs else ""
-    return (f"sessions: vLLM's allocator, {layout.num_blocks(budget):,} blocks of "
-            f"{layout.bytes_per_block:,} B less the null block; a sequence of "
-            f"{hold.length:,} tokens holds {hold.decode:,} blocks at full length and "
-            f"{hold.prefill:,} at the peak of its prefill ({hold.chunk:,} tokens a step): "
-            f"{n:,} at once{capped}, the last admitted while the others decode "
-            "(make oracle checks it with vLLM's scheduler)")
-
-
-def plan(model: ModelSpec, gpu: GPU | str, gpus: int = 1, tp: int = 1, context: int = 8192,
-         **options) -> Plan:
-    """``Deployment(model, gpu, gpus, tp, **options).plan(context)``."""
-    return Deployment(model, gpu, gpus, tp, **options).plan(context)
-

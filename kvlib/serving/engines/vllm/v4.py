@@ -47,7 +47,7 @@ concurrency and the sessions against vLLM's own code (tests/oracle).
   the blocks its window reaches (freed up to the committed tokens,
   v1/core/single_type_kv_cache_manager.py), so in decode a request holds a few blocks of each
   windowed group and the scheduler carries about ten times the logged concurrency at 128K
-  (:meth:`kvlib.serving.vllm_layout.VllmLayout.sessions`).
+  (:meth:`kvlib.serving.engines.vllm.pages.VllmLayout.sessions`).
 * **Block size.** After planning vLLM sets ``cache_config.block_size`` to the smallest
   prefix-cacheable group's (v1/engine/core.py:367-378): 4 tokens for V4.
 """
@@ -59,6 +59,7 @@ from dataclasses import dataclass
 
 from kvlib.core import validate
 from kvlib.models.spec import CacheKind, LayerGroup, ModelSpec
+from kvlib.serving.engines.vllm.pages import VllmGroup, VllmLayout
 
 __all__ = ["V4Spec", "V4Term", "v4_specs", "v4_packed_groups", "v4_terms", "is_v4",
            "ALIGNMENT", "COMPRESSED_BLOCK", "WINDOW_BLOCK", "STATE_BLOCK"]
@@ -287,13 +288,11 @@ def v4_terms(model: ModelSpec, context: int, *, lag: int = 2) -> list[V4Term]:
     lag: steps the committed tokens trail the cached ones (2 with async scheduling, vLLM
     0.34.0's default; 1 without): a window frees its blocks only up to the committed tokens,
     so in decode it holds ceil(cached / block) - floor((committed - W + 1) / block) blocks
-    (:meth:`kvlib.serving.vllm_layout.VllmGroup.held`).
+    (:meth:`kvlib.serving.engines.vllm.pages.VllmGroup.held`).
 
     Exact ints; ValueError for a model without compressed layers or a bad context.
     What the pool gives a request is more: each block of a group is as wide as the widest
     group (:func:`v4_layout`), so ``VllmLayout.holding(context).decode x bytes_per_block``."""
-    from kvlib.serving.vllm_layout import VllmGroup
-
     context = validate.positive_int("context", context)
     lag = validate.positive_int("lag", lag)
     if not is_v4(model):
@@ -313,11 +312,10 @@ def v4_terms(model: ModelSpec, context: int, *, lag: int = 2) -> list[V4Term]:
 
 def v4_layout(model: ModelSpec, max_model_len: int, kv_dtype: str, gpu, *, in_flight: int,
               release: str, block_size: int | None, limits: dict):
-    """:class:`kvlib.serving.vllm_layout.VllmLayout` of a V4 ``model`` (the module docstring),
-    whatever ``tp`` (every V4 spec has one KV head and ``max_tp_shards=1``: each rank holds
-    the whole cache, attention.py:823-826); ValueError naming what is not traced."""
-    from kvlib.serving.vllm_layout import VllmGroup, VllmLayout
-
+    """:class:`kvlib.serving.engines.vllm.pages.VllmLayout` of a V4 ``model`` (the module
+    docstring), whatever ``tp``: every V4 spec has one KV head and ``max_tp_shards=1``, so each
+    rank holds the whole cache (``num_kv_heads=1, max_tp_shards=1``,
+    models/deepseek_v4/attention.py:828-829); ValueError naming what is not traced."""
     if release != "0.34.0":
         raise ValueError(f"{model.name}: DeepSeek V4 is traced in vLLM 0.34.0 only (not "
                          f"{release})")

@@ -11,7 +11,7 @@ agrees. Pure functions: nothing here prints.
 non-torch memory, CUDA graphs, hence "Available KV cache memory") is not a formula kvlib
 owns: those lines are checked for their arithmetic only. Every number vLLM *derives* from
 them (blocks, tokens, concurrency, block sizes, padding) is recomputed from the model's
-config through :func:`kvlib.serving.vllm_layout.vllm_layout` (pages, groups, padding
+config through :func:`kvlib.serving.engines.vllm.layout.vllm_layout` (pages, groups, padding
 layers, per-rank heads under tensor parallelism).
 
 **Rounding.** A GiB figure printed to 2 decimals (``%.2f``, or 0.33's
@@ -51,17 +51,17 @@ count (``get_kv_cache_configs``), so different budgets are said to be different 
 a disagreement.
 """
 
-from kvlib.serving.vllm_log.checks import explain
-from kvlib.serving.vllm_log.numbers import Check, Explanation
-from kvlib.serving.vllm_log.reading import (
-                                            Found,
-                                            LogLine,
-                                            VllmLog,
-                                            model_name,
-                                            read_log,
-                                            read_log_text,
+from kvlib.serving.engines.vllm.log.checks import explain
+from kvlib.serving.engines.vllm.log.numbers import Check, Explanation
+from kvlib.serving.engines.vllm.log.reading import (
+    Found,
+    LogLine,
+    VllmLog,
+    model_name,
+    read_log,
+    read_log_text,
 )
-from kvlib.serving.vllm_log.rules import RULES
+from kvlib.serving.engines.vllm.log.rules import RULES
 
 __all__ = ["LogLine", "Found", "VllmLog", "Check", "Explanation", "RULES", "read_log",
            "read_log_text", "model_name", "explain"]

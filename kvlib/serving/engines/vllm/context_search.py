@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from kvlib.core import validate
 from kvlib.serving.kv import slot_bytes
-
-if TYPE_CHECKING:
-    from kvlib.serving.deployment import Deployment
 
 __all__ = ["max_context"]
 
@@ -47,8 +43,9 @@ def _last_at_most(terms: list, const, most, k_max: int) -> int:
 
 
 
-def max_context(dep: Deployment, sequences: int, limit: int | None = None) -> int:
-    """The longest context at which ``sequences`` sequences fit per replica of ``dep`` (0: none).
+def max_context(dep, sequences: int, limit: int | None = None) -> int:
+    """The longest context at which ``sequences`` sequences fit per replica of ``dep`` (a
+    :class:`~kvlib.serving.engines.vllm.deployment.Deployment`; 0: none).
 
     Searched up to ``limit`` (default: the model's max_position_embeddings,
     else 2^24 tokens), in tokens; the answer is a whole number of blocks (or ``limit``).
@@ -73,7 +70,7 @@ def max_context(dep: Deployment, sequences: int, limit: int | None = None) -> in
     return min(hi, lo * bs)
 
 
-def _block_bracket(dep: Deployment, most: int, blocks: int) -> tuple[int, int]:
+def _block_bracket(dep, most: int, blocks: int) -> tuple[int, int]:
     """Block counts (lo, hi) around the most blocks k <= ``blocks`` whose bytes are <= ``most``.
 
     A context of k blocks holds, per part (target, draft), ceil(sum over groups of

@@ -1,4 +1,5 @@
-"""Notebook 06's capacity formulas, written once as SymPy expressions (docs/formula_sheet.md).
+"""vLLM's budget: notebook 06's capacity formulas, written once as SymPy expressions
+(docs/formula_sheet.md).
 
 One budget rule per vLLM release (:data:`RULES`, keyed by the release's name; docs/capacity.md
 cites each term's source line):
@@ -23,15 +24,16 @@ cites each term's source line):
   (vllm/v1/worker/gpu_worker.py:656-681 in 0.33.0, :688-713 in 0.34.0); in 0.34.0 it also
   turns the extensible cache off (vllm/config/vllm.py:3203-3207), so u resolves to 0.92.
 
-The planner (:class:`kvlib.serving.deployment.Deployment`, :func:`kvlib.serving.decode.
-decode_step_seconds`) evaluates these expressions, and the formula sheet prints them, so the
-arithmetic of a plan and the formula a reader sees are one thing:
+The planner (:class:`kvlib.serving.engines.vllm.deployment.Deployment`,
+:func:`kvlib.serving.decode.decode_step_seconds`) evaluates these expressions, and the formula
+sheet prints them, so the arithmetic of a plan and the formula a reader sees are one thing:
 
 * ``USABLE``: vLLM's requested memory (both releases), ceil(u M) bytes per GPU (``request_memory``);
 * ``KV_BUDGET``: what is left for the cache, ceil(u M) - W_GPU - O (negative when it does not fit);
 * ``SESSIONS``: whole sessions per TP group, floor(max(0, budget) / S);
 * ``STEP``: the decode-step floor, (R_W + B R_KV) / BW seconds: weight bytes read plus the cache
-  of the batch, over the memory bandwidth.
+  of the batch, over the memory bandwidth (every engine's: defined in :mod:`kvlib.serving.decode`
+  and shown here beside the budget, as the formula sheet prints them together).
 
 Symbols (the notation's ``SERVING_SYMBOLS``; ours, except u, vLLM's, and M, CUDA's): u
 ``gpu_memory_utilization``; M the memory CUDA reports for one GPU (bytes); W_GPU the weights
@@ -56,6 +58,7 @@ from functools import cache
 import sympy as sp
 
 from kvlib.core.notation import by_name
+from kvlib.serving.decode import STEP, step_seconds  # the engine-neutral decode floor, shown here
 
 __all__ = ["SYMBOLS", "USABLE", "KV_BUDGET", "SESSIONS", "STEP", "MARGIN",
            "USABLE_EXTENSIBLE", "KV_BUDGET_EXTENSIBLE", "SESSIONS_EXTENSIBLE", "RULES",
@@ -77,7 +80,6 @@ MARGIN_FRACTION = sp.Rational(3, 4)
 USABLE = sp.ceiling(u * M)
 KV_BUDGET = sp.Add(USABLE, -W, -O, evaluate=False)
 SESSIONS = sp.floor(sp.Max(0, KV_BUDGET) / S)
-STEP = sp.Add(R, sp.Mul(B, K, evaluate=False), evaluate=False) / BW
 
 MARGIN = sp.Max(F, sp.floor(MARGIN_FRACTION * P))
 USABLE_EXTENSIBLE = sp.Min(USABLE, sp.Add(M, -M0, -MARGIN, evaluate=False))
@@ -111,11 +113,6 @@ def sessions(util, total: int, weights: int, overhead: int, per_session: int) ->
     """Whole sessions of ``per_session`` bytes per GPU that fit the budget (0 if none)."""
     return _compiled(SESSIONS, (u, M, W, O, S))(Fraction(util), total, weights, overhead,
                                                 Fraction(per_session))
-
-
-def step_seconds(read_bytes, per_session_bytes, batch, bandwidth):
-    """(read + batch x per-session cache) / bandwidth; ``batch`` may be a NumPy array."""
-    return _compiled(STEP, (R, B, K, BW))(read_bytes, batch, per_session_bytes, bandwidth)
 
 
 def margin(peak: int, floor: int = MARGIN_FLOOR_BYTES) -> int:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kvlib.serving.vllm_log.reading import LogLine
+from kvlib.serving.engines.vllm.log.reading import LogLine
 
 __all__ = ["Check", "Explanation", "GiB", "HALF"]
 

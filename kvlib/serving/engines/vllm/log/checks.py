@@ -5,9 +5,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from kvlib.models.spec import STATEFUL, ModelSpec
-from kvlib.serving.vllm_layout import state_page_bytes
-from kvlib.serving.vllm_log.failure import explain_failures
-from kvlib.serving.vllm_log.numbers import (
+from kvlib.serving.engines.vllm.layout import state_page_bytes
+from kvlib.serving.engines.vllm.log.failure import explain_failures
+from kvlib.serving.engines.vllm.log.numbers import (
     HALF,
     Check,
     Explanation,
@@ -19,8 +19,8 @@ from kvlib.serving.vllm_log.numbers import (
     _near,
     _round2_matches,
 )
-from kvlib.serving.vllm_log.reading import Found, VllmLog
-from kvlib.serving.vllm_log.rules import (
+from kvlib.serving.engines.vllm.log.reading import Found, VllmLog
+from kvlib.serving.engines.vllm.log.rules import (
     ENGINE_WIDE,
     _budget_blocks,
     _concurrency_of,

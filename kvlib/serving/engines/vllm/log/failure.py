@@ -9,7 +9,7 @@ vLLM 0.34.0, v1/core/kv_cache_planning.py (0.33.0 has the same code at :50-185):
   earlier releases ``%.2f``): a figure stands for every byte count within 0.005 GiB of it.
 * X, ``needed``: ``_max_memory_usage_bytes_from_groups`` (:1297-1329) = bytes per block x the
   blocks one request of N tokens takes, summed over KV-cache groups; kvlib's
-  :func:`kvlib.serving.vllm_layout.vllm_layout` gives both (``bytes_per_block`` x
+  :func:`kvlib.serving.engines.vllm.layout.vllm_layout` gives both (``bytes_per_block`` x
   ``blocks_per_request``). Older releases summed ``max_memory_usage_bytes`` layer by layer
   (:134-139), the same figure for a model whose layers are all alike.
 * Y, ``available``: the worker's KV budget less one block, the null block the BlockPool
@@ -28,10 +28,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from kvlib.serving.engines.vllm.log.numbers import GiB, _bytes_range, _frac, _g, _round2_matches
+from kvlib.serving.engines.vllm.log.reading import Found, VllmLog, _version_key
+from kvlib.serving.engines.vllm.pages import largest_fitting_len
 from kvlib.serving.gpus import get_gpu
-from kvlib.serving.vllm_layout import largest_fitting_len
-from kvlib.serving.vllm_log.numbers import GiB, _bytes_range, _frac, _g, _round2_matches
-from kvlib.serving.vllm_log.reading import Found, VllmLog, _version_key
 
 __all__ = ["largest_fitting_len", "explain_failures"]  # the search lives in vllm_layout
 
@@ -77,7 +77,7 @@ def _total_bytes(log: VllmLog, gpu: str | None) -> tuple[int | None, str]:
 
 def explain_failures(log: VllmLog, c, s, gpu: str | None) -> None:
     """Add the checks of every start-up failure line of ``log`` to ``c`` (a ``_Checks``);
-    ``s`` is the log's setup (:class:`kvlib.serving.vllm_log.rules._Setup`)."""
+    ``s`` is the log's setup (:class:`kvlib.serving.engines.vllm.log.rules._Setup`)."""
     for f in log.found:
         if f.kind == "kv_failure":
             _explain_one(log, c, s, gpu, f)

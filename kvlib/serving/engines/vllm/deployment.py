@@ -1,8 +1,8 @@
 """A model on N GPUs, in vLLM's vocabulary: the memory budget and the cache per sequence.
 
 The budget follows the vLLM release named by ``vllm`` (default the newest,
-:data:`kvlib.serving.vllm_layout.VLLM_RELEASES`), its rule written once in
-:data:`kvlib.serving.capacity_formulas.RULES` (docs/capacity.md, with source lines):
+:data:`kvlib.serving.engines.vllm.defaults.VLLM_RELEASES`), its rule written once in
+:data:`kvlib.serving.engines.vllm.budget.RULES` (docs/capacity.md, with source lines):
 
 * **0.34.0** (extensible KV cache, on by default on CUDA and ROCm): the cache is sized after
   warmup and CUDA-graph capture, min(ceil(u M), M - M_0 - margin) - W - O_R - P with
@@ -30,7 +30,7 @@ datasheet's. Sequences per TP group = floor(budget / KV per sequence per GPU);
 GPUs / TP data-parallel replicas. A speculative-decoding
 draft adds its weights and its own cache per sequence (sharded by its own TP,
 by default the target's). The answer for one context is a
-:class:`kvlib.serving.plan.Plan`.
+:class:`kvlib.serving.engines.vllm.plan.Plan`.
 """
 
 from __future__ import annotations
@@ -46,13 +46,22 @@ from kvlib.core import validate
 from kvlib.core.dtypes import auto_kv_dtype, kv_format
 from kvlib.models.quantization import quantization_entry
 from kvlib.models.spec import ModelSpec
-from kvlib.serving import capacity_formulas, context_search
 from kvlib.serving.decode import (
     derived_active_params,
     moe_layout,
     read_params,
     uniform_routing_read_params,
 )
+from kvlib.serving.engines.vllm import budget as capacity_formulas
+from kvlib.serving.engines.vllm import context_search
+from kvlib.serving.engines.vllm.defaults import (
+    DEFAULT_GPU_MEM_UTIL,
+    DEFAULT_OVERHEAD_BYTES,
+    MEASURED_DEFAULTS,
+    VLLM_DEFAULTS,
+    vllm_release,
+)
+from kvlib.serving.engines.vllm.plan import Plan, make_plan
 from kvlib.serving.gpus import GPU, get_gpu
 from kvlib.serving.kv import (
     KVScales,
@@ -61,7 +70,6 @@ from kvlib.serving.kv import (
     sequence_shares,
     state_bytes_per_sequence_per_gpu,
 )
-from kvlib.serving.vllm_layout import DEFAULT_BLOCK, vllm_release
 from kvlib.serving.weights import (
     CheckpointWeights,
     checkpoint_weights,
@@ -69,41 +77,11 @@ from kvlib.serving.weights import (
     weights_bytes_per_gpu,
 )
 
-__all__ = ["CHECKPOINT", "DEFAULT_GPU_MEM_UTIL", "DEFAULT_OVERHEAD_BYTES", "MEMORY_BASES",
-           "VLLM_DEFAULTS", "MEASURED_DEFAULTS", "Deployment"]
+__all__ = ["CHECKPOINT", "MEMORY_BASES", "Deployment", "plan"]
 
 GiB = 1024**3
-# vLLM 0.33.0's gpu_memory_utilization default: vllm/config/cache.py:215 (CacheConfig),
-# vllm/entrypoints/llm.py:196 (LLM), inherited by EngineArgs (engine/arg_utils.py:614);
-# 0.9 up to 0.19.1, 0.92 from 0.20.0. 0.34.0 keeps 0.92 only with the extensible KV cache off
-# (CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION, vllm/config/cache.py:186).
-DEFAULT_GPU_MEM_UTIL = Fraction(92, 100)
 CHECKPOINT = "checkpoint"  # weight_dtype: the checkpoint's own format, read from its config
-# Activation peak at the profiling batch + non-torch memory (NCCL, cuBLAS) + the
-# CUDA-graph estimate: vLLM measures these at start-up. vLLM PR #10511 logs 1.79 GiB
-# non-torch + 1.26 GiB activation peak for Llama-3-8B at TP=1 and 3.58 + 1.26 GiB at TP=2.
-DEFAULT_OVERHEAD_BYTES = 4 * GiB
 MEMORY_BASES = ("cuda", "datasheet")
-
-# Per release: gpu_memory_utilization, block size and budget rule when none is given.
-# 0.34.0: u resolves to 1.0 with the extensible cache (resolved_gpu_memory_utilization,
-# vllm/config/cache.py:495-502), which is on by default on CUDA and ROCm
-# (_resolve_extensible_kv_cache, vllm/config/vllm.py:3180-3269); DEFAULT_BLOCK_SIZE 64
-# (vllm/config/cache.py:185). 0.33.0: 0.92 (vllm/config/cache.py:215), 16 (:185).
-VLLM_DEFAULTS = {
-    "0.34.0": {"gpu_mem_util": Fraction(1), "block_size": DEFAULT_BLOCK["0.34.0"],
-               "rule": "extensible"},
-    "0.33.0": {"gpu_mem_util": DEFAULT_GPU_MEM_UTIL, "block_size": DEFAULT_BLOCK["0.33.0"],
-               "rule": "profiled"},
-}
-# What vLLM 0.34.0 measures and kvlib must assume, per GPU (the same 4 GiB as 0.33.0's lump,
-# split): memory in use when vLLM starts (the CUDA context: 0.49 GiB in the 44.42 GiB
-# start-up line of tests/fixtures/vllm_logs/qwen3-235b-a22b-fp8_8xL40S_tp8_v0.10.2.log),
-# the activation peak of the profiling run, the CUDA-graph pool, non-torch memory (NCCL,
-# cuBLAS). The peak kept free is activation + graph estimate (vllm/v1/worker/gpu_worker.py:
-# 771-773, 946); the resident non-KV memory is non-torch + graph pool.
-MEASURED_DEFAULTS = {"in_use_bytes": GiB // 2, "activation_peak_bytes": 3 * GiB // 2,
-                     "graph_pool_bytes": 2 * GiB, "non_torch_bytes": GiB // 2}
 
 
 def _config_key(config: dict) -> str:
@@ -524,13 +502,19 @@ class Deployment:
     def max_context(self, sequences: int, limit: int | None = None) -> int:
         """The longest context (tokens) at which ``sequences`` sequences fit per replica.
 
-        See :func:`kvlib.serving.context_search.max_context`.
+        See :func:`kvlib.serving.engines.vllm.context_search.max_context`.
         """
         return context_search.max_context(self, sequences, limit)
 
     def plan(self, context: int, sessions: str = "vllm"):
-        """The :class:`~kvlib.serving.plan.Plan` for sequences of ``context`` tokens;
+        """The :class:`~kvlib.serving.engines.vllm.plan.Plan` for sequences of ``context`` tokens;
         sessions "vllm" (vLLM's allocator) or "bytes" (bytes alone: notebook 06's formula)."""
-        from kvlib.serving.plan import make_plan  # plan.py builds on this module
-
         return make_plan(self, context, sessions)
+
+
+def plan(model: ModelSpec, gpu: GPU | str, gpus: int = 1, tp: int = 1, context: int = 8192,
+         **options) -> Plan:
+    """``Deployment(model, gpu, gpus, tp, **options).plan(context)``: vLLM's answer for
+    ``model`` on ``gpus`` GPUs of ``gpu`` at ``context`` tokens a sequence."""
+    return Deployment(model, gpu, gpus, tp, **options).plan(context)
+

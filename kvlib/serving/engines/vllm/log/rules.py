@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kvlib.models.spec import STATEFUL, ModelSpec
+from kvlib.serving.engines.vllm.defaults import DEFAULT_BLOCK
+from kvlib.serving.engines.vllm.layout import vllm_layout
+from kvlib.serving.engines.vllm.log.reading import VllmLog, _version_key
+from kvlib.serving.engines.vllm.pages import VllmLayout
 from kvlib.serving.gpus import get_gpu
 from kvlib.serving.sharding import shard
-from kvlib.serving.vllm_layout import DEFAULT_BLOCK, VllmLayout, vllm_layout
-from kvlib.serving.vllm_log.reading import VllmLog, _version_key
 
 __all__ = ["RULES"]
 

@@ -1,0 +1,103 @@
+"""SGLang 0.5.23's folder: its KV budget, pools, sessions, log reader and defaults, as SymPy
+expressions (``kvlib plan --engine sglang``; docs/engines.md). Each part is a module here
+(``budget``, ``pools``, ``sessions``, ``log``, ``defaults``; ``planner`` answers the registry,
+``symbols`` holds the expressions' symbols); this package re-exports their names.
+
+Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``), path under
+``sglang/srt/``:
+
+* **Budget** (``KV_BUDGET``): the free memory after the weights load, less the slack
+  F_0 (1 - f) that mem_fraction_static f leaves of the memory free *before* the weights:
+  ``slack_gb = pre_model_load_memory * (1 - mem_fraction_static)``,
+  mem_cache/kv_cache_configurator.py:3007; ``rest_memory = available_gpu_memory - slack_gb``
+  (:3038); ``int(rest_memory * (1 << 30))`` bytes (:3060). F_0 is measured after the
+  distributed set-up and before the weights (``measure_pre_model_load_memory``,
+  distributed/bootstrap.py:193-223). kvlib writes the free memory after loading as
+  F_0 - W - X (X: whatever else is allocated between, assumed 0).
+* **f, mem_fraction_static** (``MEM_FRACTION``), when not given:
+  round((G - reserve) / G, 3) with G the memory nvidia-smi reports in MiB
+  (arg_groups/memory_hook.py:324-328; ``get_nvgpu_memory_capacity``, utils/common.py:802-832)
+  and reserve = 512 + 1.5 max(chunked_prefill_size, 2048) + TP/8 x 1024 + the CUDA-graph
+  reserve (:309-313), at least 10 GiB above 60 GiB of memory (:314-315). The graph reserve:
+  2 x the decode graph's max batch (:368) plus 8 MiB per captured prefill size, or 1.5 GiB for
+  MLA (:384-389); the prefill graph (breakable, on by default on CUDA,
+  model_executor/cuda_graph_config.py:119-123) captures the sizes of
+  ``generate_prefill_cuda_graph_batch_sizes`` up to chunked_prefill_size (MLA: at most 8192,
+  memory_hook.py:233-238; arg_groups/cuda_graph_hook.py:480-497). chunked_prefill_size and the
+  decode max batch by G (memory_hook.py:89-170).
+* **Cell** (``CELL_MHA``, ``CELL_MLA``): bytes one token takes in the pool, the notebooks'
+  ``GQA.bytes_per_token`` N_L N_g b (d_QK + d_V) with SGLang's heads per rank
+  (``HEADS_PER_RANK``) max(1, KV heads // TP) for N_g (model_executor/pool_configurator.py:
+  492-498; ``get_num_kv_heads``, configs/model_config.py:1700-1711), or ``MLA_ROPE``'s
+  N_L b (d_L + d_R), (kv_lora_rank + qk_rope_head_dim) x layers x b (pool_configurator.py:
+  379-386; mem_cache/kv_cache_configurator.py:3419).
+* **Tokens** (``TOKENS``): budget // cell, down to whole pages (pool_configurator.py:637-647);
+  a page is 1 token on CUDA (arg_groups/overrides.py:1341-1362) unless the attention backend
+  forces one: TensorRT-LLM MHA, the default on SM100, 64 (arg_groups/model_override_base.py:
+  312-325; overrides.py:1176-1187); trtllm_mla, DeepSeek V3's default on SM100 (model_overrides/
+  deepseek_v2.py:177-185), 64 (overrides.py:1155-1163); FlashMLA 64 (:1147-1154).
+* **Sliding-window pool** (``SWA_TOKENS``), for the architectures SGLang pools apart only
+  (``is_hybrid_swa_model``, configs/model_config.py:2651-2697; gpt-oss and Llama 4 here):
+  full tokens = budget // (full cell + r x SWA cell) in pages, SWA tokens = int(full x r) in
+  pages, r = swa_full_tokens_ratio = 0.8 (pool_configurator.py:786-803, 859-893;
+  arg_groups/fields/schedule.py:150-162). Every other sliding-window model (Gemma 2 and 3,
+  Mistral) keeps every layer in the one pool at full length.
+* **max_running_requests** (``MAX_RUNNING``), when not given: min(max(min(int(tokens / context
+  x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:3119-3132).
+* **Log**: "KV Cache is allocated. dtype: ..., #tokens: N, K size: X GB, V size: Y GB", with
+  GB = 2^30 B (mem_cache/memory_pool.py:116, 2073-2098); K and V each hold N + one page of
+  rows (memory_pool.py:2574-2578): ``K_SIZE`` = (N + page) x the cell's K part, heads x
+  head_dim x layers x b.
+
+Python evaluates these expressions (:func:`kvlib.core.numeric.evaluate`: code generated from
+each, exact); the one step done in floats on purpose, SGLang's own, is :func:`kv_budget`'s.
+What kvlib assumes SGLang measures at start-up (the memory in use before the weights) is the
+engines' shared assumption, :mod:`kvlib.serving.engines.startup`.
+
+Not traced, refused by name: Mamba and linear-attention state pools (r/(1+r) of the budget,
+kv_cache_configurator.py:3350-3357, but the per-request state size is not), sparse-attention
+indexers (DeepSeek V3.2, GLM-5), DeepSeek V4's compressed pools, Gemma 4's and MiMo's
+per-kind head sizes, layers without attention, multimodal reserves.
+"""
+
+from __future__ import annotations
+
+from kvlib.serving.engines.sglang.budget import KV_BUDGET, KV_BUDGET_MEASURED, kv_budget
+from kvlib.serving.engines.sglang.defaults import (
+    HYBRID_SWA_ARCHS,
+    MEM_FRACTION,
+    RELEASE,
+    SWA_FULL_TOKENS_RATIO,
+    default_mem_fraction,
+    kv_bytes,
+    model_path,
+    prefill_graph_sizes,
+    sglang_fraction,
+    sglang_page,
+    untraced_swa,
+)
+from kvlib.serving.engines.sglang.planner import engine_plan, refuse_model
+from kvlib.serving.engines.sglang.pools import (
+    CELL_MHA,
+    CELL_MLA,
+    CELL_SWA,
+    FULL_TOKENS_SWA,
+    HEADS_PER_RANK,
+    K_SIZE,
+    SWA_TOKENS,
+    TOKENS,
+    SGLangPool,
+    k_size_bytes,
+    pool,
+    sglang_groups,
+)
+from kvlib.serving.engines.sglang.sessions import MAX_RUNNING, SESSIONS, SESSIONS_SWA
+from kvlib.serving.engines.sglang.symbols import SYMBOLS, SYMBOLS_BY_NAME
+
+__all__ = ["RELEASE", "SYMBOLS", "KV_BUDGET", "HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "TOKENS",
+           "CELL_SWA", "FULL_TOKENS_SWA", "SWA_TOKENS", "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA",
+           "K_SIZE", "MEM_FRACTION", "KV_BUDGET_MEASURED", "SYMBOLS_BY_NAME",
+           "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS", "SGLangPool", "default_mem_fraction",
+           "prefill_graph_sizes", "kv_budget", "pool", "k_size_bytes", "kv_bytes", "untraced_swa",
+           "sglang_page", "sglang_fraction", "sglang_groups", "model_path", "engine_plan",
+           "refuse_model"]

@@ -1,0 +1,44 @@
+"""SGLang 0.5.23's KV budget (``KV_BUDGET``): the free memory after the weights load, less the
+slack F_0 (1 - f) that mem_fraction_static f leaves of the memory free *before* the weights
+(mem_cache/kv_cache_configurator.py:3007, 3038, 3060; F_0 measured in
+distributed/bootstrap.py:193-223), in bytes per GPU; the sources are cited in full in
+:mod:`kvlib.serving.engines.sglang`.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import sympy as sp
+
+from kvlib.core.numeric import evaluate_floats
+from kvlib.serving.engines.sglang.symbols import F0, F1, W, X, f
+
+__all__ = ["KV_BUDGET", "KV_BUDGET_MEASURED", "kv_budget"]
+
+KV_BUDGET = sp.floor(sp.Add(F0, -W, -X, -F0 * (1 - f), evaluate=False))
+# the same budget from the two free memories SGLang measures (what kv_budget evaluates)
+KV_BUDGET_MEASURED = KV_BUDGET.subs({W: F0 - F1, X: 0})
+
+
+def _float32(x) -> float:
+    return struct.unpack("f", struct.pack("f", float(x)))[0]
+
+
+def _measured(free: int, world: int) -> float:
+    """A free memory in bytes as SGLang holds it: a float64 (of GB, bytes / 2^30: the same
+    float times 2^30), all-reduced as a float32 when ``world`` > 1 (utils/common.py:569-574;
+    distributed/bootstrap.py:207-212). SGLang's rounding step, applied to the inputs."""
+    return _float32(free) if world > 1 else float(free)
+
+
+def kv_budget(free_before: int, weights: int, other: int, fraction, world: int = 1) -> int:
+    """``KV_BUDGET``, F_0 - W - X - F_0 (1 - f) bytes, the budget SGLang 0.5.23 sizes its pools
+    from, in its own floating point: ``KV_BUDGET_MEASURED`` evaluated in floats
+    (:func:`~kvlib.core.numeric.evaluate_floats`) on the free memories before and after the
+    weights as SGLang measures them (:func:`_measured`) and float(f)
+    (kv_cache_configurator.py:2990-3060: GB floats, utils/common.py:427-576, whose scaling by
+    2^30 is exact). Within a few KiB of the exact floor; negative (floored) where SGLang
+    stops."""
+    return evaluate_floats(KV_BUDGET_MEASURED, F_0=_measured(free_before, world),
+                           F_1=_measured(free_before - weights - other, world), f=fraction)

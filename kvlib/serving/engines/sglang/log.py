@@ -1,0 +1,83 @@
+"""SGLang's KV-cache start-up line, worked out again (``kvlib explain-log``, issue 35).
+
+SGLang 0.5.23 (mem_cache/memory_pool.py:2073-2098): "KV Cache is allocated. [dtype: D,]
+#tokens: N, K size: X GB, V size: Y GB" (GB = 2^30 B, memory_pool.py:116) and the MLA form
+"... KV size: X GB". K holds N + one page of rows (:2574-2578): K = (N + page) x KV heads per
+rank x head_dim x full-attention layers x b, V the same with v_head_dim; MLA: (N + page) x
+(kv_lora_rank + qk_rope_head_dim) x layers x b. Each printed number is compared with its
+rounding (two decimals: ± 0.005).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from kvlib.models.spec import CacheKind
+from kvlib.serving.engines.common import cell_bytes, kv_heads
+from kvlib.serving.engines.log import EngineCheck, EngineExplanation, GiB
+from kvlib.serving.engines.log import gib_ok as _gib_ok
+from kvlib.serving.engines.sglang import pools as sg
+from kvlib.serving.engines.sglang.pools import k_size_bytes
+
+__all__ = ["detect", "explain"]
+
+_SG_KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?#tokens:\s*"
+                    r"(?P<n>\d+),\s*(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
+                    r"|KV size:\s*(?P<kv>[\d.]+) GB)")
+_DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float8_e4m3fn": 1,
+                "torch.float8_e5m2": 1, "torch.float32": 4, "torch.uint8": 1}
+
+
+def detect(text: str) -> bool:
+    """Whether ``text`` holds SGLang's KV-cache line."""
+    return bool(_SG_KV.search(text))
+
+
+def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExplanation:
+    """The checks of SGLang's lines (``lines``: (line number, text)); ``model`` (a ModelSpec)
+    adds those that need its sizes."""
+    e = EngineExplanation("sglang")
+    full = [g for g in (model.groups if model else ()) if g.kind in (CacheKind.FULL,
+                                                                      CacheKind.SLIDING,
+                                                                      CacheKind.CHUNKED,
+                                                                      CacheKind.LATENT)]
+    for i, text in lines:
+        m = _SG_KV.search(text)
+        if not m:
+            continue
+        n = int(m["n"])
+        b = _DTYPE_BYTES.get(m["dtype"]) if m["dtype"] else kv_bytes
+        b = b or 2
+        if m["k"] is not None and m["k"] == m["v"]:
+            e.checks.append(EngineCheck(i, text, "K size = V size", f"{m['k']} GB",
+                                        f"{m['v']} GB", "info",
+                                        "K and V rows of equal width (head_dim = v_head_dim)"))
+        per_token = (Fraction(m["k"] or m["kv"]) + Fraction(m["v"] or 0)) * GiB / (n + page)
+        e.checks.append(EngineCheck(i, text, "bytes per token (from the line)",
+                                    f"{m['k'] or m['kv']} + {m['v'] or 0} GB",
+                                    f"about {float(per_token):,.0f} B", "info",
+                                    f"(K + V) x 2^30 / (#tokens + page {page})"))
+        if not full:
+            continue
+        if m["kv"] is not None:  # an MLA latent: SGLang's CELL_MLA per row
+            exact = (n + page) * sum(
+                cell_bytes(sg, "CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
+                                       "d_R": g.sizes.get("d_R", 0)}, tp, b)
+                for g in full if g.kind == CacheKind.LATENT)
+            e.checks.append(EngineCheck(
+                i, text, "KV size", f"{m['kv']} GB", f"{exact / GiB:.4f} GB",
+                "ok" if _gib_ok(m["kv"], exact) else "mismatch",
+                f"(#tokens {n:,} + page {page}) x (kv_lora_rank + rope) x layers x {b} B, "
+                "GB = 2^30"))
+            continue
+        for name, printed, dim in (("K size", m["k"], "d_QK"), ("V size", m["v"], "d_V")):
+            exact = sum(k_size_bytes(n, page, kv_heads(g), g.sizes[dim], g.layers, b, tp)
+                        for g in full if g.kind != CacheKind.LATENT)
+            rows = exact // ((n + page) * b)
+            e.checks.append(EngineCheck(
+                i, text, name, f"{printed} GB", f"{exact / GiB:.4f} GB",
+                "ok" if _gib_ok(printed, exact) else "mismatch",
+                f"(#tokens {n:,} + page {page}) x {rows:,} (KV heads per rank x {dim} x "
+                f"attention layers) x {b} B, TP={tp}, GB = 2^30 (memory_pool.py:2574-2578)"))
+    return e

@@ -1,0 +1,141 @@
+"""SGLang 0.5.23's plan for one deployment and context (:func:`engine_plan`, the engine's answer to
+the registry, :mod:`kvlib.serving.engines`), and what kvlib refuses because it has not traced
+it in SGLang (:func:`refuse_model`). Bytes per GPU (TP rank).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from kvlib.core.numeric import evaluate
+from kvlib.models.spec import CacheKind
+from kvlib.serving.engines import common
+from kvlib.serving.engines.answer import EnginePlan
+from kvlib.serving.engines.common import arch, cell_bytes, gib
+from kvlib.serving.engines.sglang import pools
+from kvlib.serving.engines.sglang.budget import kv_budget
+from kvlib.serving.engines.sglang.defaults import (
+    HYBRID_SWA_ARCHS,
+    RELEASE,
+    SWA_FULL_TOKENS_RATIO,
+    kv_bytes,
+    model_path,
+    sglang_fraction,
+    sglang_page,
+    untraced_swa,
+)
+from kvlib.serving.engines.sglang.pools import CELL_SWA, HEADS_PER_RANK, k_size_bytes, sglang_groups
+from kvlib.serving.engines.startup import STARTUP_BYTES
+
+__all__ = ["engine_plan", "refuse_model"]
+
+GiB = 1 << 30
+NAME = f"SGLang {RELEASE}"
+
+
+def refuse_model(model, config: dict | None) -> None:
+    """Raise (ValueError, by name) what SGLang's rule is not traced for in ``model`` alone,
+    whatever the GPU, TP and KV dtype: its layer kinds, its multimodal reserves and its
+    per-kind sliding pools (the book's planner reads it too)."""
+    common.refuse_layers(model, NAME)
+    arch_ = arch(config)
+    if arch_.endswith("ForConditionalGeneration") and arch_ not in HYBRID_SWA_ARCHS:
+        raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE}'s multimodal "
+                         "reserves (mem_fraction_static x 0.95 and more, "
+                         "mm_runtime_reservation_gb) are not traced by kvlib")
+    if untraced_swa(arch_):
+        raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} pools its sliding "
+                         "layers with per-kind head sizes kvlib has not traced")
+
+
+def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=None,
+                other_bytes=0, page_size=None) -> EnginePlan:
+    """SGLang's pools for ``dep`` (a Deployment: its weights per GPU, GPU, TP and KV dtype)
+    at ``context`` tokens a request. in_use_bytes: memory in use before the weights load
+    (default: kvlib's assumption, :mod:`kvlib.serving.engines.startup`); other_bytes: memory
+    taken after the weights and before the pool; page_size, mem_fraction_static: SGLang's
+    options (default: its own)."""
+    common.refuse_options(dep, NAME)
+    refuse_model(dep.model, dep.config)
+    model, gpu, tp, config = dep.model, dep.gpu, dep.tp, dep.config
+    arch_ = arch(config)
+    b = kv_bytes(dep.kv_dtype)
+    mla = any(g.kind == CacheKind.LATENT for g in model.groups)
+    notes, terms = [], []
+    if page_size is None:
+        page, why = sglang_page(model, gpu, config)
+        notes.append(f"page: {page} token{'s' if page > 1 else ''}: {why}")
+    else:
+        page = page_size
+        notes.append(f"page: {page} tokens (--page-size)")
+    hybrid = arch_ in HYBRID_SWA_ARCHS
+    full = swa = 0
+    window = None
+    kv_heads = head_dim = layers_kv = None
+    for g, key, v, pool in sglang_groups(model, config):
+        cell = cell_bytes(pools, key, v, tp, b)
+        if key == "CELL_MHA":
+            kv_heads, head_dim = v["N_kv"], v["d_QK"]
+        if pool == "swa":
+            swa += cell
+            window = g.window if window is None else max(window, g.window)
+        else:
+            full += cell
+            if g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED):
+                notes.append(f"{g.layers} {g.kind} layers (window {g.window:,}) sit in the one "
+                             f"pool at full length: {arch_ or 'this architecture'} is not among "
+                             "SGLang's hybrid-SWA architectures (configs/model_config.py:"
+                             "2651-2697)")
+    layers_kv = sum(g.layers for g in model.groups)
+    if mla:
+        kv_heads, head_dim = 1, None
+    total = dep.total_memory_bytes_per_gpu
+    in_use = STARTUP_BYTES["in_use_bytes"] if in_use_bytes is None else in_use_bytes
+    free_before = total - in_use
+    assumptions = [f"free before the weights load (CUDA total less CUDA context, NCCL, other "
+                   f"processes {gib(in_use)}): {gib(free_before)} (--in-use-gib)",
+                   f"memory taken after the weights and before the KV pool: {gib(other_bytes)} "
+                   "(--other-gib)"]
+    if mem_fraction_static is None:
+        fraction, how = sglang_fraction(gpu, tp, mla, model_path(model))
+        notes.append(f"mem_fraction_static {float(fraction):g}: SGLang's default, {how} "
+                     "(arg_groups/memory_hook.py:281-343)")
+    else:
+        fraction = Fraction(mem_fraction_static)
+        notes.append(f"mem_fraction_static {float(fraction):g} (--mem-fraction-static)")
+    budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp)
+    terms += [("free before weights F_0", free_before, "distributed/bootstrap.py:193-223"),
+              ("weights per GPU W", dep.weights_bytes_per_gpu, "kvlib (vLLM's split)"),
+              (f"slack F_0 x (1 - {float(fraction):g})",
+               int(free_before * (1 - fraction)), "kv_cache_configurator.py:3007"),
+              ("KV budget", budget, "kv_cache_configurator.py:3038, 3060")]
+    if budget <= 0:
+        raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Loaded "
+                         "weights leave no GPU memory for the KV cache', kv_cache_configurator.py:"
+                         f"3041-3058): the weights {gib(dep.weights_bytes_per_gpu)} exceed "
+                         f"mem_fraction_static x free memory {gib(free_before * fraction)}")
+    p = pools.pool(kind="hybrid_swa" if hybrid and swa else "single", budget=budget,
+                   page=page, context=context, fraction=fraction, full_cell=full, swa_cell=swa,
+                   window=window, terms=terms, notes=notes)
+    if hybrid and swa:
+        both = evaluate(CELL_SWA, c_full=full, c_swa=swa, r=SWA_FULL_TOKENS_RATIO)
+        notes.append(f"sliding-window pool: {p.swa_tokens:,} tokens = int(full x 0.8) in pages "
+                     f"(swa_full_tokens_ratio, pool_configurator.py:881); full pool from "
+                     f"budget // (full cell {full:,} + 0.8 x SWA cell {swa:,} = "
+                     f"{float(both):,.1f} B) (pool_configurator.py:797-802, 915)")
+    notes.append(f"max_running_requests {p.max_running_requests:,}: min(max(min(int(tokens / "
+                 f"{context:,} x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:"
+                 "3119-3132)")
+    if kv_heads is not None and head_dim is not None and not (hybrid and swa):
+        heads_rank = evaluate(HEADS_PER_RANK, N_kv=kv_heads, TP=tp)
+        k = k_size_bytes(p.tokens, page, kv_heads, head_dim, layers_kv, b, tp)
+        notes.append(f"SGLang would log: KV Cache is allocated. #tokens: {p.tokens}, K size: "
+                     f"{k / GiB:.2f} GB (GB = 2^30; (tokens + {page}) x {heads_rank} heads x "
+                     f"{head_dim} x {layers_kv} layers x {b} B, memory_pool.py:2574-2578)")
+    return EnginePlan(
+        engine="sglang", release=RELEASE, model=model.name, gpu=gpu.name, tp=tp,
+        context=context, kv_dtype=dep.kv_cache_dtype, total_memory=total,
+        weights=dep.weights_bytes_per_gpu, kv_budget=budget, cell=full, page=page,
+        tokens=p.tokens, sessions=p.sessions, swa_tokens=p.swa_tokens, swa_cell=p.swa_cell,
+        max_running_requests=p.max_running_requests, fraction=fraction, terms=tuple(terms),
+        assumptions=tuple(assumptions), notes=tuple(notes))

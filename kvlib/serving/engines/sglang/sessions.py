@@ -1,0 +1,22 @@
+"""SGLang 0.5.23's sessions: max_running_requests when not given (``MAX_RUNNING``,
+mem_cache/kv_cache_configurator.py:3119-3132) and the requests of C tokens its pools hold at
+once (``SESSIONS``, ``SESSIONS_SWA`` with a sliding-window pool: the admission floor,
+model_executor/pool_configurator.py:198-216); counts of requests.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from kvlib.serving.engines.sglang.symbols import C, T, T_swa, p, w
+
+__all__ = ["MAX_RUNNING", "SESSIONS", "SESSIONS_SWA"]
+
+# SGLang's int(T / C x 512) is a float's; the exact floor is the same (T x 512 / C is a whole
+# number exactly when T / C is a multiple of 1/512, which a float holds exactly)
+MAX_RUNNING = sp.Min(sp.Max(sp.Min(sp.floor(T / C * 512), 4096), 2048), sp.floor(T / 2))
+# requests of C tokens at once: whole pages each, at most max_running_requests (pool()); with
+# a sliding-window pool of T_SWA tokens, also min(C, window w) + one page each (the admission
+# floor, pool_configurator.py:198-216)
+SESSIONS = sp.Min(MAX_RUNNING, sp.floor(T / (sp.ceiling(C / p) * p)))
+SESSIONS_SWA = sp.Min(SESSIONS, sp.floor(T_swa / (sp.Min(C, w) + p)))

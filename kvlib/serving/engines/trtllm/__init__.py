@@ -1,0 +1,78 @@
+"""TensorRT-LLM's (PyTorch backend) folder: its KV budget, blocks, sessions, log reader and
+defaults, as SymPy expressions (``kvlib plan --engine trtllm``; docs/engines.md). Each part is
+a module here (``budget``, ``pools``, ``sessions``, ``log``, ``defaults``; ``planner`` answers the
+registry, ``symbols`` holds the expressions' symbols); this package re-exports their names.
+
+No TensorRT-LLM wheel can be downloaded here (PyPI holds a stub that fetches it from NVIDIA's
+index), so the source read is the repository as stored at commit
+0004396720054fd8e205cbf616f21f0b57c6b412 (``tensorrt_llm/_torch/pyexecutor/_util.py``) and
+the ``resource_manager.py`` beside it; cited by function, line numbers not available:
+
+* **Budget** (``KV_BUDGET``): after a profiling run with the weights loaded and a temporary
+  cache, ``KvCacheCreator._cal_max_memory``: ``available_kv_mem = (total_gpu_memory -
+  peak_memory + allocated_bytes) * fraction``, returned as ``int``; the peak is torch's and
+  non-torch memory together (CUDA context, NCCL, CUDA graphs captured before it), the
+  temporary cache ``allocated_bytes`` added back. kvlib writes total - peak + temporary as
+  M - W - O_T: the weights and the rest of the peak (assumed).
+* **fraction** ``free_gpu_memory_fraction`` = 0.9 by default (``calculate_max_num_blocks``:
+  ``... if kv_cache_config.free_gpu_memory_fraction is not None else 0.9``); the C++ config
+  holds it as a float32, so the Python side multiplies by 0.8999999761581421 (its own log:
+  "fraction is set 0.8999999761581421", quoted in tests/test_engines.py).
+* **Cell** (``CELL_MHA``, ``CELL_MLA``): ``KVCacheManager.get_cache_size_per_token``:
+  2 (K and V) x layers x (head_dim x num_key_value_heads // TP) x b: the notebooks'
+  ``GQA.bytes_per_token`` N_L N_g b (d_QK + d_V) with one head_dim (d_V = d_QK) and the heads
+  per rank it counts (``HEADS_PER_RANK``) floor(d_QK N_kv / TP) / d_QK for N_g, a fraction of
+  a head when N_kv < TP; MLA (a config with ``kv_lora_rank``) ``MLA_ROPE``'s N_L b (d_L +
+  d_R), 1 x layers x (kv_lora_rank + qk_rope_head_dim) x b, not split by TP; b = 1 for an
+  fp8 cache, 2 otherwise.
+* **Tokens** (``TOKENS``): max_tokens = budget // cell (``kv_cache_max_memory //
+  kv_size_per_token``), allocated in whole blocks of 32 tokens (``tokens_per_block``),
+  rounded up: its log reads "max_tokens ... 86711" then "Allocated 5.95 GiB for max tokens
+  in paged KV cache (86720)", 86720 = 2710 x 32 (and a maintainer, NVIDIA/TensorRT-LLM issue
+  #224: the count "gets rounded up to the next multiple of block size during allocation").
+* **Log**: "[MemUsageChange] Allocated X GiB for max tokens in paged KV cache (N)", X = N x
+  cell / 2^30; "Estimated max memory in KV cache : X GiB" = the budget / 2^30
+  (``configure_kv_cache_capacity``; GB = 1 << 30 in _util.py).
+
+Python evaluates these expressions (:func:`kvlib.core.numeric.evaluate`: code generated from
+each, exact); the one float step, the float32 fraction, is :func:`float32` on its input.
+
+Not traced, refused by name: variable sliding windows (VSWA sizes memory, not max_tokens),
+chunked attention (Llama 4), Mamba and linear-attention hybrids, sparse-attention indexers,
+DeepSeek V4, layers without attention, configs without ``num_key_value_heads`` whose KV heads
+differ from the query heads (Falcon), FP4 caches.
+"""
+
+from __future__ import annotations
+
+from kvlib.serving.engines.trtllm.budget import KV_BUDGET, kv_budget
+from kvlib.serving.engines.trtllm.defaults import (
+    DEFAULT_FRACTION,
+    MAX_BATCH_SIZE,
+    SOURCE,
+    TOKENS_PER_BLOCK,
+    TRTLLM_OTHER_PEAK,
+    float32,
+    kv_bytes,
+)
+from kvlib.serving.engines.trtllm.planner import engine_plan, refuse_model
+from kvlib.serving.engines.trtllm.pools import (
+    BLOCKS,
+    CELL_MHA,
+    CELL_MLA,
+    HEADS_PER_RANK,
+    MAX_TOKENS,
+    TOKENS,
+    TRTLLMPool,
+    pool,
+    tokens,
+    trtllm_groups,
+)
+from kvlib.serving.engines.trtllm.sessions import SESSIONS
+from kvlib.serving.engines.trtllm.symbols import SYMBOLS, SYMBOLS_BY_NAME
+
+__all__ = ["SOURCE", "SYMBOLS", "SYMBOLS_BY_NAME", "KV_BUDGET", "HEADS_PER_RANK", "CELL_MHA",
+           "CELL_MLA", "MAX_TOKENS", "BLOCKS", "TOKENS", "SESSIONS",
+           "DEFAULT_FRACTION", "TOKENS_PER_BLOCK", "MAX_BATCH_SIZE", "TRTLLMPool", "float32",
+           "kv_budget", "tokens", "pool", "kv_bytes", "trtllm_groups", "TRTLLM_OTHER_PEAK",
+           "engine_plan", "refuse_model"]
