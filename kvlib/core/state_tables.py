@@ -148,16 +148,20 @@ V4_ENTRY = TensorTable(
 # projected value and gate score in fp32. vLLM 0.34.0 stores them as a sliding window of
 # coff * m tokens (coff = 2 for m = 4, whose windows overlap, else 1), each slot
 # 2 * coff * head_dim fp32 values (kv_state + score_state): models/deepseek_v4/compressor.py:
-# 156-158 (the window) and 297-302 (state_dim, dtype float32), spec lines 179-192. Here d_c is
-# the compressor's width, coff x head_dim (coff x index_head_dim for the indexer's compressor).
+# 156-158 (the window) and 297-302 (state_dim, dtype float32), spec lines 179-192. This table is
+# the per-slot row the layer groups evaluate, with the compressor's width c_o x head_dim (c_o x
+# index_head_dim for the indexer's compressor) passed in for d_c; kvlib.core.compression's
+# COMPRESSOR_STATE writes the same state with c_o and the min(N_KV, c_o m) slots as symbols.
 V4_COMPRESSOR = TensorTable(
     "Compressor state",
     "The running state of one DeepSeek V4 compressor: per token of its window, the projected "
     "value and the gate score, in fp32 (bytes).",
     (
         _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
-        _t("S^kv", r"S^{kv}", N_KV, 4 * d_c, 1, Role.CACHE, note="projected values, fp32"),
-        _t("S^score", r"S^{score}", N_KV, 4 * d_c, 1, Role.CACHE, note="gate scores, fp32"),
+        _t("C^st", r"C^{\mathrm{st}}", N_KV, 4 * d_c, 1, Role.CACHE,
+           note="projected rows C, fp32 (4 bytes a value)"),
+        _t("Z^st", r"Z^{\mathrm{st}}", N_KV, 4 * d_c, 1, Role.CACHE,
+           note="their gate scores Z, fp32"),
     ),
 )
 

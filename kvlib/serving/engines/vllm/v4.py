@@ -64,7 +64,8 @@ from kvlib.serving.engines.vllm.pages import VllmGroup, VllmLayout
 __all__ = ["V4Spec", "V4Term", "v4_specs", "v4_packed_groups", "v4_terms", "is_v4",
            "ALIGNMENT", "COMPRESSED_BLOCK", "WINDOW_BLOCK", "STATE_BLOCK"]
 
-ALIGNMENT = 576  # fp8_ds_mla pages: a multiple of 576 bytes (attention.py:823-833)
+# fp8_ds_mla pages: a multiple of 576 bytes (vLLM 0.34.0 models/deepseek_v4/attention.py:834)
+ALIGNMENT = 576
 COMPRESSED_BLOCK = 256  # cache_config.block_size: the sparse backend's only size (sparse_mla.py:60)
 WINDOW_BLOCK = 64  # DeepseekV4SWACache's block_size (sparse_swa.py:85)
 STATE_BLOCK = {4: 4, 128: 8}  # compressor state blocks by m (compressor.py:167-171)
