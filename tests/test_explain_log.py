@@ -131,14 +131,16 @@ def test_issue_21348_disagrees_as_posted(capsys, tmp_path):
 
 def test_gpt_oss_failure_changed(capsys, tmp_path):
     """A negative budget explains the failure; with it made positive the failure is left
-    unexplained (another cause), which is not a disagreement of kvlib's numbers."""
+    unexplained (another cause), which is not a disagreement of kvlib's numbers, and as no
+    number is then recomputed, nothing is called explained (exit 1, issue 43)."""
     name = "gpt-oss-120b_H100_v0.10.1_issue23278.log"
     code, out, _ = _run(capsys, LOGS / name)
     assert code == 0 and "the KV budget was negative (line 7)" in out
     text = (LOGS / name).read_text(encoding="utf-8").replace("-2.14 GiB", "2.14 GiB")
     (tmp_path / name).write_text(text, encoding="utf-8")
     code, out, _ = _run(capsys, tmp_path / name)
-    assert code == 0 and "1 recognised but not explained" in out
+    assert code == 1 and "1 recognised but not explained" in out
+    assert "verdict: nothing checked: 0 number(s) agree, 0 disagree" in out
 
 
 def test_json(capsys):
@@ -148,7 +150,7 @@ def test_json(capsys):
     d = json.loads(out)
     assert d["settings"]["rules"] == "v0" and d["settings"]["bytes_per_block"] == 2 * 1024**2
     assert d["verdict"] == {"explained": 7, "information": 3, "disagree": 0,
-                            "not_explained": 0, "ok": True}
+                            "not_explained": 0, "verdict": "explained", "ok": True}
     blocks = next(c for c in d["checks"] if c["line"] == 10)
     assert blocks["printed"] == "1478" and blocks["status"] == "ok"
 
@@ -390,3 +392,49 @@ def test_v034_warmup_and_extended_lines():
     for old, new in [("(39.06 GiB) fit", "(39.16 GiB) fit"), ("2.1 GiB kept", "2.5 GiB kept"),
                      ("to 5000 blocks", "to 5001 blocks")]:
         assert not explain(read_log_text(text.replace(old, new)), load_model("llama-3.1-8b")).ok
+
+
+# ---------------------------------------------------------------- the verdict (issue 43)
+
+def test_nothing_checked_is_not_explained(capsys):
+    """Issue 21348's excerpt without --model: one budget line (information) and one token
+    line kvlib cannot work out without the model; no number was recomputed, so the verdict
+    is "nothing checked", exit 1, and --json's ok is false."""
+    name = "qwen3-235b-a22b-fp8_4xH100_tp4_issue21348.log"
+    code, out, err = _run(capsys, LOGS / name)
+    assert code == 1
+    assert out.splitlines()[-1] == (
+        "verdict: nothing checked: 0 number(s) agree, 0 disagree, 1 shown as information, "
+        "1 recognised but not explained")
+    assert len(err.splitlines()) == 1 and "nothing checked" in err and name in err
+    code, out, _ = _run(capsys, LOGS / name, "--json")
+    assert code == 1
+    v = json.loads(out)["verdict"]
+    assert v["ok"] is False and v["verdict"] == "nothing checked"
+
+
+def test_explained_needs_one_number_checked(capsys):
+    """With the model the same excerpt is checked (and disagrees, see above); a changed budget
+    that explains it gives "explained" with ok true."""
+    name = "qwen3-235b-a22b-fp8_4xH100_tp4_issue21348.log"
+    code, out, _ = _run(capsys, LOGS / name, "--model", Q235, "--tp", "4", "--json")
+    assert code == 1 and json.loads(out)["verdict"]["verdict"] == "DISAGREES"
+
+
+def test_a_file_that_quotes_one_line_is_refused(capsys):
+    """README.md quotes one "# GPU blocks" line among its prose: not a start-up log, refused
+    in one line naming the file, exit 2."""
+    readme = HERE.parent / "README.md"
+    code, out, err = _run(capsys, readme)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith(f"kvlib explain-log: error: {readme}: not a start-up log")
+
+
+def test_engine_log_without_model_is_nothing_checked(capsys, tmp_path):
+    """An SGLang line without --model is shown as information only: nothing checked, exit 1."""
+    log = tmp_path / "sglang.log"
+    log.write_text("[2026-09-12 00:22:48 TP0] KV Cache is allocated. dtype: torch.float8_e4m3fn,"
+                   " #tokens: 454112, K size: 3.46 GB, V size: 3.46 GB\n")
+    code, out, err = _run(capsys, log)
+    assert code == 1 and "verdict: nothing checked" in out and "nothing checked" in err

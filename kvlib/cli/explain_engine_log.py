@@ -1,6 +1,7 @@
 """``kvlib explain-log`` for SGLang's and TensorRT-LLM's start-up lines (issue 35; the checks
-are :mod:`kvlib.serving.engines.log`). Exit status as for vLLM's logs: 1 when a number
-disagrees (one line on stderr each), 2 when the log or the model cannot be read."""
+are :mod:`kvlib.serving.engines.log`). Verdict and exit status as for vLLM's logs:
+"explained", 0, when a number was worked out again and none disagrees; 1 when one disagrees
+(one line on stderr each) or nothing was checked; 2 when the log or the model cannot be read."""
 
 from __future__ import annotations
 
@@ -36,7 +37,10 @@ def run_engine_log(args) -> int | None:
     if args.json:
         print(json.dumps({"log": args.log, "engine": engine,
                           "model": model.name if model else None, "tp": args.tp or 1,
-                          "checks": [c.__dict__ for c in e.checks]}, indent=2))
+                          "checks": [c.__dict__ for c in e.checks],
+                          "verdict": {"verdict": e.verdict, "ok": e.ok,
+                                      "explained": sum(c.status == "ok" for c in e.checks),
+                                      "disagree": len(e.mismatches)}}, indent=2))
     else:
         out = [f"{name} start-up log {args.log}",
                f"  model: {model.name if model else 'not given (--model): self-consistency only'}"
@@ -50,11 +54,14 @@ def run_engine_log(args) -> int | None:
             if c.how:
                 out.append(f"               = {c.how}")
         ok = sum(c.status == "ok" for c in e.checks)
-        out.append(f"verdict: {'explained' if not e.mismatches else 'DISAGREES'}: {ok} number(s)"
+        out.append(f"verdict: {e.verdict}: {ok} number(s)"
                    f" agree, {len(e.mismatches)} disagree, "
                    f"{sum(c.status == 'info' for c in e.checks)} shown as information")
         print("\n".join(out))
     for c in e.mismatches:
         print(f"kvlib explain-log: line {c.line} ({c.quantity}): the log prints {c.printed}, "
               f"kvlib {c.kvlib}", file=sys.stderr)
-    return 1 if e.mismatches else 0
+    if not e.checked:
+        print(f"kvlib explain-log: {args.log}: nothing checked: no number of it could be "
+              "worked out again (pass --model)", file=sys.stderr)
+    return 0 if e.ok else 1

@@ -7,9 +7,12 @@ The model comes from the log's engine-config line (``model='...'``) or ``--model
 the log does not say (``--tp``, ``--kv-dtype``, ``--gpu``) may be given. The parsing and
 the checks are :mod:`kvlib.serving.engines.vllm.log`; this module prints them.
 
-Exit status: 0 when every recognised number agrees with kvlib within the rounding of its
-printed digits; 1 when one disagrees (one line on stderr for each, naming the log line and
-both values); 2 when the log, a flag or the model cannot be read (one line on stderr).
+Verdict and exit status: "explained", 0, when at least one number was worked out again and
+every one agrees with kvlib within the rounding of its printed digits; "DISAGREES", 1, when
+one disagrees (one line on stderr for each, naming the log line and both values); "nothing
+checked", 1, when no number could be worked out (lines recognised, but none recomputed: a
+missing model, say; one line on stderr says so); 2 when the file is not a start-up log, or
+the log, a flag or the model cannot be read (one line on stderr, naming the file).
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def _verdict(e: Explanation) -> dict:
     tally = {k: sum(c.status == k for c in e.checks) for k in _STATUS}
     return {"explained": tally["ok"], "information": tally["info"],
             "disagree": tally["mismatch"], "not_explained": tally["unexplained"],
-            "ok": e.ok}
+            "verdict": e.verdict, "ok": e.ok}
 
 
 def to_json(path: str, log: VllmLog, e: Explanation, source: str) -> dict:
@@ -116,7 +119,7 @@ def render(path: str, log: VllmLog, e: Explanation, source: str) -> str:
         if c.reason:
             lines.append(f"  {'':<14} ({c.reason})")
     v = _verdict(e)
-    lines += ["", f"verdict: {'explained' if e.ok else 'DISAGREES'}: {v['explained']} "
+    lines += ["", f"verdict: {e.verdict}: {v['explained']} "
                   f"number(s) agree, {v['disagree']} disagree, {v['information']} shown as "
                   f"information, {v['not_explained']} recognised but not explained"]
     return "\n".join(lines)
@@ -171,4 +174,7 @@ def run(args) -> int:
     for c in e.mismatches:
         print(f"kvlib explain-log: line {c.line.number} ({c.quantity}): the log prints "
               f"{c.printed}, kvlib {c.kvlib}", file=sys.stderr)
-    return 1 if e.mismatches else 0
+    if not e.checked:
+        print(f"kvlib explain-log: {args.log}: nothing checked: no number of it could be "
+              "worked out again" + (f" ({e.notes[-1]})" if e.notes else ""), file=sys.stderr)
+    return 0 if e.ok else 1

@@ -37,6 +37,22 @@ class EngineExplanation:
     def mismatches(self) -> list[EngineCheck]:
         return [c for c in self.checks if c.status == "mismatch"]
 
+    @property
+    def checked(self) -> int:
+        """How many numbers were worked out again (agreeing or not; info is no check)."""
+        return sum(c.status in ("ok", "mismatch") for c in self.checks)
+
+    @property
+    def verdict(self) -> str:
+        """``explained`` (one number or more recomputed, none disagrees), ``DISAGREES`` or
+        ``nothing checked``."""
+        return "DISAGREES" if self.mismatches else "explained" if self.checked else \
+            "nothing checked"
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "explained"
+
 
 def gib_ok(printed: str, exact) -> bool:
     """Whether ``printed`` (GiB, two decimals) is ``exact`` bytes, within its rounding."""

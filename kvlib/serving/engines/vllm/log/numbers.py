@@ -49,8 +49,22 @@ class Explanation:
         return tuple(c for c in self.checks if c.status == "mismatch")
 
     @property
+    def checked(self) -> int:
+        """How many numbers were worked out again (agreeing or not); info and unexplained
+        lines are not checks."""
+        return sum(c.status in ("ok", "mismatch") for c in self.checks)
+
+    @property
+    def verdict(self) -> str:
+        """``explained`` (at least one number recomputed, none disagrees), ``DISAGREES``, or
+        ``nothing checked`` (no number recomputed: nothing is called explained)."""
+        return "DISAGREES" if self.mismatches else "explained" if self.checked else \
+            "nothing checked"
+
+    @property
     def ok(self) -> bool:
-        return not self.mismatches
+        """The verdict is ``explained``: something was checked and nothing disagrees."""
+        return self.verdict == "explained"
 
 
 # ----------------------------------------------------------------------------- intervals

@@ -120,6 +120,11 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
     ("extended", r"Extended KV cache to (\d+) blocks \(" + _NUM + r" GiB\)"),
     ("failed", r"EngineCore failed to start|Engine core initialization failed"),
 ]]
+#: what a log record carries before vLLM's words, and quoted text does not: a level, a source
+#: file ``[kv_cache_utils.py:1168]``, a process ``(EngineCore_DP0 pid=1)``, a timestamp, an
+#: exception's name (a start-up failure pasted from its traceback)
+_RECORD = re.compile(r"\b(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|\[[\w./-]+\.py:\d+\]|"
+                     r"\bpid=\d+|\d\d:\d\d:\d\d|^\s*(?:\w+\.)*\w*(?:Error|Exception):")
 _RANK = re.compile(r"\((?:\w*?Worker\w*?_TP(\d+)\w*|[^)]*\brank[= ](\d+))\b[^)]*\)")
 _ENGINE_KEYS = ("model", "dtype", "max_seq_len", "tensor_parallel_size",
                 "pipeline_parallel_size", "decode_context_parallel_size", "quantization",
@@ -178,9 +183,21 @@ def read_log_text(text: str) -> VllmLog:
             break
         else:
             table = table and not line.text.strip() == ""
-    if not any(f.kind not in ("version", "args", "failed") for f in log.found):
+    numbers = [f for f in log.found if f.kind not in ("version", "args", "failed")]
+    if not numbers:
         raise ValueError("not a vLLM start-up log: no line of it reports KV-cache memory, "
                          "blocks or concurrency")
+    # Text that quotes a line (a README, an issue's prose) is no log: none of the lines read
+    # is a log record, and they are a small part of the text. A pasted excerpt of bare
+    # messages (no prefixes) is mostly the lines read.
+    body = sum(1 for x in lines if x.text.strip())
+    if 4 * len(numbers) < body and not any(_RECORD.search(f.line.text) for f in log.found
+                                           if f.kind != "v0_row"):
+        where = ", ".join(str(f.line.number) for f in numbers[:3])
+        raise ValueError(f"not a start-up log: line{'s' if len(numbers) > 1 else ''} {where} "
+                         f"of {body} quote{'' if len(numbers) > 1 else 's'} vLLM's words, but "
+                         "no line read is a log record (no level, source file, process, "
+                         "timestamp or exception name before it)")
     if any(f.kind in ("blocks", "v0_requested", "v0_budget", "v0_profile", "v0_table_start")
            for f in log.found):
         log.v0 = True
@@ -196,9 +213,13 @@ def read_log(path) -> VllmLog:
     if not p.is_file():
         raise FileNotFoundError(f"no such log file: {path}")
     try:
-        return read_log_text(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a text file (not UTF-8)") from None
+    try:
+        return read_log_text(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
 def model_name(log: VllmLog) -> str | None:
