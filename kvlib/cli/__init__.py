@@ -5,13 +5,15 @@ The top layer: may import every layer of kvlib.
 Subcommands live in modules of their own, each exposing ``add_parser(subparsers)``
 (which sets ``func`` on its parser) and raising ``ValueError`` / ``FileNotFoundError``
 with a readable message on bad input. This module turns those into one line on
-stderr and exit status 2, never a traceback.
+stderr and exit status 2, never a traceback. Output to a closed pipe (``kvlib plan ... |
+head -1``) ends quietly with status 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 SUBCOMMANDS = ("kvlib.cli.estimate", "kvlib.cli.plan", "kvlib.cli.explain_log")
@@ -41,11 +43,27 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, if the output fitted in the buffer
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
     except (ValueError, FileNotFoundError, KeyError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"kvlib {args.command}: error: {msg}", file=sys.stderr)
         return 2
+
+
+def _closed_pipe() -> int:
+    """``kvlib plan ... | head -1``: the reader has gone, which is not an error (status 0, as
+    Python's docs advise, "Note on SIGPIPE" in the signal module). stdout is pointed at devnull
+    so that the interpreter's own flush at exit does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's captured stdout)
+        pass
+    return 0
 
 
 if __name__ == "__main__":

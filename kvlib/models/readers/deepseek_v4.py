@@ -32,7 +32,6 @@ layout, :mod:`kvlib.serving.engines.vllm.v4`, builds vLLM's groups, pages and bl
 from __future__ import annotations
 
 from kvlib.core.compression import overlap
-from kvlib.core.formulas import V4
 from kvlib.models.readers.fields import Fields, describe
 from kvlib.models.readers.reading import Attention, Layers, layer
 from kvlib.models.readers.registry import register
@@ -155,6 +154,8 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
            "per 128)" if 4 in ratios else "")
         + (f", of which each query reads the top {top_k:,} (saves reads, not memory)"
            if top_k and 4 in ratios else ""))
+    from kvlib.core.formulas import V4  # SymPy's, so imported where a V4 config is read
+
     notes.append(f"entries in vLLM 0.34.0's fp8_ds_mla layout whatever --kv-dtype (auto and fp8 "
                  f"become fp8_ds_mla; a bf16 cache is refused on its default backend, "
                  f"models/deepseek_v4/attention.py:95-124): {d_c - d_R} fp8 + {d_R} bf16 + "

@@ -99,8 +99,14 @@ def not_a_model(cfg: dict, source=None) -> str | None:
         what = "a ModelOpt quantization file (hf_quant_config.json)"
     else:
         what = next((w for key, w in NOT_A_MODEL_CONFIG if key in cfg), None)
-    if what is None:
-        return None
     name = f"{source} " if isinstance(source, str | PurePath) else ""
+    if what is None:
+        if not name:  # a pasted or passed dict: the reader's own message names the field
+            return None
+        keys = ", ".join(list(cfg)[:6]) + (", ..." if len(cfg) > 6 else "")
+        it = f"a JSON object with the keys {keys}" if cfg else "an empty JSON object"
+        return (f"{name}is not a model config.json: it is {it}, and the config has no "
+                "num_hidden_layers or n_layer, model_type, architectures or text_config; pass "
+                "the model's config.json instead")
     return (f"{name}is {what}, not a model config: it has no model_type, architectures or "
             "layer counts; pass the model's config.json instead")
