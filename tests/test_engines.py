@@ -131,4 +131,4 @@ def test_cli_engine_and_its_errors(capsys):
     import json
     d = json.loads(capsys.readouterr().out)
     free_before = H200_CUDA_TOTAL - GiB
-    assert d["kv_budget"] == (free_before * 85 - LLAMA_8B_WEIGHTS * 100) // 100
+    assert d["kv_budget_bytes_per_gpu"] == (free_before * 85 - LLAMA_8B_WEIGHTS * 100) // 100

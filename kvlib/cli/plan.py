@@ -25,6 +25,8 @@ from kvlib.cli.args import (
 )
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
+from kvlib.serving.engines.answer import first_line
+from kvlib.serving.engines.vllm import planner as vllm_planner
 from kvlib.serving.engines.vllm.defaults import (
     DEFAULT_OVERHEAD_BYTES,
     MEASURED_DEFAULTS,
@@ -145,8 +147,14 @@ def _groups(deployment: Deployment, context: int) -> list[dict]:
 
 
 def plan_json(deployment: Deployment, context: int) -> dict:
-    """The plan as a JSON-ready dict, with the per-group breakdown of the target model."""
-    d = deployment.plan(context).to_dict()
+    """The plan as a JSON-ready dict: the keys every engine's plan has
+    (:data:`~kvlib.serving.engines.answer.COMMON_KEYS`, vLLM's where both name one thing),
+    then vLLM's own keys beside them, with the per-group breakdown of the target model."""
+    plan = deployment.plan(context)
+    own = plan.to_dict()
+    common = vllm_planner.from_plan(deployment, plan, context).common()
+    d = {k: own.get(k, v) for k, v in common.items()}  # vLLM's own value where it has one
+    d.update(own)
     d["kv_scales"] = deployment.scales.name if deployment.scales else "none"
     d["groups"] = _groups(deployment, context)
     return d
@@ -184,14 +192,8 @@ def _text(d: dict) -> str:
                  else "state per sequence (constant)")
         rows.append((label, d["state_bytes_per_sequence_per_gpu"]))
     w = 32
-    rule_name = {"extensible": "extensible KV cache, measured after warmup",
-                 "profiled": "profiled budget",
-                 "kv_cache_memory_bytes": "kv_cache_memory_bytes"}[rule]
     lines = [
-        f"{d['model']} on {d['gpus']} x {d['gpu']}, TP={d['tp']} "
-        f"({d['replicas']} replica{'s' if d['replicas'] != 1 else ''}), "
-        f"context {d['context']:,}, kv {d['kv_dtype']}, weights {d['weight_dtype']}, "
-        f"vLLM {d['vllm']} ({rule_name})",
+        first_line(d, vllm_planner.RULE_NAMES[rule]),
         *(f"  {label:<{w}}{both(n)}" for label, n in rows),
         f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}"
         + (f" (vLLM's allocator: {d['vllm_blocks_per_sequence']:,} blocks each, "
@@ -290,11 +292,10 @@ def _budget_terms(args) -> dict:
     return {_TERMS[f]: _gib_to_bytes(f, v, allow_zero=True) for f, v in given.items()}
 
 
-def run(args) -> int:
-    if getattr(args, "engine", "vllm") != "vllm":
-        from kvlib.cli.plan_engines import run_engine
-
-        return run_engine(args)
+def vllm_deployment(args) -> tuple[Deployment, int, list[str]]:
+    """vLLM's :class:`Deployment` from ``kvlib plan``'s flags, the context (the config's
+    max_position_embeddings when --context is not given) and the notes that say what was
+    taken for them."""
     from kvlib.models.catalog import BUNDLED, bundled_name, load_model, variant_of
     from kvlib.models.readers.fields import load_config
 
@@ -334,9 +335,28 @@ def run(args) -> int:
         said.append(f"memory per GPU: --hbm-gib {args.hbm_gib} overrides the catalog's "
                     f"{fmt_bytes(catalog.hbm_bytes, 'GB')} {catalog.name}; the bandwidth is "
                     f"still the {catalog.name}'s ({fmt_bytes(catalog.bandwidth, 'GB')}/s)")
+    return deployment, context, said
+
+
+def vllm_json(args) -> dict:
+    """``kvlib plan --json``'s object for vLLM (also a column of ``--engine all``)."""
+    deployment, context, said = vllm_deployment(args)
     d = plan_json(deployment, context)
     d["notes"] = said + d["notes"]
-    d["ignored_keys"] = list(model.ignored_keys)
+    d["ignored_keys"] = list(deployment.model.ignored_keys)
+    return d
+
+
+def run(args) -> int:
+    if getattr(args, "engine", "vllm") == "all":
+        from kvlib.cli.plan_engines import run_all
+
+        return run_all(args, vllm_json)
+    if getattr(args, "engine", "vllm") != "vllm":
+        from kvlib.cli.plan_engines import run_engine
+
+        return run_engine(args)
+    d = vllm_json(args)
     print(json.dumps(d, indent=2) if args.json else _text(d))
     if not d["fits"]:
         print(f"kvlib plan: {d['reason']}", file=sys.stderr)

@@ -1,11 +1,19 @@
-"""``kvlib plan --engine sglang|trtllm``: the same model and GPU under SGLang's or
-TensorRT-LLM's budget, pages and pools (:mod:`kvlib.serving.engines`, docs/engines.md).
+"""``kvlib plan --engine sglang|trtllm|all``: the same model and GPUs under SGLang's or
+TensorRT-LLM's budget, pages and pools (:mod:`kvlib.serving.engines`, docs/engines.md), or
+under every engine side by side, an engine a column (``--engine all``).
 
     kvlib plan llama-3.1-8b --gpu H200 --context 8192 --engine sglang
     kvlib plan llama-3.1-70b --gpu H200 --gpus 4 --tp 4 --engine trtllm --trtllm-peak-gib 6
+    kvlib plan qwen3-32b --gpu H100-80GB --gpus 4 --tp 2 --context 32K --engine all
+
+Every engine's plan opens with the same line and ends with the same totals, and its --json
+has the same keys (:data:`~kvlib.serving.engines.answer.COMMON_KEYS`); ``--gpus`` means the
+same for all: replicas = GPUs / TP, sequences in all = replicas x sequences per replica.
 
 Exit status: 0 when a request of the context fits; 1 when none does; 2 on a bad flag or a
-model whose pool rule kvlib has not traced for that engine (one line naming it).
+model whose pool rule kvlib has not traced for that engine (one line naming it). With
+``--engine all``: 0 when at least one engine plans a request of the context, 1 when engines
+plan but none fits one, 2 when every engine refuses (each refusal is in its column).
 """
 
 from __future__ import annotations
@@ -16,6 +24,13 @@ from fractions import Fraction
 
 from kvlib.cli.args import count, parse_count, unit_fraction
 from kvlib.core.units import fmt_bytes
+from kvlib.serving.engines.answer import (
+    ENGINE_NAMES,
+    engine_title,
+    first_line,
+    fmt_fraction,
+    plural,
+)
 
 __all__ = ["add_engine_flags", "run_engine"]
 
@@ -26,9 +41,10 @@ _VLLM_ONLY = ("gpu_mem_util", "block_size", "kv_cache_memory", "overhead_gib",
 
 
 def add_engine_flags(p) -> None:
-    p.add_argument("--engine", default="vllm", choices=["vllm", "sglang", "trtllm"],
+    p.add_argument("--engine", default="vllm", choices=["vllm", "sglang", "trtllm", "all"],
                    help="the serving engine whose budget, pages and pools apply: vllm "
-                        "(default), sglang (0.5.23) or trtllm (TensorRT-LLM, PyTorch backend)")
+                        "(default), sglang (0.5.23), trtllm (TensorRT-LLM, PyTorch backend), "
+                        "or all: one table, an engine a column, each engine's flags to it")
     p.add_argument("--mem-fraction-static", type=unit_fraction, default=None, metavar="F",
                    help="SGLang: mem_fraction_static (default: SGLang's own, from the GPU's "
                         "memory, chunked prefill size, TP and CUDA graphs)")
@@ -57,9 +73,12 @@ def _gib_flag(flag: str, text: str) -> int:
     return round(value * GiB)
 
 
-def _options(args) -> dict:
-    engine = args.engine
-    for key in _VLLM_ONLY:
+def _options(args, engine: str | None = None) -> dict:
+    """The engine's own options from the flags; a flag of another engine is refused by name,
+    but under ``--engine all`` (``engine`` given), where each engine takes its own."""
+    strict = engine is None
+    engine = engine or args.engine
+    for key in _VLLM_ONLY if strict else ():
         if getattr(args, key, None) is not None:
             flag, value = "--" + key.replace("_", "-"), getattr(args, key)
             value = f"{float(value):g}" if isinstance(value, Fraction) else value
@@ -72,7 +91,7 @@ def _options(args) -> dict:
             "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "trtllm_peak_gib")}[engine]
     for key in ("mem_fraction_static", "page_size", "other_gib", "free_gpu_memory_fraction",
                 "tokens_per_block", "trtllm_peak_gib", "in_use_gib"):
-        if key not in mine and getattr(args, key, None) is not None:
+        if strict and key not in mine and getattr(args, key, None) is not None:
             raise ValueError(f"--{key.replace('_', '-')} {getattr(args, key)}: not an option "
                              f"of --engine {engine}")
     if engine == "sglang":
@@ -89,39 +108,42 @@ def _options(args) -> dict:
     return out
 
 
-def _text(d: dict) -> str:
+def _text(d: dict, rule: str) -> str:
     def both(n):
         return f"{fmt_bytes(n, 'GB'):>11} = {fmt_bytes(n, 'GiB')}"
 
-    name = {"sglang": f"SGLang {d['release']}", "trtllm": "TensorRT-LLM"}[d["engine"]]
+    own = d[d["engine"]]
     w = 34
-    lines = [f"{d['model']} on {d['gpu']}, TP={d['tp']}, context {d['context']:,}, kv "
-             f"{d['kv_dtype']}, {name}"]
-    for t in d["terms"]:
+    lines = [first_line(d, rule)]
+    for t in own["terms"]:
         lines.append(f"  {t['label']:<{w}}{both(t['value'])}   ({t['source']})")
     unit = "page" if d["engine"] == "sglang" else "block"
-    lines.append(f"  {'bytes per token (cell)':<{w}}{d['cell']:>11,} B")
-    label = f"KV tokens ({unit} {d['page']})"
-    lines.append(f"  {label:<{w}}{d['tokens']:>11,}")
-    if d.get("swa_tokens") is not None:
-        lines.append(f"  {'sliding-window pool tokens':<{w}}{d['swa_tokens']:>11,} "
-                     f"({d['swa_cell']:,} B per token)")
-    if d.get("max_running_requests") is not None:
-        lines.append(f"  {'max_running_requests':<{w}}{d['max_running_requests']:>11,}")
-    lines.append(f"  {'requests of the context at once':<{w}}{d['sessions']:>11,}")
+    lines.append(f"  {'bytes per token (cell)':<{w}}{d['kv_bytes_per_token_per_gpu']:>11,} B")
+    label = f"KV tokens ({unit} {d['page_tokens']})"
+    lines.append(f"  {label:<{w}}{d['kv_tokens_per_gpu']:>11,}")
+    if own.get("swa_tokens") is not None:
+        lines.append(f"  {'sliding-window pool tokens':<{w}}{own['swa_tokens']:>11,} "
+                     f"({own['swa_bytes_per_token']:,} B per token)")
+    if own.get("max_running_requests") is not None:
+        lines.append(f"  {'max_running_requests':<{w}}{own['max_running_requests']:>11,}")
+    lines += [f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,} "
+              f"(requests of {d['context']:,} tokens at once on one TP group)",
+              f"  {'sequences in all':<{w}}{d['max_sequences']:>11,} "
+              f"({plural(d['replicas'], 'replica')} x {d['max_sequences_per_replica']:,})"]
+    lines.append(f"  differs from vLLM: {d['differs_from_vllm']}")
     lines += [f"  assumed: {a}" for a in d["assumptions"]]
     lines += [f"  note: {n}" for n in d["notes"]]
     return "\n".join(lines)
 
 
-def run_engine(args) -> int:
+def _engine_deployment(args):
+    """The :class:`Deployment` SGLang and TensorRT-LLM plan from (no vLLM option in it), and
+    the context."""
     from kvlib.models.catalog import bundled_name, load_model
     from kvlib.models.readers.fields import load_config
-    from kvlib.serving.engines import engine_plan
     from kvlib.serving.engines.vllm.deployment import Deployment
     from kvlib.serving.gpus import get_gpu
 
-    options = _options(args)
     model = load_model(args.model)
     hbm = _gib_flag("--hbm-gib", args.hbm_gib) if args.hbm_gib is not None else None
     params = None
@@ -137,11 +159,133 @@ def run_engine(args) -> int:
     if context is None:
         raise ValueError(f"{model.name}: the config gives no max_position_embeddings; "
                          "pass --context")
-    d = engine_plan(deployment, context, args.engine,
-                    **{k: v for k, v in options.items() if v is not None}).to_dict()
-    print(json.dumps(d, indent=2, default=str) if args.json else _text(d))
-    if d["sessions"] == 0:
-        print(f"kvlib plan: {d['tokens']:,} KV tokens hold no request of {context:,} tokens "
+    return deployment, context
+
+
+def _plan(args, engine: str):
+    """``engine``'s :class:`EnginePlan` for the flags (SGLang, TensorRT-LLM)."""
+    from kvlib.serving.engines import engine_plan
+
+    options = _options(args, None if args.engine != "all" else engine)
+    deployment, context = _engine_deployment(args)
+    return engine_plan(deployment, context, engine,
+                       **{k: v for k, v in options.items() if v is not None})
+
+
+def run_engine(args) -> int:
+    e = _plan(args, args.engine)
+    d = e.to_dict()
+    print(json.dumps(d, indent=2, default=str) if args.json else _text(d, e.rule_text))
+    if e.sessions == 0:
+        print(f"kvlib plan: {e.tokens:,} KV tokens hold no request of {e.context:,} tokens "
               f"under --engine {args.engine}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _release(engine: str, args) -> str:
+    from kvlib.serving.engines.sglang.defaults import RELEASE as SGLANG
+    from kvlib.serving.engines.trtllm.planner import RELEASE as TRTLLM
+    from kvlib.serving.engines.vllm.defaults import vllm_release
+
+    return {"vllm": vllm_release(args.vllm), "sglang": SGLANG, "trtllm": TRTLLM}[engine]
+
+
+def _gib(n: int) -> str:
+    return fmt_bytes(n, "GiB")
+
+
+def _fraction(d: dict) -> str:
+    """The fraction an engine's budget takes, by the engine's own option name."""
+    if d["engine"] == "vllm":
+        return (f"gpu_memory_utilization {fmt_fraction(d['gpu_mem_util'])}"
+                if d["budget_rule"] != "kv_cache_memory_bytes" else "kv_cache_memory_bytes")
+    return f"{d['budget_rule']} {fmt_fraction(d[d['engine']]['fraction']).split(' (')[0]}"
+
+
+# the table's rows: label, and the cell from an engine's JSON
+_ROWS = (
+    ("KV budget per GPU", lambda d: _gib(d["kv_budget_bytes_per_gpu"])),
+    ("budget's fraction", lambda d: _fraction(d)),
+    ("bytes per token per GPU",
+     lambda d: " + ".join(f"{p['bytes_per_token']:,}" for p in d["pools"]) + " B"),
+    ("page (tokens)", lambda d: f"{d['page_tokens']:,}"),
+    ("pools", lambda d: " + ".join(p["pool"] for p in d["pools"])),
+    ("KV tokens per GPU", lambda d: " + ".join(f"{p['tokens']:,}" for p in d["pools"])),
+    ("sequences per replica", lambda d: f"{d['max_sequences_per_replica']:,}"),
+    ("sequences in all", lambda d: f"{d['max_sequences']:,}"),
+)
+
+
+def all_json(args, vllm_json) -> dict:
+    """``kvlib plan --engine all --json``: each engine's plan as its own ``--json`` prints it
+    (``vllm_json(args)``: vLLM's, :func:`kvlib.cli.plan.vllm_json`), or ``{"engine",
+    "release", "refused"}`` where it refuses."""
+    from kvlib.serving.engines import ENGINES
+    from kvlib.serving.engines.vllm.planner import RULE_NAMES
+
+    plans, vllm = {}, None
+    for engine in ENGINES:
+        try:
+            if engine == "vllm":
+                d = vllm_json(args)
+                d["rule_text"] = RULE_NAMES[d["budget_rule"]]
+                vllm = d
+            else:
+                e = _plan(args, engine)
+                d = e.to_dict(vllm)
+                d["rule_text"] = e.rule_text
+                d["differs_from_vllm"] = e.differs(vllm)
+        except ValueError as err:
+            d = {"engine": engine, "release": _release(engine, args), "refused": str(err)}
+        plans[engine] = d
+    return {"engines": plans}
+
+
+def _table(out: dict) -> str:
+    plans = list(out["engines"].values())
+    planned = [d for d in plans if "refused" not in d]
+    head = planned[0] if planned else None
+    cols = [[engine_title(d["engine"], d["release"])] + (
+        ["refused (below)"] + ["-"] * (len(_ROWS) - 1) if "refused" in d
+        else [cell(d) for _, cell in _ROWS]) for d in plans]
+    w0 = max(len(label) for label, _ in _ROWS) + 2
+    widths = [max(len(c) for c in col) + 3 for col in cols]
+    lines = []
+    if head is not None:
+        lines.append(first_line(head, "").rsplit(", ", 1)[0] + ", engines side by side")
+    def row(label: str, i: int) -> str:
+        return f"  {label:<{w0}}" + "".join(
+            f"{c[i]:>{w}}" for c, w in zip(cols, widths, strict=True))
+
+    lines.append(row("", 0))
+    lines += [row(label, i) for i, (label, _) in enumerate(_ROWS, 1)]
+    for d in plans:
+        title = engine_title(d["engine"], d["release"])
+        if "refused" in d:
+            lines.append(f"  {title} refuses: {d['refused']}")
+        elif d["engine"] == "vllm":
+            pools = [f"{w}: {d[w + '_pool']}" for w in ("window", "state") if d[w + "_pool"]]
+            lines.append(f"  {title}, the reference: budget: {d['budget_base']}; page: "
+                         f"{plural(d['page_tokens'], 'token')}"
+                         + "".join(f"; {p}" for p in pools))
+        else:
+            lines.append(f"  {title} differs from vLLM: {d['differs_from_vllm']}")
+    lines.append("  each engine alone, with its terms and notes: kvlib plan ... --engine "
+                 + "|".join(ENGINE_NAMES))
+    return "\n".join(lines)
+
+
+def run_all(args, vllm_json) -> int:
+    """``kvlib plan --engine all``; ``vllm_json``: as :func:`all_json`."""
+    out = all_json(args, vllm_json)
+    print(json.dumps(out, indent=2, default=str) if args.json else _table(out))
+    plans = [d for d in out["engines"].values() if "refused" not in d]
+    if not plans:
+        print("kvlib plan: every engine refuses (each says why in its column)",
+              file=sys.stderr)
+        return 2
+    if not any(d["max_sequences_per_replica"] > 0 for d in plans):
+        print("kvlib plan: no engine holds a request of the context", file=sys.stderr)
         return 1
     return 0

@@ -10,7 +10,7 @@ from fractions import Fraction
 from kvlib.core.numeric import evaluate
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines import common
-from kvlib.serving.engines.answer import EnginePlan
+from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import arch, cell_bytes, gib
 from kvlib.serving.engines.sglang import pools
 from kvlib.serving.engines.sglang.budget import kv_budget
@@ -106,7 +106,7 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
     budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp)
     terms += [("free before weights F_0", free_before, "distributed/bootstrap.py:193-223"),
               ("weights per GPU W", dep.weights_bytes_per_gpu, "kvlib (vLLM's split)"),
-              (f"slack F_0 x (1 - {float(fraction):g})",
+              (f"slack F_0 x (1 - {fmt_fraction(fraction)})",
                int(free_before * (1 - fraction)), "kv_cache_configurator.py:3007"),
               ("KV budget", budget, "kv_cache_configurator.py:3038, 3060")]
     if budget <= 0:
@@ -132,10 +132,26 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
         notes.append(f"SGLang would log: KV Cache is allocated. #tokens: {p.tokens}, K size: "
                      f"{k / GiB:.2f} GB (GB = 2^30; (tokens + {page}) x {heads_rank} heads x "
                      f"{head_dim} x {layers_kv} layers x {b} B, memory_pool.py:2574-2578)")
+    if hybrid and swa:
+        pools_ = (("full", p.tokens, full), ("sliding window", p.swa_tokens, swa))
+        window_pool = (f"a pool of its own, {p.swa_tokens:,} tokens = 0.8 x the full pool "
+                       "(swa_full_tokens_ratio)")
+    else:
+        pools_ = (("full", p.tokens, full),)
+        window_pool = ("sliding layers at full length in the one pool" if window is None and any(
+            g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED) for g in model.groups) else "")
+    f = fmt_fraction(fraction)
     return EnginePlan(
         engine="sglang", release=RELEASE, model=model.name, gpu=gpu.name, tp=tp,
         context=context, kv_dtype=dep.kv_cache_dtype, total_memory=total,
         weights=dep.weights_bytes_per_gpu, kv_budget=budget, cell=full, page=page,
         tokens=p.tokens, sessions=p.sessions, swa_tokens=p.swa_tokens, swa_cell=p.swa_cell,
         max_running_requests=p.max_running_requests, fraction=fraction, terms=tuple(terms),
-        assumptions=tuple(assumptions), notes=tuple(notes))
+        assumptions=tuple(assumptions), notes=tuple(notes), gpus=dep.gpus,
+        weight_dtype=dep.weights_label, budget_rule="mem_fraction_static",
+        rule_text=f"mem_fraction_static {f}",
+        budget_base=f"mem_fraction_static {f} of the memory free before the weights load, "
+                    "less the weights",
+        pools=pools_, window_pool=window_pool,
+        extras=(("max_running_requests", p.max_running_requests),
+                ("swa_tokens", p.swa_tokens), ("swa_bytes_per_token", p.swa_cell)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines import common
-from kvlib.serving.engines.answer import EnginePlan
+from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import cell_bytes, gib, kv_heads
 from kvlib.serving.engines.trtllm import pools
 from kvlib.serving.engines.trtllm.budget import kv_budget
@@ -26,6 +26,9 @@ __all__ = ["engine_plan", "refuse_model"]
 
 GiB = 1 << 30
 NAME = "TensorRT-LLM"
+# the release line names the commit kvlib read (SOURCE: "NVIDIA/TensorRT-LLM at <sha>, ...")
+COMMIT = SOURCE.split(" at ", 1)[1].split(",", 1)[0]
+RELEASE = f"at {COMMIT[:12]}"
 
 
 def refuse_model(model, config: dict | None) -> None:
@@ -59,7 +62,7 @@ def engine_plan(dep, context: int, *, free_gpu_memory_fraction=None, other_peak_
     terms = [("CUDA total M", total, "torch.cuda.mem_get_info"),
              ("weights per GPU W", dep.weights_bytes_per_gpu, "kvlib (vLLM's split)"),
              ("rest of the profiling peak O_T", other, "assumed"),
-             (f"KV budget (M - W - O_T) x {float(fraction):.16g}", budget,
+             (f"KV budget (M - W - O_T) x {fmt_fraction(fraction)}", budget,
               "_util.py KvCacheCreator._cal_max_memory")]
     if budget <= 0:
         raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: nothing is left for the KV "
@@ -67,9 +70,9 @@ def engine_plan(dep, context: int, *, free_gpu_memory_fraction=None, other_peak_
                          f"profiling peak {gib(other)} exceed the {gib(total)} CUDA total")
     p = pools.pool(budget=budget, cell=cell, context=context, block=block, fraction=fraction,
                    terms=terms)
-    notes = [f"free_gpu_memory_fraction {float(fraction):.16g}"
-             + (" (its default 0.9, held as a float32)" if free_gpu_memory_fraction is None
-                else " (--free-gpu-memory-fraction, as a float32)"),
+    notes = [f"free_gpu_memory_fraction {fmt_fraction(fraction)}"
+             + (": its default, held as a float32" if free_gpu_memory_fraction is None
+                else ": --free-gpu-memory-fraction, held as a float32"),
              f"tokens: max_tokens = budget // {cell:,} B = {p.max_tokens:,}, allocated in "
              f"{p.blocks:,} blocks of {block} (rounded up): {p.tokens:,}",
              f"TensorRT-LLM would log: [MemUsageChange] Allocated {p.tokens * cell / GiB:.2f} "
@@ -86,8 +89,15 @@ def engine_plan(dep, context: int, *, free_gpu_memory_fraction=None, other_peak_
                    f"(CUDA context, activations, CUDA graphs, NCCL): {gib(other)} "
                    "(--trtllm-peak-gib)"]
     return EnginePlan(
-        engine="trtllm", release=SOURCE, model=model.name, gpu=gpu.name, tp=tp,
+        engine="trtllm", release=RELEASE, model=model.name, gpu=gpu.name, tp=tp,
         context=context, kv_dtype=dep.kv_cache_dtype, total_memory=total,
         weights=dep.weights_bytes_per_gpu, kv_budget=budget, cell=cell, page=block,
         tokens=p.tokens, sessions=p.sessions, fraction=fraction, terms=tuple(terms),
-        assumptions=tuple(assumptions), notes=tuple(notes))
+        assumptions=tuple(assumptions), notes=tuple(notes), gpus=dep.gpus,
+        weight_dtype=dep.weights_label, budget_rule="free_gpu_memory_fraction",
+        rule_text=f"free_gpu_memory_fraction {fmt_fraction(fraction).split(' (')[0]}",
+        budget_base=f"free_gpu_memory_fraction {fmt_fraction(fraction)} of the CUDA total "
+                    "less the weights and the profiling peak",
+        pools=(("blocks", p.tokens, cell),),
+        extras=(("source", SOURCE), ("blocks", p.blocks), ("max_tokens", p.max_tokens),
+                ("max_batch_size", MAX_BATCH_SIZE)))
