@@ -61,12 +61,16 @@ def _gib_to_bytes(flag: str, text: str, allow_zero: bool = False) -> int:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "plan", help="how many concurrent sequences fit on N GPUs",
-        description="Weights, KV budget and maximum concurrent sequences per GPU, in vLLM's "
-                    "terms (tensor_parallel_size, gpu_memory_utilization, block_size, "
-                    "kv_cache_dtype). Exit status 1 when the plan does not fit.")
+        description="Weights, KV budget and maximum concurrent sequences per GPU under "
+                    "vLLM (the default, in its terms: tensor_parallel_size, "
+                    "gpu_memory_utilization, block_size, kv_cache_dtype), SGLang or "
+                    "TensorRT-LLM, or all three side by side (--engine all). Exit status 1 "
+                    "when the plan does not fit.")
     p.add_argument("model", help="a bundled model name (e.g. llama-3.1-70b) or a config.json path")
     p.add_argument("--gpu", required=True, help=f"one of {', '.join(CATALOG)}")
-    p.add_argument("--gpus", type=count, default=1, help="GPUs in all (default 1)")
+    p.add_argument("--gpus", type=count, default=1,
+                   help="GPUs in all (default 1), under every engine: replicas = GPUs / TP, "
+                        "sequences in all = replicas x sequences per replica")
     p.add_argument("--tp", type=count, default=1, help="tensor_parallel_size (default 1)")
     p.add_argument("--context", type=tokens, default=None, metavar="T",
                    help="tokens per sequence (max_model_len): 131072, 131,072 or 128K "
@@ -115,7 +119,9 @@ def add_parser(subparsers) -> None:
             ("--non-torch-gib", "non_torch_bytes", "non-torch memory (NCCL, cuBLAS)")):
         p.add_argument(flag, default=None,
                        help=f"vLLM 0.34.0, what it measures and kvlib assumes: {what} "
-                            f"(default {MEASURED_DEFAULTS[key] / GiB:g})")
+                            f"(default {MEASURED_DEFAULTS[key] / GiB:g})"
+                            + ("; SGLang: memory in use before the weights load"
+                               if flag == "--in-use-gib" else ""))
     p.add_argument("--hbm-gib", default=None, help="GPU memory in GiB, overriding the catalog")
     p.add_argument("--memory", default="cuda", choices=list(MEMORY_BASES),
                    help="the total gpu_memory_utilization multiplies: cuda (default: the "

@@ -242,7 +242,7 @@ def all_json(args, vllm_json) -> dict:
     return {"engines": plans}
 
 
-def _table(out: dict) -> str:
+def _table(out: dict, args) -> str:
     plans = list(out["engines"].values())
     planned = [d for d in plans if "refused" not in d]
     head = planned[0] if planned else None
@@ -254,6 +254,10 @@ def _table(out: dict) -> str:
     lines = []
     if head is not None:
         lines.append(first_line(head, "").rsplit(", ", 1)[0] + ", engines side by side")
+    else:  # every engine refuses: the deployment as given
+        context = f", context {args.context:,}" if args.context else ""
+        lines.append(f"{args.model} on {args.gpus} x {args.gpu}, TP={args.tp}{context}, "
+                     f"kv {args.kv_dtype}, engines side by side")
     def row(label: str, i: int) -> str:
         return f"  {label:<{w0}}" + "".join(
             f"{c[i]:>{w}}" for c, w in zip(cols, widths, strict=True))
@@ -279,7 +283,7 @@ def _table(out: dict) -> str:
 def run_all(args, vllm_json) -> int:
     """``kvlib plan --engine all``; ``vllm_json``: as :func:`all_json`."""
     out = all_json(args, vllm_json)
-    print(json.dumps(out, indent=2, default=str) if args.json else _table(out))
+    print(json.dumps(out, indent=2, default=str) if args.json else _table(out, args))
     plans = [d for d in out["engines"].values() if "refused" not in d]
     if not plans:
         print("kvlib plan: every engine refuses (each says why in its column)",
