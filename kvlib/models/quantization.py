@@ -49,7 +49,8 @@ from kvlib.models.readers.fields import Fields, describe, load_config
 from kvlib.models.readers.state import model_dtype_bytes
 
 __all__ = ["Scheme", "Quantization", "read_quantization", "quantization_entry",
-           "checkpoint_bytes", "linear_bytes", "METHODS"]
+           "checkpoint_bytes", "linear_bytes", "METHODS", "modelopt_method", "KVCacheRequest",
+           "kv_cache_request"]
 
 # Never quantized unless a config says so: lm_head, embeddings, routers, MTP and indexer
 # projections (module name's last segments).
@@ -320,6 +321,114 @@ def quantization_entry(cfg: Mapping) -> tuple[str, object] | None:
     return None
 
 
+def modelopt_method(raw: Mapping) -> str:
+    """``quant_method`` as vLLM 0.34.0 normalizes it (transformers_utils/
+    model_arch_config_convertor.py:241-283): a ModelOpt file (``producer.name`` "modelopt", as
+    ``hf_quant_config.json`` writes it, with no ``quant_method``) gets "modelopt" for FP8,
+    "modelopt_fp4" for NVFP4 and "modelopt_mixed" for MIXED_PRECISION (ValueError, as vLLM,
+    for another ``quant_algo``); any other method is lowercased, compressed_tensors spelled
+    compressed-tensors."""
+    producer = raw.get("producer")
+    inner = raw.get("quantization")
+    legacy = isinstance(inner, Mapping) and "modelopt_quant_config" in inner
+    name = producer.get("name") if isinstance(producer, Mapping) else None
+    if (name == "modelopt" or legacy) and isinstance(inner, Mapping) \
+            and inner.get("quant_algo") is not None:
+        algo = str(inner["quant_algo"]).upper()
+        if algo in ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO"):
+            return "modelopt"
+        if algo == "NVFP4":
+            return "modelopt_fp4"
+        if algo == "MIXED_PRECISION":
+            return "modelopt_mixed"
+        raise ValueError(f"quantization_config.quantization.quant_algo={inner['quant_algo']!r}: "
+                         "vLLM 0.34.0 knows FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, NVFP4 "
+                         "and MIXED_PRECISION (model_arch_config_convertor.py:256-270)")
+    method = raw.get("quant_method")
+    return method.lower().replace("compressed_tensors", "compressed-tensors") \
+        if isinstance(method, str) else ""
+
+
+@dataclass(frozen=True)
+class KVCacheRequest:
+    """The KV-cache dtype a checkpoint asks for, which vLLM's kv_cache_dtype "auto" becomes.
+
+    kv_cache_dtype: vLLM's name ("fp8_e4m3", "nvfp4", "fp8"). key, value: the config field
+    that asks, by its path, and its value. rule: where vLLM 0.34.0 takes it, in words."""
+
+    kv_cache_dtype: str
+    key: str
+    value: object
+    rule: str
+
+
+# vLLM 0.34.0 utils/torch_utils.py:90-93, MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP
+_MODELOPT_KV = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
+
+
+def _modelopt_kv(raw: Mapping) -> tuple[str, object, str | None] | None:
+    """(path, value, vLLM's dtype or None for an unknown one) of a ModelOpt config's KV-cache
+    request, read as ``get_kv_cache_quant_algo_string`` does (utils/torch_utils.py:463-515):
+    the first set of quantization.kv_cache_scheme, kv_cache_scheme,
+    quantization.kv_cache_quant_algo, kv_cache_quant_algo."""
+    inner = raw.get("quantization")
+    inner = inner if isinstance(inner, Mapping) else raw
+    prefix = "quantization." if inner is not raw else ""
+    places = ((inner, f"{prefix}kv_cache_scheme"), (raw, "kv_cache_scheme"),
+              (inner, f"{prefix}kv_cache_quant_algo"), (raw, "kv_cache_quant_algo"))
+    for where, path in places:
+        value = where.get(path.rsplit(".", 1)[-1])
+        if not value:
+            continue
+        if isinstance(value, Mapping):
+            if value.get("dynamic") is False and value.get("num_bits") == 8 \
+                    and value.get("type") == "float":
+                return path, value, "fp8"
+            if value.get("num_bits") == 4 and value.get("type") == "float":
+                return path, value, "nvfp4"
+            return path, value, None
+        if isinstance(value, str):
+            return path, value, _MODELOPT_KV.get(value.lower())
+        return path, value, None
+    return None
+
+
+def kv_cache_request(config) -> KVCacheRequest | None:
+    """The KV-cache dtype the checkpoint (a config path or dict) asks for, or None: vLLM 0.34.0's
+    kv_cache_dtype "auto" then stays the model's dtype.
+
+    * ModelOpt (``quant_method`` modelopt*, or a ``hf_quant_config.json`` merged in as
+      ``quantization_config``, :func:`modelopt_method`): ``kv_cache_quant_algo`` "FP8" ->
+      fp8_e4m3, "NVFP4" -> nvfp4 (or a ``kv_cache_scheme`` of 8-bit static floats -> fp8, 4-bit
+      floats -> nvfp4), from the top level's ``quantization_config`` only:
+      ``resolve_kv_cache_dtype_string`` (utils/torch_utils.py:518-536), called by
+      engine/arg_utils.py:2329 before the cache is configured. An unknown value stays "auto"
+      (vLLM warns, :492-514).
+    * compressed-tensors with a ``kv_cache_scheme`` (llm-compressor): the attention layer takes
+      fp8 while the dtype is "auto" and writes it back to the cache config
+      (model_executor/layers/attention/attention.py:302-312), whatever the scheme's bits.
+    """
+    cfg = load_config(config)
+    raw = cfg.get("quantization_config")
+    if isinstance(raw, Mapping) and modelopt_method(raw).startswith("modelopt"):
+        found = _modelopt_kv(raw)
+        if found is not None and found[2] is not None:
+            path, value, dtype = found
+            return KVCacheRequest(dtype, f"quantization_config.{path}", value,
+                                  "vLLM 0.34.0 resolves kv_cache_dtype 'auto' from a ModelOpt "
+                                  "checkpoint's KV-cache algorithm (resolve_kv_cache_dtype_string,"
+                                  " utils/torch_utils.py:463-536; engine/arg_utils.py:2329)")
+    entry = quantization_entry(cfg)
+    if entry is not None and isinstance(entry[1], Mapping) \
+            and modelopt_method(entry[1]) == "compressed-tensors" \
+            and entry[1].get("kv_cache_scheme") is not None:
+        return KVCacheRequest("fp8", f"{entry[0]}.kv_cache_scheme", entry[1]["kv_cache_scheme"],
+                              "vLLM 0.34.0's attention layer takes fp8 for a compressed-tensors "
+                              "kv_cache_scheme while kv_cache_dtype is 'auto' "
+                              "(model_executor/layers/attention/attention.py:302-312)")
+    return None
+
+
 def read_quantization(config) -> Quantization | None:
     """The storage of a config's (path or dict) weights, or None for an unquantized checkpoint.
 
@@ -346,7 +455,10 @@ def read_quantization(config) -> Quantization | None:
     if not isinstance(raw, Mapping):
         raise ValueError(f"{key} must be a JSON object, got {describe(raw)}")
     q = Fields(raw, f"{key}.")
-    method = q.text("quant_method") or ("compressed-tensors" if "config_groups" in raw else "")
+    # a hf_quant_config.json merged in (ModelOpt 0.29 and before) names no quant_method: vLLM
+    # derives it from producer and quant_algo
+    q.text("quant_method")  # a string, if there
+    method = modelopt_method(raw) or ("compressed-tensors" if "config_groups" in raw else "")
     if method not in METHODS:
         raise ValueError(f"{q.path('quant_method')}={method or None!r} is not a method kvlib "
                          f"counts ({', '.join(METHODS)}); refusing rather than assume bf16")

@@ -110,17 +110,28 @@ def _reader(c: Fields, family: str, notes: list[str]) -> Family:
 
 
 def _kv_scheme(outer: Fields) -> list[str]:
-    """A note when the checkpoint asks for a quantized KV cache: vLLM 0.33.0's kv_cache_dtype
-    "auto" then takes it (``resolve_kv_cache_dtype_string``, vllm/utils/torch_utils.py:443-515,
-    called from engine/arg_utils.py:2296-2299), so a plan in the model dtype would be off."""
+    """A note when the checkpoint asks for a quantized KV cache, which vLLM 0.34.0's
+    kv_cache_dtype "auto" then becomes (:func:`kvlib.models.quantization.kv_cache_request`), or
+    names one vLLM does not take that way: a plan in the model dtype would be off."""
+    from kvlib.models.quantization import kv_cache_request
+
+    try:
+        request = kv_cache_request(outer.raw)
+    except ValueError:  # an unknown ModelOpt quant_algo: read_quantization names it
+        request = None
+    if request is not None:
+        return [f"{request.key}={request.value!r}: the checkpoint asks for a KV cache in "
+                f"{request.kv_cache_dtype}, which vLLM's kv_cache_dtype 'auto' becomes; kvlib "
+                f"plan takes it under --kv-dtype auto (or --kv-dtype {request.kv_cache_dtype}) "
+                f"({request.rule})"]
     for key in ("quantization_config", "compression_config"):
         q = outer.raw.get(key)
         if isinstance(q, Mapping):
             for name in ("kv_cache_scheme", "kv_cache_quant_algo"):
                 if q.get(name):
-                    return [f"{key}.{name}={q[name]!r}: the checkpoint asks for a quantized KV "
-                            "cache, which vLLM's kv_cache_dtype 'auto' takes; give --kv-dtype "
-                            "fp8 (or what it names) to count what vLLM allocates"]
+                    return [f"{key}.{name}={q[name]!r}: the checkpoint names a quantized KV "
+                            "cache that vLLM 0.34.0's kv_cache_dtype 'auto' does not take from "
+                            "this config; give --kv-dtype to count another dtype"]
     return []
 
 

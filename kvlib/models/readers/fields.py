@@ -114,4 +114,25 @@ def load_config(source) -> dict:
         raise ValueError(f"{source} is not UTF-8 text: {e.reason}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{source} must hold a JSON object, got a {type(data).__name__}")
-    return data
+    return _with_hf_quant_config(data, path)
+
+
+def _with_hf_quant_config(data: dict, path: Path) -> dict:
+    """``data`` with the ``hf_quant_config.json`` beside it as its ``quantization_config``, as
+    vLLM 0.34.0 reads a model folder (transformers_utils/config.py:996-1009: ModelOpt 0.29 and
+    before write the quantization there, not in config.json; config.json's own
+    ``quantization_config`` wins). Only for a file that is a model's config (it names a
+    ``model_type`` or ``architectures``)."""
+    beside = path.parent / "hf_quant_config.json"
+    if data.get("quantization_config") is not None or not beside.is_file() \
+            or not ("model_type" in data or "architectures" in data):
+        return data
+    try:
+        quant = json.loads(beside.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{beside} (which vLLM reads as the quantization_config) is not "
+                         f"valid JSON: {e}") from None
+    if not isinstance(quant, dict):
+        raise ValueError(f"{beside} (which vLLM reads as the quantization_config) must hold a "
+                         f"JSON object, got a {type(quant).__name__}")
+    return {**data, "quantization_config": quant}

@@ -43,7 +43,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from kvlib.core import validate
-from kvlib.core.dtypes import auto_kv_dtype, kv_format
+from kvlib.core.dtypes import kv_format
 from kvlib.models.quantization import quantization_entry
 from kvlib.models.spec import ModelSpec
 from kvlib.serving.decode import (
@@ -61,6 +61,7 @@ from kvlib.serving.engines.vllm.defaults import (
     VLLM_DEFAULTS,
     vllm_release,
 )
+from kvlib.serving.engines.vllm.dtypes import resolve_auto
 from kvlib.serving.engines.vllm.plan import Plan, make_plan
 from kvlib.serving.gpus import GPU, get_gpu
 from kvlib.serving.kv import (
@@ -119,11 +120,6 @@ def _bundled_active(name: str) -> int | None:
     return None if m is None else m.active
 
 
-def _model_dtype(config: dict | None) -> str:
-    """What vLLM's kv_cache_dtype "auto" caches (:func:`kvlib.core.dtypes.auto_kv_dtype`)."""
-    return auto_kv_dtype(config)
-
-
 @dataclass(frozen=True)
 class Deployment:
     """A model on ``gpus`` GPUs of one kind; everything but the context.
@@ -150,7 +146,12 @@ class Deployment:
     kv_cache_memory_bytes, the KV budget per GPU given outright (either release).
     kv_dtype: kvlib's name or vLLM's (``nvfp4``, ``int8_per_token_head``); after construction
     it holds kvlib's element dtype (``int4``) and ``scales`` the scales, while
-    ``kv_cache_dtype`` keeps the name given (``nvfp4``), which the plan prints.
+    ``kv_cache_dtype`` keeps the name given (``nvfp4``), which the plan prints. "auto" is
+    resolved as vLLM 0.34.0 resolves it (:func:`~kvlib.serving.engines.vllm.dtypes.
+    resolve_auto`): the KV dtype the checkpoint asks for (ModelOpt's ``kv_cache_quant_algo``,
+    in config.json or its ``hf_quant_config.json``; kv_cache_dtype then holds vLLM's name,
+    ``fp8_e4m3``), else the model's dtype; ``kv_dtype_why`` says which and why, in one line
+    (None where kv_dtype was not "auto").
     """
 
     model: ModelSpec
@@ -177,6 +178,7 @@ class Deployment:
     graph_pool_bytes: int | None = None
     non_torch_bytes: int | None = None
     kv_cache_dtype: str | None = field(default=None, compare=False)
+    kv_dtype_why: str | None = field(default=None, compare=False)
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -237,8 +239,12 @@ class Deployment:
         if self.config is None:
             set_(self, "config", _bundled_config(self.model.name))
         kv_dtype = self.kv_dtype
-        if str(kv_dtype).strip().lower() == "auto":  # vLLM's default: the model's dtype
-            kv_dtype = _model_dtype(self.config)
+        if str(kv_dtype).strip().lower() == "auto":  # the checkpoint's KV dtype, else the model's
+            auto = resolve_auto(self.config)
+            kv_dtype = auto.kv_dtype
+            set_(self, "kv_dtype_why", auto.why)
+            if auto.from_checkpoint:  # vLLM's cache_config.cache_dtype becomes it too
+                set_(self, "kv_cache_dtype", kv_format(auto.kv_cache_dtype).name)
         kv_dtype, scales = kv_format_parts(kv_dtype, self.scales)
         set_(self, "kv_dtype", kv_dtype)
         set_(self, "scales", scales)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from kvlib.core.dtypes import auto_kv_dtype
+from kvlib.models.quantization import kv_cache_request
 from kvlib.serving.kv import KV_SCALES, kv_format_parts
 
-__all__ = ["vllm_kv_cache_dtype", "stored_kv_dtype"]
+__all__ = ["vllm_kv_cache_dtype", "stored_kv_dtype", "AutoKVDtype", "resolve_auto"]
 
 _VLLM_NAMES = {("bf16", None): "bfloat16", ("fp16", None): "float16", ("fp32", None): "float32",
                ("fp8", None): "fp8", ("fp8", "per-token-head"): "fp8_per_token_head",
@@ -37,3 +41,39 @@ def stored_kv_dtype(config: dict | None, kv_dtype: str) -> tuple[str, str | None
                         "built without cache_config (model_executor/models/falcon.py:173-195),"
                         " so the cache stays bf16")
     return kv_dtype, None
+
+
+@dataclass(frozen=True)
+class AutoKVDtype:
+    """What vLLM 0.34.0's kv_cache_dtype "auto" becomes for one checkpoint, and why.
+
+    kv_cache_dtype: vLLM's name: the checkpoint's request ("fp8_e4m3", "nvfp4", "fp8"), else
+    "auto" (the model's dtype). kv_dtype: the name to plan with: that request, else kvlib's
+    element dtype of the model (``torch_dtype``: "bf16", "fp16", "fp32"). from_checkpoint: the
+    checkpoint chose it. why: one line saying which dtype and why, for the plan to print."""
+
+    kv_cache_dtype: str
+    kv_dtype: str
+    from_checkpoint: bool
+    why: str
+
+
+def resolve_auto(config: dict | None) -> AutoKVDtype:
+    """vLLM 0.34.0's kv_cache_dtype "auto" for ``config`` (a config.json as a dict, with an
+    ``hf_quant_config.json`` beside it already merged in as ``quantization_config``, as
+    :func:`kvlib.models.readers.fields.load_config` does): the KV-cache dtype the checkpoint
+    asks for (:func:`kvlib.models.quantization.kv_cache_request`), else the model's dtype.
+
+    >>> resolve_auto({"quantization_config": {"quant_method": "modelopt",
+    ...     "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}).kv_dtype
+    'fp8_e4m3'
+    """
+    request = kv_cache_request(config or {}) if config else None
+    if request is not None:
+        return AutoKVDtype(request.kv_cache_dtype, request.kv_cache_dtype, True,
+                           f"kv_cache_dtype auto is {request.kv_cache_dtype}: the checkpoint asks "
+                           f"for it ({request.key}={request.value!r}); {request.rule}")
+    dtype = auto_kv_dtype(config)
+    return AutoKVDtype("auto", dtype, False,
+                       f"kv_cache_dtype auto is the model's dtype, {dtype} (torch_dtype; bf16 "
+                       "where the config names none); the checkpoint asks for no KV-cache dtype")
