@@ -50,6 +50,9 @@ def add_parser(subparsers) -> None:
                         "log's kv_cache_dtype, 'auto' read as the model dtype)")
     p.add_argument("--gpu", default=None,
                    help=f"the GPU, where vLLM's layout depends on it ({', '.join(CATALOG)})")
+    p.add_argument("--block-size", type=count, default=None, metavar="TOKENS",
+                   help="the KV-cache block, when the log does not print it (default: the "
+                        "log's, else the backend's: CPU 128, TPU 256, else the release's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -78,7 +81,8 @@ def to_json(path: str, log: VllmLog, e: Explanation, source: str) -> dict:
         "vllm_version": log.version,
         "settings": e.settings,
         "notes": list(e.notes),
-        "checks": [{"line": c.line.number, "rank": c.line.rank, "text": _message(c.line.text, 400),
+        "checks": [{"line": c.line.number, "lines": c.line.spans, "rank": c.line.rank,
+                    "text": _message(c.line.text, 400),
                     "quantity": c.quantity, "printed": c.printed, "kvlib": c.kvlib,
                     "formula": c.formula, "status": c.status, "reason": c.reason}
                    for c in e.checks],
@@ -109,6 +113,9 @@ def render(path: str, log: VllmLog, e: Explanation, source: str) -> str:
     for c in e.checks:
         if c.line.number != last:
             lines += ["", f"line {c.line.number:>5}  {_message(c.line.text)}"]
+            if c.line.spans > 1:
+                lines.append(f"{'':<12}(lines {c.line.number}-{c.line.number + c.line.spans - 1}"
+                             " joined: the paste wrapped one record)")
             last = c.line.number
         head = f"  {_STATUS[c.status]:<14} {c.quantity}: log {c.printed}"
         if c.kvlib and c.kvlib != "-":
@@ -168,7 +175,7 @@ def run(args) -> int:
     log = read_log(args.log)
     model, source, weights = _load(args, log)
     e = explain(log, model, tp=args.tp, kv_dtype=args.kv_dtype, gpu=args.gpu,
-                weights_bytes=weights)
+                weights_bytes=weights, block_size=args.block_size)
     print(json.dumps(to_json(args.log, log, e, source), indent=2) if args.json
           else render(args.log, log, e, source))
     for c in e.mismatches:

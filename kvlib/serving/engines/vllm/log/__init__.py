@@ -45,6 +45,13 @@ carry each term's half-step.
   their blocks x kvlib's bytes per block are checked; 0.34's default block is 64 tokens
   (config/cache.py:185).
 
+**Logs as people paste them** (issue 43). A record wrapped at 80 columns, or split by its
+poster, is read as one (:func:`read_log_text`; the output says which lines were joined).
+The block is ``--block-size``, else the log's, else the backend's: CPU 128 (0.34.0
+platforms/cpu.py:560-562), TPU 256, named by the platform line or by "CPU KV cache size".
+The CPU backend's budget line "Explicitly set (X/Y) GiB for KV cache" (cpu_worker.py:210-214)
+is read as the budget.
+
 **Ranks.** Lines of several TP ranks pasted together (``(Worker_TP3 pid=...)``,
 ``rank=3``) are read as such: from 0.27 vLLM cuts every rank to the smallest rank's block
 count (``get_kv_cache_configs``), so different budgets are said to be different ranks', not

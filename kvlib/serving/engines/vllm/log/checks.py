@@ -131,7 +131,8 @@ def _pair_v1(log: VllmLog, c: _Checks, s: _Setup) -> None:
             i += 1
             continue
         avail: list[Found] = []
-        while i < len(found) and found[i].kind in ("available", "loading", "graphs"):
+        while i < len(found) and found[i].kind in ("available", "loading", "graphs",
+                                                    "free_010", "free_033"):
             if found[i].kind == "available":
                 avail.append(found[i])
             i += 1
@@ -494,16 +495,18 @@ def _explain_graphs(log: VllmLog, c: _Checks) -> None:
 
 def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
             kv_dtype: str | None = None, gpu: str | None = None,
-            weights_bytes: int | None = None) -> Explanation:
+            weights_bytes: int | None = None, block_size: int | None = None) -> Explanation:
     """Every recognised number of ``log`` worked out again (see the module docstring).
 
     model: the model the log serves (None: only the memory arithmetic is checked).
-    tp, kv_dtype, gpu: what the log does not say (its engine line wins over nothing, a
-    given value wins over the log). weights_bytes: kvlib's checkpoint size, shown beside
+    tp, kv_dtype, gpu, block_size: what the log does not say (its engine line wins over
+    nothing, a given value wins over the log; the block otherwise from the log, else the
+    backend's: CPU 128, TPU 256). weights_bytes: kvlib's checkpoint size, shown beside
     "Model loading took" (information, never a failure).
     """
     notes: list[str] = []
-    s = _setup(log, model, tp=tp, kv_dtype=kv_dtype, gpu=gpu, notes=notes)
+    s = _setup(log, model, tp=tp, kv_dtype=kv_dtype, gpu=gpu, notes=notes,
+               block_size=block_size)
     if s.layout is None and s.v0_block_bytes is None and s.why_not:
         notes.append(f"not explained without a layout: {s.why_not}")
     for line in (s.layout.notes if s.layout else ()):

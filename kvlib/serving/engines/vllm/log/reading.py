@@ -15,11 +15,15 @@ __all__ = ["LogLine", "Found", "VllmLog", "read_log", "read_log_text", "model_na
 @dataclass(frozen=True)
 class LogLine:
     """One line of the log: its 1-based number, its text, and the TP rank that printed it
-    (from a ``(Worker_TP3 ...)`` or ``rank=3`` prefix; None when the line does not say)."""
+    (from a ``(Worker_TP3 ...)`` or ``rank=3`` prefix; None when the line does not say). A
+    record a paste wrapped is one LogLine: the first line's number, the joined text."""
 
     number: int
     text: str
     rank: int | None
+    #: how many lines of the file it spans: more than 1 where a paste wrapped one record
+    #: over several lines and kvlib joined them (:func:`read_log_text`)
+    spans: int = 1
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,11 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
     ("tokens", r"GPU KV cache size: " + _INT + r" tokens\s*$"),
     ("concurrency", r"Maximum concurrency for " + _INT + r" tokens per request: " + _NUM + "x"),
     ("available", r"Available KV cache memory: " + _NUM + " GiB"),
+    # the CPU backend's budget: 0.34.0 v1/worker/cpu_worker.py:210-214 (explicit) and :246-253
+    ("available", r"(?:Explicitly|Auto) set \(" + _NUM + "/" + _NUM + r"\) GiB for KV cache "
+                  r"on node \d+"),
+    # 0.34.0 platforms/__init__.py:286-288 (debug there; info in earlier releases)
+    ("platform", r"Automatically detected platform (\w+)\."),
     ("blocks", r"(?:# )?(\w+) blocks: (\d+), # CPU blocks: (\d+)"),
     ("v0_requested", r"total_gpu_memory \(" + _NUM + r"GiB\) x gpu_memory_utilization \("
                      + _NUM + r"\) = " + _NUM + "GiB"),
@@ -145,44 +154,146 @@ def _version_key(version: str | None) -> tuple[int, ...] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+#: the start of a new log record (a level, a timestamp, maybe after a process prefix and
+#: colour codes): a line that starts so is never the tail of a wrapped one
+_START = re.compile(r"^\s*(?:\x1b\[[\d;]*m)*(?:\([^)]*pid=\d+\)\s*)?(?:\x1b\[[\d;]*m)*"
+                    r"(?:(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|\[?\d{4}-\d\d-\d\d|"
+                    r"\d\d-\d\d \d\d:\d\d|Traceback\b)")
+#: a process prefix repeated on each line of a message split by the poster
+_PROCESS = re.compile(r"^\s*\([^)]*pid=\d+\)\s?")
+#: words one of kvlib's lines holds, spaces removed (a cheap test before trying joins)
+_CUES = re.compile(r"kvcache|concurr|freememory|maxseqlen|blocks|padding|blocksize|graphcaptur|"
+                   r"modelloading|weightstook|args|engine|serverversion|chunkedprefill|memory",
+                   re.IGNORECASE)
+_GREEDY = {"engine", "args"}  # patterns whose tail runs to the end of the record
+_MAX_JOIN = 12  # a 1,000-character line at 80 columns
+
+
+def _match(text: str, table: bool, start_before: int | None = None,
+           end_after: int | None = None) -> tuple[str, re.Match] | None:
+    """The first of :data:`_PATTERNS` that matches ``text`` (a V0 table row only inside the
+    table); with a join, one that starts in its first line (before ``start_before``) and
+    reaches its last (past ``end_after``)."""
+    for kind, pattern in _PATTERNS:
+        if kind == "v0_row" and not table:
+            continue
+        for m in pattern.finditer(text):
+            if start_before is None or (m.start() < start_before and m.end() > end_after):
+                return kind, m
+            if m.start() >= (start_before or 0):
+                break
+    return None
+
+
+def _tail(text: str) -> str | None:
+    """``text`` as the tail of a wrapped record, or None when it starts a record of its own
+    or is blank (a repeated process prefix is dropped)."""
+    if not text.strip() or _START.search(text):
+        return None
+    m = _PROCESS.match(text)
+    if m:
+        rest = text[m.end():]
+        return None if not rest.strip() or _START.search(rest) else rest
+    return text
+
+
+def _joins(parts: list[str]) -> list[str]:
+    """The texts ``parts`` (a line and its tails) may have been before a paste wrapped them:
+    a space lost at every break (word wrap, trailing spaces trimmed); nothing lost where a
+    line is as wide as the widest (a hard wrap at a fixed width), else a space; nothing lost
+    anywhere. The first that reads wins; where every line but the last is equally wide (a hard
+    wrap, at 80 columns for one break) the width's rule is tried first."""
+    width = max(len(x) for x in parts[:-1])
+    def sep(a: str, b: str, rule: str) -> str:
+        if a.endswith((" ", "\t")) or b.startswith((" ", "\t")):
+            return ""
+        if rule == "width":
+            return "" if len(a) == width and width >= 60 else " "
+        return rule
+    heads = {len(x) for x in parts[:-1]}
+    hard = len(heads) == 1 and width >= 60 and (len(parts) > 2 or width == 80)
+    out = []
+    for rule in (("width", " ", "") if hard else (" ", "width", "")):
+        text = parts[0]
+        for a, b in zip(parts, parts[1:], strict=False):
+            text += sep(a, b, rule) + b
+        if text not in out:
+            out.append(text)
+    return out
+
+
 def read_log_text(text: str) -> VllmLog:
     """Every recognised line of a log's text (see :data:`_PATTERNS`); ValueError when
-    nothing in it is a vLLM start-up line kvlib reads."""
-    lines = [LogLine(i, t.rstrip("\r"), None) for i, t in enumerate(text.split("\n"), 1)]
+    nothing in it is a vLLM start-up line kvlib reads.
+
+    A record a paste wrapped over several lines (at 80 columns, say: "Maximum concurrency for
+    32,768 tokens per" / "request: 1.85x"), or a failure the poster split, is read as one:
+    the lines after it that start no record of their own and match nothing alone are joined
+    to it when the joined text matches a pattern that starts in the first and reaches the
+    last (a space or nothing at each break, whichever reads)."""
+    raw = [t.rstrip("\r") for t in text.split("\n")]
     log = VllmLog(lines=[], found=[])
     table = False
-    for raw in lines:
-        m_rank = _RANK.search(raw.text)
+    skip = 0
+    for i, t in enumerate(raw):
+        m_rank = _RANK.search(t)
         rank = None
         if m_rank:
             rank = int(m_rank.group(1) if m_rank.group(1) is not None else m_rank.group(2))
-        line = LogLine(raw.number, raw.text, rank)
-        log.lines.append(line)
-        for kind, pattern in _PATTERNS:
-            m = pattern.search(line.text)
-            if not m:
-                continue
-            if kind == "v0_row" and not table:
-                continue
-            values = m.groups()
-            if kind == "engine":
-                log.v0 = log.v0 or m.group(1) == "0"
-                log.version = log.version or m.group(2)
-                log.engine = _engine_settings(m.group(3))
-            elif kind == "version":
-                log.version = log.version or m.group(1)
-            elif kind == "args":
-                try:
-                    parsed = ast.literal_eval(m.group(1))
-                except (ValueError, SyntaxError):
-                    parsed = None
-                if isinstance(parsed, dict):
-                    log.args = parsed
-            table = kind in ("v0_table_start", "v0_row") or (table and kind == "v0_row")
-            log.found.append(Found(kind, line, values))
-            break
-        else:
-            table = table and not line.text.strip() == ""
+        log.lines.append(LogLine(i + 1, t, rank))
+        if skip:
+            skip -= 1
+            continue
+        hit = _match(t, table)
+        tails: list[str] = []
+        greedy = hit is not None and hit[0] in _GREEDY
+        for nxt in raw[i + 1:i + 1 + (40 if greedy else _MAX_JOIN)]:
+            tail = _tail(nxt)
+            if tail is None or (greedy and _match(nxt, True)):
+                break
+            tails.append(tail)
+        joined = None
+        if tails and greedy:
+            joined = (_joins([t, *tails])[1], len(tails))
+        elif tails and _CUES.search(re.sub(r"\s", "", " ".join([t, *tails]))):
+            for k in range(len(tails), 0, -1):
+                parts = [t, *tails[:k]]
+                alone = _match(tails[k - 1], True)
+                if alone is not None and hit is not None:
+                    continue  # two records of a bare excerpt, each read alone
+                for cand in _joins(parts):
+                    last = len(cand) - len(parts[-1])
+                    found = _match(cand, table, start_before=len(t), end_after=last)
+                    if found is not None and (alone is None or found[0] != alone[0]):
+                        joined = (cand, k)
+                        break
+                if joined:
+                    break
+        line = LogLine(i + 1, t, rank)
+        if joined is not None:
+            line = LogLine(i + 1, joined[0], rank, joined[1] + 1)
+            skip = joined[1]
+            hit = _match(line.text, table)
+        if hit is None:
+            table = table and not t.strip() == ""
+            continue
+        kind, m = hit
+        values = m.groups()
+        if kind == "engine":
+            log.v0 = log.v0 or m.group(1) == "0"
+            log.version = log.version or m.group(2)
+            log.engine = _engine_settings(m.group(3))
+        elif kind == "version":
+            log.version = log.version or m.group(1)
+        elif kind == "args":
+            try:
+                parsed = ast.literal_eval(m.group(1))
+            except (ValueError, SyntaxError):
+                parsed = None
+            if isinstance(parsed, dict):
+                log.args = parsed
+        table = kind in ("v0_table_start", "v0_row") or (table and kind == "v0_row")
+        log.found.append(Found(kind, line, values))
     numbers = [f for f in log.found if f.kind not in ("version", "args", "failed")]
     if not numbers:
         raise ValueError("not a vLLM start-up log: no line of it reports KV-cache memory, "
@@ -190,7 +301,7 @@ def read_log_text(text: str) -> VllmLog:
     # Text that quotes a line (a README, an issue's prose) is no log: none of the lines read
     # is a log record, and they are a small part of the text. A pasted excerpt of bare
     # messages (no prefixes) is mostly the lines read.
-    body = sum(1 for x in lines if x.text.strip())
+    body = sum(1 for x in raw if x.strip())
     if 4 * len(numbers) < body and not any(_RECORD.search(f.line.text) for f in log.found
                                            if f.kind != "v0_row"):
         where = ", ".join(str(f.line.number) for f in numbers[:3])

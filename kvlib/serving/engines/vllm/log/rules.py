@@ -91,8 +91,53 @@ def _rules(log: VllmLog) -> str:
 ENGINE_WIDE = ("v1-0.27", "v1-0.28")
 
 
+#: the block a backend other than CUDA's takes when none is set: vLLM 0.34.0
+#: platforms/cpu.py:560-562 (128 for the CPU backend; 16 for its reference MLA kernel,
+#: :287-297); the TPU backend (tpu-inference) pages by 256 (issue 43: a TPU failure log's
+#: 5,632 tokens are 22 blocks of 256)
+PLATFORM_BLOCK = {"cpu": 128, "tpu": 256}
+
+
+def _platform(log: VllmLog) -> tuple[str | None, str]:
+    """The backend the log names: its platform line, else the device its capacity line
+    names ("CPU KV cache size", 0.34.0 v1/core/kv_cache_utils.py:1152-1154)."""
+    for f in log.found:
+        if f.kind == "platform":
+            return f.values[0].lower(), f"line {f.line.number}'s platform"
+    for f in log.found:
+        if f.kind == "capacity" and f.values[0].lower() in PLATFORM_BLOCK:
+            return f.values[0].lower(), f"line {f.line.number}'s \"{f.values[0]} KV cache size\""
+    return None, ""
+
+
+def _block(log: VllmLog, model: ModelSpec | None, given: int | None,
+           notes: list[str]) -> int | None:
+    """The block: --block-size, else the log's "Setting kv cache block size" line or its
+    block_size setting, else the backend's (CPU 128, TPU 256); None: the release's default."""
+    bs_line = [f for f in log.found if f.kind == "block_size"]
+    user_bs = log.engine.get("block_size") or log.args.get("block_size")
+    from_log = int(bs_line[-1].values[0]) if bs_line else int(user_bs) if user_bs and \
+        str(user_bs).isdigit() else None
+    platform, where = _platform(log)
+    default = PLATFORM_BLOCK.get(platform or "")
+    if default == 128 and model is not None and any(g.kind == "latent"
+                                                    for g in model.groups):
+        default = 16  # the CPU backend's MLA kernel (0.34.0 platforms/cpu.py:287-297)
+    if given:
+        said = from_log or default
+        notes.append(f"block {given}: --block-size" + (
+            f" (the log says {said}: the flag wins)" if said and said != given else ""))
+        return given
+    if from_log is None and default is not None:
+        notes.append(f"block {default}: the {platform.upper()} backend's ({where}; vLLM 0.34.0 "
+                     "platforms/cpu.py:560-562 for the CPU, 256 for the TPU); --block-size "
+                     "overrides")
+        return default
+    return from_log
+
+
 def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: str | None,
-           gpu: str | None, notes: list[str]) -> _Setup:
+           gpu: str | None, notes: list[str], block_size: int | None = None) -> _Setup:
     rules = _rules(log)
     tp_ = _int_setting(log, "tensor_parallel_size", tp, 1)
     if tp is None and "tensor_parallel_size" not in log.engine and \
@@ -101,10 +146,7 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     pp = _int_setting(log, "pipeline_parallel_size", None, 1)
     dcp = _int_setting(log, "decode_context_parallel_size", None, 1)
     dtype = _kv_dtype(log, kv_dtype, notes) if model is not None else None
-    bs_line = [f for f in log.found if f.kind == "block_size"]
-    user_bs = log.engine.get("block_size") or log.args.get("block_size")
-    block = int(bs_line[-1].values[0]) if bs_line else int(user_bs) if user_bs and \
-        str(user_bs).isdigit() else None
+    block = _block(log, model, block_size, notes)
     key = _version_key(log.version)
     release = "0.34" if key is not None and key >= (0, 34) else "0.33"
     if block is None and release == "0.34" and not log.v0:
