@@ -8,7 +8,9 @@ rules written once as SymPy expressions citing the engine's source lines (vLLM:
 TensorRT-LLM: :mod:`~kvlib.serving.engines.trtllm`). The bytes per token are the notebooks'
 (every engine caches the same keys and values); the budget, the page and the pools are each
 engine's own. Beside the folders, the code they share: :mod:`~kvlib.serving.engines.answer`
-(:class:`EnginePlan`, the one answer), :mod:`~kvlib.serving.engines.common` (a config's heads
+(:class:`EnginePlan`, the one answer: the same first line, totals and JSON keys,
+:data:`~kvlib.serving.engines.answer.COMMON_KEYS`, for every engine, so that ``kvlib plan
+--engine all`` reads them side by side), :mod:`~kvlib.serving.engines.common` (a config's heads
 and architecture, the refusals), :mod:`~kvlib.serving.engines.startup` (what kvlib assumes an
 engine measures at start-up) and :mod:`~kvlib.serving.engines.log` (the log checks' types).
 
@@ -26,14 +28,14 @@ engine is refused by name (ValueError).
 from __future__ import annotations
 
 from kvlib.serving.engines import sglang, trtllm
-from kvlib.serving.engines.answer import EnginePlan
+from kvlib.serving.engines.answer import COMMON_KEYS, EnginePlan
 from kvlib.serving.engines.log import EngineExplanation
 from kvlib.serving.engines.sglang import log as sglang_log
 from kvlib.serving.engines.trtllm import log as trtllm_log
 from kvlib.serving.engines.vllm import planner as vllm_planner
 from kvlib.serving.engines.vllm.deployment import Deployment
 
-__all__ = ["ENGINES", "EnginePlan", "engine_plan", "engine_tokens", "refuse_model",
+__all__ = ["ENGINES", "COMMON_KEYS", "EnginePlan", "engine_plan", "engine_tokens", "refuse_model",
            "detect_engine", "explain_engine_log", "sglang", "trtllm"]
 
 # engine name -> what answers for it (vLLM's planner module: its package loads nothing)
