@@ -207,6 +207,18 @@ def test_engine_all_every_engine_refuses_exits_2(capsys):
     assert sum(" refuses: " in x for x in out.splitlines()) == 3
 
 
+def test_engine_all_holds_each_engines_own_json(capsys):
+    rc, both, _ = run_json(capsys, *LLAMA, "--engine", "all")
+    for engine in ("vllm", "sglang", "trtllm"):
+        rc, alone, _ = run_json(capsys, *LLAMA, "--engine", engine)
+        mine = dict(both["engines"][engine])
+        if engine != "vllm":  # alone, it names no vLLM value beside its own
+            assert mine.pop("differs_from_vllm").endswith("(vLLM: 64); no window or state "
+                                                          "pool in this model")
+            alone.pop("differs_from_vllm")
+        assert mine == alone
+
+
 def test_engine_all_gives_each_engine_its_flags(capsys):
     rc, out, err = run(capsys, *LLAMA, "--engine", "all", "--mem-fraction-static", "0.85",
                        "--gpu-mem-util", "0.9", "--free-gpu-memory-fraction", "0.8")

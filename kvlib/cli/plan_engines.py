@@ -222,20 +222,16 @@ def all_json(args, vllm_json) -> dict:
     (``vllm_json(args)``: vLLM's, :func:`kvlib.cli.plan.vllm_json`), or ``{"engine",
     "release", "refused"}`` where it refuses."""
     from kvlib.serving.engines import ENGINES
-    from kvlib.serving.engines.vllm.planner import RULE_NAMES
 
     plans, vllm = {}, None
     for engine in ENGINES:
         try:
             if engine == "vllm":
                 d = vllm_json(args)
-                d["rule_text"] = RULE_NAMES[d["budget_rule"]]
                 vllm = d
             else:
                 e = _plan(args, engine)
                 d = e.to_dict(vllm)
-                d["rule_text"] = e.rule_text
-                d["differs_from_vllm"] = e.differs(vllm)
         except ValueError as err:
             d = {"engine": engine, "release": _release(engine, args), "refused": str(err)}
         plans[engine] = d
