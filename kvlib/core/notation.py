@@ -283,6 +283,10 @@ TENSOR_SYMBOLS: tuple[Symbol, ...] = (
             "ours (vLLM 0.34.0's compressor state)"),
     _tensor("Z^{st}", "a compressor's state: the scores kept (min(N_KV, c_o m) x c_o d_c, fp32)",
             "ours (vLLM 0.34.0's compressor state)"),
+    _tensor("gamma^C", "a compressed entry's scale bytes (UE8M0: one per 64 NoPE values, plus "
+            "one of padding)", "ours (vLLM 0.34.0's fp8_ds_mla scales)"),
+    _tensor("gamma^I", "an indexer key's scales (one fp32 per 128 key values)",
+            "ours (vLLM's indexer-key scales)"),
     _tensor("C^{conv}", "a short convolution's state: its last d_conv - 1 input rows",
             "ours (vLLM's conv_state)"),
     Symbol(sp.Symbol("Delta", integer=True), "offset between query and key positions, i - j",

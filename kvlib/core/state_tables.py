@@ -113,7 +113,7 @@ INDEXER = TensorTable(
     (
         _t("X", "X", N_KV, d_in, 1, A, note="layer input"),
         _t("K^I", r"K^{I}", N_KV, d_I, 1, Role.CACHE, note="indexer keys, fp8: one byte each"),
-        _t("s^I", r"s^{I}", N_KV, d_I / 32, 1, Role.CACHE,
+        _t("gamma^I", r"\gamma^{I}", N_KV, d_I / 32, 1, Role.CACHE,
            note="one fp32 scale (4 bytes) per 128 key values: d_I/128 x 4 bytes"),
     ),
 )
@@ -138,7 +138,7 @@ V4_ENTRY = TensorTable(
            note="NoPE part, fp8: one byte per value"),
         _t("C^R", r"C^{R}", N_KV, 2 * d_R, 1, Role.CACHE,
            note="RoPE part, bf16: two bytes per value"),
-        _t("s^C", r"s^{C}", N_KV, (d_c - d_R) / 64 + 1, 1, Role.CACHE,
+        _t("gamma^C", r"\gamma^{C}", N_KV, (d_c - d_R) / 64 + 1, 1, Role.CACHE,
            note="one UE8M0 scale byte per 64 NoPE values, plus one byte of padding"),
     ),
 )

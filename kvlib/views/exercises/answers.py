@@ -164,7 +164,7 @@ def _indexer_keys(model: str, T: int, scale: bool = True, per: int = 4) -> int:
     The slips are the same formula varied: ``per`` = 1, INDEXER's keys uncompressed (one per
     token); ``scale`` False, the fp8 key row K^I of its table alone."""
     g = _indexer_group(model)
-    if not scale:  # the slip: INDEXER's K^I row alone, without the s^I scales
+    if not scale:  # the slip: INDEXER's K^I row alone, without the gamma^I scales
         key = INDEXER.table["K^I"].elements.subs({by_name("N_KV").symbol: T // per,
                                                   by_name("d_I").symbol: g.sizes["d_I"]})
         return g.layers * int(key)
