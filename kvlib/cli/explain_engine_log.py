@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kvlib.core.dtypes import bytes_per_element
 from kvlib.serving.engines import detect_engine, explain_engine_log
+from kvlib.serving.engines.sglang import log as sglang_log
 
 __all__ = ["run_engine_log"]
 
@@ -26,25 +27,40 @@ def run_engine_log(args) -> int | None:
     engine = detect_engine(text)
     if engine is None:
         return None
-    model = None
+    model, source = None, "not given (--model): self-consistency only"
     if args.model is not None:
         from kvlib.models.catalog import load_model
 
-        model = load_model(args.model)
+        model, source = load_model(args.model), "--model"
     kv = int(bytes_per_element(args.kv_dtype)) if args.kv_dtype else None
-    e = explain_engine_log(text, model, tp=args.tp or 1, kv_bytes=kv)
+    tp, page, said = args.tp or 1, 1, []
+    if engine == "sglang":
+        tp, page, kv, said, found = sglang_log.resolve(
+            text, args.tp, getattr(args, "page_size", None), kv, args.kv_dtype)
+        if model is None and found.get("model_path"):
+            from kvlib.models.catalog import load_model
+
+            try:
+                model = load_model(found["model_path"])
+                source = "the log's server_args model_path"
+            except (ValueError, FileNotFoundError, KeyError, OSError):
+                said.append(f"model {found['model_path']!r} (server_args): not one kvlib reads; "
+                            "pass --model")
+    e = explain_engine_log(text, model, tp=tp, page=page, kv_bytes=kv)
     name = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine]
     if args.json:
         print(json.dumps({"log": args.log, "engine": engine,
-                          "model": model.name if model else None, "tp": args.tp or 1,
+                          "model": model.name if model else None, "model_from": source,
+                          "tp": tp, "page_size": page, "settings": said,
                           "checks": [c.__dict__ for c in e.checks],
                           "verdict": {"verdict": e.verdict, "ok": e.ok,
                                       "explained": sum(c.status == "ok" for c in e.checks),
                                       "disagree": len(e.mismatches)}}, indent=2))
     else:
         out = [f"{name} start-up log {args.log}",
-               f"  model: {model.name if model else 'not given (--model): self-consistency only'}"
-               f", TP={args.tp or 1}"]
+               f"  model: {model.name + ' (' + source + ')' if model else source}, TP={tp}"
+               + (f", page {page}" if engine == "sglang" else "")]
+        out += [f"  setting: {w}" for w in said]
         last = None
         for c in e.checks:
             if c.line != last:

@@ -44,7 +44,8 @@ def add_parser(subparsers) -> None:
                    help="a bundled model or a config.json (default: the model the log's "
                         "engine-config line names)")
     p.add_argument("--tp", type=count, default=None,
-                   help="tensor_parallel_size, when the log does not print it")
+                   help="tensor_parallel_size, when the log does not print it (a flag "
+                        "given wins over the log; the output says which)")
     p.add_argument("--kv-dtype", default=None, type=kv_dtype, metavar="DTYPE",
                    help="kv cache dtype, when the log does not print it (default: the "
                         "log's kv_cache_dtype, 'auto' read as the model dtype)")
@@ -53,6 +54,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--block-size", type=count, default=None, metavar="TOKENS",
                    help="the KV-cache block, when the log does not print it (default: the "
                         "log's, else the backend's: CPU 128, TPU 256, else the release's)")
+    p.add_argument("--page-size", type=count, default=None, metavar="TOKENS",
+                   help="SGLang's page size, when its log's server_args do not print it "
+                        "(default: the log's page_size, else 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 

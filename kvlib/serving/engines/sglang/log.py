@@ -20,13 +20,81 @@ from kvlib.serving.engines.log import gib_ok as _gib_ok
 from kvlib.serving.engines.sglang import pools as sg
 from kvlib.serving.engines.sglang.pools import k_size_bytes
 
-__all__ = ["detect", "explain"]
+__all__ = ["detect", "explain", "settings", "resolve"]
 
 _SG_KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?#tokens:\s*"
                     r"(?P<n>\d+),\s*(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
                     r"|KV size:\s*(?P<kv>[\d.]+) GB)")
 _DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float8_e4m3fn": 1,
                 "torch.float8_e5m2": 1, "torch.float32": 4, "torch.uint8": 1}
+
+
+#: the settings line: ``server_args=ServerArgs(model_path='...', ..., tp_size=4, ...)`` (the
+#: dataclass's repr, as SGLang 0.4-0.5.x logged it) or, in 0.5.23, ``server_args={'model_path':
+#: '...', ..., 'tp_size': 4, ...}`` (entrypoints/engine.py:311, ``resolved_dict()``)
+_SERVER_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)")
+_SETTINGS = ("model_path", "tp_size", "page_size", "kv_cache_dtype", "dtype",
+             "speculative_algorithm")
+#: ``--kv-cache-dtype`` values and their bytes; "auto" is the model's dtype (None here: the
+#: KV line's own dtype, else 2 B)
+_KV_SETTING = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2, "fp16": 2,
+               "float16": 2, "float32": 4}
+
+
+def settings(text: str) -> tuple[dict[str, str], int | None]:
+    """The settings SGLang's ``server_args=`` line prints (``model_path``, ``tp_size``,
+    ``page_size``, ``kv_cache_dtype``, ``dtype``, ``speculative_algorithm``; strings as
+    printed, ``None`` for Python's None), and its line number; ({}, None) when the log has
+    none."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if not _SERVER_ARGS.search(line):
+            continue
+        out = {}
+        for key in _SETTINGS:
+            m = re.search(rf"(?:\b{key}=|'{key}':\s*)('[^']*'|[^,)}}]*)", line)
+            if m:
+                out[key] = m.group(1).strip().strip("'")
+        return out, i
+    return {}, None
+
+
+def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
+            kv_name: str | None = None) -> tuple[int, int, int | None, list[str], dict]:
+    """TP, page size and KV bytes for SGLang's checks: a flag given on the command line wins,
+    else the log's ``server_args``, else TP 1, page 1 and the KV line's own dtype (2 B when
+    it prints none). Returns them, one sentence for each saying where it came from, and the
+    log's settings."""
+    found, where = settings(text)
+    log_at = f"line {where}'s server_args" if where else ""
+    words: list[str] = []
+
+    def pick(name: str, given, key: str, default, parse):
+        raw = found.get(key)
+        from_log = parse(raw) if raw not in (None, "None", "") else None
+        if given is not None:
+            clash = (f"; the log says {raw}: the flag wins" if from_log is not None and
+                     from_log != given else "")
+            words.append(f"{name} {given if name != 'kv' else kv_name}: the command line"
+                         f"{clash}")
+            return given
+        if from_log is not None:
+            words.append(f"{name} {raw}: {log_at}")
+            return from_log
+        words.append(f"{name} {default if name != 'kv' else 'from the KV line'}: "
+                     + ("the log does not say" if not where else f"{log_at} leaves it "
+                        f"{raw or 'unset'}"))
+        return default
+
+    def integer(raw):
+        return int(raw) if raw and raw.isdigit() else None
+
+    tp_ = pick("TP", tp, "tp_size", 1, integer)
+    page_ = pick("page", page, "page_size", 1, integer)
+    kv = pick("kv", kv_bytes, "kv_cache_dtype", None, _KV_SETTING.get)
+    if found.get("speculative_algorithm") not in (None, "None"):
+        words.append(f"speculative decoding ({found['speculative_algorithm']}): the draft "
+                     "model's pool is not checked")
+    return tp_, page_, kv, words, found
 
 
 def detect(text: str) -> bool:
