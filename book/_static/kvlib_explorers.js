@@ -673,7 +673,7 @@
   };
 
   // ------------------------------------------------------------ notebook 06: the capacity planner
-  // kvlib.serving.deployment / kv / plan / context_search, for one TP rank's layer groups
+  // kvlib.serving.engines.vllm (deployment, plan, context_search) and serving.kv, for one TP rank's layer groups
   // (sharded by kvlib at build time) and the weights kvlib counted per weight dtype and TP.
   const PLAN = DATA.planner, PLAN_CONTEXTS = contextTicks(1024, 1 << 20);
   const UTILS = Array.from({ length: 51 }, (_, i) => 50 + i);  // 0.50 .. 1.00, in hundredths
@@ -724,7 +724,7 @@
       const w = m.weights[`${s.weight_dtype} ${s.tp}`], layout = m.tp[s.tp];
       if (w.error) throw new Error(w.error);
       if (layout.error) throw new Error(layout.error);
-      // the release's budget rule (kvlib.serving.capacity_formulas.RULES): 0.33.0's profiled
+      // the release's budget rule (kvlib.serving.engines.vllm.budget.RULES): 0.33.0's profiled
       // ceil(u M) - W - O; 0.34.0's extensible min(ceil(u M), M - M_0 - margin) - W - O_R - P
       const rel = PLAN.releases[s.vllm];
       const b = parse(KV_BYTES[s.kv_dtype]), bs = BigInt(rel.block_size), T = BigInt(s.context);
@@ -768,7 +768,7 @@
           experts = Number(fixedNumber(distinct, 2).replace(/,/g, ""));
         }
       }
-      // kvlib.serving.context_search.max_context: the most whole blocks at which `sessions` fit
+      // kvlib.serving.engines.vllm.context_search.max_context: the most whole blocks at which `sessions` fit
       const hi = BigInt(DATA.models[s.model].max_position_embeddings || 2 ** 24);
       const S = BigInt(s.sessions);
       const fitsAt = (t) => S * (kvPerSequencePerGpu(layout.groups, t, b, bs) + stateInt) <= budget;
