@@ -165,3 +165,9 @@ def test_tpu_backend_pages_by_256():
     e = explain(read_log_text(text), load_model("llama-3.1-8b"))
     assert e.settings["block_size"] == 256 and e.settings["bytes_per_block"] == 256 * PER_TOKEN
     assert e.settings["blocks_per_request"] == 16
+
+
+@pytest.mark.parametrize("path", sorted((SRC.parent).glob("*.log")), ids=lambda p: p.stem)
+def test_posted_logs_have_no_false_joins(path):
+    """The posted logs (one record a line, some bare) keep one record a line."""
+    assert all(f.line.spans == 1 for f in read_log(path).found)
