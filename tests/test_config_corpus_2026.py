@@ -49,7 +49,7 @@ def expected_bytes_per_token(cfg):
     t = _text(cfg)
     mt = t.get("model_type") or cfg["model_type"]
     n = t.get("num_hidden_layers") or len(t.get("layers_block_type", []))
-    if mt == "deepseek_v4":  # tests/test_deepseek_v4.py: bytes, whatever the KV dtype
+    if mt in ("deepseek_v4", "deepseek_ref"):  # tests/test_deepseek_v4.py: whatever the dtype
         r = t["compress_ratios"][:n]
         n4, n128, d, d_I = r.count(4), r.count(128), t["head_dim"], t["index_head_dim"]
         entry = 448 + 64 * 2 + 8  # fp8_ds_mla: models/deepseek_v4/attention.py:837-839
@@ -109,10 +109,9 @@ def expected_bytes_per_token(cfg):
 
 
 # sgl-project's DeepSeek V4 copies say model_type "deepseek_ref", which vLLM 0.34.0 cannot load
-# (transformers 5.25.0 does not recognize it; seen with tests/oracle/engine): refused
-READ = sorted(k for k, v in CORPUS.items()
-              if not v["config"].get("model_type", "").startswith("deepseek_ref")
-              and "Muse-Glimmer" not in k)
+# (transformers 5.25.0 does not recognize it; seen with tests/oracle/engine), but SGLang builds
+# them by architectures (DeepseekV4ForCausalLM), and so does kvlib (issue 42 item 3): read
+READ = sorted(k for k in CORPUS if "Muse-Glimmer" not in k)
 REFUSED = sorted(set(CORPUS) - set(READ))
 
 
@@ -144,9 +143,19 @@ def test_read_exactly(name):
     assert s.kv_bytes_per_token(B) == expected_bytes_per_token(cfg), s.groups
 
 
+def test_sglang_s_deepseek_v4_copies_are_read_by_architectures():
+    """model_type deepseek_ref, architectures DeepseekV4ForCausalLM: read as deepseek_v4, and
+    said."""
+    for name in ("sgl-project--DeepSeek-V4-Flash-FP8", "sgl-project--DeepSeek-V4-Pro-FP8"):
+        r = parse_config(CORPUS[name]["config"])
+        assert r.family == "deepseek_v4" and r.reader == "deepseek_v4"
+        assert any(a.startswith("model_type 'deepseek_ref' has no reader; architectures names "
+                                "DeepseekV4ForCausalLM") for a in r.assumptions)
+
+
 @pytest.mark.parametrize("name", REFUSED)
 def test_refused_by_a_key_the_engine_reads(name):
-    """SGLang's DeepSeek V4 copies (model_type deepseek_ref) and Muse Glimmer: refused,
+    """Muse Glimmer (SGLang's DeepSeek V4 copies are read by architectures now): refused,
     naming one key; where an engine knows the family the key is one engine_keys.json says it
     reads (this family's or, for a key whose name says cache, another's); else the word rule
     names why."""

@@ -88,11 +88,21 @@ def test_a_hybrid_family_with_a_reader_needs_its_fields(family, field):
 
 
 def test_an_unknown_family_with_plain_fields_is_read_and_says_so():
-    r = parse_config(llama(model_type="somenewlm"))
+    """No architectures an engine maps to a family kvlib reads: the generic reader, said."""
+    r = parse_config(llama(model_type="somenewlm", architectures=["SomeNewLMForCausalLM"]))
     assert any("'somenewlm' has no reader of its own: every layer read as standard attention"
                in a for a in r.assumptions)
     (g,) = r.groups()
     assert (g.layers, g.sizes["N_g"], g.sizes["d_QK"]) == (32, 8, 128)
+
+
+def test_an_unknown_family_is_read_by_its_architectures():
+    """LlamaForCausalLM, which vLLM 0.34.0 builds with its llama module (issue 42 item 3)."""
+    r = parse_config(llama(model_type="somenewlm"))
+    assert (r.family, r.reader) == ("llama", "llama")
+    assert any(a.startswith("model_type 'somenewlm' has no reader; architectures names "
+                            "LlamaForCausalLM") for a in r.assumptions)
+    assert r.groups() == parse_config(llama()).groups()
 
 
 def test_the_commands_print_one_line_and_exit_2(tmp_path, capsys):

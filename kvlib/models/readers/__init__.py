@@ -8,6 +8,9 @@ picks the reader, :func:`read_config` turns its answer into a
 * A nested ``text_config`` (Gemma 3, Llama 4 wrappers) holds the language model.
 * Any config with ``kv_lora_rank`` is read as MLA (:mod:`.deepseek`), any with
   ``use_sliding_window`` by the Qwen2 rules (:mod:`.qwen2`).
+* A ``model_type`` no engine knows whose ``architectures`` names a class vLLM builds with a
+  family kvlib reads is read as that family, as the engines dispatch
+  (:mod:`kvlib.models.architectures`; SGLang's DeepSeek V4 configs say ``deepseek_ref``).
 * Any other unregistered ``model_type`` goes to the generic reader
   (:mod:`.attention`), and the estimate says so, unless a field or the family
   signals layers kvlib cannot count (Mamba, linear attention, short convolutions,
@@ -25,6 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kvlib.core import validate
+from kvlib.models.architecture_table import RELEASE
+from kvlib.models.architectures import architecture_family
 
 # Each family module registers its reader on import.
 from kvlib.models.readers import (  # noqa: F401
@@ -60,10 +65,10 @@ from kvlib.models.readers import (  # noqa: F401
     qwen2,
     qwen3_next,
 )
-from kvlib.models.readers.engine import not_a_model
+from kvlib.models.readers.engine import engine_for, not_a_model
 from kvlib.models.readers.fields import Fields, describe, load_config
 from kvlib.models.readers.reading import ConfigReading
-from kvlib.models.readers.refuse import refuse_unknown_layers
+from kvlib.models.readers.refuse import FAMILIES_REFUSED, refuse_unknown_layers
 from kvlib.models.readers.registry import FAMILIES, Family
 from kvlib.models.spec import ModelSpec
 
@@ -160,6 +165,17 @@ def parse_config(source) -> ConfigReading:
         notes.append(f"read the language model from text_config (inside the "
                      f"{outer.text('model_type') or 'multimodal'} wrapper)")
     family = _family(outer, c)
+    # a model_type no engine knows (nor kvlib, by a reader or a refusal): the engines build by
+    # architectures
+    if family not in FAMILIES and family not in FAMILIES_REFUSED and engine_for(family) is None:
+        found = architecture_family(outer.raw.get("architectures"), FAMILIES)
+        if found is not None:
+            notes.append(f"model_type {family or '(none)'!r} has no reader; architectures "
+                         f"names {found[1]}, the class an engine builds (vLLM {RELEASE}'s "
+                         f"registry maps it to {found[0]}, {found[2]}): read as {found[0]}, as "
+                         "SGLang builds by architectures (vLLM reads model_type through "
+                         "transformers' AutoConfig, which may refuse an unknown one)")
+            family = found[0]
     known = FAMILIES.get(family)
     refuse_unknown_layers(outer, c, family, known.handles if known else frozenset())
     reader = _reader(c, family, notes)

@@ -3,7 +3,8 @@
 ``layer_types`` lists "full_attention" or "conv" per layer (older files give the
 attention layers as ``full_attn_idxs``). Each convolution layer keeps only the last
 ``conv_L_cache - 1`` inputs over ``conv_dim`` channels in the model dtype (vLLM 0.33.0
-models/lfm2.py ``get_mamba_state_shape_from_config``, ``short_conv_state_shape``).
+models/lfm2.py ``get_mamba_state_shape_from_config``, ``short_conv_state_shape``). A
+``num_heads`` beside ``num_attention_heads`` (LFM2-1.2B's config) is inert: said, not refused.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     conv = layer(CacheKind.CONV, "Short convolution", d_conv=c.int("conv_L_cache"),
                  d_in=c.int("conv_dim"), b_c=b, b_s=b)
     full = layer(CacheKind.FULL, "GQA", N_h=n_h, N_g=n_g, d_QK=d, d_V=d)
+    if c.has("num_heads"):  # LiquidAI/LFM2-1.2B writes it beside num_attention_heads
+        c.touch("num_heads")
+        notes.append(f"num_heads={c.raw['num_heads']!r} is inert: vLLM 0.34.0's lfm2 reads "
+                     "num_attention_heads (models/lfm2.py:218), and transformers' Lfm2Config "
+                     "has no num_heads; vLLM reads num_heads only where it builds mamba2's "
+                     "layers (models/mamba2.py:207), another family")
     attn = _attention_layers(c, n)
     notes.append(f"{len(attn)} attention layers, {n - len(attn)} short-convolution layers "
                  f"(state in the model dtype, {b} B per element)")

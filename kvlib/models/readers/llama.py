@@ -7,6 +7,15 @@ window; ``qk_norm_type`` ("per_layer") only says how the query/key norms are sha
 The older MiniMax-Text-01 / M1 (``minimax``, lightning attention) is refused
 (:mod:`.refuse`).
 
+Phi-3 and Phi-4-mini (``phi3``): vLLM 0.34.0's Phi3ForCausalLM is its Llama
+(models/phi3.py), and a ``sliding_window`` without ``layer_types`` applies to every layer: the
+engine sets ``CacheConfig.sliding_window`` when no ``layer_types`` says otherwise
+(engine/arg_utils.py:2321-2327), Llama's attention passes no per-layer window then
+(models/llama.py:185-205), so the layer takes the cache config's
+(model_executor/layers/attention/attention.py:281-289); transformers' Phi3Attention slides
+every layer by it too. Phi-4-mini-reasoning's 262,144 is wider than its 131,072 positions, but
+vLLM still keeps each layer's cache as a sliding window's (its blocks, not a full layer's).
+
 Only families checked against transformers' modeling code are registered; an
 unregistered ``model_type`` is still read by the generic reader, with the
 assumption said aloud (see :func:`kvlib.models.readers.parse_config`).
@@ -14,7 +23,7 @@ assumption said aloud (see :func:`kvlib.models.readers.parse_config`).
 
 from __future__ import annotations
 
-from kvlib.models.readers import attention
+from kvlib.models.readers import attention, mistral
 from kvlib.models.readers.fields import describe
 from kvlib.models.readers.registry import register
 
@@ -22,6 +31,13 @@ from kvlib.models.readers.registry import register
 @register("llama", "gpt2")
 def read(c, family, n, notes):
     return attention.read(c, family, n, notes)
+
+
+@register("phi3")
+def read_phi3(c, family, n, notes):
+    """Phi-3, Phi-4-mini: Llama's layers, ``sliding_window`` on every layer (module docstring);
+    ``layer_types``, where a config writes it, decides per layer as in Llama."""
+    return attention.read(c, family, n, notes, windows=mistral.windows)
 
 
 _M2_LAYER = "vllm/model_executor/models/minimax_m2.py:270"
