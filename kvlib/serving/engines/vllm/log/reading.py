@@ -154,11 +154,13 @@ def _version_key(version: str | None) -> tuple[int, ...] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-#: the start of a new log record (a level, a timestamp, maybe after a process prefix and
-#: colour codes): a line that starts so is never the tail of a wrapped one
-_START = re.compile(r"^\s*(?:\x1b\[[\d;]*m)*(?:\([^)]*pid=\d+\)\s*)?(?:\x1b\[[\d;]*m)*"
-                    r"(?:(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|\[?\d{4}-\d\d-\d\d|"
-                    r"\d\d-\d\d \d\d:\d\d|Traceback\b)")
+#: the start of a new log record (a level, a timestamp, maybe after a container's "name | ",
+#: a process prefix and colour codes), or vLLM's source marker "[core.py:93]" anywhere: a
+#: line that has one is never the tail of a wrapped one
+_START = re.compile(r"^\s*(?:[\w.-]+\s+\|\s*)?(?:\x1b\[[\d;]*m)*(?:\([^)]*pid=\d+\)\s*)?"
+                    r"(?:\x1b\[[\d;]*m)*(?:(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|"
+                    r"\[?\d{4}-\d\d-\d\d|\d\d-\d\d \d\d:\d\d|Traceback\b)"
+                    r"|\s\[[\w./-]+\.py:\d+\]\s")
 #: a process prefix repeated on each line of a message split by the poster
 _PROCESS = re.compile(r"^\s*\([^)]*pid=\d+\)\s?")
 #: words one of kvlib's lines holds, spaces removed (a cheap test before trying joins)
