@@ -159,3 +159,25 @@ def test_the_file_beside_is_merged_only_into_a_model_config(tmp_path):
     assert "quantization_config" not in load_config(tmp_path / "generation_config.json")
     (tmp_path / "config.json").write_text(json.dumps(LLAMA_70B))
     assert load_config(tmp_path)["quantization_config"] == HF_QUANT
+
+
+def test_kvlib_estimate_resolves_auto_the_same_way(tmp_path):
+    """kvlib estimate --kv-dtype auto on the model folder: 163,840 B a token, fp8; the nvfp4
+    request counts its scales (80 x 8 x 2 x (64 + 8) = 92,160 B)."""
+    from kvlib.models.estimate import estimate
+
+    folder = _folder(tmp_path, LLAMA_70B, HF_QUANT)
+    e = estimate(str(folder / "config.json"), context=8192, kv_dtype="auto")
+    assert e.kv_bytes_per_token == PER_TOKEN_FP8 and e.kv_bytes_per_sequence == 1.25 * GiB
+    assert any(a.startswith("kv dtype auto: fp8_e4m3, which the checkpoint asks for")
+               for a in e.assumptions)
+    nvfp4 = {**HF_QUANT, "quantization": {**HF_QUANT["quantization"],
+                                          "kv_cache_quant_algo": "NVFP4"}}
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(nvfp4))
+    e = estimate(str(folder / "config.json"), context=8192, kv_dtype="auto")
+    assert e.kv_bytes_per_token == 80 * 8 * 2 * (64 + 8) == 92_160
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "config.json").write_text(json.dumps(LLAMA_70B))
+    assert estimate(str(plain / "config.json"), 8192, kv_dtype="auto").kv_bytes_per_token \
+        == PER_TOKEN_BF16

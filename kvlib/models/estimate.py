@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from kvlib.core import validate
 from kvlib.core.dtypes import KV_SCALES, auto_kv_dtype, bytes_per_element, kv_format
 from kvlib.models.catalog import BUNDLED, bundled_config, bundled_name, load_model
+from kvlib.models.quantization import kv_cache_request
 from kvlib.models.readers import load_config
 from kvlib.models.spec import LayerGroup, ModelSpec, scale_rows
 
@@ -67,16 +68,25 @@ def estimate(model, context: int | None = None, batch: int = 1,
     batch: sequences; kv_dtype: kvlib's name (a key of :data:`kvlib.core.dtypes.DTYPE_BYTES`)
     or vLLM's ``kv_cache_dtype`` (:func:`kvlib.core.dtypes.kv_format`): a format with scales
     counts them as ``kvlib plan`` does (nvfp4: 9/16 byte per element), and "auto" takes the
-    config's dtype.
+    KV dtype the checkpoint asks for (:func:`kvlib.models.quantization.kv_cache_request`), else
+    the config's dtype, as vLLM 0.34.0 resolves it.
     """
     spec = model if isinstance(model, ModelSpec) else load_model(model)
     fmt = kv_format(kv_dtype)
     kv_dtype = fmt.name
     notes = list(spec.assumptions)
     element = fmt.dtype
-    if kv_dtype == "auto":
-        element = auto_kv_dtype(_config(model, spec))
-        notes.append(f"kv dtype auto: the config's {element}, as vLLM caches it")
+    if kv_dtype == "auto":  # the checkpoint's KV dtype, else the model's, as vLLM resolves it
+        config = _config(model, spec)
+        request = kv_cache_request(config) if config else None
+        if request is not None:
+            fmt = kv_format(request.kv_cache_dtype)
+            element = fmt.dtype
+            notes.append(f"kv dtype auto: {request.kv_cache_dtype}, which the checkpoint asks "
+                         f"for ({request.key}={request.value!r}), as vLLM caches it")
+        else:
+            element = auto_kv_dtype(config)
+            notes.append(f"kv dtype auto: the config's {element}, as vLLM caches it")
     b = bytes_per_element(element)
     scales = KV_SCALES[fmt.scales] if fmt.scales is not None else None
     longest = spec.max_position_embeddings

@@ -127,7 +127,7 @@ def _kv_scheme(outer: Fields) -> list[str]:
     if request is not None:
         return [f"{request.key}={request.value!r}: the checkpoint asks for a KV cache in "
                 f"{request.kv_cache_dtype}, which vLLM's kv_cache_dtype 'auto' becomes; kvlib "
-                f"plan takes it under --kv-dtype auto (or --kv-dtype {request.kv_cache_dtype}) "
+                f"takes it under --kv-dtype auto (or --kv-dtype {request.kv_cache_dtype}) "
                 f"({request.rule})"]
     for key in ("quantization_config", "compression_config"):
         q = outer.raw.get(key)
