@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lesson_size import MAX_PRINTED_WORDS, MAX_PROSE_WORDS, size
+from lesson_size import MAX_PRINTED_WORDS, MAX_PROSE_WORDS, output_text, size
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "notebooks").glob("0[1-8]_*.ipynb"))
@@ -30,10 +30,16 @@ def over_limits(path: Path) -> str | None:
 
 
 def source_lines(path: Path) -> list[str]:
-    """Every engine source-line citation in the notebook's Markdown, with its cell's index."""
+    """Every engine source-line citation the notebook shows a reader, with its cell's index:
+    in its Markdown, and in the text its cells print (a kvlib note printed in a lesson is
+    read as prose is)."""
     nb = nbformat.read(path, as_version=4)
-    return [f"cell {i}: {m.group(0)}" for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
-            for m in SOURCE_LINE.finditer(c.source)]
+    found = []
+    for i, c in enumerate(nb.cells):
+        texts = [c.source] if c.cell_type == "markdown" else \
+            [output_text(o) for o in c.get("outputs", [])]
+        found += [f"cell {i}: {m.group(0)}" for t in texts for m in SOURCE_LINE.finditer(t)]
+    return found
 
 
 def test_the_eight_lessons_are_here():
@@ -98,3 +104,10 @@ def test_the_engines_track_is_not_held_to_the_lessons_rules():
     notebooks 01-08."""
     assert all(p.parent == ROOT / "notebooks" for p in LESSONS)
     assert not any(p.parent.name == "engines" for p in LESSONS)
+
+
+def test_a_source_line_a_cell_prints_is_flagged_too(tmp_path):
+    # a kvlib note printed in a lesson (notebook 08's V4 note named one until issue 40)
+    printed = _write(tmp_path / "09_printed.ipynb", ["No line in the prose."],
+                     "a bf16 cache is refused (models/deepseek_v4/attention.py:95-124)")
+    assert source_lines(printed) == ["cell 1: models/deepseek_v4/attention.py:95"]

@@ -156,9 +156,11 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
            if top_k and 4 in ratios else ""))
     from kvlib.core.formulas import V4  # SymPy's, so imported where a V4 config is read
 
+    # vLLM 0.34.0 models/deepseek_v4/attention.py:95-124 (the note names no line: lessons
+    # print it, and source lines belong to the engines track)
     notes.append(f"entries in vLLM 0.34.0's fp8_ds_mla layout whatever --kv-dtype (auto and fp8 "
-                 f"become fp8_ds_mla; a bf16 cache is refused on its default backend, "
-                 f"models/deepseek_v4/attention.py:95-124): {d_c - d_R} fp8 + {d_R} bf16 + "
+                 f"become fp8_ds_mla; a bf16 cache is refused on its default V4 backend): "
+                 f"{d_c - d_R} fp8 + {d_R} bf16 + "
                  f"{(d_c - d_R) // 64 + 1} scale bytes = "
                  f"{V4.elements_per_token_layer(d_c=d_c, d_R=d_R)} bytes per entry; compressor "
                  "state in fp32")
