@@ -488,6 +488,11 @@ EXEMPT: dict[str, dict[str, object]] = {
         "2,048 tokens": Input("the workload's median, an input of the simulation"),
         "512 tokens": POST_B,
         "40x": Shown("/39.75 |"),
+        # section 3: the start-up terms kvlib assumes for vLLM (an input it names, with a flag
+        # each: --in-use-gib, --non-torch-gib, --graph-pool-gib, --activation-peak-gib)
+        "0.5 GiB": Input("kvlib's assumed M_0 and non-torch memory (serving/engines/startup.py)"),
+        "2 GiB": Input("kvlib's assumed CUDA-graph pool and vLLM's estimate of it"),
+        "1.5 GiB": Input("kvlib's assumed activation peak of the profiling run"),
     },
     # --- E01 begin: engines/01 (vLLM's budget and blocks)
     "engines/01_vllm_budget_and_blocks.ipynb": {
@@ -498,6 +503,8 @@ EXEMPT: dict[str, dict[str, object]] = {
         "3 GiB": Input("vLLM 0.34.0's margin floor on ROCm, a constant of vLLM "
                        "(vllm/v1/worker/extensible_kv_cache.py:64-65)"),
         "8%": Computed(_left_alone_by_033),
+        "11.2 GiB": Computed(lambda: f"{(100 - 92) * 139.81 / 100:.1f} GiB"),  # 8% of M, by hand
+        "10%": Computed(lambda: f"{100 - 90}%"),  # 1 - 0.9, the utilization up to 0.19.1
         "15.38%": Computed(lambda: f"{8 / 52 * 100:.2f}%"),  # 8 padding slots of 52 layers
         "5,120": Input("DeepSeek V2's hidden_size, a config value"),
         "1,536 parameters": Input("DeepSeek V2's moe_intermediate_size, a config value"),
@@ -874,7 +881,10 @@ def test_engines_04_reproduces_every_public_reading_by_hand():
             "V4-Flash, the report's precisions, MXFP4 keys": _SERVED["V3.2"] / _SERVED["V4-Flash"],
             "V4-Pro, vLLM's blog: everything bf16": _BLOG["V3.2"] / _BLOG["V4-Pro"],
             "V4-Flash, vLLM's blog: everything bf16": _BLOG["V3.2"] / _BLOG["V4-Flash"],
-            "V4-Pro, the Reddit post's": v32_bare / reddit_pro}
+            "V4-Pro, the Reddit post's": v32_bare / reddit_pro,
+            # counted alike: both bf16 (latent or entries), both fp8 indexer keys (132 B)
+            "V4-Pro, bf16 entries and fp8 keys, alike in both":
+                61 * ((512 + 64) * 2 + _FP8_KEY) * _T / reddit_pro}
     for label, times in rows.items():
         assert f"| {label} | {100 / times:.1f}% | {times:.2f}x |" in shown, label
     assert f"{reddit_pro / 2**30:.2f} GiB" == "8.71 GiB" and f"{v32_bare / 2**30}" == "68.625"
