@@ -383,7 +383,7 @@ V4_PRO_32K_64GIB_CARRIED = 271
 
 
 def _v4_pro_32k_gap() -> str:
-    """How far kvlib's sessions fall below what vLLM's scheduler carried (notebook 08, §8)."""
+    """How far kvlib's sessions fall below what vLLM's scheduler carried (engines/04, section 2)."""
     from kvlib import load_model
     from kvlib.serving.engines.vllm.layout import vllm_layout
 
@@ -409,7 +409,7 @@ def _issue_21348_budget_for_its_tokens() -> str:
 
 def _v32_latent_at_1m_half_up() -> str:
     """DeepSeek V3.2's bf16 latent + RoPE key at 1M tokens, without its indexer, rounded half
-    up as the Reddit calculation rounds it (notebook 08 prints the exact 68.625 GiB)."""
+    up as the Reddit calculation rounds it (engines/04 prints the exact 68.625 GiB)."""
     from decimal import ROUND_HALF_UP, Decimal
 
     from kvlib import load_model
