@@ -363,6 +363,14 @@ def check_text(text: str, where: str = "") -> list[str]:
                 problems.append(f"{where}: ${tex.strip()[:80]}$: {name} is not in the notation")
             if name in RETIRED_PLAIN:
                 problems.append(f"{where}: {name} is retired, write {RETIRED_PLAIN[name]}")
+        # an indexed entry's letter defined anew by an equation: R_i is a rotation, so
+        # "R = R_W + B R_KV" gives R a second meaning the words around it need not say
+        lhs = re.match(r"\s*([A-Za-z])\s*=(?!=)", tex)
+        if lhs:
+            entry = _registry().get(lhs.group(1))
+            if entry is not None and entry.name != lhs.group(1):
+                problems.append(f"{where}: ${tex.strip()[:80]}$: {lhs.group(1)} defined by an "
+                                f"equation, but it is {entry.name}'s letter ({entry.meaning})")
         # a dimension is a size: k x n, h x d write a vector or an index as a count
         for side in re.findall(r"([A-Za-z](?:_\{?\w+\}?)?)\s*\\times|"
                                r"\\times\s*([A-Za-z](?:_\{?\w+\}?)?)(?![\w{^_])", tex):
@@ -582,6 +590,13 @@ FLAGGED_FOR = {"m as a position": "$m$ defined as", "m as a maximum": "$m$ defin
 def test_the_checker_flags_the_wrong_sentences_of_b1b1d4a(what):
     found = check_text(WRONG_AT_B1B1D4A[what], "control.md")
     assert any(FLAGGED_FOR[what] in p for p in found), (what, found)
+
+
+def test_the_checker_flags_an_indexed_letter_defined_by_an_equation():
+    # the audit's blind spot (issue 40): R is R_i's letter (a rotation), not a byte count
+    assert any("defined by an equation" in p
+               for p in check_text("Per step it reads $R = R_W + B R_{KV}$ bytes.", "x.md"))
+    assert not check_text("Per step it reads $D = R_W + B R_{KV}$ bytes.", "x.md")
 
 
 def test_the_checker_flags_wrong_meanings_not_only_unknown_names():
