@@ -488,8 +488,8 @@ ANSWERS: dict[str, Exercise] = {
                       "vLLM divides the memory CUDA reports (79.22 GiB for an H100 80GB), not "
                       "the datasheet's 80 GB",
                       _plan("llama-3.1-70b", "H100-80GB", 8, 8, 32768, **V033).max_sequences:
-                      "that is vLLM 0.33.0's budget (0.92 M - W - 4 GiB); 0.34.0 holds back "
-                      "the assumed 9.125 GiB of section 3"},
+                      "that is an older vLLM's budget (engines/01, section 2); this lesson holds "
+                      "back the assumed 9.125 GiB of section 3"},
              unit="sessions"),
     )),
     "06.2": Exercise((
@@ -516,8 +516,8 @@ ANSWERS: dict[str, Exercise] = {
                            weight_dtype="bf16").max_sequences,
              lambda: {_plan("llama-3.1-8b", "L40S", 1, 1, 8192, **V033, kv_dtype="fp8",
                             weight_dtype="bf16").max_sequences:
-                      "that is vLLM 0.33.0's budget (0.92 M - W - 4 GiB); 0.34.0 holds back "
-                      "the assumed 9.125 GiB of section 3"},
+                      "that is an older vLLM's budget (engines/01, section 2); this lesson holds "
+                      "back the assumed 9.125 GiB of section 3"},
              unit="sessions"),
         Part("step_seconds", "decode-step lower bound at that batch", "seconds",
              lambda: Fraction(_plan("llama-3.1-8b", "L40S", 1, 1, 8192, kv_dtype="fp8",
