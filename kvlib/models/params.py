@@ -206,6 +206,13 @@ _STANDARD = {
     "gemma": (None, None, False, 2, True, 256, None),        # modeling_gemma.py
     "gemma2": (None, None, False, 4, True, 256, None),       # modeling_gemma2.py
     "gemma3": (None, None, True, 4, True, 256, 262208),      # modeling_gemma3.py
+    # issue 42: dense families of the same shapes
+    "phi3": (False, False, False, 2, False, None, None),     # modeling_phi3.py (qkv fused)
+    "smollm3": (None, None, False, 2, True, None, None),     # modeling_smollm3.py
+    # MiMo-7B: Qwen2's decoder; vLLM 0.34.0 mimo.py skips the checkpoint's mtp_layers
+    "mimo": (True, False, False, 2, False, None, None),
+    "qwen3_vl": (None, None, True, 2, False, 128, None),     # modeling_qwen3_vl.py: Qwen3
+    "qwen2_5_vl": (True, False, False, 2, False, None, None),  # modeling_qwen2_5_vl.py: Qwen2
 }
 
 
@@ -762,6 +769,126 @@ def _deepseek_v4(t: _Tally) -> None:
         mt.add(norms=3 * d)
 
 
+def _glu_experts(t: _Tally, p: str, d: int, e: int, top_k: int, im: int,
+                 names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")) -> None:
+    """``e`` routed gated experts of width ``im`` under ``p`` (gate and up d -> im, down
+    im -> d), ``top_k`` read per token."""
+    g, u, dn = names
+    t.experts(p, e, top_k, ((g, d, im), (u, d, im), (dn, im, d)))
+
+
+def _qwen3_moe(t: _Tally) -> None:
+    """modeling_qwen3_moe.py / vLLM qwen3_moe.py (also Qwen3-VL-MoE's text model): Qwen3's
+    attention (q/k RMSNorm per head, head_dim default 128); a layer is MoE unless listed in
+    ``mlp_only_layers`` and when (i + 1) % ``decoder_sparse_step`` == 0: ``num_experts``
+    routed experts of ``moe_intermediate_size``, router d -> E, no shared expert; else a
+    gated MLP of ``intermediate_size``."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd, bias = _head_dim(t, d, h, 128), bool(c.flag("attention_bias"))
+    _embed(t, d, False)
+    e = c.int("num_experts")
+    only = c.data.get("mlp_only_layers") or []
+    step = c.int("decoder_sparse_step", required=False) or 1
+    for i in range(n):
+        p = f"model.layers.{i}"
+        _gqa(t, f"{p}.self_attn", d, h, kv or h, hd, bias, bias, True)
+        if i not in only and (i + 1) % step == 0:
+            _glu_experts(t, f"{p}.mlp", d, e, c.int("num_experts_per_tok"),
+                         c.int("moe_intermediate_size"))
+            t.lin("router", f"{p}.mlp.gate", d, e)
+        else:
+            t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
+    t.add(norms=2 * n * d + d)
+
+
+def _mixtral(t: _Tally) -> None:
+    """modeling_mixtral.py / vLLM mixtral.py: Llama's attention without biases; every layer
+    ``num_local_experts`` experts (w1, w3: d -> ``intermediate_size``, w2 back), router
+    d -> E."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd = _head_dim(t, d, h)
+    _embed(t, d, False)
+    e = c.int("num_local_experts")
+    for i in range(n):
+        p = f"model.layers.{i}"
+        _gqa(t, f"{p}.self_attn", d, h, kv or h, hd)
+        _glu_experts(t, f"{p}.block_sparse_moe", d, e, c.int("num_experts_per_tok"),
+                     c.int("intermediate_size"), ("w1", "w3", "w2"))
+        t.lin("router", f"{p}.block_sparse_moe.gate", d, e)
+    t.add(norms=2 * n * d + d)
+
+
+def _glm4_moe(t: _Tally) -> None:
+    """modeling_glm4_moe.py / vLLM glm4_moe.py (GLM-4.5, 4.6, 4.7; GLM-4.5V's text model):
+    attention with q/k/v biases when ``attention_bias`` (o without), per-head q/k RMSNorm
+    when ``use_qk_norm``; the first ``first_k_dense_replace`` layers a gated MLP of
+    ``intermediate_size``, the rest MoE: ``n_routed_experts`` experts of
+    ``moe_intermediate_size``, ``n_shared_experts`` shared, router d -> E and its fp32
+    e_score_correction_bias (E). The next-n layers (``num_nextn_predict_layers``) load only
+    for speculative decoding: not counted."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd = _head_dim(t, d, h)
+    _embed(t, d, False)
+    bias, qk = bool(c.flag("attention_bias")), bool(c.flag("use_qk_norm"))
+    e, dense = c.int("n_routed_experts"), c.int("first_k_dense_replace", required=False,
+                                                 allow_zero=True) or 0
+    for i in range(n):
+        p = f"model.layers.{i}"
+        _gqa(t, f"{p}.self_attn", d, h, kv or h, hd, bias, False, qk)
+        if i >= dense:
+            im = c.int("moe_intermediate_size")
+            _glu_experts(t, f"{p}.mlp", d, e, c.int("num_experts_per_tok"), im)
+            shared = c.int("n_shared_experts", required=False, allow_zero=True) or 0
+            if shared:
+                t.glu("shared_experts", f"{p}.mlp.shared_experts", d, shared * im)
+            t.lin("router", f"{p}.mlp.gate", d, e)
+            t.add(router=e)
+        else:
+            t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
+    t.add(norms=2 * n * d + d)
+
+
+def _jamba(t: _Tally) -> None:
+    """modeling_jamba.py / vLLM jamba.py: attention (no biases) where i % attn_layer_period
+    == attn_layer_offset, Mamba elsewhere (in_proj d -> 2 d_in, conv1d d_in x d_conv plus
+    bias, x_proj d_in -> dt_rank + 2 N, dt_proj dt_rank -> d_in with bias, A_log d_in x N,
+    D, dt/B/C RMSNorms, out_proj; d_in = mamba_expand d, dt_rank "auto" = ceil(d / 16));
+    experts (router d -> E) where i % expert_layer_period == expert_layer_offset, else a
+    gated MLP; two norms per layer and a final one."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd = d // h
+    _embed(t, d, False)
+    ap, ao = t.opt("attn_layer_period", 8), t.opt("attn_layer_offset", 4)
+    ep, eo = t.opt("expert_layer_period", 2), t.opt("expert_layer_offset", 1)
+    inner, s = t.opt("mamba_expand", 2) * d, t.opt("mamba_d_state", 16)
+    k = t.opt("mamba_d_conv", 4)
+    r = c.data.get("mamba_dt_rank", "auto")
+    r = -(-d // 16) if r == "auto" else c.int("mamba_dt_rank")
+    pb, cb = bool(c.flag("mamba_proj_bias")), c.flag("mamba_conv_bias") is not False
+    e, im = t.opt("num_experts", 16), c.int("intermediate_size")
+    for i in range(n):
+        p = f"model.layers.{i}"
+        if i % ap == ao:
+            _gqa(t, f"{p}.self_attn", d, h, kv or h, hd)
+        else:
+            m = f"{p}.mamba"
+            t.lin("mixers", f"{m}.in_proj", d, 2 * inner, pb)
+            t.lin("mixers", f"{m}.x_proj", inner, r + 2 * s)
+            t.lin("mixers", f"{m}.dt_proj", r, inner, True)
+            t.lin("mixers", f"{m}.out_proj", inner, d, pb)
+            t.add(mixers=inner * k + (inner if cb else 0) + inner * s + inner + r + 2 * s)
+        if e > 1 and i % ep == eo:
+            _glu_experts(t, f"{p}.feed_forward", d, e, c.int("num_experts_per_tok"), im)
+            t.lin("router", f"{p}.feed_forward.router", d, e)
+        else:
+            t.glu("mlp", f"{p}.feed_forward", d, im)
+    t.add(norms=2 * n * d + d)
+
+
 COUNTERS: dict[str, Callable[[_Tally], None]] = {
     **{k: _standard for k in _STANDARD}, "llama4": _llama4, "gpt_oss": _gpt_oss,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
@@ -776,6 +903,10 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "minimax_m2": _minimax_m2,
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "qwen3_next": _qwen3_next,
     "nemotron-nas": _nemotron_nas, "gemma4": _gemma4, "deepseek_v4": _deepseek_v4,
+    "qwen3_moe": _qwen3_moe, "qwen3_vl_moe": _qwen3_moe, "mixtral": _mixtral,
+    "glm4_moe": _glm4_moe, "glm4v_moe": _glm4_moe, "jamba": _jamba,
+    # GLM-4.7-Flash: DeepSeek V3's MLA and MoE (vLLM glm4_moe_lite.py subclasses deepseek_v2)
+    "glm4_moe_lite": _deepseek,
 }
 
 
@@ -819,7 +950,43 @@ def _gemma4_vision(v: Fields, d_text: int) -> int:
             + d * d_text)
 
 
-_TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision}
+def _qwen3_vl_vision(v: Fields, d_text: int) -> int:
+    """modeling_qwen3_vl.py Qwen3VLVisionModel / vLLM qwen3_vl.py: Conv3d patch embedding
+    (in_channels x temporal_patch_size x p x p -> d, with bias), learned positions
+    (num_position_embeddings x d), ``depth`` blocks (two LayerNorms with biases, qkv d -> 3d
+    and proj with biases, MLP linear_fc1/fc2 with biases), the merger (LayerNorm of d, fc1
+    over the m^2 merged patches, fc2 -> out_hidden_size) and one more merger per
+    ``deepstack_visual_indexes`` entry (its LayerNorm over the merged m^2 d)."""
+    d, i, p = v.int("hidden_size"), v.int("intermediate_size"), v.int("patch_size")
+    m = v.int("spatial_merge_size", required=False) or 2
+    out, w = v.int("out_hidden_size", required=False) or d_text, d * m * m
+    layer = 4 * d + _lin(d, 3 * d, True) + _lin(d, d, True) + _lin(d, i, True) + _lin(i, d, True)
+    merger = _lin(w, w, True) + _lin(w, out, True)
+    deep = len(v.data.get("deepstack_visual_indexes") or [])
+    return ((v.int("in_channels", required=False) or 3)
+            * (v.int("temporal_patch_size", required=False) or 2) * p * p * d + d
+            + v.int("num_position_embeddings") * d + v.int("depth") * layer
+            + 2 * d + merger + deep * (2 * w + merger))
+
+
+def _qwen2_5_vl_vision(v: Fields, d_text: int) -> int:
+    """modeling_qwen2_5_vl.py Qwen2_5_VisionTransformerPretrainedModel / vLLM qwen2_5_vl.py:
+    Conv3d patch embedding without bias, ``depth`` blocks (two RMSNorms, qkv d -> 3d and proj
+    with biases, a gated MLP of intermediate_size with biases), the merger (RMSNorm ln_q of d,
+    two linears with biases over the m^2 merged patches, to out_hidden_size)."""
+    d, i, p = v.int("hidden_size"), v.int("intermediate_size"), v.int("patch_size")
+    m = v.int("spatial_merge_size", required=False) or 2
+    out, w = v.int("out_hidden_size", required=False) or d_text, d * m * m
+    layer = 2 * d + _lin(d, 3 * d, True) + _lin(d, d, True) + 2 * _lin(d, i, True) \
+        + _lin(i, d, True)
+    return ((v.int("in_channels", required=False) or 3)
+            * (v.int("temporal_patch_size", required=False) or 2) * p * p * d
+            + v.int("depth") * layer + d + _lin(w, w, True) + _lin(w, out, True))
+
+
+_TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
+           "qwen3_vl": _qwen3_vl_vision, "qwen3_vl_moe": _qwen3_vl_vision,
+           "qwen2_5_vl": _qwen2_5_vl_vision}
 
 
 def count_params(config) -> ParamCount:
