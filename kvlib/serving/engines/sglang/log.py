@@ -6,6 +6,13 @@ SGLang 0.5.23 (mem_cache/memory_pool.py:2073-2098): "KV Cache is allocated. [dty
 rank x head_dim x full-attention layers x b, V the same with v_head_dim; MLA: (N + page) x
 (kv_lora_rank + qk_rope_head_dim) x layers x b. Each printed number is compared with its
 rounding (two decimals: ± 0.005).
+
+A hybrid-SWA model (issue 43) prints one line per pool, each recomputed with its own layers:
+0.5.23 labels them ("Full KV Cache ...", "SWA KV Cache ...", memory_pool.py:2077-2081; the
+full pool built first, swa_memory_pool.py:77-106); 0.5.8.post1 and 0.5.9 print both unlabelled,
+the sliding pool first (swa_memory_pool.py:63-76 in both wheels), then "SWAKVPool mem usage: X
+GB, swa size: S, full size: F" (:86-90), which tells them apart where S and F differ and is
+itself checked.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ __all__ = ["detect", "explain", "settings", "resolve"]
 _SG_KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?#tokens:\s*"
                     r"(?P<n>\d+),\s*(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
                     r"|KV size:\s*(?P<kv>[\d.]+) GB)")
+_SWA_POOL = re.compile(r"SWAKVPool (?:mem usage|VA upper bound): (?P<gb>[\d.]+) GB, swa size: "
+                       r"(?P<swa>\d+), full size: (?P<full>\d+)")
+_LABEL = re.compile(r"\b(?P<label>Full|SWA) KV Cache (?:is allocated|VA upper bound)")
+_SLIDING = (CacheKind.SLIDING, CacheKind.CHUNKED)
 _DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float8_e4m3fn": 1,
                 "torch.float8_e5m2": 1, "torch.float32": 4, "torch.uint8": 1}
 
@@ -102,6 +113,32 @@ def detect(text: str) -> bool:
     return bool(_SG_KV.search(text))
 
 
+def _pools(lines, hybrid: bool) -> dict[int, str]:
+    """Which pool each KV line of a hybrid-SWA log is ("full" or "swa"), by line number: its
+    label (0.5.23), else the SWAKVPool line's sizes where they differ, else its place (0.5.8.post1
+    and 0.5.9 build the sliding pool first, swa_memory_pool.py:63-76). {} for one pool."""
+    kv = [(i, t, m) for i, t in lines if (m := _SG_KV.search(t))]
+    sizes = [(int(m["swa"]), int(m["full"])) for _, t in lines if (m := _SWA_POOL.search(t))]
+    if not hybrid or not (sizes or any(_LABEL.search(t) for _, t, _ in kv)):
+        return {}
+    out = {}
+    for k, (i, t, m) in enumerate(kv):
+        if (lab := _LABEL.search(t)):
+            out[i] = "swa" if lab["label"] == "SWA" else "full"
+            continue
+        n = int(m["n"])
+        if sizes and sizes[0][0] != sizes[0][1] and n in sizes[0]:
+            out[i] = "swa" if n == sizes[0][0] else "full"
+        else:
+            out[i] = "swa" if k % 2 == 0 else "full"
+    return out
+
+
+def _mha_bytes(groups, n: int, page: int, dim: str, b: int, tp: int) -> int:
+    return sum(k_size_bytes(n, page, kv_heads(g), g.sizes[dim], g.layers, b, tp)
+               for g in groups if g.kind != CacheKind.LATENT)
+
+
 def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExplanation:
     """The checks of SGLang's lines (``lines``: (line number, text)); ``model`` (a ModelSpec)
     adds those that need its sizes."""
@@ -110,13 +147,30 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                                                                       CacheKind.SLIDING,
                                                                       CacheKind.CHUNKED,
                                                                       CacheKind.LATENT)]
+    swa = [g for g in full if g.kind in _SLIDING]
+    hybrid = bool(swa) and len(swa) < len(full)
+    pool_of = _pools(lines, hybrid)
+    by_pool = {"swa": swa, "full": [g for g in full if g.kind not in _SLIDING]}
+    b_seen = None
     for i, text in lines:
+        if full and pool_of and (m := _SWA_POOL.search(text)):
+            b = b_seen or kv_bytes or 2
+            exact = sum(_mha_bytes(by_pool[name], int(m[name]), page, dim, b, tp)
+                        for name in ("swa", "full") for dim in ("d_QK", "d_V"))
+            e.checks.append(EngineCheck(
+                i, text, "SWAKVPool mem usage", f"{m['gb']} GB", f"{exact / GiB:.4f} GB",
+                "ok" if _gib_ok(m["gb"], exact) else "mismatch",
+                f"K + V of the sliding pool ({int(m['swa']):,} + page {page} rows) and the full "
+                f"pool ({int(m['full']):,} + page {page} rows), GB = 2^30 "
+                "(swa_memory_pool.py:86-90, 0.5.8.post1)"))
+            continue
         m = _SG_KV.search(text)
         if not m:
             continue
         n = int(m["n"])
         b = _DTYPE_BYTES.get(m["dtype"]) if m["dtype"] else kv_bytes
         b = b or 2
+        b_seen = b
         if m["k"] is not None and m["k"] == m["v"]:
             e.checks.append(EngineCheck(i, text, "K size = V size", f"{m['k']} GB",
                                         f"{m['v']} GB", "info",
@@ -139,13 +193,18 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                 f"(#tokens {n:,} + page {page}) x (kv_lora_rank + rope) x layers x {b} B, "
                 "GB = 2^30"))
             continue
+        which = pool_of.get(i)
+        groups = by_pool[which] if which else full
+        layers = sum(g.layers for g in groups)
+        pool = (f"the {'sliding' if which == 'swa' else 'full'} pool's {layers} layers, "
+                if which else "")
         for name, printed, dim in (("K size", m["k"], "d_QK"), ("V size", m["v"], "d_V")):
-            exact = sum(k_size_bytes(n, page, kv_heads(g), g.sizes[dim], g.layers, b, tp)
-                        for g in full if g.kind != CacheKind.LATENT)
+            exact = _mha_bytes(groups, n, page, dim, b, tp)
             rows = exact // ((n + page) * b)
             e.checks.append(EngineCheck(
                 i, text, name, f"{printed} GB", f"{exact / GiB:.4f} GB",
                 "ok" if _gib_ok(printed, exact) else "mismatch",
                 f"(#tokens {n:,} + page {page}) x {rows:,} (KV heads per rank x {dim} x "
-                f"attention layers) x {b} B, TP={tp}, GB = 2^30 (memory_pool.py:2574-2578)"))
+                f"attention layers: {pool}TP={tp}) x {b} B, GB = 2^30 "
+                "(memory_pool.py:2574-2578)"))
     return e
