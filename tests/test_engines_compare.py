@@ -70,7 +70,8 @@ def test_every_engine_opens_with_the_same_line(capsys, engine, title):
     rc, out, err = run(capsys, *LLAMA, "--engine", engine)
     assert rc == 0 and err == ""
     first = out.splitlines()[0]
-    assert first == ("llama-3.1-8b on 2 x H200, TP=1 (2 replicas), context 8,192, kv bf16, "
+    assert first == ("llama-3.1-8b on 2 x H200, TP=1 (2 replicas), context 8,192, "
+                     "kv bf16 (auto: the model's dtype), "
                      f"weights checkpoint (bf16), {title}")
 
 
@@ -156,7 +157,8 @@ def test_engine_all_one_column_an_engine(capsys):
     rc, out, err = run(capsys, *LLAMA, "--engine", "all")
     assert rc == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0] == ("llama-3.1-8b on 2 x H200, TP=1 (2 replicas), context 8,192, kv bf16, "
+    assert lines[0] == ("llama-3.1-8b on 2 x H200, TP=1 (2 replicas), context 8,192, "
+                        "kv bf16 (auto: the model's dtype), "
                         "weights checkpoint (bf16), engines side by side")
     assert lines[1].split() == ["vLLM", "0.34.0", "SGLang", "0.5.23", "TensorRT-LLM", "at",
                                 "000439672005"]

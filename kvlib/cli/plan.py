@@ -78,12 +78,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--dcp", type=count, default=1,
                    help="decode_context_parallel_size: split replicated KV heads by tokens "
                         "(default 1)")
-    p.add_argument("--kv-dtype", default="bf16", type=kv_cache_dtype, metavar="DTYPE",
+    p.add_argument("--kv-dtype", default="auto", type=kv_cache_dtype, metavar="DTYPE",
                    help="kv_cache_dtype, vLLM's names (auto, bfloat16, float16, fp8 = "
                         "fp8_e4m3, fp8_e5m2, int8_per_token_head, fp8_per_token_head, "
                         "int4_per_token_head, nvfp4; vllm/config/cache.py:44-67 in 0.34.0) or "
                         "kvlib's (bf16, fp16, fp8, int8, int4: plain int8/int4 have no scales "
-                        "and no vLLM dtype); formats with scales count them (default bf16)")
+                        "and no vLLM dtype); formats with scales count them (default auto, "
+                        "vLLM's: the KV dtype the checkpoint asks for, else the model's; the "
+                        "plan's first line says which and why)")
     p.add_argument("--kv-scales", default="none",
                    choices=["none", *KV_SCALES],
                    help="quantization scales stored with the cache (default none)")
@@ -162,6 +164,7 @@ def plan_json(deployment: Deployment, context: int) -> dict:
     d = {k: own.get(k, v) for k, v in common.items()}  # vLLM's own value where it has one
     d.update(own)
     d["kv_scales"] = deployment.scales.name if deployment.scales else "none"
+    d["kv_dtype_why"] = deployment.kv_dtype_why
     d["groups"] = _groups(deployment, context)
     return d
 
@@ -199,7 +202,10 @@ def _text(d: dict) -> str:
         rows.append((label, d["state_bytes_per_sequence_per_gpu"]))
     w = 32
     lines = [
-        first_line(d, vllm_planner.RULE_NAMES[rule]),
+        first_line({**d, "kv_dtype": kv_label(d["kv_dtype"], d["kv_element_dtype"],
+                                              d["kv_dtype_why"])},
+                   vllm_planner.RULE_NAMES[rule]),
+        *kv_why_lines(d["kv_dtype"], d["kv_dtype_why"]),
         *(f"  {label:<{w}}{both(n)}" for label, n in rows),
         f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}"
         + (f" (vLLM's allocator: {d['vllm_blocks_per_sequence']:,} blocks each, "
@@ -248,11 +254,33 @@ def _text(d: dict) -> str:
         lines.append(f"  {'  every weight read':<{w}}"
                      f"{d['decode_step_seconds_all_weights'] * 1e3:>8.2f} ms")
     lines += [f"  assumed: {a}" for a in d.get("assumptions", ())]
+    if d["kv_dtype_why"] is not None and d["kv_dtype"] == "auto":  # the model's dtype
+        lines.append(f"  note: kv dtype: {d['kv_dtype_why']}")
     lines += [f"  note: {n}" for n in d["notes"]]
     if d.get("ignored_keys"):
         lines.append(f"  ignored keys (unknown to kvlib; nothing in their names or values says "
                      f"they shape the cache): {', '.join(d['ignored_keys'])}")
     return "\n".join(lines)
+
+
+def kv_label(kv_dtype: str, element: str, why: str | None) -> str:
+    """The KV dtype as the plan's first line names it: as given; under ``auto`` (``why`` set,
+    :attr:`Deployment.kv_dtype_why`) the dtype it became and whence: ``bf16 (auto: the model's
+    dtype)``, ``fp8_e4m3 (auto: the checkpoint asks for it)``. ``kv_dtype``: the plan's
+    (vLLM's cache_dtype after auto resolves: "auto" or the checkpoint's), ``element``: kvlib's
+    element dtype behind it."""
+    if why is None:
+        return kv_dtype
+    if kv_dtype == "auto":
+        return f"{element} (auto: the model's dtype)"
+    return f"{kv_dtype} (auto: the checkpoint asks for it)"
+
+
+def kv_why_lines(kv_dtype: str, why: str | None) -> list[str]:
+    """The header's second line where ``auto`` became the checkpoint's KV dtype: the reason in
+    full (the key and value the checkpoint sets, vLLM's rule); none otherwise (the model's
+    dtype is said in a note)."""
+    return [f"  kv dtype: {why}"] if why is not None and kv_dtype != "auto" else []
 
 
 def _memory_note(deployment: Deployment) -> str:

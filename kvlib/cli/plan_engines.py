@@ -108,13 +108,17 @@ def _options(args, engine: str | None = None) -> dict:
     return out
 
 
-def _text(d: dict, rule: str) -> str:
+def _text(d: dict, rule: str, dep) -> str:
+    from kvlib.cli.plan import kv_label, kv_why_lines
+
     def both(n):
         return f"{fmt_bytes(n, 'GB'):>11} = {fmt_bytes(n, 'GiB')}"
 
     own = d[d["engine"]]
     w = 34
-    lines = [first_line(d, rule)]
+    lines = [first_line({**d, "kv_dtype": kv_label(d["kv_dtype"], dep.kv_dtype,
+                                                   dep.kv_dtype_why)}, rule),
+             *kv_why_lines(d["kv_dtype"], dep.kv_dtype_why)]
     for t in own["terms"]:
         lines.append(f"  {t['label']:<{w}}{both(t['value'])}   ({t['source']})")
     unit = "page" if d["engine"] == "sglang" else "block"
@@ -131,6 +135,9 @@ def _text(d: dict, rule: str) -> str:
               f"  {'sequences in all':<{w}}{d['max_sequences']:>11,} "
               f"({plural(d['replicas'], 'replica')} x {d['max_sequences_per_replica']:,})"]
     lines.append(f"  differs from vLLM: {d['differs_from_vllm']}")
+    if dep.kv_dtype_why is not None:
+        lines.append(f"  note: kv dtype: {dep.kv_dtype_why}, as vLLM {_vllm_auto()} resolves "
+                     f"auto (--kv-dtype names another)")
     lines += [f"  assumed: {a}" for a in d["assumptions"]]
     lines += [f"  note: {n}" for n in d["notes"]]
     return "\n".join(lines)
@@ -162,20 +169,28 @@ def _engine_deployment(args):
     return deployment, context
 
 
-def _plan(args, engine: str):
-    """``engine``'s :class:`EnginePlan` for the flags (SGLang, TensorRT-LLM)."""
+def _vllm_auto() -> str:
+    from kvlib.serving.engines.vllm.defaults import VLLM_RELEASES
+
+    return VLLM_RELEASES[0]
+
+
+def _plan(args, engine: str, with_deployment: bool = False):
+    """``engine``'s :class:`EnginePlan` for the flags (SGLang, TensorRT-LLM); with
+    ``with_deployment``, (the plan, its Deployment)."""
     from kvlib.serving.engines import engine_plan
 
     options = _options(args, None if args.engine != "all" else engine)
     deployment, context = _engine_deployment(args)
-    return engine_plan(deployment, context, engine,
-                       **{k: v for k, v in options.items() if v is not None})
+    e = engine_plan(deployment, context, engine,
+                    **{k: v for k, v in options.items() if v is not None})
+    return (e, deployment) if with_deployment else e
 
 
 def run_engine(args) -> int:
-    e = _plan(args, args.engine)
+    e, dep = _plan(args, args.engine, with_deployment=True)
     d = e.to_dict()
-    print(json.dumps(d, indent=2, default=str) if args.json else _text(d, e.rule_text))
+    print(json.dumps(d, indent=2, default=str) if args.json else _text(d, e.rule_text, dep))
     if e.sessions == 0:
         print(f"kvlib plan: {e.tokens:,} KV tokens hold no request of {e.context:,} tokens "
               f"under --engine {args.engine}", file=sys.stderr)
@@ -249,7 +264,12 @@ def _table(out: dict, args) -> str:
     widths = [max(len(c) for c in col) + 3 for col in cols]
     lines = []
     if head is not None:
-        lines.append(first_line(head, "").rsplit(", ", 1)[0] + ", engines side by side")
+        from kvlib.cli.plan import kv_label
+
+        label = (kv_label(head["kv_dtype"], head["kv_element_dtype"], head["kv_dtype_why"])
+                 if head["engine"] == "vllm" else head["kv_dtype"])
+        lines.append(first_line({**head, "kv_dtype": label}, "").rsplit(", ", 1)[0]
+                     + ", engines side by side")
     else:  # every engine refuses: the deployment as given
         context = f", context {args.context:,}" if args.context else ""
         lines.append(f"{args.model} on {args.gpus} x {args.gpu}, TP={args.tp}{context}, "
