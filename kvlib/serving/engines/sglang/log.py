@@ -13,6 +13,12 @@ full pool built first, swa_memory_pool.py:77-106); 0.5.8.post1 and 0.5.9 print b
 the sliding pool first (swa_memory_pool.py:63-76 in both wheels), then "SWAKVPool mem usage: X
 GB, swa size: S, full size: F" (:86-90), which tells them apart where S and F differ and is
 itself checked.
+
+A sparse-indexer (DSA) model's KV line, in 0.5.8.post1 and 0.5.9's form (no dtype printed), is
+recomputed as those releases allocated it (issue 43 item 2; :func:`dsa_058_bytes`): an fp8
+pool keeps 656-byte rows a layer (kv_lora_rank 512 + 512 / 128 x 4 B of scales + rope 64 x 2
+B), not 576, and the indexer's keys add 128 + 4 B a token in whole pages. 0.5.23's DSA pool
+(DSATokenToKVPool, kv_cache_configurator.py:3412) is not traced: its line is shown, not checked.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from kvlib.serving.engines.log import gib_ok as _gib_ok
 from kvlib.serving.engines.sglang import pools as sg
 from kvlib.serving.engines.sglang.pools import k_size_bytes
 
-__all__ = ["detect", "explain", "settings", "resolve"]
+__all__ = ["detect", "explain", "settings", "resolve", "dsa_058_bytes"]
 
 _SG_KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?#tokens:\s*"
                     r"(?P<n>\d+),\s*(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
@@ -45,7 +51,7 @@ _DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float8_e4m3fn": 
 #: '...', ..., 'tp_size': 4, ...}`` (entrypoints/engine.py:311, ``resolved_dict()``)
 _SERVER_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)")
 _SETTINGS = ("model_path", "tp_size", "page_size", "kv_cache_dtype", "dtype",
-             "speculative_algorithm")
+             "speculative_algorithm", "nsa_prefill_backend", "nsa_decode_backend")
 #: ``--kv-cache-dtype`` values and their bytes; "auto" is the model's dtype (None here: the
 #: KV line's own dtype, else 2 B)
 _KV_SETTING = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2, "fp16": 2,
@@ -134,6 +140,29 @@ def _pools(lines, hybrid: bool) -> dict[int, str]:
     return out
 
 
+#: NSATokenToKVPool's quantisation block and the bytes of its bf16 rope (0.5.8.post1
+#: memory_pool.py:1676-1679; 0.5.9 :1730-1733)
+_QUANT_BLOCK, _ROPE_BYTES = 128, 2
+
+
+def dsa_058_bytes(tokens: int, page: int, layers: int, d_l: int, d_r: int, d_i: int, b: int,
+                  trtllm: bool = False) -> tuple[int, int]:
+    """What SGLang 0.5.8.post1 and 0.5.9 log as the "KV size" of a sparse-indexer (DSA) model's
+    pool, in bytes, and the latent row's bytes a layer. Per layer: ``(tokens + page)`` latent rows
+    (memory_pool.py:1387 in 0.5.8.post1, :1441 in 0.5.9) of ``d_l + d_r`` values x ``b``, except
+    an fp8 pool (``b`` 1), whose rows are ``d_l + d_l / 128 x 4 + d_r x 2`` bytes (656 for
+    DeepSeek V3.2: 0.5.8.post1 :1699-1705; 0.5.9 model_runner_kv_cache_mixin.py:233-247, where a
+    trtllm NSA backend keeps ``d_l + d_r``: :227-231); plus the indexer's ``(tokens + page + 1)
+    // page`` pages of ``page x (d_i + d_i / 128 x 4)`` bytes (0.5.8.post1 :1744-1752; 0.5.9
+    :1791-1799), summed by get_kv_size_bytes (:1832-1836; 0.5.9 :1879-1883)."""
+    if b == 1 and not trtllm:
+        row = d_l + d_l // _QUANT_BLOCK * 4 + d_r * _ROPE_BYTES
+    else:
+        row = (d_l + d_r) * b
+    index = (tokens + page + 1) // page * page * (d_i + d_i // _QUANT_BLOCK * 4)
+    return layers * ((tokens + page) * row + index), row
+
+
 def _mha_bytes(groups, n: int, page: int, dim: str, b: int, tp: int) -> int:
     return sum(k_size_bytes(n, page, kv_heads(g), g.sizes[dim], g.layers, b, tp)
                for g in groups if g.kind != CacheKind.LATENT)
@@ -143,6 +172,9 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
     """The checks of SGLang's lines (``lines``: (line number, text)); ``model`` (a ModelSpec)
     adds those that need its sizes."""
     e = EngineExplanation("sglang")
+    found, _ = settings("\n".join(t for _, t in lines))
+    # a trtllm NSA backend keeps 576-value fp8 rows (0.5.9 model_runner_kv_cache_mixin.py:227-231)
+    dsa_trtllm = "trtllm" in (found.get("nsa_prefill_backend"), found.get("nsa_decode_backend"))
     full = [g for g in (model.groups if model else ()) if g.kind in (CacheKind.FULL,
                                                                       CacheKind.SLIDING,
                                                                       CacheKind.CHUNKED,
@@ -181,6 +213,26 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                                     f"about {float(per_token):,.0f} B", "info",
                                     f"(K + V) x 2^30 / (#tokens + page {page})"))
         if not full:
+            continue
+        indexer = [g for g in (model.groups if model else ()) if g.kind == CacheKind.INDEXER]
+        if m["kv"] is not None and indexer and m["dtype"]:
+            e.checks.append(EngineCheck(
+                i, text, "KV size", f"{m['kv']} GB", "not checked", "info",
+                "0.5.23's sparse-indexer pool (DSATokenToKVPool) is not traced"))
+            continue
+        if m["kv"] is not None and indexer:  # 0.5.8.post1-0.5.9's NSATokenToKVPool
+            lat = [g for g in full if g.kind == CacheKind.LATENT][0]
+            exact, row = dsa_058_bytes(n, page, lat.layers, lat.sizes["d_L"],
+                                       lat.sizes.get("d_R", 0), indexer[0].sizes["d_I"], b,
+                                       trtllm=dsa_trtllm)
+            e.checks.append(EngineCheck(
+                i, text, "KV size", f"{m['kv']} GB", f"{exact / GiB:.4f} GB",
+                "ok" if _gib_ok(m["kv"], exact) else "mismatch",
+                f"{lat.layers} layers x ((#tokens {n:,} + page {page}) x {row} B latent row + "
+                f"(#tokens + page + 1) // page x {page} x "
+                f"{indexer[0].sizes['d_I'] + indexer[0].sizes['d_I'] // _QUANT_BLOCK * 4} B "
+                "indexer keys), GB = 2^30 (SGLang 0.5.8.post1-0.5.9's NSATokenToKVPool, "
+                "memory_pool.py:1676-1836 in 0.5.8.post1)"))
             continue
         if m["kv"] is not None:  # an MLA latent: SGLang's CELL_MLA per row
             exact = (n + page) * sum(
