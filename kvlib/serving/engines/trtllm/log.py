@@ -7,6 +7,19 @@ memory when calculating max tokens: A GiB, fraction is set f, kv size [per token
 total memory T GiB, ..., t GiB" (A = (T - P + t) x f, _util.py ``_cal_max_memory``) and "Max
 KV cache blocks per sequence: ..., tokens per block=n, primary blocks=B". Each printed number
 is compared with its rounding (two decimals: ± 0.005).
+
+Read from the log before any flag (issue 43 item 3):
+
+* the release ("[TensorRT-LLM] TensorRT-LLM version: X"). A windowed model (gpt-oss) is sized
+  with every layer at full length: in 1.1.x as its posted logs show (gpt-oss-20b on a DGX Spark,
+  1.1.0rc3: 4,128 tokens x 24 layers x 2 x 8 x 64 x 2 B = 0.19 GiB, printed "0.19"), and in
+  other releases as the V1 KVCacheManager's default (``max_attention_window`` unset: one window,
+  max_seq_len; resource_manager.py at the pinned commit). A log whose block lines name more than
+  one ``[window size=W]`` has per-window pools (VSWA), which this reader does not trace: said.
+* the KV dtype, where the log prints none and ``--kv-dtype`` is not given: the first
+  allocation's GiB / tokens, within its rounding, fits one element size; said as an inference.
+* AutoDeploy's placeholder ("Using fake cache manager with head_dim=0", then "Allocated 0.00
+  GiB ..."): its GiB is shown as information, not a KV size.
 """
 
 from __future__ import annotations
@@ -20,7 +33,7 @@ from kvlib.serving.engines.log import HALF, EngineCheck, EngineExplanation, GiB
 from kvlib.serving.engines.log import gib_ok as _gib_ok
 from kvlib.serving.engines.trtllm import pools as trt
 
-__all__ = ["detect", "explain"]
+__all__ = ["detect", "explain", "release", "cell_bytes_per_token"]
 
 _TRT_ALLOC = re.compile(r"\[MemUsageChange\] Allocated (?P<x>[\d.]+) GiB for max tokens in "
                         r"paged KV cache \((?P<n>\d+)\)")
@@ -31,6 +44,48 @@ _TRT_PEAK = re.compile(r"Peak memory during memory usage profiling \(torch \+ no
                        r"(?:per token )?is (?P<s>\d+)\. device total memory (?P<t>[\d.]+) GiB"
                        r".*?(?P<tmp>[\d.]+) GiB")
 _TRT_BLOCKS = re.compile(r"tokens per block=(?P<b>\d+), primary blocks=(?P<p>\d+)")
+_TRT_PRIMARY = re.compile(r"Number of blocks in KV cache primary pool: (?P<p>\d+)")
+_TRT_TPB = re.compile(r"Number of tokens per block: (?P<b>\d+)")
+_VERSION = re.compile(r"TensorRT-LLM version:\s*v?(?P<v>\d+\.\d+\.\d+[\w.]*)")
+_WINDOW = re.compile(r"\[window size=(?P<w>\d+)\]")
+_FAKE = re.compile(r"Using fake cache manager with head_dim=0")
+_ATTN = (CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED)
+
+
+def release(lines) -> tuple[str | None, int | None]:
+    """The release the log prints ("TensorRT-LLM version: 1.1.0rc3") and its line; (None, None)
+    where it prints none."""
+    for i, text in lines:
+        if (m := _VERSION.search(text)):
+            return m["v"], i
+    return None, None
+
+
+def cell_bytes_per_token(model, tp: int, b: int) -> int:
+    """TensorRT-LLM's bytes per token (``get_cache_size_per_token``) with every attention layer
+    at full length, sliding ones included (module docstring): MHA 2 x layers x head_dim x KV
+    heads per rank x b, MLA layers x (kv_lora_rank + rope) x b."""
+    cell = 0
+    for g in model.groups:
+        if g.kind == CacheKind.LATENT:
+            cell += cell_bytes(trt, "CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
+                                            "d_R": g.sizes.get("d_R", 0)}, tp, b)
+        elif g.kind in _ATTN:
+            cell += cell_bytes(trt, "CELL_MHA", {"N_L": g.layers, "d_QK": g.sizes["d_QK"],
+                                            "N_kv": kv_heads(g)}, tp, b)
+    return cell
+
+
+def _infer_bytes(lines, model, tp: int):
+    """The element size the first allocation line implies (1, 2 or 4 B: the one whose cell
+    falls within the printed GiB's rounding), with that line; (None, None) if none or several."""
+    for i, text in lines:
+        if (m := _TRT_ALLOC.search(text)) and Fraction(m["x"]) > 0:
+            n, x = int(m["n"]), Fraction(m["x"])
+            fits = [b for b in (1, 2, 4)
+                    if abs(Fraction(n * cell_bytes_per_token(model, tp, b), GiB) - x) <= HALF]
+            return (fits[0], i) if len(fits) == 1 else (None, None)
+    return None, None
 
 
 def detect(text: str) -> bool:
@@ -43,20 +98,53 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
     ModelSpec) adds those that need its sizes."""
     e = EngineExplanation("trtllm")
     cell = None
+    rel, rel_at = release(lines)
+    windows = {int(m["w"]) for _, t in lines if (m := _WINDOW.search(t))}
+    windowed = model is not None and any(g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED)
+                                         for g in model.groups)
+    first = lines[0] if lines else (1, "")
+    if rel is not None:
+        e.checks.append(EngineCheck(rel_at, lines[[k for k, _ in lines].index(rel_at)][1],
+                                    "release", rel, rel, "info", "read from the log"))
+    if windowed and len(windows) > 1:
+        e.checks.append(EngineCheck(
+            first[0], first[1], "window rule", f"windows {sorted(windows)}", "not traced",
+            "info", "per-window pools (VSWA, max_attention_window set): the windowed model's "
+            "sizes are not checked"))
+        model = None
+    elif windowed:
+        rule = ("1.1.x sizes every layer at full length (its posted gpt-oss logs)"
+                if rel is not None and rel.startswith("1.1.") else
+                "every layer at full length: the V1 KVCacheManager's default, "
+                "max_attention_window unset (resource_manager.py, pinned commit)")
+        e.checks.append(EngineCheck(first[0], first[1], "window rule",
+                                    f"release {rel or 'not printed'}", rule, "info",
+                                    "sliding layers counted like full ones"))
+    inferred_at = None
     if model is not None:
-        b = kv_bytes or 2
-        cell = 0  # TensorRT-LLM's cell expressions, per group (get_cache_size_per_token)
-        for g in model.groups:
-            if g.kind == CacheKind.LATENT:
-                cell += cell_bytes(trt, "CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
-                                                "d_R": g.sizes.get("d_R", 0)}, tp, b)
-            elif g.kind == CacheKind.FULL:
-                cell += cell_bytes(trt, "CELL_MHA", {"N_L": g.layers, "d_QK": g.sizes["d_QK"],
-                                                "N_kv": kv_heads(g)}, tp, b)
+        b = kv_bytes
+        if b is None:
+            b, at = _infer_bytes(lines, model, tp)
+            if b is not None and b != 2:  # the default 2 B is no inference
+                inferred_at = at
+                e.checks.append(EngineCheck(
+                    at, lines[[k for k, _ in lines].index(at)][1], "KV dtype (inferred)",
+                    "not printed", f"{b} B a value", "info",
+                    f"an inference: line {at}'s GiB / tokens fits {b}-byte values and no "
+                    "other size; --kv-dtype overrides"))
+            b = b or 2
+        cell = cell_bytes_per_token(model, tp, b)
     block = trt.TOKENS_PER_BLOCK
     implied = []
     estimated = None
+    fake = primary = None
     for i, text in lines:
+        if _FAKE.search(text):
+            fake = i
+        if (m := _TRT_TPB.search(text)):
+            block = int(m["b"])
+        if (m := _TRT_PRIMARY.search(text)):
+            primary = (int(m["p"]), i)
         if (m := _TRT_BLOCKS.search(text)):
             block = int(m["b"])
             e.checks.append(EngineCheck(i, text, "tokens per block", m["b"], m["b"], "info",
@@ -89,13 +177,30 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
                         i, text, "tokens", f"{n:,}", f"{tokens_:,}",
                         "ok" if tokens_ == n else "mismatch", f"from line {j}'s {what}"))
             implied = [t for t in implied if t[0] != "blocks"]
+            if primary is not None:
+                e.checks.append(EngineCheck(
+                    i, text, "tokens", f"{n:,}", f"{primary[0] * block:,}",
+                    "ok" if primary[0] * block == n else "mismatch",
+                    f"line {primary[1]}'s {primary[0]:,} primary blocks x {block} tokens"))
+                primary = None
             e.checks.append(EngineCheck(
                 i, text, f"tokens in blocks of {block}", f"{n:,}",
                 f"{n // block:,} x {block} + {n % block}",
                 "ok" if n % block == 0 else "mismatch",
                 "TensorRT-LLM allocates whole blocks"))
             per_token = x * GiB / n
-            if cell is not None:
+            if fake is not None or x == 0:
+                e.checks.append(EngineCheck(
+                    i, text, "GiB allocated", f"{m['x']} GiB", "a placeholder", "info",
+                    "AutoDeploy's fake cache manager (head_dim=0"
+                    + (f", line {fake}" if fake else "") + "), not a KV size"))
+                continue
+            if cell is not None and i == inferred_at:
+                e.checks.append(EngineCheck(
+                    i, text, "GiB allocated", f"{m['x']} GiB", f"{n * cell / GiB:.4f} GiB",
+                    "info", f"{n:,} tokens x {cell:,} B per token: the line the KV dtype was "
+                    "inferred from, so no independent check"))
+            elif cell is not None:
                 exact = n * cell
                 e.checks.append(EngineCheck(
                     i, text, "GiB allocated", f"{m['x']} GiB", f"{exact / GiB:.4f} GiB",
