@@ -779,15 +779,16 @@ def _glu_experts(t: _Tally, p: str, d: int, e: int, top_k: int, im: int,
 
 def _qwen3_moe(t: _Tally) -> None:
     """modeling_qwen3_moe.py / vLLM qwen3_moe.py (also Qwen3-VL-MoE's text model): Qwen3's
-    attention (q/k RMSNorm per head, head_dim default 128); a layer is MoE unless listed in
+    attention (q/k RMSNorm per head; without ``head_dim``, hidden_size / heads, as vLLM's
+    Qwen3MoeAttention and Qwen3MoeConfig take it); a layer is MoE unless listed in
     ``mlp_only_layers`` and when (i + 1) % ``decoder_sparse_step`` == 0: ``num_experts``
     routed experts of ``moe_intermediate_size``, router d -> E, no shared expert; else a
     gated MLP of ``intermediate_size``."""
     c = t.c
     d, n, h, kv = _sizes(c)
-    hd, bias = _head_dim(t, d, h, 128), bool(c.flag("attention_bias"))
+    hd, bias = _head_dim(t, d, h), bool(c.flag("attention_bias"))
     _embed(t, d, False)
-    e = c.int("num_experts")
+    e = c.int("num_experts", "num_local_experts")  # transformers 5 writes the second
     only = c.data.get("mlp_only_layers") or []
     step = c.int("decoder_sparse_step", required=False) or 1
     for i in range(n):
@@ -889,6 +890,21 @@ def _jamba(t: _Tally) -> None:
     t.add(norms=2 * n * d + d)
 
 
+def _glm4_moe_lite(t: _Tally) -> None:
+    """GLM-4.7-Flash: DeepSeek V3's MLA and MoE (:func:`_deepseek`); vLLM 0.34.0
+    glm4_moe_lite.py builds its MoE with glm4_moe.py's Glm4MoE, which always holds the
+    router's e_score_correction_bias (glm4_moe.py:148-150), ``topk_method`` or not. Without
+    ``first_k_dense_replace``, the leading "dense" entries of transformers'
+    ``mlp_layer_types`` give it."""
+    c, extra = t.c, {"topk_method": "noaux_tc"}
+    types = c.data.get("mlp_layer_types")
+    if not c.has("first_k_dense_replace") and isinstance(types, list):
+        extra["first_k_dense_replace"] = next(
+            (i for i, k in enumerate(types) if k != "dense"), len(types))
+    t.c = Fields({**c.data, **extra}, c.prefix, c.outer)
+    _deepseek(t)
+
+
 COUNTERS: dict[str, Callable[[_Tally], None]] = {
     **{k: _standard for k in _STANDARD}, "llama4": _llama4, "gpt_oss": _gpt_oss,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
@@ -906,7 +922,7 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "qwen3_moe": _qwen3_moe, "qwen3_vl_moe": _qwen3_moe, "mixtral": _mixtral,
     "glm4_moe": _glm4_moe, "glm4v_moe": _glm4_moe, "jamba": _jamba,
     # GLM-4.7-Flash: DeepSeek V3's MLA and MoE (vLLM glm4_moe_lite.py subclasses deepseek_v2)
-    "glm4_moe_lite": _deepseek,
+    "glm4_moe_lite": _glm4_moe_lite,
 }
 
 
@@ -953,19 +969,23 @@ def _gemma4_vision(v: Fields, d_text: int) -> int:
 def _qwen3_vl_vision(v: Fields, d_text: int) -> int:
     """modeling_qwen3_vl.py Qwen3VLVisionModel / vLLM qwen3_vl.py: Conv3d patch embedding
     (in_channels x temporal_patch_size x p x p -> d, with bias), learned positions
-    (num_position_embeddings x d), ``depth`` blocks (two LayerNorms with biases, qkv d -> 3d
-    and proj with biases, MLP linear_fc1/fc2 with biases), the merger (LayerNorm of d, fc1
-    over the m^2 merged patches, fc2 -> out_hidden_size) and one more merger per
-    ``deepstack_visual_indexes`` entry (its LayerNorm over the merged m^2 d)."""
+    (num_position_embeddings x d; Qwen3VLVisionConfig's default 2304 when absent),
+    ``depth`` blocks (two LayerNorms with biases, qkv d -> 3d and proj with biases, MLP
+    linear_fc1/fc2 with biases), the merger (LayerNorm of d, fc1 over the m^2 merged
+    patches, fc2 -> out_hidden_size) and one more merger per
+    ``deepstack_visual_indexes`` entry (its LayerNorm over the merged m^2 d; the config
+    class's [8, 16, 24] when absent: vLLM and transformers both read it through that class)."""
     d, i, p = v.int("hidden_size"), v.int("intermediate_size"), v.int("patch_size")
     m = v.int("spatial_merge_size", required=False) or 2
     out, w = v.int("out_hidden_size", required=False) or d_text, d * m * m
     layer = 4 * d + _lin(d, 3 * d, True) + _lin(d, d, True) + _lin(d, i, True) + _lin(i, d, True)
     merger = _lin(w, w, True) + _lin(w, out, True)
-    deep = len(v.data.get("deepstack_visual_indexes") or [])
+    deep = v.data.get("deepstack_visual_indexes")
+    deep = 3 if deep is None else len(deep)
     return ((v.int("in_channels", required=False) or 3)
             * (v.int("temporal_patch_size", required=False) or 2) * p * p * d + d
-            + v.int("num_position_embeddings") * d + v.int("depth") * layer
+            + (v.int("num_position_embeddings", required=False) or 2304) * d
+            + v.int("depth") * layer
             + 2 * d + merger + deep * (2 * w + merger))
 
 
@@ -984,9 +1004,26 @@ def _qwen2_5_vl_vision(v: Fields, d_text: int) -> int:
             + v.int("depth") * layer + d + _lin(w, w, True) + _lin(w, out, True))
 
 
+def _glm4v_vision(v: Fields, d_text: int) -> int:
+    """modeling_glm4v_moe.py Glm4vMoeVisionModel / vLLM glm4_1v.py (GLM-4.5V): Conv3d patch
+    embedding with bias, learned positions ((image_size / p)^2 x d), ``depth`` blocks (two
+    RMSNorms, qkv d -> 3d with bias when ``attention_bias``, proj without, a gated MLP d ->
+    out_hidden_size without biases), post-conv and post RMSNorms, the m x m Conv2d
+    downsample (d -> out_hidden_size, with bias), the merger (proj out -> out, LayerNorm,
+    a gated MLP of intermediate_size, no biases)."""
+    d, i, p = v.int("hidden_size"), v.int("intermediate_size"), v.int("patch_size")
+    m = v.int("spatial_merge_size", required=False) or 2
+    out = v.int("out_hidden_size", required=False) or d_text
+    layer = 2 * d + _lin(d, 3 * d, bool(v.flag("attention_bias"))) + d * d + 3 * d * out
+    return ((v.int("in_channels", required=False) or 3)
+            * (v.int("temporal_patch_size", required=False) or 2) * p * p * d + d
+            + (v.int("image_size") // p) ** 2 * d + v.int("depth") * layer + 2 * d
+            + d * out * m * m + out + out * out + 2 * out + 3 * out * i)
+
+
 _TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
            "qwen3_vl": _qwen3_vl_vision, "qwen3_vl_moe": _qwen3_vl_vision,
-           "qwen2_5_vl": _qwen2_5_vl_vision}
+           "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision}
 
 
 def count_params(config) -> ParamCount:

@@ -1,0 +1,115 @@
+"""Parameters of the model transformers builds on the meta device from a config (issue 42).
+
+:func:`meta_params` builds ``AutoModelForCausalLM`` (``AutoModelForImageTextToText`` for a
+vision-language wrapper) from the config under ``torch.device("meta")``: no memory, no
+weights, nothing downloaded. It counts every parameter once (tied ones once) plus the
+persistent buffers, which the checkpoint stores and vLLM loads as weights too (GLM-4.5's
+fp32 ``e_score_correction_bias``); rotary tables are not persistent, so not counted.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import gzip
+import json
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+__all__ = ["meta_params", "buildable", "published", "DEFAULTS"]
+
+_TESTS = Path(__file__).resolve().parents[1]
+# keys that name remote code or a checkpoint's quantization: not the model's shapes
+_DROP = ("quantization_config", "auto_map", "compression_config")
+
+# transformers' own config classes for families no bundled or test file carries, at their
+# defaults (GLM-4.5V's text config without its published head_dim 128 has 4096 / 96 heads,
+# which neither transformers nor vLLM builds as published: the published value is given).
+DEFAULTS = {
+    "jamba": ("jamba", {}),
+    "gemma": ("gemma", {}),  # Gemma 1: counted since issue 24, no file here
+    "phi3": ("phi3", {}),
+    "smollm3": ("smollm3", {}),
+    "qwen2_5_vl": ("qwen2_5_vl", {}),
+    "qwen3_vl": ("qwen3_vl", {}),
+    # the class's defaults tie the text config's head (True) but not the wrapper's (False);
+    # vLLM reads the text config's (qwen3_vl_moe.py:174, 285-286), transformers the
+    # wrapper's: given alike, as every published file gives them
+    "qwen3_vl_moe": ("qwen3_vl_moe", {"text_config": {"tie_word_embeddings": False}}),
+    "glm4v_moe": ("glm4v_moe", {"text_config": {"head_dim": 128}}),
+    "mixtral": ("mixtral", {}),
+    "qwen3_moe": ("qwen3_moe", {}),
+    "glm4_moe": ("glm4_moe", {"head_dim": 128}),
+    "glm4_moe_lite": ("glm4_moe_lite", {}),
+}
+
+
+def default_config(name: str) -> dict:
+    model_type, overrides = DEFAULTS[name]
+    return AutoConfig.for_model(model_type, **copy.deepcopy(overrides)).to_dict()
+
+
+def buildable(config: dict) -> str | None:
+    """Why transformers cannot build ``config`` offline, or None when it can."""
+    mt = config.get("model_type")
+    if mt not in CONFIG_MAPPING_NAMES:
+        return (f"transformers has no config class for model_type {mt!r} (the checkpoint's "
+                "own code needs trust_remote_code and the Hub)")
+    return None
+
+
+def _config(config: dict):
+    c = {k: v for k, v in copy.deepcopy(config).items() if k not in _DROP}
+    for sub in (c, c.get("text_config") or {}):
+        if isinstance(sub.get("attn_temperature_tuning"), int):  # Llama 4's 4; transformers 5: bool
+            sub["attn_temperature_tuning"] = bool(sub["attn_temperature_tuning"])
+    return AutoConfig.for_model(c.pop("model_type"), **c)
+
+
+# a parameter under one of these module names belongs to a tower (vision or audio) or its
+# projector, not to the language model
+_TOWER_NAMES = {"visual", "vision_tower", "vision_model", "multi_modal_projector",
+                "mm_projector", "embed_vision", "audio_tower", "embed_audio", "audio_model"}
+
+
+def meta_params(config: dict) -> tuple[int, int, str]:
+    """(all, text model alone, class name): parameters plus persistent buffers of the model
+    built from ``config`` (a wrapper with a ``vision_config`` as image-text-to-text, so its
+    tower is built too), and of its language model (tower parameters left out)."""
+    cfg = _config(config)
+    with torch.device("meta"):
+        if "vision_config" in config:
+            model = AutoModelForImageTextToText.from_config(cfg)
+        else:
+            model = AutoModelForCausalLM.from_config(cfg)
+    total = tower = 0
+    seen = set()
+    for module_name, module in model.named_modules():
+        for _name, t in [*module.named_parameters(recurse=False),
+                        *((n, b) for n, b in module.named_buffers(recurse=False)
+                          if n not in module._non_persistent_buffers_set)]:
+            if id(t) in seen:  # tied weights once
+                continue
+            seen.add(id(t))
+            total += t.numel()
+            if _TOWER_NAMES & set(module_name.split(".")):
+                tower += t.numel()
+    return total, total - tower, type(model).__name__
+
+
+@functools.cache
+def _corpus() -> dict:
+    path = _TESTS / "fixtures" / "configs" / "corpus-2026.json.gz"
+    return {k: v["config"] for k, v in json.loads(gzip.open(path).read()).items()}
+
+
+def published() -> dict[str, dict]:
+    """Every test config: tests/fixtures/configs/*.json and the 2026 corpus, by name."""
+    out = {}
+    for f in sorted((_TESTS / "fixtures" / "configs").glob("*.json")):
+        out[f"fixtures/{f.name}"] = json.loads(f.read_text(encoding="utf-8"))
+    out.update({f"corpus/{k}": v for k, v in _corpus().items()})
+    return out
