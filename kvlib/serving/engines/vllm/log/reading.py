@@ -146,6 +146,12 @@ def _engine_settings(text: str) -> dict:
         m = re.search(rf"(?:^|, ){key}=('[^']*'|[^,]*)", text)
         if m:
             out[key] = m.group(1).strip().strip("'")
+    # "speculative_config=SpeculativeConfig(method='mtp', model='...', num_spec_tokens=2)"
+    # (vLLM 0.34.0 config/vllm.py:2893, speculative.py:1829-1842): its method and k
+    m = re.search(r"speculative_config=SpeculativeConfig\(method='(?P<m>[^']*)'.*?"
+                  r"num_spec_tokens=(?P<k>\d+)\)", text)
+    if m:
+        out["speculative_method"], out["num_spec_tokens"] = m["m"], m["k"]
     return out
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvlib.models.spec import STATEFUL, ModelSpec
+from kvlib.models.spec import STATEFUL, CacheKind, ModelSpec
 from kvlib.serving.engines.vllm.defaults import DEFAULT_BLOCK
 from kvlib.serving.engines.vllm.layout import vllm_layout
 from kvlib.serving.engines.vllm.log.reading import VllmLog, _version_key
@@ -136,9 +136,41 @@ def _block(log: VllmLog, model: ModelSpec | None, given: int | None,
     return from_log
 
 
+#: vLLM's MTP drafters share the target's KV cache: each adds ``mtp_num_hidden_layers``
+#: full-attention layers (1 when the config says nothing; vLLM 0.34.0
+#: model_executor/models/qwen3_5_mtp.py:84, layers of type "full_attention" at :120-127), grouped
+#: and padded with the target's (v1/core/kv_cache_planning.py:560-590)
+MTP_LAYERS = 1
+
+
+def with_mtp_draft(log: VllmLog, model: ModelSpec, notes: list[str]) -> ModelSpec:
+    """``model`` with the MTP draft's full-attention layer added to its first full-attention
+    group, when the log's engine line shows ``speculative_config`` with method 'mtp' (said in
+    ``notes``); ``model`` unchanged otherwise (another drafter is said, not counted)."""
+    method = log.engine.get("speculative_method")
+    if not method:
+        return model
+    k = log.engine.get("num_spec_tokens", "?")
+    full = [i for i, g in enumerate(model.groups) if g.kind is CacheKind.FULL]
+    if "mtp" not in method or not full:
+        notes.append(f"speculative decoding ({method}, k = {k}): the drafter's layers are not "
+                     "counted")
+        return model
+    i = full[0]
+    groups = list(model.groups)
+    groups[i] = replace(groups[i], layers=groups[i].layers + MTP_LAYERS)
+    notes.append(f"speculative decoding (method {method}, k = {k}, the engine line): the MTP "
+                 f"draft adds {MTP_LAYERS} full-attention layer (mtp_num_hidden_layers, vLLM "
+                 f"0.34.0 qwen3_5_mtp.py:84, 120-127): {groups[i].layers} attention layers, "
+                 "grouped and padded with the target's")
+    return replace(model, groups=tuple(groups))
+
+
 def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: str | None,
            gpu: str | None, notes: list[str], block_size: int | None = None) -> _Setup:
     rules = _rules(log)
+    if model is not None:
+        model = with_mtp_draft(log, model, notes)
     tp_ = _int_setting(log, "tensor_parallel_size", tp, 1)
     if tp is None and "tensor_parallel_size" not in log.engine and \
             "tensor_parallel_size" not in log.args:
