@@ -98,11 +98,11 @@ def test_deepseek_v3_cells_by_hand():
 
 @pytest.mark.parametrize(("model", "engine", "named"), [
     ("qwen3-next-80b-a3b", "sglang", "Gated DeltaNet"),
-    ("nemotron-h-56b", "trtllm", "Mamba2"),
+    ("nemotron-3-ultra-550b-a55b", "trtllm", "hybrid_override_pattern"),
     ("deepseek-v3.2", "sglang", "indexer"),
     ("glm-5", "trtllm", "indexer"),
-    ("gemma-2-9b", "trtllm", "sliding"),
-    ("llama-4-scout", "trtllm", "chunked"),
+    ("gemma-4-26b-a4b", "trtllm", "per-kind head sizes"),
+    ("qwen3-next-80b-a3b", "trtllm", "Gated DeltaNet"),
     ("gemma-4-26b-a4b", "sglang", "Gemma4"),
     ("gemma-3-27b", "sglang", "multimodal"),
     ("falcon-7b", "trtllm", "num_key_value_heads"),

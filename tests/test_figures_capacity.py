@@ -148,8 +148,8 @@ def test_planner_engine_control():
         # the bar draws the sessions slider's 8 sequences, and says how many fit
         verdict = e.fig.axes[0].texts[0].get_text()
         assert verdict.startswith("8 x 128K") and f"{plan.sessions:,} fit" in verdict
-    e.controls["model"].value = "gpt-oss-120b"  # sliding windows: TensorRT-LLM's VSWA
-    assert "(VSWA) by memory per window, a rule kvlib has not traced" in e.error.value
+    e.controls["model"].value = "qwen3-next-80b-a3b"  # Gated DeltaNet: not traced for it
+    assert "Gated DeltaNet state layers is not traced by kvlib" in e.error.value
     e.controls["model"].value = "llama-3.1-70b"
     e.controls["engine"].value = "vllm"
     assert e.error.value == "" and e.readout.value == before

@@ -37,10 +37,19 @@ the ``resource_manager.py`` beside it; cited by function, line numbers not avail
 Python evaluates these expressions (:func:`kvlib.core.numeric.evaluate`: code generated from
 each, exact); the one float step, the float32 fraction, is :func:`float32` on its input.
 
-Not traced, refused by name: variable sliding windows (VSWA sizes memory, not max_tokens),
-chunked attention (Llama 4), Mamba and linear-attention hybrids, sparse-attention indexers,
-DeepSeek V4, layers without attention, configs without ``num_key_value_heads`` whose KV heads
-differ from the query heads (Falcon), FP4 caches.
+Sliding windows, Mamba hybrids and the fp8 context-MLA workspace (issue 41 item 4):
+:mod:`~kvlib.serving.engines.trtllm.windows` (every layer at full length by default, as
+1.1.0rc3's logs show; the per-window split VSWA makes when ``max_attention_window`` is set),
+:mod:`~kvlib.serving.engines.trtllm.mamba` (Nemotron-H: the state of max_batch_size + 1 slots off
+the budget first) and :mod:`~kvlib.serving.engines.trtllm.workspace` (the reserve of an fp8 MLA
+cache); each file and commit they were read at: :mod:`~kvlib.serving.engines.trtllm.sources`.
+The release is a choice (``engine_plan(..., release="1.1.0rc3")``; default the pinned commit).
+
+Not traced, refused by name: hybrids other than Nemotron-H's Mamba2 (Gated DeltaNet, configs
+without ``hybrid_override_pattern``), per-kind head sizes (Gemma 4: KVCacheManagerV2), windows
+shrunk to fit (``adjust_window_sizes_for_vswa``), sparse-attention indexers, DeepSeek V4,
+layers without attention, configs without ``num_key_value_heads`` whose KV heads differ from
+the query heads (Falcon), FP4 caches; at 1.1.0rc3, the Mamba state and the fp8 MLA workspace.
 """
 
 from __future__ import annotations
@@ -55,7 +64,7 @@ from kvlib.serving.engines.trtllm.defaults import (
     float32,
     kv_bytes,
 )
-from kvlib.serving.engines.trtllm.planner import engine_plan, refuse_model
+from kvlib.serving.engines.trtllm.planner import RELEASES, engine_plan, refuse_model
 from kvlib.serving.engines.trtllm.pools import (
     BLOCKS,
     CELL_MHA,
@@ -75,4 +84,4 @@ __all__ = ["SOURCE", "SYMBOLS", "SYMBOLS_BY_NAME", "KV_BUDGET", "HEADS_PER_RANK"
            "CELL_MLA", "MAX_TOKENS", "BLOCKS", "TOKENS", "SESSIONS",
            "DEFAULT_FRACTION", "TOKENS_PER_BLOCK", "MAX_BATCH_SIZE", "TRTLLMPool", "float32",
            "kv_budget", "tokens", "pool", "kv_bytes", "trtllm_groups", "TRTLLM_OTHER_PEAK",
-           "engine_plan", "refuse_model"]
+           "engine_plan", "refuse_model", "RELEASES"]

@@ -72,6 +72,8 @@ def trtllm_groups(model, config: dict | None) -> list[tuple[str, dict]]:
     text = text_config(config)
     out = []
     for g in model.groups:
+        if g.kind in (CacheKind.MAMBA, CacheKind.NONE):
+            continue  # a Nemotron-H's state and MLP layers: no KV cache (mamba.py)
         if g.kind == CacheKind.LATENT:
             out.append(("CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
                                      "d_R": g.sizes.get("d_R", 0)}))
