@@ -3,21 +3,25 @@
 Two ways: :func:`checkpoint_weights` reads the checkpoint's config (parameters counted per
 layer, each linear in its stored, possibly quantized, format, split as vLLM splits it), and
 :func:`weights_bytes_per_gpu` is parameters x bytes per weight / TP, for an override
-(``--weight-dtype``) or a model whose parameters kvlib cannot count.
+(``--weight-dtype``) or a model whose parameters kvlib cannot count. A third reads nothing
+but what the checkpoint stores: :func:`stored_weights` of a model folder (its
+``model.safetensors.index.json`` or the safetensors files' headers), exact bytes.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 from kvlib.core import validate
 from kvlib.core.dtypes import DTYPE_BYTES
 
-__all__ = ["CheckpointWeights", "checkpoint_weights", "weight_bytes_per_element",
-           "weights_bytes_per_gpu"]
+__all__ = ["CheckpointWeights", "StoredWeights", "checkpoint_weights", "safetensors_header",
+           "stored_weights", "weight_bytes_per_element", "weights_bytes_per_gpu"]
 
 
 def weight_bytes_per_element(dtype: str) -> Fraction:
@@ -136,3 +140,118 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
         notes += list(q.notes)
     return CheckpointWeights(math.ceil(split) + by["whole"], total, by["whole"], method,
                              tuple(notes))
+
+
+INDEX = "model.safetensors.index.json"
+# bytes per element of the safetensors dtypes (safetensors' Dtype; F4 / F6 / E8M0 are the
+# MX formats: 4 and 6 bits, one byte)
+_SAFETENSORS_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8,
+                     "E8M0": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32,
+                     "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64, "F4": 4,
+                     "F6_E2M3": 6, "F6_E3M2": 6}
+_HEADER_LIMIT = 100 * 1024**2  # safetensors refuses a header over 100 MB too
+
+
+@dataclass(frozen=True)
+class StoredWeights:
+    """The bytes a checkpoint stores, read from its files (not counted from its config).
+
+    total: bytes of every tensor (MTP / next-n layers and towers included, as stored);
+    source: the file(s) read; how: one line saying which and how; tensors: how many
+    tensors the headers list (None from the index alone); by_dtype: bytes per safetensors
+    dtype (empty from the index alone).
+    """
+
+    total: int
+    source: tuple[str, ...]
+    how: str
+    tensors: int | None = None
+    by_dtype: tuple[tuple[str, int], ...] = ()
+
+
+def safetensors_header(path) -> dict:
+    """The JSON header of a ``.safetensors`` file: an 8-byte little-endian length N, then N
+    bytes of JSON ({tensor: {dtype, shape, data_offsets}}, ``__metadata__``). Read without the
+    safetensors package; ValueError naming the file for a header that is not one."""
+    path = Path(path)
+    with path.open("rb") as f:
+        head = f.read(8)
+        if len(head) != 8:
+            raise ValueError(f"{path}: {len(head)} bytes, too short for a safetensors header")
+        n = int.from_bytes(head, "little")
+        if not 0 < n <= _HEADER_LIMIT:
+            raise ValueError(f"{path}: header length {n} is not that of a safetensors file")
+        raw = f.read(n)
+    if len(raw) != n:
+        raise ValueError(f"{path}: header says {n} bytes, the file holds {len(raw)}")
+    try:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: the safetensors header is not JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: the safetensors header is not a JSON object")
+    return header
+
+
+def _tensor_bytes(path: Path, name: str, t) -> tuple[str, int]:
+    """(dtype, bytes) of one header entry, its offsets checked against dtype x shape."""
+    where = f"{path.name}: tensor {name!r}"
+    if not isinstance(t, dict):
+        raise ValueError(f"{where} is not an object")
+    dtype, shape, off = t.get("dtype"), t.get("shape"), t.get("data_offsets")
+    if not (isinstance(off, list) and len(off) == 2 and all(isinstance(o, int) for o in off)
+            and 0 <= off[0] <= off[1]):
+        raise ValueError(f"{where}: data_offsets must be [begin, end], got {off!r}")
+    size = off[1] - off[0]
+    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        raise ValueError(f"{where}: shape must be a list of sizes, got {shape!r}")
+    bits = _SAFETENSORS_BITS.get(dtype)
+    if bits is not None and -(-math.prod(shape) * bits // 8) != size:
+        raise ValueError(f"{where}: {dtype} {shape} is {-(-math.prod(shape) * bits // 8)} "
+                         f"bytes, but its data_offsets span {size}")
+    return str(dtype), size
+
+
+def stored_weights(folder) -> StoredWeights:
+    """The checkpoint's weight bytes, exact, from a Hugging Face model folder.
+
+    ``model.safetensors.index.json``'s ``metadata.total_size`` when the folder has the
+    index (Hugging Face writes there the sum of every tensor's bytes); else the sum, over
+    the folder's ``*.safetensors`` files, of each header's tensors' ``data_offsets`` spans
+    (each checked against its dtype x shape). ValueError naming the file and field when
+    neither is there or one is malformed.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: not a model folder")
+    index = folder / INDEX
+    if index.is_file():
+        try:
+            data = json.loads(index.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{index}: not JSON ({e})") from None
+        meta = data.get("metadata") if isinstance(data, dict) else None
+        total = meta.get("total_size") if isinstance(meta, dict) else None
+        if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
+            raise ValueError(f"{index}: metadata.total_size must be a positive integer of "
+                             f"bytes, got {total!r}")
+        return StoredWeights(total, (INDEX,), f"read from {INDEX} (metadata.total_size: "
+                             f"{total:,} bytes, every tensor as stored)")
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise ValueError(f"{folder}: neither {INDEX} nor a .safetensors file to read the "
+                         "weights from")
+    by: dict[str, int] = {}
+    count = 0
+    for path in files:
+        for name, t in safetensors_header(path).items():
+            if name == "__metadata__":
+                continue
+            dtype, size = _tensor_bytes(path, name, t)
+            by[dtype] = by.get(dtype, 0) + size
+            count += 1
+    total = sum(by.values())
+    return StoredWeights(total, tuple(p.name for p in files),
+                         f"read from the headers of {len(files)} safetensors file"
+                         f"{'s' if len(files) > 1 else ''} ({count:,} tensors, {total:,} "
+                         "bytes as stored)", count, tuple(sorted(by.items())))
