@@ -248,8 +248,8 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
         which = pool_of.get(i)
         groups = by_pool[which] if which else full
         layers = sum(g.layers for g in groups)
-        pool = (f"the {'sliding' if which == 'swa' else 'full'} pool's {layers} layers, "
-                if which else "")
+        pool = (f"the {'sliding' if which == 'swa' else 'full'} pool's {layers} layers" if which
+                else "attention layers")
         for name, printed, dim in (("K size", m["k"], "d_QK"), ("V size", m["v"], "d_V")):
             exact = _mha_bytes(groups, n, page, dim, b, tp)
             rows = exact // ((n + page) * b)
@@ -257,6 +257,5 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                 i, text, name, f"{printed} GB", f"{exact / GiB:.4f} GB",
                 "ok" if _gib_ok(printed, exact) else "mismatch",
                 f"(#tokens {n:,} + page {page}) x {rows:,} (KV heads per rank x {dim} x "
-                f"attention layers: {pool}TP={tp}) x {b} B, GB = 2^30 "
-                "(memory_pool.py:2574-2578)"))
+                f"{pool}) x {b} B, TP={tp}, GB = 2^30 (memory_pool.py:2574-2578)"))
     return e
