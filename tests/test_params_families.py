@@ -1,0 +1,110 @@
+"""Parameter counts of the families issue 42 added, against hand arithmetic written out here
+from the published config.json files (tests/fixtures/configs, the 2026 corpus). The same
+counts equal transformers 5.25.0's meta-device models in ``make crosscheck``
+(tests/crosscheck/test_params_meta.py)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from kvlib.models.params import count_params
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
+CORPUS = json.loads(gzip.open(FIXTURES / "corpus-2026.json.gz").read())
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def test_qwen3_30b_a3b_by_hand():
+    # vocab 151936, d 2048, 48 layers, 32 q heads, 4 KV heads, head_dim 128, 128 experts of
+    # 768, 8 per token, untied head
+    embed = 151936 * 2048                                   # 311,164,928 (and the head)
+    attn = 2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048 + 2 * 128   # q, k+v, o, q/k norms
+    experts = 128 * 3 * 2048 * 768                          # 603,979,776 per layer
+    router = 2048 * 128
+    norms = 48 * 2 * 2048 + 2048
+    c = count_params(_fixture("qwen3-30b-a3b.json"))
+    assert c.total == 2 * embed + 48 * (attn + experts + router) + norms == 30_532_122_624
+    # one token reads 8 of the 128 experts: 3.35B, the "A3B"
+    assert c.active == c.total - 48 * experts * 120 // 128 == 3_353_032_704
+
+
+def test_mixtral_8x7b_by_hand():
+    # vocab 32000, d 4096, 32 layers, 32 : 8 heads of 128, 8 experts of 14336, 2 per token
+    attn = 2 * 4096 * 4096 + 2 * 4096 * 1024
+    experts = 8 * 3 * 4096 * 14336
+    layer = attn + experts + 4096 * 8 + 2 * 4096            # + router, two norms
+    c = count_params(CORPUS["mistralai--Mixtral-8x7B-v0.1"]["config"])
+    assert c.total == 2 * 32000 * 4096 + 32 * layer + 4096 == 46_702_792_704
+    assert c.active == c.total - 32 * experts * 6 // 8 == 12_879_925_248
+
+
+def test_qwen3_vl_8b_vision_tower_by_hand():
+    # vision_config: depth 27, d 1152, MLP 4304, patch 16 x 16 x 2 frames x 3 channels,
+    # 2304 positions, 2 x 2 merge to 4608, out 4096, deepstack mergers at [8, 16, 24]
+    d, i, w = 1152, 4304, 4608
+    patch = 3 * 2 * 16 * 16 * d + d
+    block = 4 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * i + i) + (i * d + d)
+    merger = (w * w + w) + (w * 4096 + 4096)
+    c = count_params(_fixture("qwen3-vl-8b.json"))
+    assert c.towers == "counted"
+    assert c.parts["vision"] == (patch + 2304 * d + 27 * block + 2 * d + merger
+                                 + 3 * (2 * w + merger)) == 576_388_336
+
+
+def test_glm_4_7_flash_router_bias_always():
+    """vLLM's Glm4MoE holds e_score_correction_bias whatever topk_method says
+    (glm4_moe.py:148-150): 64 per MoE layer, 46 MoE layers (first_k_dense_replace 1)."""
+    cfg = CORPUS["zai-org--GLM-4.7-Flash"]["config"]
+    assert "topk_method" not in cfg
+    c = count_params(cfg)
+    assert c.parts["router"] == 46 * (2048 * 64 + 64)
+
+
+def test_jamba_mamba_layer_by_hand():
+    """One Jamba Mamba mixer (d 4096, expand 2, d_state 16, d_conv 4, dt_rank ceil(4096 /
+    16) = 256): in_proj, x_proj, dt_proj with bias, out_proj, conv with bias, A_log, D,
+    and the dt/B/C norms."""
+    base = {"model_type": "jamba", "vocab_size": 65536, "hidden_size": 4096,
+            "intermediate_size": 14336, "num_hidden_layers": 2, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "num_experts": 16, "num_experts_per_tok": 2,
+            "attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2,
+            "expert_layer_offset": 1}
+    inner = 8192
+    mamba = (4096 * 2 * inner + inner * (256 + 32) + (256 * inner + inner)
+             + inner * 4096 + (inner * 4 + inner) + inner * 16 + inner + 256 + 2 * 16)
+    c = count_params(base)
+    assert c.parts["mixers"] == mamba
+    assert c.parts["experts"] == 16 * 3 * 4096 * 14336  # layer 1 only
+    assert c.parts["mlp"] == 3 * 4096 * 14336           # layer 0's dense MLP
+
+
+@pytest.mark.parametrize("name", [
+    "Qwen--Qwen3-30B-A3B", "Qwen--Qwen3-235B-A22B", "Qwen--Qwen3-Coder-480B-A35B-Instruct",
+    "mistralai--Mixtral-8x7B-v0.1", "mistralai--Mixtral-8x22B-v0.1",
+    "Qwen--Qwen3-VL-2B-Instruct", "Qwen--Qwen3-VL-235B-A22B-Instruct", "zai-org--GLM-4.7-Flash",
+    "zai-org--GLM-4.7-FP8", "XiaomiMiMo--MiMo-7B-Base",
+])
+def test_issue_42_models_counted(name):
+    """The published files issue 42 lists as refused for lack of a counter are counted:
+    a positive total, active at most total, every part non-negative."""
+    c = count_params(CORPUS[name]["config"])
+    assert 0 < c.active <= c.total
+    assert min(c.parts.values()) >= 0
+
+
+def test_qwen3_moe_head_dim_default_is_hidden_over_heads():
+    """Qwen3-MoE without head_dim: hidden_size / heads (vLLM's Qwen3MoeAttention, transformers'
+    Qwen3MoeConfig), not dense Qwen3's 128: 2048 / 32 = 64 per head."""
+    cfg = {"model_type": "qwen3_moe", "vocab_size": 1000, "hidden_size": 2048,
+           "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 4,
+           "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 4,
+           "num_experts_per_tok": 2}
+    c = count_params(cfg)
+    assert c.parts["attention"] == 2048 * 32 * 64 * 2 + 2 * 2048 * 4 * 64 + 2 * 64
