@@ -1,0 +1,55 @@
+"""Every SGLang and TensorRT-LLM fixture log through ``kvlib explain-log`` (issue 43: "a test runs
+explain-log on every fixture log"): its exit status and how many numbers agree. Each number is
+worked out by hand in the test named beside it; a new fixture must be added to the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvlib.cli import main
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+MIMO = str(FIX / "configs" / "mimo-v2-flash.json")
+Q235 = str(FIX / "vllm_logs" / "configs" / "qwen3-235b-a22b-fp8.json")
+
+# file: (extra arguments, exit status, numbers that agree); the test that works them out
+TABLE = {
+    # test_explain_engine_settings.py: K and V at TP 4 from server_args
+    "sglang_logs/qwen3-235b-a22b-fp8_tp4_serverargs-repr_from-issue21348.log": (
+        ["--model", Q235], 0, 2),
+    "sglang_logs/qwen3-235b-a22b-fp8_tp4_page64_fp8_serverargs-dict.log": (
+        ["--model", Q235], 0, 2),
+    # test_explain_sglang_pools.py: two pools x (K, V) + the SWAKVPool total
+    "sglang_logs/mimo-v2-flash_tp4_hybrid-swa_0.5.8-form.log": (["--model", MIMO], 0, 5),
+    "sglang_logs/mimo-v2-flash_tp4_page64_hybrid-swa_0.5.23-form.log": (["--model", MIMO], 0, 5),
+    # test_explain_sglang_dsa.py: the one KV size, model from server_args
+    "sglang_logs/deepseek-v3.2_tp8_fp8_dsa_0.5.8-form.log": ([], 0, 1),
+    "sglang_logs/glm-5_tp8_fp8_dsa_0.5.9-form.log": ([], 0, 1),
+    # test_explain_trtllm_logs.py: whole blocks + GiB at full length
+    "trtllm_logs/gpt-oss-20b_dgx-spark_1.1.0rc3_from-source.log": (["--model", "gpt-oss-20b"],
+                                                                   0, 2),
+    "trtllm_logs/gpt-oss-120b_1.1.0rc3_from-source.log": (["--model", "gpt-oss-120b"], 0, 2),
+    # tokens from the primary pool and in whole blocks (the GiB is the dtype's inference)
+    "trtllm_logs/llama-3.1-8b_0.19.0_no-dtype_posted.log": (["--model", "llama-3.1-8b"], 0, 2),
+    # tokens from the blocks line and in whole blocks (the 0.00 GiB is a placeholder)
+    "trtllm_logs/nemotron-3-nano_autodeploy_1.2.0rc5_posted.log": ([], 0, 2),
+}
+
+
+def test_the_table_holds_every_fixture_log():
+    logs = {str(p.relative_to(FIX)) for d in ("sglang_logs", "trtllm_logs")
+            for p in (FIX / d).glob("*.log")}
+    assert logs == set(TABLE)
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_every_fixture_log(capsys, name):
+    argv, rc, agree = TABLE[name]
+    code = main(["explain-log", str(FIX / name), *argv, "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == rc
+    assert (d["verdict"]["explained"], d["verdict"]["disagree"]) == (agree, 0)
+    assert d["verdict"]["ok"] is (rc == 0)
