@@ -103,8 +103,8 @@ def test_deepseek_v3_cells_by_hand():
     ("glm-5", "trtllm", "indexer"),
     ("gemma-4-26b-a4b", "trtllm", "per-kind head sizes"),
     ("qwen3-next-80b-a3b", "trtllm", "Gated DeltaNet"),
-    ("gemma-4-26b-a4b", "sglang", "Gemma4"),
-    ("gemma-3-27b", "sglang", "multimodal"),
+    ("nemotron-h-56b", "sglang", "Mamba2"),
+    ("deepseek-v4-flash", "sglang", "Compressor"),
     ("falcon-7b", "trtllm", "num_key_value_heads"),
     ("llama-3.3-nemotron-super-49b", "sglang", "keep no cache"),
 ])

@@ -11,6 +11,15 @@ head counts, head sizes and layer split from its config.json (``ModelConfig._der
 max_running_requests. kvlib supplies only what SGLang would measure on the GPU: the free memory
 before the weights (its CUDA total less ``--in-use-gib``) and the weights per GPU.
 
+Per-kind head sizes (Gemma 4, MiMo-V2-Flash, issue 41 item 3) and multimodal reserves (Gemma 4,
+Kimi K2.5; Gemma 3 served text-only): SGLang's own ``_apply_gemma4_attention_overrides``,
+``KimiK25VisionConfig``, ``adjust_mem_fraction_for_vlm``, ``is_multimodal_model`` and
+``mm_runtime_reservation_gb`` run lifted. Stand-ins, each said where it is: transformers'
+Gemma3Config / Gemma4Config from kvlib's environment (5.25.0; SGLang pins 5.19.0) build those
+configs; the enable_multimodal default (``ModelConfig.__init__``, which reads the checkpoint) and
+cuda_graph_hook.py's rule that turns the prefill graph off for a multimodal architecture not
+allowlisted are restated, not lifted.
+
 The wheel: ``make oracle`` downloads it into build/oracle (``pip download sglang==0.5.23
 --no-deps``); without it the test is skipped (with KVLIB_REQUIRE_ORACLE=1 it fails)."""
 
@@ -45,7 +54,6 @@ MiB = 1 << 20
 # Bundled models kvlib refuses for SGLang, each with the words of its refusal: SGLang's rule for
 # them is not traced, so there is nothing to compare. Every other bundled model is compared.
 REFUSED = {
-    "gemma-3-27b": "multimodal reserves",
     "qwen3-next-80b-a3b": "Gated DeltaNet state layers",
     "nemotron-h-56b": "Mamba2 state layers",
     "nemotron-3-nano-30b-a3b": "Mamba2 state layers",
@@ -54,11 +62,8 @@ REFUSED = {
     "deepseek-v3.2": "sparse-attention indexer",
     "glm-5": "sparse-attention indexer",
     "glm-5.2": "sparse-attention indexer",
-    "gemma-4-26b-a4b": "per-kind head sizes",
-    "mimo-v2-flash": "per-kind head sizes",
     "qwen3.5-27b": "Gated DeltaNet state layers",
     "qwen3.6-35b-a3b": "Gated DeltaNet state layers",
-    "kimi-k2.5": "multimodal reserves",
     "deepseek-v4-flash": "Compressor state layers",
     "deepseek-v4-pro": "Compressor state layers",
     "gemma-3n-e4b": "layers that keep no cache",
@@ -182,10 +187,15 @@ def _model_config_functions() -> dict:
     """SGLang's config readers (configs/model_config.py), lifted."""
     ns = _namespace({"sglang.srt.configs.dots3": {"Dots3Config": type("Dots3Config", (), {})}})
     ns.update(IntEnum=enum.IntEnum, auto=enum.auto, Optional=None, List=None,
+              envs=types.SimpleNamespace(SGLANG_EXTERNAL_MM_MODEL_ARCH=types.SimpleNamespace(
+                  get=lambda: None)),
               PretrainedConfig=None, logger=types.SimpleNamespace(debug=print, info=print),
               compute_mla_mscale_scaling=lambda rope, s: s, math=__import__("math"))
     _lift(MC, ["AttentionArch", "PURE_MAMBA1_ARCHITECTURES", "PURE_SSM_ARCHITECTURES",
-               "MIMO_V2_MODEL_ARCHS", "SWA_SINK_ARCHS", "_hf_arch", "_hf_attr",
+               "MIMO_V2_MODEL_ARCHS", "MIMO_V2_MULTIMODAL_ARCHS", "multimodal_model_archs",
+               "multimodal_breakable_cuda_graph_supported_model_archs", "is_multimodal_model",
+               "is_multimodal_breakable_cuda_graph_supported", "SWA_SINK_ARCHS", "_hf_arch",
+               "_hf_attr",
                "is_deepseek_dsa", "is_deepseek_v4", "is_minimax_sparse", "get_dsa_index_head_dim",
                "resolve_spec_hidden_size", "is_hybrid_swa_model", "get_hybrid_layer_ids"], ns)
     ns["ModelConfig"] = type("ModelConfig", (), {})
@@ -226,15 +236,79 @@ def sglang_model_config(name: str, repo: str):
     mc.hf_text_config = _hf(text, text.get("model_type")) if text else mc.hf_config
     if text:
         mc.hf_config.text_config = mc.hf_text_config
+    if raw.get("model_type") in _TRANSFORMERS:
+        mc.hf_config = _transformers_config(raw)
+        mc.hf_text_config = mc.hf_config.text_config
+    elif "vision_config" in raw:
+        mc.hf_config.vision_config = _vision_config(raw)
     mc.model_path, mc.is_draft_model, mc.disable_hybrid_swa_memory = repo, False, False
-    # Llama 4's and Gemma 3's multimodal parts are off unless --enable-multimodal
-    # (model_config.py:691-704); kvlib refuses the other multimodal architectures
-    mc.is_multimodal = False
+    mc.is_multimodal = _is_multimodal(mc, ns)
     mc.context_len = CONTEXT
     mc._derive_model_shapes()
     mc._derive_hybrid_model()
     mc.sliding_window_size = mc._get_sliding_window_size()
     return mc, ns
+
+
+def _is_multimodal(mc, ns) -> bool:
+    """ModelConfig.is_multimodal (configs/model_config.py:820-828) with enable_multimodal at
+    its default. Stand-in: the default's rule (:690-717, inside ModelConfig.__init__, which
+    reads the checkpoint) is restated here; is_multimodal_model is SGLang's, lifted."""
+    archs = mc.hf_config.architectures
+    enable = not (archs[0] in ("Gemma3ForConditionalGeneration",
+                               "Llama4ForConditionalGeneration",
+                               "Step3VLForConditionalGeneration",
+                               "InklingForConditionalGeneration")
+                  or archs[0] in ns["MIMO_V2_MULTIMODAL_ARCHS"] and not (
+                      hasattr(mc.hf_config, "vision_config")
+                      and hasattr(mc.hf_config, "audio_config")))
+    lm_only = getattr(mc.hf_config, "language_model_only", False)
+    subconfig = mc.hf_config is not mc.hf_text_config  # :808-815, model_impl auto
+    mc.is_multimodal_breakable_cuda_graph_supported = enable and ns[
+        "is_multimodal_breakable_cuda_graph_supported"](archs)  # :1006-1008
+    return enable and not lm_only and (ns["is_multimodal_model"](archs) or subconfig)
+
+
+# the configs read through transformers' own classes (kvlib's environment holds transformers
+# 5.25.0; SGLang 0.5.23 pins 5.19.0): Gemma 3's config.json leaves defaults to its class (no
+# vocab_size in text_config); Gemma 4's per-layer head sizes are built by its class
+_TRANSFORMERS = ("gemma3", "gemma4")
+
+
+def _transformers_config(raw: dict):
+    """The config as SGLang reads it: transformers' Gemma3Config / Gemma4Config; for Gemma 4
+    then SGLang's own _apply_gemma4_attention_overrides (utils/hf_transformers/config.py:
+    115-150, applied at :312), lifted, which moves the full layers' head size and KV heads into
+    head_dim / num_key_value_heads and the sliding layers' into swa_head_dim /
+    swa_num_key_value_heads."""
+    import transformers
+
+    config = transformers.AutoConfig.for_model(**raw)
+    if raw["model_type"] != "gemma4":
+        return config
+    path = "sglang/srt/utils/hf_transformers/config.py"
+    ns = _lift(path, ["_GEMMA4_FLATTENED_PER_LAYER_ATTRS", "_gemma4_attention_shapes",
+                      "_apply_gemma4_attention_overrides"], _namespace({}))
+    ns["_apply_gemma4_attention_overrides"](config)
+    return config
+
+
+def _vision_config(raw: dict):
+    """The vision_config SGLang's adjust_mem_fraction_for_vlm reads: Kimi K2.5's through
+    SGLang's own KimiK25VisionConfig (configs/kimi_k25.py, lifted; its PretrainedConfig base
+    a stand-in that keeps what it is given), which takes no vt_* key and so keeps its defaults;
+    any other as its config.json keys (what transformers' vision configs hold)."""
+    vision = raw["vision_config"]
+    if raw["architectures"][0] == "KimiK25ForConditionalGeneration":
+        class Base:
+            def __init__(self, **kw):
+                self.__dict__.update(kw)
+        ns = _namespace({})
+        ns["PretrainedConfig"] = Base
+        cls = _lift("sglang/srt/configs/kimi_k25.py", "KimiK25VisionConfig", ns)[
+            "KimiK25VisionConfig"]
+        return cls(**vision)
+    return types.SimpleNamespace(**vision)
 
 
 def _layer_info(mc) -> types.SimpleNamespace:
@@ -267,7 +341,13 @@ def sglang_mem_fraction(mc, gpu_mib: float, tp: int) -> float:
         _cuda_graph_config_locked=set(),
         cuda_graph_config=types.SimpleNamespace(
             decode=types.SimpleNamespace(max_bs=None, bs=None, backend=backend.FULL),
-            prefill=types.SimpleNamespace(max_bs=None, bs=None, backend=backend.BREAKABLE)))
+            prefill=types.SimpleNamespace(max_bs=None, bs=None, backend=(
+                # cuda_graph_hook.py:229-238, restated: a multimodal architecture not
+                # allowlisted gets no prefill graph (apply_cuda_graph_compatibility runs
+                # before handle_gpu_memory_settings, arg_groups/resolution_hooks.py:44-52)
+                backend.DISABLED if mc.is_multimodal
+                and not mc.is_multimodal_breakable_cuda_graph_supported
+                else backend.BREAKABLE))))
     hook = "sglang/srt/arg_groups/cuda_graph_hook.py"
     graphs = _lift(hook, ["generate_decode_cuda_graph_batch_sizes",
                           "generate_prefill_cuda_graph_batch_sizes"],
@@ -290,7 +370,8 @@ def sglang_mem_fraction(mc, gpu_mib: float, tp: int) -> float:
               get_device_memory_capacity=lambda device: gpu_mib, copy=copy,
               _DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS=8192)
     _lift("sglang/srt/arg_groups/memory_hook.py",
-          ["handle_gpu_memory_settings", "reserve_for_graph_mb", "reserve_for_deepep_a2a_mb"],
+          ["handle_gpu_memory_settings", "reserve_for_graph_mb", "reserve_for_deepep_a2a_mb",
+           "adjust_mem_fraction_for_vlm"],
           ns)
     ns["handle_gpu_memory_settings"](cfg)
     return cfg.mem_fraction_static

@@ -37,11 +37,22 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
   312-325; overrides.py:1176-1187); trtllm_mla, DeepSeek V3's default on SM100 (model_overrides/
   deepseek_v2.py:177-185), 64 (overrides.py:1155-1163); FlashMLA 64 (:1147-1154).
 * **Sliding-window pool** (``SWA_TOKENS``), for the architectures SGLang pools apart only
-  (``is_hybrid_swa_model``, configs/model_config.py:2651-2697; gpt-oss and Llama 4 here):
+  (``is_hybrid_swa_model``, configs/model_config.py:2651-2697; gpt-oss, Llama 4, Gemma 4 and
+  MiMo-V2 here), each pool's cell with its own layers' KV heads and K and V widths: full
+  ``get_num_kv_heads`` x (head_dim + v_head_dim), sliding ``get_swa_num_kv_heads`` x
+  (swa_head_dim + swa_v_head_dim) (pool_configurator.py:702-716; configs/model_config.py:
+  1357-1365, 1713-1726; Gemma 4's full layers' global_head_dim and num_global_key_value_heads
+  moved there by utils/hf_transformers/config.py:115-150):
   full tokens = budget // (full cell + r x SWA cell) in pages, SWA tokens = int(full x r) in
   pages, r = swa_full_tokens_ratio = 0.8 (pool_configurator.py:786-803, 859-893;
   arg_groups/fields/schedule.py:150-162). Every other sliding-window model (Gemma 2 and 3,
   Mistral) keeps every layer in the one pool at full length.
+* **Multimodal reserves** (:mod:`~kvlib.serving.engines.sglang.multimodal`): for a model SGLang
+  serves as multimodal, the default f times ``VLM_FACTOR`` (arg_groups/memory_hook.py:331-337,
+  432-460), no prefill CUDA graph unless allowlisted (cuda_graph_hook.py:229-238), and 100 MiB
+  less budget (``KV_BUDGET_MM``, kv_cache_configurator.py:202-221, 3034-3038). Traced for
+  Gemma 4 and Kimi K2.5; Gemma 3 and Llama 4 are served text-only (configs/model_config.py:
+  690-704).
 * **max_running_requests** (``MAX_RUNNING``), when not given: min(max(min(int(tokens / context
   x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:3119-3132).
 * **Log**: "KV Cache is allocated. dtype: ..., #tokens: N, K size: X GB, V size: Y GB", with
@@ -56,13 +67,19 @@ engines' shared assumption, :mod:`kvlib.serving.engines.startup`.
 
 Not traced, refused by name: Mamba and linear-attention state pools (r/(1+r) of the budget,
 kv_cache_configurator.py:3350-3357, but the per-request state size is not), sparse-attention
-indexers (DeepSeek V3.2, GLM-5), DeepSeek V4's compressed pools, Gemma 4's and MiMo's
-per-kind head sizes, layers without attention, multimodal reserves.
+indexers (DeepSeek V3.2, GLM-5), DeepSeek V4's compressed pools, the sliding pools of Step 3.5,
+Beam and Laguna, layers without attention, multimodal architectures other than Gemma 4 and
+Kimi K2.5.
 """
 
 from __future__ import annotations
 
-from kvlib.serving.engines.sglang.budget import KV_BUDGET, KV_BUDGET_MEASURED, kv_budget
+from kvlib.serving.engines.sglang.budget import (
+    KV_BUDGET,
+    KV_BUDGET_MEASURED,
+    KV_BUDGET_MM,
+    kv_budget,
+)
 from kvlib.serving.engines.sglang.defaults import (
     HYBRID_SWA_ARCHS,
     MEM_FRACTION,
@@ -100,4 +117,4 @@ __all__ = ["RELEASE", "SYMBOLS", "KV_BUDGET", "HEADS_PER_RANK", "CELL_MHA", "CEL
            "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS", "SGLangPool", "default_mem_fraction",
            "prefill_graph_sizes", "kv_budget", "pool", "k_size_bytes", "kv_bytes", "untraced_swa",
            "sglang_page", "sglang_fraction", "sglang_groups", "model_path", "engine_plan",
-           "refuse_model"]
+           "refuse_model", "KV_BUDGET_MM"]

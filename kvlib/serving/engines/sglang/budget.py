@@ -12,13 +12,16 @@ import struct
 import sympy as sp
 
 from kvlib.core.numeric import evaluate_floats
-from kvlib.serving.engines.sglang.symbols import F0, F1, W, X, f
+from kvlib.serving.engines.sglang.symbols import F0, F1, M_mm, W, X, f
 
-__all__ = ["KV_BUDGET", "KV_BUDGET_MEASURED", "kv_budget"]
+__all__ = ["KV_BUDGET", "KV_BUDGET_MEASURED", "KV_BUDGET_MM", "kv_budget"]
 
 KV_BUDGET = sp.floor(sp.Add(F0, -W, -X, -F0 * (1 - f), evaluate=False))
 # the same budget from the two free memories SGLang measures (what kv_budget evaluates)
 KV_BUDGET_MEASURED = KV_BUDGET.subs({W: F0 - F1, X: 0})
+# a multimodal model's: less M_mm, the embedding cache mm_runtime_reservation_gb holds back
+# (kv_cache_configurator.py:3034-3038; :mod:`~kvlib.serving.engines.sglang.multimodal`)
+KV_BUDGET_MM = sp.floor(KV_BUDGET_MEASURED.args[0] - M_mm)
 
 
 def _float32(x) -> float:
@@ -32,13 +35,17 @@ def _measured(free: int, world: int) -> float:
     return _float32(free) if world > 1 else float(free)
 
 
-def kv_budget(free_before: int, weights: int, other: int, fraction, world: int = 1) -> int:
+def kv_budget(free_before: int, weights: int, other: int, fraction, world: int = 1,
+              reserve: int = 0) -> int:
     """``KV_BUDGET``, F_0 - W - X - F_0 (1 - f) bytes, the budget SGLang 0.5.23 sizes its pools
     from, in its own floating point: ``KV_BUDGET_MEASURED`` evaluated in floats
     (:func:`~kvlib.core.numeric.evaluate_floats`) on the free memories before and after the
     weights as SGLang measures them (:func:`_measured`) and float(f)
     (kv_cache_configurator.py:2990-3060: GB floats, utils/common.py:427-576, whose scaling by
     2^30 is exact). Within a few KiB of the exact floor; negative (floored) where SGLang
-    stops."""
-    return evaluate_floats(KV_BUDGET_MEASURED, F_0=_measured(free_before, world),
-                           F_1=_measured(free_before - weights - other, world), f=fraction)
+    stops. reserve: ``KV_BUDGET_MM``'s M_mm, bytes a multimodal model holds back (0 else)."""
+    free = {"F_0": _measured(free_before, world),
+            "F_1": _measured(free_before - weights - other, world), "f": fraction}
+    if reserve:
+        return evaluate_floats(KV_BUDGET_MM, M_mm=reserve, **free)
+    return evaluate_floats(KV_BUDGET_MEASURED, **free)

@@ -11,6 +11,7 @@ from fractions import Fraction
 from kvlib.core.numeric import evaluate
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import arch
+from kvlib.serving.engines.sglang import multimodal as mm
 from kvlib.serving.engines.sglang.symbols import G, R_mib
 
 __all__ = ["RELEASE", "MEM_FRACTION", "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS",
@@ -24,12 +25,13 @@ MEM_FRACTION = (G - R_mib) / G  # then rounded to 3 decimals
 
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)  # arg_groups/fields/schedule.py:160 (fallback=0.8)
 # configs/model_config.py:2655-2679: the architectures whose sliding layers get a pool of
-# their own (of those kvlib bundles: gpt-oss, Llama 4; Gemma 4 and MiMo V2 are refused below)
+# their own (of those kvlib bundles: gpt-oss, Llama 4, Gemma 4, MiMo V2; Step 3.5, Beam and
+# Laguna are refused below)
 HYBRID_SWA_ARCHS = frozenset({"GptOssForCausalLM", "Llama4ForConditionalGeneration",
                               "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
                               "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM",
                               "Step3p5ForCausalLM", "BeamForCausalLM", "LagunaForCausalLM"})
-_UNTRACED_SWA = ("Gemma4", "MiMoV2", "Step3p5", "Beam", "Laguna")
+_UNTRACED_SWA = ("Step3p5", "Beam", "Laguna")
 _KV_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp32": 4}
 
 
@@ -57,21 +59,25 @@ def _capacity_defaults(gpu_mib, tp_size: int) -> tuple[int, int]:
 
 
 def default_mem_fraction(gpu_mib, tp_size: int = 1, mla: bool = False,
-                         model_path: str = "") -> tuple[Fraction, str]:
+                         model_path: str = "", prefill_graph: bool = True
+                         ) -> tuple[Fraction, str]:
     """SGLang 0.5.23's mem_fraction_static when none is given, and the reserve it came from.
 
     gpu_mib: what nvidia-smi reports as memory.total, in MiB (it may be fractional).
     model_path: the --model-path SGLang is given; one containing "llama-2" caps the prefill
     graph at 4096 tokens (memory_hook.py:258-263), so fewer graphs are reserved for.
     Single node, no pipeline parallelism, no speculative decoding, no DP attention, no DeepEP,
-    CUDA graphs on (arg_groups/memory_hook.py:281-343)."""
+    CUDA graphs on (arg_groups/memory_hook.py:281-343). prefill_graph: False where SGLang
+    captures no prefill graph (a multimodal architecture it has not allowlisted,
+    arg_groups/cuda_graph_hook.py:229-238), so none is reserved for (memory_hook.py:379-389)."""
     gpu_mib = Fraction(gpu_mib)
     chunk, max_bs = _capacity_defaults(gpu_mib, tp_size)
     prefill_max = min(8192, chunk) if mla else chunk  # memory_hook.py:233-238
     if "llama-2" in model_path.lower():
         prefill_max = min(prefill_max, 4096)  # memory_hook.py:258-263
     graph = Fraction(max_bs * 2)  # :368
-    graph += Fraction(3, 2) * 1024 if mla else 8 * len(prefill_graph_sizes(prefill_max))
+    if prefill_graph:
+        graph += Fraction(3, 2) * 1024 if mla else 8 * len(prefill_graph_sizes(prefill_max))
     reserve = 512 + Fraction(3, 2) * max(chunk, 2048) + Fraction(tp_size, 8) * 1024 + graph
     if gpu_mib > 60 * 1024:
         reserve = max(reserve, Fraction(10 * 1024))
@@ -80,7 +86,7 @@ def default_mem_fraction(gpu_mib, tp_size: int = 1, mla: bool = False,
     how = (f"round((G - R) / G, 3), G = {float(gpu_mib):g} MiB (nvidia-smi), R = "
            f"{float(reserve):g} MiB: 512 + 1.5 x chunked_prefill_size {chunk} + TP {tp_size}/8 "
            f"x 1024 + CUDA graphs {float(graph):g} (decode max batch {max_bs} x 2 + "
-           + ("1.5 GiB for MLA" if mla else
+           + ("no prefill graph" if not prefill_graph else "1.5 GiB for MLA" if mla else
               f"{len(prefill_graph_sizes(prefill_max))} prefill sizes x 8")
            + (")" if reserve > 10 * 1024 or gpu_mib <= 60 * 1024 else "), raised to 10 GiB"))
     return value, how
@@ -117,15 +123,31 @@ def sglang_page(model, gpu, config: dict | None) -> tuple[int, str]:
     return 1, "1 token on CUDA (arg_groups/overrides.py:1341-1362)"
 
 
-def sglang_fraction(gpu, tp: int, mla: bool, model_path: str = "") -> tuple[Fraction, str]:
+def sglang_fraction(gpu, tp: int, mla: bool, model_path: str = "",
+                    config: dict | None = None) -> tuple[Fraction, str]:
     """SGLang 0.5.23's default mem_fraction_static on ``gpu`` at ``tp`` and how it came
-    (:func:`~kvlib.serving.engines.sglang.default_mem_fraction`); ValueError for a GPU whose
-    nvidia-smi memory.total kvlib does not know."""
+    (:func:`~kvlib.serving.engines.sglang.default_mem_fraction`), for a multimodal ``config``
+    cut by ``VLM_FACTOR`` (:mod:`~kvlib.serving.engines.sglang.multimodal`; the float SGLang
+    holds, as an exact Fraction); ValueError for a GPU whose nvidia-smi memory.total kvlib does
+    not know."""
     if gpu.reported_bytes is None:
         raise ValueError(f"--gpu {gpu.name}: kvlib has no nvidia-smi memory.total for it, "
                          f"which SGLang {RELEASE}'s default mem_fraction_static needs; "
                          "give --mem-fraction-static")
-    return default_mem_fraction(Fraction(gpu.reported_bytes, MiB), tp, mla, model_path)
+    if not mm.is_multimodal(config):
+        return default_mem_fraction(Fraction(gpu.reported_bytes, MiB), tp, mla, model_path)
+    graph = arch(config) in mm.BREAKABLE_GRAPH_ARCHS
+    base, how = default_mem_fraction(Fraction(gpu.reported_bytes, MiB), tp, mla, model_path,
+                                     prefill_graph=graph)
+    value = mm.vlm_fraction(base, config)
+    layers, hidden = mm.vision_shape(config) or (None, None)
+    how += (f", then x {value / float(base):.6g} for a multimodal model (0.95 x the vision "
+            f"tower's clamp(1 - 0.1 x ({layers} x {hidden}^2 / (24 x 1024^2) - 1), 0.8, 1.05), "
+            "memory_hook.py:331-337, 432-460)" if layers else "")
+    if not graph:
+        how += (", no prefill CUDA graph for a multimodal architecture SGLang has not "
+                "allowlisted (cuda_graph_hook.py:229-238)")
+    return Fraction(value), how
 
 
 def model_path(model) -> str:

@@ -12,6 +12,7 @@ from kvlib.models.spec import CacheKind
 from kvlib.serving.engines import common
 from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import arch, cell_bytes, gib
+from kvlib.serving.engines.sglang import multimodal as mm
 from kvlib.serving.engines.sglang import pools
 from kvlib.serving.engines.sglang.budget import kv_budget
 from kvlib.serving.engines.sglang.defaults import (
@@ -35,14 +36,15 @@ NAME = f"SGLang {RELEASE}"
 
 def refuse_model(model, config: dict | None) -> None:
     """Raise (ValueError, by name) what SGLang's rule is not traced for in ``model`` alone,
-    whatever the GPU, TP and KV dtype: its layer kinds, its multimodal reserves and its
-    per-kind sliding pools (the book's planner reads it too)."""
+    whatever the GPU, TP and KV dtype: its layer kinds, the multimodal architectures and the
+    sliding pools of the architectures not traced (the book's planner reads it too)."""
     common.refuse_layers(model, NAME)
     arch_ = arch(config)
-    if arch_.endswith("ForConditionalGeneration") and arch_ not in HYBRID_SWA_ARCHS:
-        raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE}'s multimodal "
-                         "reserves (mem_fraction_static x 0.95 and more, "
-                         "mm_runtime_reservation_gb) are not traced by kvlib")
+    if mm.is_multimodal(config) and arch_ not in mm.TRACED_MM_ARCHS:
+        raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} serves it as multimodal; "
+                         "its multimodal reserves (mem_fraction_static cut by the vision "
+                         "tower, mm_runtime_reservation_gb, model overrides) are traced for "
+                         "Gemma 4 and Kimi K2.5 only")
     if untraced_swa(arch_):
         raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} pools its sliding "
                          "layers with per-kind head sizes kvlib has not traced")
@@ -97,17 +99,25 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                    f"memory taken after the weights and before the KV pool: {gib(other_bytes)} "
                    "(--other-gib)"]
     if mem_fraction_static is None:
-        fraction, how = sglang_fraction(gpu, tp, mla, model_path(model))
+        fraction, how = sglang_fraction(gpu, tp, mla, model_path(model), config)
         notes.append(f"mem_fraction_static {float(fraction):g}: SGLang's default, {how} "
                      "(arg_groups/memory_hook.py:281-343)")
     else:
         fraction = Fraction(mem_fraction_static)
         notes.append(f"mem_fraction_static {float(fraction):g} (--mem-fraction-static)")
-    budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp)
+    reserve = mm.MM_RESERVE if mm.is_multimodal(config) else 0
+    budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp,
+                       reserve)
+    if reserve:
+        notes.append(f"multimodal ({arch_}): {mm.MM_RESERVE_MIB} MiB of the budget held back "
+                     "for the embedding cache (SGLANG_VLM_CACHE_SIZE_MB, environ.py:1598; "
+                     "configs/model_config.py:808-828)")
     terms += [("free before weights F_0", free_before, "distributed/bootstrap.py:193-223"),
               ("weights per GPU W", dep.weights_bytes_per_gpu, "kvlib (vLLM's split)"),
               (f"slack F_0 x (1 - {fmt_fraction(fraction)})",
                int(free_before * (1 - fraction)), "kv_cache_configurator.py:3007"),
+              *([("multimodal reserve M_mm", reserve, "kv_cache_configurator.py:202-221, "
+                  "3034-3038")] if reserve else []),
               ("KV budget", budget, "kv_cache_configurator.py:3038, 3060")]
     if budget <= 0:
         raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Loaded "

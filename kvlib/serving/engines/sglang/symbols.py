@@ -4,8 +4,8 @@ F_0 free memory before the weights, W the weights, X other memory taken before t
 the free memory SGLang measures after the weights (F_0 - W - X), f mem_fraction_static, c the
 cell (bytes a token), p the page (tokens), r swa_full_tokens_ratio, T tokens, C the context
 (tokens a request), G the GPU memory nvidia-smi reports (MiB), R its reserve (MiB), T_SWA the
-sliding-window pool's tokens, w the window; the cells' N_L, N_g, d_QK, d_V, d_L, d_R, b and TP
-are the notation's (kvlib.core.notation), N_kv the config's KV heads.
+sliding-window pool's tokens, w the window, M_mm the multimodal reserve; the cells' N_L, N_g,
+d_QK, d_V, d_L, d_R, b and TP are the notation's (kvlib.core.notation), N_kv the config's KV heads.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ SYMBOLS = {"F0": F0, "F1": F1, "W": W, "X": X, "f": f, "c": c, "p": p, "r": r, "
            "C": C, "tp": tp, "G": G, "R": R_mib}
 T_swa, w = sp.symbols("T_SWA w", positive=True)
 B_KV = sp.Symbol("B_KV")  # the KV budget an expression divides (bytes)
+M_mm = sp.Symbol("M_mm", positive=True)  # the multimodal reserve (bytes)
 # every expression's symbols by name (the book's planner passes values by name)
 SYMBOLS_BY_NAME = {s.name: s for s in (F0, F1, W, X, f, c, c_full, c_swa, p, r, N_kv, d_k, d_v, L,
                                        b, d_L, d_R, tp, T, C, G, R_mib, T_swa, w,
-                                       B_KV)}
+                                       B_KV, M_mm)}

@@ -1,0 +1,138 @@
+"""SGLang 0.5.23's multimodal reserves: which configs it serves as multimodal, the factor its
+default mem_fraction_static is cut by for them (``VLM_FACTOR``), and the KV budget it holds
+back for the embedding cache (``MM_RESERVE``). Paths under sglang/srt/ in the 0.5.23 wheel.
+
+* **Multimodal**: ``ModelConfig.is_multimodal`` (configs/model_config.py:820-828) is
+  ``enable_multimodal`` and (the architecture is in ``multimodal_model_archs``, :2391-2473, or
+  the config has a text_config, ``has_multimodal_subconfig``, :808-815). ``enable_multimodal``
+  defaults on, except for Gemma 3, Llama 4, Step3-VL and Inkling, and MiMoV2ForCausalLM without
+  vision_config and audio_config (:690-717).
+* **Fraction** (``VLM_FACTOR``): the default mem_fraction_static f times
+  0.95 x clamp(1 - 0.1 (L_v H_v^2 / (24 x 1024^2) - 1), 0.8, 1.05), L_v and H_v the vision
+  tower's num_hidden_layers and hidden_size (24 and 1024 when missing), in floats
+  (arg_groups/memory_hook.py:331-337, 418-458); given --mem-fraction-static, no cut.
+* **CUDA graphs**: a multimodal architecture not on ``multimodal_breakable_cuda_graph_supported_
+  model_archs`` (configs/model_config.py:2501-2516) gets no prefill CUDA graph
+  (arg_groups/cuda_graph_hook.py:229-238), so its default fraction reserves none for one.
+* **Budget** (``MM_RESERVE``): SGLANG_VLM_CACHE_SIZE_MB = 100 MiB (environ.py:1598) less
+  of the KV budget (``mm_runtime_reservation_gb``, mem_cache/kv_cache_configurator.py:202-221,
+  3034-3038); the feature-transport pool (1 GiB more) only with --mm-feature-transport
+  cuda_ipc / cuda_vmm, not the single-node default (cpu, arg_groups/fields/mm.py:144-158).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+__all__ = ["TRACED_MM_ARCHS", "MM_ARCHS", "MM_DISABLED", "BREAKABLE_GRAPH_ARCHS", "VLM_FACTOR",
+           "VLM_FRACTION", "MM_RESERVE", "MM_RESERVE_MIB", "is_multimodal", "vision_shape",
+           "vlm_fraction"]
+
+# configs/model_config.py:2391-2473 (multimodal_model_archs)
+MM_ARCHS = frozenset("""
+CLIPModel Cohere2VisionForConditionalGeneration Cosmos3EdgeForConditionalGeneration
+DeepseekVL2ForCausalLM Ernie4_5_VLMoeForConditionalGeneration
+MiniMaxM3SparseForConditionalGeneration Gemma3ForConditionalGeneration
+Gemma3nForConditionalGeneration Gemma4ForConditionalGeneration EmbeddingGemma2Model
+Gemma4UnifiedForConditionalGeneration DiffusionGemmaForBlockDiffusion
+Glm4vForConditionalGeneration Glm4vMoeForConditionalGeneration Glm5NextForConditionalGeneration
+GlmOcrForConditionalGeneration GlmAsrForConditionalGeneration GlmImageForConditionalGeneration
+Grok1VForCausalLM Grok1AForCausalLM LlavaLlamaForCausalLM Llama4ForConditionalGeneration
+LlavaMistralForCausalLM LlavaQwenForCausalLM LlavaForConditionalGeneration LlavaVidForCausalLM
+Lfm2VlForConditionalGeneration LightOnOCRForConditionalGeneration MiMoV2ForCausalLM
+MiMoV2ASRForCausalLM MiniCPMO MiniCPMV Mistral3ForConditionalGeneration MultiModalityCausalLM
+MllamaForConditionalGeneration MossVLForConditionalGeneration NemotronH_Nano_VL_V2
+NemotronH_Nano_Omni_Reasoning_V3 NemotronH_Omni_Reasoning_V3
+MuseGlimmerForConditionalGeneration MuseSparkForConditionalGeneration
+PixtralForConditionalGeneration Qwen2AudioForConditionalGeneration Qwen2VLForConditionalGeneration
+Qwen2_5_VLForConditionalGeneration Qwen3VLForConditionalGeneration
+Qwen3VLMoeForConditionalGeneration Qwen3_5ForConditionalGeneration
+Qwen3_5MoeForConditionalGeneration Qwen4ExpForConditionalGeneration
+InternS2PreviewForConditionalGeneration InternS2MobiusForConditionalGeneration
+Qwen3ASRForConditionalGeneration Qwen3OmniMoeForConditionalGeneration
+KimiVLForConditionalGeneration LocateAnythingForConditionalGeneration InternVLChatModel
+InternS1ForConditionalGeneration InternS1ProForConditionalGeneration Phi4MMForCausalLM
+VoxtralForConditionalGeneration WhisperForConditionalGeneration Step3VLForConditionalGeneration
+POINTSV15ChatModel DotsVLMForCausalLM Dots3NoteForCausalLM DotsOCRForCausalLM
+Sarashina2VisionForCausalLM NVILAForConditionalGeneration NVILALiteForConditionalGeneration
+DeepseekOCRForCausalLM UnlimitedOCRForCausalLM JetVLMForConditionalGeneration
+PaddleOCRVLForConditionalGeneration MiDashengLMModel StepVLForConditionalGeneration
+Step3p7ForConditionalGeneration KimiK25ForConditionalGeneration
+BailingMMNativeForConditionalGeneration BailingMM2NativeForConditionalGeneration
+BailingMoeV3VLForConditionalGeneration""".split())
+# the multimodal architectures whose reserves kvlib has traced end to end (their vision config
+# read as SGLang reads it, their model overrides read: model_overrides/gemma4.py sets only the
+# attention backend, KimiK25 has none). Others are refused by name: Qwen3-VL, for one, takes
+# profiled defaults on Hopper (a 1 GiB CUDA-IPC feature pool instead of the 100 MiB cache,
+# model_overrides/qwen3_vl.py:85-140), and transformers reads its vision depth from "depth"
+TRACED_MM_ARCHS = frozenset({"Gemma4ForConditionalGeneration",
+                             "KimiK25ForConditionalGeneration"})
+# configs/model_config.py:692-704: multimodal off unless --enable-multimodal
+MM_DISABLED = frozenset({"Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
+                         "Step3VLForConditionalGeneration", "InklingForConditionalGeneration"})
+# configs/model_config.py:2501-2516: multimodal architectures that keep the prefill CUDA graph
+BREAKABLE_GRAPH_ARCHS = frozenset({
+    "MiniMaxM3SparseForConditionalGeneration", "Cohere2VisionForConditionalGeneration",
+    "Glm5NextForConditionalGeneration", "InternS2MobiusForConditionalGeneration",
+    "PaddleOCRVLForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
+    "MuseGlimmerForConditionalGeneration", "MuseSparkForConditionalGeneration",
+    "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+    "MiniMaxM3SparseForCausalLM"})
+
+L_v, H_v, f0 = sp.symbols("L_v H_v f_0", positive=True)
+_RATIO = L_v * H_v**2 / (24 * 1024**2)  # memory_hook.py:443-453
+VLM_FACTOR = sp.Rational(95, 100) * sp.Max(sp.Rational(4, 5), sp.Min(
+    sp.Rational(21, 20), 1 - sp.Rational(1, 10) * (_RATIO - 1)))  # :456-460
+VLM_FRACTION = f0 * VLM_FACTOR  # :460, f0 the fraction rounded to 3 decimals
+MM_RESERVE_MIB = 100  # environ.py:1598 SGLANG_VLM_CACHE_SIZE_MB
+MM_RESERVE = MM_RESERVE_MIB << 20  # bytes: reserved_mb / 1024 GB, kv_cache_configurator.py:221
+
+# the vision tower's shape where its config class fills in what config.json leaves out:
+# Kimi K2.5's KimiK25VisionConfig(**vision_config) takes no vt_* key, so its defaults stand
+# (configs/kimi_k25.py:45-46, 144-147)
+_VISION_DEFAULTS = {"KimiK25ForConditionalGeneration": (27, 1152)}
+
+
+def _arch(config: dict | None) -> str:
+    return ((config or {}).get("architectures") or [""])[0]
+
+
+def is_multimodal(config: dict | None) -> bool:
+    """Whether SGLang 0.5.23 serves ``config`` (a config.json) as multimodal by default
+    (configs/model_config.py:690-717, 808-828)."""
+    config = config or {}
+    arch = _arch(config)
+    if arch in MM_DISABLED or config.get("language_model_only"):
+        return False
+    if arch == "MiMoV2ForCausalLM" and not ("vision_config" in config
+                                            and "audio_config" in config):
+        return False
+    return arch in MM_ARCHS or "text_config" in config
+
+
+def vision_shape(config: dict) -> tuple[int, int]:
+    """(L_v, H_v): the vision tower's layers and hidden size as SGLang reads them
+    (memory_hook.py:440-441: 24 and 1024 when the vision config has none); ValueError where
+    the config has no vision_config the rule can read."""
+    arch = _arch(config)
+    if arch in _VISION_DEFAULTS:
+        return _VISION_DEFAULTS[arch]
+    vision = config.get("vision_config")
+    if vision is None:
+        return None
+    return vision.get("num_hidden_layers", 24), vision.get("hidden_size", 1024)
+
+
+def vlm_fraction(fraction: float, config: dict) -> float:
+    """``VLM_FRACTION``: SGLang's default mem_fraction_static for a multimodal ``config``, in
+    its floats (memory_hook.py:331-337, 432-460); unchanged without a vision_config (:434-435)."""
+    shape = vision_shape(config)
+    if shape is None:
+        return float(fraction)
+    # VLM_FRACTION in SGLang's order of float operations (memory_hook.py:443-460), so that
+    # the last bit is its; tests check it against the expression
+    layers, hidden = shape
+    ratio = layers * (hidden**2) / (24 * (1024**2))
+    factor = max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return float(fraction) * (0.95 * factor)
