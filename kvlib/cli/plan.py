@@ -23,6 +23,7 @@ from kvlib.cli.args import (
     unit_fraction,
     vllm_release,
 )
+from kvlib.cli.plan_header import context_lines, kv_label, kv_why_lines
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
 from kvlib.serving.engines.answer import first_line
@@ -165,6 +166,8 @@ def plan_json(deployment: Deployment, context: int) -> dict:
     d.update(own)
     d["kv_scales"] = deployment.scales.name if deployment.scales else "none"
     d["kv_dtype_why"] = deployment.kv_dtype_why
+    if d["vllm_refuses_max_model_len"]:  # vLLM checks the context before any memory
+        d["fits"], d["reason"] = False, d["vllm_max_model_len_why"]
     d["groups"] = _groups(deployment, context)
     return d
 
@@ -206,6 +209,7 @@ def _text(d: dict) -> str:
                                               d["kv_dtype_why"])},
                    vllm_planner.RULE_NAMES[rule]),
         *kv_why_lines(d["kv_dtype"], d["kv_dtype_why"]),
+        *context_lines(d),
         *(f"  {label:<{w}}{both(n)}" for label, n in rows),
         f"  {'sequences per replica':<{w}}{d['max_sequences_per_replica']:>11,}"
         + (f" (vLLM's allocator: {d['vllm_blocks_per_sequence']:,} blocks each, "
@@ -256,31 +260,12 @@ def _text(d: dict) -> str:
     lines += [f"  assumed: {a}" for a in d.get("assumptions", ())]
     if d["kv_dtype_why"] is not None and d["kv_dtype"] == "auto":  # the model's dtype
         lines.append(f"  note: kv dtype: {d['kv_dtype_why']}")
-    lines += [f"  note: {n}" for n in d["notes"]]
+    lines += [f"  note: {n}" for n in d["notes"]
+              if not (d["vllm_refuses_max_model_len"] and n == d["vllm_max_model_len_why"])]
     if d.get("ignored_keys"):
         lines.append(f"  ignored keys (unknown to kvlib; nothing in their names or values says "
                      f"they shape the cache): {', '.join(d['ignored_keys'])}")
     return "\n".join(lines)
-
-
-def kv_label(kv_dtype: str, element: str, why: str | None) -> str:
-    """The KV dtype as the plan's first line names it: as given; under ``auto`` (``why`` set,
-    :attr:`Deployment.kv_dtype_why`) the dtype it became and whence: ``bf16 (auto: the model's
-    dtype)``, ``fp8_e4m3 (auto: the checkpoint asks for it)``. ``kv_dtype``: the plan's
-    (vLLM's cache_dtype after auto resolves: "auto" or the checkpoint's), ``element``: kvlib's
-    element dtype behind it."""
-    if why is None:
-        return kv_dtype
-    if kv_dtype == "auto":
-        return f"{element} (auto: the model's dtype)"
-    return f"{kv_dtype} (auto: the checkpoint asks for it)"
-
-
-def kv_why_lines(kv_dtype: str, why: str | None) -> list[str]:
-    """The header's second line where ``auto`` became the checkpoint's KV dtype: the reason in
-    full (the key and value the checkpoint sets, vLLM's rule); none otherwise (the model's
-    dtype is said in a note)."""
-    return [f"  kv dtype: {why}"] if why is not None and kv_dtype != "auto" else []
 
 
 def _memory_note(deployment: Deployment) -> str:

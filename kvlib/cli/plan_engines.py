@@ -23,6 +23,7 @@ import sys
 from fractions import Fraction
 
 from kvlib.cli.args import count, parse_count, unit_fraction
+from kvlib.cli.plan_header import kv_label, kv_why_lines
 from kvlib.core.units import fmt_bytes
 from kvlib.serving.engines.answer import (
     ENGINE_NAMES,
@@ -109,8 +110,6 @@ def _options(args, engine: str | None = None) -> dict:
 
 
 def _text(d: dict, rule: str, dep) -> str:
-    from kvlib.cli.plan import kv_label, kv_why_lines
-
     def both(n):
         return f"{fmt_bytes(n, 'GB'):>11} = {fmt_bytes(n, 'GiB')}"
 
@@ -264,8 +263,6 @@ def _table(out: dict, args) -> str:
     widths = [max(len(c) for c in col) + 3 for col in cols]
     lines = []
     if head is not None:
-        from kvlib.cli.plan import kv_label
-
         label = (kv_label(head["kv_dtype"], head["kv_element_dtype"], head["kv_dtype_why"])
                  if head["engine"] == "vllm" else head["kv_dtype"])
         lines.append(first_line({**head, "kv_dtype": label}, "").rsplit(", ", 1)[0]
@@ -285,6 +282,8 @@ def _table(out: dict, args) -> str:
         if "refused" in d:
             lines.append(f"  {title} refuses: {d['refused']}")
         elif d["engine"] == "vllm":
+            if d.get("vllm_refuses_max_model_len"):
+                lines.append(f"  {title} refuses the context: {d['vllm_max_model_len_why']}")
             pools = [f"{w}: {d[w + '_pool']}" for w in ("window", "state") if d[w + "_pool"]]
             lines.append(f"  {title}, the reference: budget: {d['budget_base']}; page: "
                          f"{plural(d['page_tokens'], 'token')}"
@@ -305,7 +304,8 @@ def run_all(args, vllm_json) -> int:
         print("kvlib plan: every engine refuses (each says why in its column)",
               file=sys.stderr)
         return 2
-    if not any(d["max_sequences_per_replica"] > 0 for d in plans):
+    if not any(d["max_sequences_per_replica"] > 0
+               and not d.get("vllm_refuses_max_model_len") for d in plans):
         print("kvlib plan: no engine holds a request of the context", file=sys.stderr)
         return 1
     return 0

@@ -13,6 +13,7 @@ from kvlib.core.units import fmt_bytes
 from kvlib.serving.decode import decode_step_seconds, expected_distinct_experts
 from kvlib.serving.engines.vllm.defaults import VLLM_DEFAULTS
 from kvlib.serving.engines.vllm.dtypes import vllm_kv_cache_dtype
+from kvlib.serving.engines.vllm.max_model_len import check_max_model_len
 from kvlib.serving.engines.vllm.pages import STATE_KINDS
 from kvlib.serving.engines.vllm.sessions import vllm_sessions
 from kvlib.serving.kv import sequence_shares
@@ -99,6 +100,13 @@ class Plan:
     peak_bytes_per_gpu: int | None = None
     assumptions: tuple[str, ...] = field(default_factory=tuple)
     kv_element_dtype: str = ""  # kvlib's element dtype behind kv_dtype (nvfp4: int4)
+    # vLLM's start-up check of max_model_len (= context) against the config's derived maximum
+    vllm_derived_max_model_len: int | None = None
+    vllm_max_len_key: str | None = None
+    vllm_rope_factor: float = 1.0
+    vllm_refuses_max_model_len: bool = False  # it raises at start-up
+    vllm_allow_long_max_model_len: bool = False  # it would, but the env var overrides it
+    vllm_max_model_len_why: str = ""  # why, one line naming the override ("" within the limit)
 
     def to_dict(self) -> dict:
         """JSON-ready: ints stay exact, the utilization is a float, seconds a float."""
@@ -178,6 +186,10 @@ def make_plan(dep, context: int, sessions: str = "vllm") -> Plan:
         fits = False
         reason = (f"does not fit: the KV budget of {_gb(budget)} per GPU holds no "
                   f"sequence of {context:,} tokens (one needs {_gb(per_seq + state)} per GPU)")
+    # vLLM raises while it builds its ModelConfig, before any memory: the Plan records it
+    # (vllm_refuses_max_model_len, vllm_max_model_len_why) and kvlib plan refuses on it
+    length = check_max_model_len(dep.config, context, release=dep.vllm,
+                                 default_length=dep.model.max_position_embeddings)
     used = per_replica * (per_seq + state)
     bound = all_weights = uniform = experts = None
     read = dep.decode_read_bytes_per_gpu()
@@ -200,9 +212,13 @@ def make_plan(dep, context: int, sessions: str = "vllm") -> Plan:
                      + (", vLLM's layout not computed" if engine is None else
                         f"; vLLM's allocator carries {engine.sessions(budget, context):,}"))
     limit = dep.model.max_position_embeddings
-    if limit is not None and context > limit:
+    if length.allowed or length.refuses:
+        notes.append(length.why)
+    elif (not length.refuses and limit is not None and context > limit
+          and length.limit is not None):
         notes.append(f"context {context:,} exceeds the model's max_position_embeddings "
-                     f"{limit:,}")
+                     f"{limit:,}; vLLM accepts up to {length.limit:,} ({length.key} x RoPE "
+                     f"factor {length.factor:g}, config/model.py:2642-2678)")
     replication = max(s.sharding.replicas for s in sequence_shares(
         dep.model, 1, dep.kv_dtype, dep.tp, 1, None, dep.dcp))
     return Plan(
@@ -238,6 +254,7 @@ def make_plan(dep, context: int, sessions: str = "vllm") -> Plan:
         in_use_bytes_per_gpu=dep.in_use_bytes if dep.rule == "extensible" else None,
         margin_bytes_per_gpu=dep.margin_bytes, resident_bytes_per_gpu=dep.resident_bytes,
         peak_bytes_per_gpu=dep.peak_bytes, assumptions=tuple(_assumptions(dep)),
+        **length.to_dict(),
     )
 
 
