@@ -941,8 +941,21 @@
       const budget = evaluateExact("trtllm.KV_BUDGET", { M: total, W_GPU, O_T, phi });
       if (budget[0] <= 0n)
         throw new Error(`${s.model} on ${s.gpu}, TP=${s.tp}: nothing is left for the KV cache: weights ${gib(W_GPU)} + the rest of the profiling peak ${gib(O_T)} exceed the ${gib(total)} CUDA total`);
-      const T = evaluateExact("trtllm.TOKENS", { B_KV: budget, c: cell, n: page });
-      const sessions = evaluateExact("trtllm.SESSIONS", { T, C, n: page, S_max: [BigInt(eng.max_batch), 1n] });
+      // the fp8 context-MLA workspace reserve (workspace.py) and a Nemotron-H's Mamba state
+      // (mamba.py) come off the budget before the tokens, as engine_plan takes them
+      const S_max = [BigInt(eng.max_batch), 1n];
+      let pool = budget, T;
+      if (me.mla && kvb === 1 && eng.fp8_mla_sms.includes(gpu.sm)) {
+        const w = evaluateExact("trtllm.W_MLA", { ...ratOf(me.mla), TP });
+        pool = evaluateExact("trtllm.B_AFTER", { B_KV: budget, c: cell, w, C, S_max, M_tok: [BigInt(eng.max_num_tokens), 1n] });
+      }
+      if (me.mamba) {
+        const mt = evaluateExact("trtllm.MAMBA_MAX_TOKENS", { ...ratOf(me.mamba), TP, S_max, B_KV: pool, c: cell });
+        T = [ceilDiv(mt[0], page[0]) * page[0], 1n];
+      } else {
+        T = evaluateExact("trtllm.TOKENS", { B_KV: pool, c: cell, n: page });
+      }
+      const sessions = evaluateExact("trtllm.SESSIONS", { T, C, n: page, S_max });
       Object.assign(r, { fraction: phi, budget: budget[0], cell: cell[0], tokens: T[0], sessions: sessions[0] });
       assumptions = [`TensorRT-LLM's profiling peak less the weights and its temporary cache (CUDA context, activations, CUDA graphs, NCCL): ${gib(O_T)} (--trtllm-peak-gib)`];
     }

@@ -61,7 +61,8 @@ STATE_QUANTITIES = ("bytes_per_sequence", "bytes_per_batch")
 ENGINE_QUANTITIES = {
     "sglang": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "FULL_TOKENS_SWA", "SWA_TOKENS",
                "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA"),
-    "trtllm": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "SESSIONS"),
+    "trtllm": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "SESSIONS", "W_MLA", "B_AFTER",
+               "MAMBA_MAX_TOKENS"),
 }
 
 
@@ -224,7 +225,9 @@ def _planner() -> dict:
 
     explorer = inspect.signature(capacity.planner_explorer).parameters
     gpus = {name: {"total": g.total_memory_bytes, "bandwidth": g.bandwidth,
-                   "basis": "cuda" if g.cuda_total_bytes is not None else "datasheet"}
+                   "basis": "cuda" if g.cuda_total_bytes is not None else "datasheet",
+                   "sm": None if g.cuda_capability is None else (
+                       g.cuda_capability[0] * 10 + g.cuda_capability[1])}
             for name, g in CATALOG.items()}
     tps, weights = capacity.TP_OPTIONS, capacity.WEIGHT_OPTIONS
     models = {}
@@ -287,7 +290,8 @@ def _model_engines(spec, config) -> dict:
         if engine == "trtllm":
             try:
                 groups = engines.trtllm.trtllm_groups(spec, config)
-                out[engine] = {"groups": [[k, v] for k, v in groups]}
+                out[engine] = {"groups": [[k, v] for k, v in groups],
+                               **_trtllm_extras(spec, config)}
             except ValueError as e:
                 out[engine] = {"late": str(e)}
             continue
@@ -310,6 +314,27 @@ def _model_engines(spec, config) -> dict:
     return out
 
 
+def _trtllm_extras(spec, config) -> dict:
+    """TensorRT-LLM's terms beyond the cell: an MLA config's fields for the fp8 context-MLA
+    workspace (``mla``, :mod:`kvlib.serving.engines.trtllm.workspace`) and a Nemotron-H's Mamba
+    fields (``mamba``, :mod:`kvlib.serving.engines.trtllm.mamba`), by symbol name."""
+    from kvlib.models.spec import CacheKind
+    from kvlib.serving.engines.common import text_config
+    from kvlib.serving.engines.trtllm import mamba
+
+    out = {}
+    t = text_config(config)
+    keys = {"N_hq": "num_attention_heads", "d_rope": "qk_rope_head_dim",
+            "d_nope": "qk_nope_head_dim", "d_vh": "v_head_dim"}
+    if t.get("kv_lora_rank") is not None and all(isinstance(t.get(k), int)
+                                                 for k in keys.values()):
+        out["mla"] = {sym: t[k] for sym, k in keys.items()}
+    if any(g.kind == CacheKind.MAMBA for g in spec.groups):
+        p = mamba.mamba_params(spec.name, config)
+        out["mamba"] = {k: v for k, v in p.items() if k != "attention_layers"}
+    return out
+
+
 def _engines() -> dict:
     """What SGLang's and TensorRT-LLM's plans take besides the model
     (:func:`kvlib.serving.engines.engine_plan` at its defaults): each KV dtype's bytes or its
@@ -319,6 +344,7 @@ def _engines() -> dict:
     from kvlib.serving import engines
     from kvlib.serving.engines import sglang as sg
     from kvlib.serving.engines import trtllm as trt
+    from kvlib.serving.engines.trtllm import workspace
     from kvlib.serving.gpus import CATALOG
     from kvlib.views.widgets import capacity
 
@@ -348,7 +374,9 @@ def _engines() -> dict:
                    "other": 0, "ratio": _number(sg.SWA_FULL_TOKENS_RATIO)},
         "trtllm": {"kv_bytes": dtypes(trt.kv_bytes), "fraction": _number(trt.DEFAULT_FRACTION),
                    "block": trt.TOKENS_PER_BLOCK, "max_batch": trt.MAX_BATCH_SIZE,
-                   "other_peak": engines.trtllm.TRTLLM_OTHER_PEAK},
+                   "other_peak": engines.trtllm.TRTLLM_OTHER_PEAK,
+                   "fp8_mla_sms": sorted(workspace.FP8_CONTEXT_MLA_SMS),
+                   "max_num_tokens": workspace.MAX_NUM_TOKENS},
     }
 
 

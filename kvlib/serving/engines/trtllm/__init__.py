@@ -64,6 +64,7 @@ from kvlib.serving.engines.trtllm.defaults import (
     float32,
     kv_bytes,
 )
+from kvlib.serving.engines.trtllm.mamba import MAMBA_MAX_TOKENS
 from kvlib.serving.engines.trtllm.planner import RELEASES, engine_plan, refuse_model
 from kvlib.serving.engines.trtllm.pools import (
     BLOCKS,
@@ -79,9 +80,10 @@ from kvlib.serving.engines.trtllm.pools import (
 )
 from kvlib.serving.engines.trtllm.sessions import SESSIONS
 from kvlib.serving.engines.trtllm.symbols import SYMBOLS, SYMBOLS_BY_NAME
+from kvlib.serving.engines.trtllm.workspace import B_AFTER, W_MLA
 
 __all__ = ["SOURCE", "SYMBOLS", "SYMBOLS_BY_NAME", "KV_BUDGET", "HEADS_PER_RANK", "CELL_MHA",
            "CELL_MLA", "MAX_TOKENS", "BLOCKS", "TOKENS", "SESSIONS",
            "DEFAULT_FRACTION", "TOKENS_PER_BLOCK", "MAX_BATCH_SIZE", "TRTLLMPool", "float32",
            "kv_budget", "tokens", "pool", "kv_bytes", "trtllm_groups", "TRTLLM_OTHER_PEAK",
-           "engine_plan", "refuse_model", "RELEASES"]
+           "engine_plan", "refuse_model", "RELEASES", "W_MLA", "B_AFTER", "MAMBA_MAX_TOKENS"]
