@@ -20,6 +20,10 @@ config.json itself, not kvlib's model:
 * Blocks of ``tokens_per_block`` = 32; the count in "Allocated ... for max tokens in paged KV cache
   (N)" is max_tokens rounded up to whole blocks (docs: kvlib/serving/engines/trtllm/).
 
+Windowed models (gpt-oss, Gemma 2/3, Mistral, Llama 4) are compared here too: TensorRT-LLM holds
+every layer at full length unless ``max_attention_window`` is set, so their cell is every layer's
+(the VSWA split, the Mamba hybrids and the fp8 MLA workspace: tests/test_trtllm_vswa_mamba.py).
+
 kvlib supplies only what TensorRT-LLM would measure: the CUDA total, the weights per GPU and the
 rest of the profiling peak (``--trtllm-peak-gib``)."""
 
