@@ -108,3 +108,19 @@ def test_qwen3_moe_head_dim_default_is_hidden_over_heads():
            "num_experts_per_tok": 2}
     c = count_params(cfg)
     assert c.parts["attention"] == 2048 * 32 * 64 * 2 + 2 * 2048 * 4 * 64 + 2 * 64
+
+
+def test_minimax_m3_by_hand():
+    # d 6144, 60 layers (3 dense of 12288, 57 MoE: 128 experts of 3072, 4 per token, one
+    # shared MLP of 3072), 64 q heads : 4 KV heads of 128, q/k norms; 57 sparse layers with
+    # an indexer of 4 heads x 128 (q, k, their norms); vocab 200064, untied
+    d = 6144
+    attn = d * 64 * 128 + 2 * d * 4 * 128 + 64 * 128 * d + 2 * 128
+    index = d * 4 * 128 + d * 128 + 2 * 128
+    experts = 128 * (d * 2 * 3072 + 3072 * d)
+    moe = experts + d * 128 + 128 + (d * 2 * 3072 + 3072 * d)   # + router, bias, shared MLP
+    dense = d * 2 * 12288 + 12288 * d
+    c = count_params(CORPUS["MiniMaxAI--MiniMax-M3"]["config"])
+    assert c.total == (2 * 200064 * d + 60 * (attn + 2 * d) + 57 * index + 3 * dense
+                       + 57 * moe + d) == 426_174_572_928
+    assert c.active == c.total - 57 * experts * 124 // 128

@@ -890,6 +890,69 @@ def _jamba(t: _Tally) -> None:
     t.add(norms=2 * n * d + d)
 
 
+def _minimax_m3(t: _Tally) -> None:
+    """MiniMax-M3 as vLLM 0.34.0 builds it (vllm/models/minimax_m3/nvidia/model.py; the
+    same tensors as transformers 5.25.0 modeling_minimax_m3_vl.py's text model). Per layer:
+    attention without biases and per-head Gemma q/k norms (model.py:772-801); a sparse layer
+    (``sparse_attention_config.sparse_attention_freq`` 1, or ``layer_types``
+    "minimax_m3_sparse") adds the indexer's q (d -> index heads x index dim, split by TP)
+    and k (d -> index dim, one head, whole on every rank), fused into qkv_proj, and their
+    norms (model.py:898-947). A MoE layer (``moe_layer_freq`` 1, or ``mlp_layer_types``
+    "sparse"; all of them when neither is given) holds ``num_local_experts`` experts of
+    ``intermediate_size`` (gate_up, down), the fp32 router d -> E and its
+    e_score_correction_bias, one shared MLP of ``intermediate_size`` (model.py:524-557); a
+    dense layer a gated MLP of ``dense_intermediate_size``. Two norms a layer, a final one,
+    an untied head. The MTP modules load only for speculative decoding: not counted."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd = _head_dim(t, d, h)
+    sparse_cfg = c.data.get("sparse_attention_config")
+    sc = Fields(sparse_cfg if isinstance(sparse_cfg, Mapping) else {},
+                c.path("sparse_attention_config."), c)
+
+    def per_layer(key: str, nested: Fields | None, layer_key: str, yes: str) -> list[bool]:
+        src = nested if nested is not None else c
+        v = src.data.get(key)
+        if v is None and isinstance(c.data.get(layer_key), list):
+            v = [x == yes for x in c.data[layer_key]]
+        if v is None:
+            return []
+        if not isinstance(v, list) or len(v) != n or set(v) - {0, 1}:  # True == 1
+            raise ValueError(f"{src.path(key)} must give 0 or 1 for each of the {n} layers, "
+                             f"got {describe(v)}")
+        return [bool(x) for x in v]
+
+    sparse = per_layer("sparse_attention_freq", sc, "layer_types", "minimax_m3_sparse") \
+        or [False] * n
+    moe = per_layer("moe_layer_freq", None, "mlp_layer_types", "sparse") or [True] * n
+    if any(sparse):
+        ih = sc.int("sparse_num_index_heads", required=False) or c.int("index_n_heads")
+        ihd = sc.int("sparse_index_dim", required=False) or c.int("index_head_dim")
+    _embed(t, d, False)
+    e, i = c.int("num_local_experts"), c.int("intermediate_size")
+    for j in range(n):
+        p = f"model.layers.{j}"
+        _gqa(t, f"{p}.self_attn", d, h, kv or h, hd, qk_norm=True)
+        if sparse[j]:
+            t.lin("attention", f"{p}.self_attn.index_q_proj", d, ih * ihd)
+            t.lin("attention", f"{p}.self_attn.indexer.wk", d, ihd)
+            t.add(attention=2 * ihd)
+        if moe[j]:
+            q = f"{p}.block_sparse_moe"
+            t.experts(q, e, c.int("num_experts_per_tok"), (("gate_up_proj", d, 2 * i),
+                                                           ("down_proj", i, d)))
+            t.lin("router", f"{q}.gate", d, e)
+            t.add(router=e)
+            t.lin("shared_experts", f"{q}.shared_experts.gate_up_proj", d, 2 * i)
+            t.lin("shared_experts", f"{q}.shared_experts.down_proj", i, d)
+        else:
+            di = c.int("dense_intermediate_size")
+            t.lin("mlp", f"{p}.mlp.gate_up_proj", d, 2 * di)
+            t.lin("mlp", f"{p}.mlp.down_proj", di, d)
+        t.add(norms=2 * d)
+    t.add(norms=d)
+
+
 def _glm4_moe_lite(t: _Tally) -> None:
     """GLM-4.7-Flash: DeepSeek V3's MLA and MoE (:func:`_deepseek`); vLLM 0.34.0
     glm4_moe_lite.py builds its MoE with glm4_moe.py's Glm4MoE, which always holds the
@@ -923,6 +986,8 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "glm4_moe": _glm4_moe, "glm4v_moe": _glm4_moe, "jamba": _jamba,
     # GLM-4.7-Flash: DeepSeek V3's MLA and MoE (vLLM glm4_moe_lite.py subclasses deepseek_v2)
     "glm4_moe_lite": _glm4_moe_lite,
+    # MiniMax-M3 (text file) and its VL wrapper's text model (minimax_m3_vl_text)
+    "minimax_m3": _minimax_m3, "minimax_m3_vl": _minimax_m3,
 }
 
 

@@ -25,13 +25,15 @@ CASES = {f"bundled/{n}": n for n in BUNDLED}
 CASES.update({name: name for name in published()})
 CASES.update({f"defaults/{k}": k for k in DEFAULTS})
 MIMO = "corpus/XiaomiMiMo--MiMo-7B-Base"
+MINIMAX_M3 = "corpus/MiniMaxAI--MiniMax-M3"
 
 # families kvlib still has no counter for, by the model_type count_params names
-NOT_COUNTED = {"gemma3n", "kimi_linear", "step3p7", "minimax_m3", "minimax_m3_vl",
-               "muse_glimmer", "laguna", "deepseek_ref"}
+NOT_COUNTED = {"gemma3n", "kimi_linear", "step3p7", "muse_glimmer", "laguna", "deepseek_ref"}
 # counted families no test config here lets transformers build: their remote code only
 NOT_BUILT = {"nemotron-nas": "DeciLM: remote code (Llama-3.3-Nemotron-Super files)",
-             "mimo": "MiMo: remote code; compared as Qwen2 (test_mimo_as_qwen2)"}
+             "mimo": "MiMo: remote code; compared as Qwen2 (test_mimo_as_qwen2)",
+             "minimax_m3": "no class for the text file's model_type; compared as "
+                           "minimax_m3_vl_text (test_minimax_m3_as_vl_text)"}
 
 
 def _config(name: str) -> dict:
@@ -92,3 +94,14 @@ def test_families_counted_and_checked():
     # the families issue 42 names are among those checked
     assert {"qwen3_moe", "mixtral", "qwen3_vl", "qwen3_vl_moe", "glm4v_moe", "glm4_moe_lite",
             "glm4_moe", "jamba", "phi3", "smollm3", "qwen2_5_vl"} <= checked
+
+
+def test_minimax_m3_as_vl_text():
+    """MiniMax-M3's text-only file (model_type minimax_m3, no transformers class): kvlib's
+    count equals transformers' MiniMaxM3VL text model built from the same keys (its config
+    class reads sparse_attention_config and moe_layer_freq as vLLM does)."""
+    config = published()[MINIMAX_M3]
+    count = count_params(config)
+    total, _, cls = meta_params({**config, "model_type": "minimax_m3_vl_text"})
+    assert (count.model_type, cls) == ("minimax_m3", "MiniMaxM3VLForCausalLM")
+    assert count.total == total
