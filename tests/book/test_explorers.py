@@ -549,8 +549,9 @@ ENGINE_SAMPLES = [
      "kv_dtype": "fp8", "context": 32768},
     {**PLAN_START, "engine": "trtllm", "model": "llama-3.1-8b", "gpu": "H100-80GB", "gpus": 16,
      "tp": 16, "context": 1024},  # max_batch_size caps the sessions; fewer KV heads than TP
+    {**PLAN_START, "engine": "trtllm", "model": "gpt-oss-120b", "gpus": 1,
+     "tp": 1},  # windows at full length: the default cache manager sets no max_attention_window
     # refused, by name, as kvlib refuses them
-    {**PLAN_START, "engine": "trtllm", "model": "gpt-oss-120b", "gpus": 1, "tp": 1},  # VSWA
     {**PLAN_START, "engine": "sglang", "gpu": "B200"},  # no nvidia-smi total for the fraction
     {**PLAN_START, "engine": "sglang", "model": "qwen3-next-80b-a3b"},  # state layers
     {**PLAN_START, "engine": "trtllm", "kv_dtype": "fp32"},  # a KV dtype it does not size
