@@ -134,6 +134,10 @@ def add_parser(subparsers) -> None:
                    help="parameter count, e.g. 70.6B (default: counted from the config; "
                         "then the weights are params x --weight-dtype, bf16 by default)")
     p.add_argument("--draft", default=None, help="speculative-decoding draft model")
+    p.add_argument("--shared-prefix", type=tokens, default=None, metavar="TOKENS",
+                   help="vLLM: every request begins with the same prompt prefix of TOKENS "
+                        "(a system prompt: 2000, 2K), counted as vLLM's prefix caching shares "
+                        "it: its whole blocks stored once, the rest in each request's own")
     _add_engine_flags(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=run)
@@ -155,11 +159,12 @@ def _groups(deployment: Deployment, context: int) -> list[dict]:
     return out
 
 
-def plan_json(deployment: Deployment, context: int) -> dict:
+def plan_json(deployment: Deployment, context: int, shared_prefix: int = 0) -> dict:
     """The plan as a JSON-ready dict: the keys every engine's plan has
     (:data:`~kvlib.serving.engines.answer.COMMON_KEYS`, vLLM's where both name one thing),
-    then vLLM's own keys beside them, with the per-group breakdown of the target model."""
-    plan = deployment.plan(context)
+    then vLLM's own keys beside them, with the per-group breakdown of the target model.
+    shared_prefix: as :meth:`Deployment.plan`."""
+    plan = deployment.plan(context, shared_prefix=shared_prefix)
     own = plan.to_dict()
     common = vllm_planner.from_plan(deployment, plan, context).common()
     d = {k: own.get(k, v) for k, v in common.items()}  # vLLM's own value where it has one
@@ -199,6 +204,9 @@ def _text(d: dict) -> str:
     rows += [("KV budget per GPU" + (" (given)" if rule == "kv_cache_memory_bytes" else ""),
               d["kv_budget_bytes_per_gpu"]),
              (f"KV per sequence (block {d['block_size']})", d["kv_bytes_per_sequence_per_gpu"])]
+    if d["shared_prefix_blocks"]:
+        rows.append((f"shared prefix, once ({d['shared_prefix_blocks']:,} blocks)",
+                     d["shared_prefix_blocks"] * d["vllm_bytes_per_block"]))
     if d["state_bytes_per_sequence_per_gpu"]:
         label = ("state per sequence (pages)" if d["sessions_basis"] == "vllm"
                  else "state per sequence (constant)")
@@ -217,6 +225,11 @@ def _text(d: dict) -> str:
            if d["sessions_basis"] == "vllm" else " (bytes alone)"),
         f"  {'sequences in all':<{w}}{d['max_sequences']:>11,}",
     ]
+    if d["shared_prefix_tokens"]:
+        lines.append(f"  {'  without the shared prefix':<{w}}"
+                     f"{d['max_sequences_per_replica_without_prefix']:>11,} per replica "
+                     f"(every request begins with the same {d['shared_prefix_tokens']:,} "
+                     "tokens; prefix caching stores their whole blocks once)")
     if d["sessions_basis"] == "vllm" and (
             d["bytes_alone_sequences_per_replica"] != d["max_sequences_per_replica"]):
         lines.append(f"  {'  by bytes alone':<{w}}{d['bytes_alone_sequences_per_replica']:>11,}"
@@ -360,7 +373,7 @@ def vllm_deployment(args) -> tuple[Deployment, int, list[str]]:
 def vllm_json(args) -> dict:
     """``kvlib plan --json``'s object for vLLM (also a column of ``--engine all``)."""
     deployment, context, said = vllm_deployment(args)
-    d = plan_json(deployment, context)
+    d = plan_json(deployment, context, getattr(args, "shared_prefix", None) or 0)
     d["notes"] = said + d["notes"]
     d["ignored_keys"] = list(deployment.model.ignored_keys)
     return d

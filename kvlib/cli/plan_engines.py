@@ -38,7 +38,7 @@ __all__ = ["add_engine_flags", "run_engine"]
 GiB = 1 << 30
 # vLLM's flags, meaningless for the other engines (refused by name there)
 _VLLM_ONLY = ("gpu_mem_util", "block_size", "kv_cache_memory", "overhead_gib",
-              "activation_peak_gib", "graph_pool_gib", "non_torch_gib")
+              "activation_peak_gib", "graph_pool_gib", "non_torch_gib", "shared_prefix")
 
 
 def add_engine_flags(p) -> None:
@@ -290,6 +290,9 @@ def _table(out: dict, args) -> str:
                          + "".join(f"; {p}" for p in pools))
         else:
             lines.append(f"  {title} differs from vLLM: {d['differs_from_vllm']}")
+    if getattr(args, "shared_prefix", None):
+        lines.append(f"  --shared-prefix {args.shared_prefix:,}: vLLM's column only (SGLang's "
+                     "radix cache and TensorRT-LLM's block reuse are not traced by kvlib)")
     lines.append("  each engine alone, with its terms and notes: kvlib plan ... --engine "
                  + "|".join(ENGINE_NAMES))
     return "\n".join(lines)

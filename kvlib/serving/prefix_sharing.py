@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from kvlib.core import validate
 
-__all__ = ["PrefixSharing", "shared_prefix_blocks", "sessions_sharing_prefix", "prefix_sharing"]
+__all__ = ["PrefixSharing", "shared_prefix_blocks", "sessions_sharing_prefix", "prefix_sharing",
+           "scheduler_sessions_sharing_prefix", "check_shareable"]
 
 _SHAREABLE = {"full", "latent"}  # kinds that keep every block of a request
 
@@ -85,15 +86,42 @@ class PrefixSharing:
     sharing: int
 
 
+def check_shareable(layout) -> None:
+    """ValueError unless every group of ``layout`` keeps all of a request's blocks (full
+    attention, MLA latent): a window, a compressed cache or a state shares otherwise."""
+    kinds = {g.kind for g in layout.groups}
+    if not kinds <= _SHAREABLE:
+        raise ValueError(f"prefix sharing is counted for full-attention and latent groups only, "
+                         f"not {sorted(kinds - _SHAREABLE)}")
+
+
+def scheduler_sessions_sharing_prefix(layout, kv_budget_bytes: int, length: int,
+                                      prefix_tokens: int) -> tuple[int, int]:
+    """(sessions, shared blocks): requests of ``length`` tokens vLLM's scheduler carries at once
+    when each begins with the same ``prefix_tokens`` tokens, counted as
+    :meth:`~kvlib.serving.engines.vllm.pages.VllmLayout.sessions` counts them (``kvlib plan``,
+    ``--shared-prefix``): n - 1 at full length while the n-th is prefilled, in the pool's blocks
+    less the null block, at most ``max_num_seqs``; the prefix's whole blocks (``shared``,
+    summed over the groups) are stored once and every request after the first finds them
+    cached, so each keeps only its own blocks beyond them. The first request holds all of its
+    blocks, prefix included. ``prefix_tokens = 0`` gives ``layout.sessions``."""
+    check_shareable(layout)
+    length = _check_prefix(length, prefix_tokens)
+    hold = layout.holding(length)
+    shared = sum(shared_prefix_blocks(prefix_tokens, g.block_size) for g in layout.groups)
+    free = layout.num_blocks(kv_budget_bytes) - 1
+    # full and latent groups hold every block, the prefix's among them, while prefilled and
+    # after: hold.prefill and hold.decode both include the shared blocks
+    n = 0 if free < hold.prefill else 1 + (free - hold.prefill) // (hold.decode - shared)
+    return min(n, layout.max_num_seqs), shared
+
+
 def prefix_sharing(layout, kv_budget_bytes: int, length: int, prefix_tokens: int
                    ) -> PrefixSharing:
     """:func:`sessions_sharing_prefix` on a :class:`kvlib.serving.engines.vllm.pages.VllmLayout`:
     every group must keep all of a request's blocks (full attention or an MLA latent), and
     each group takes its blocks from the same pool (``num_blocks`` less the null block)."""
-    kinds = {g.kind for g in layout.groups}
-    if not kinds <= _SHAREABLE:
-        raise ValueError(f"prefix sharing is counted for full-attention and latent groups only, "
-                         f"not {sorted(kinds - _SHAREABLE)}")
+    check_shareable(layout)
     length = _check_prefix(length, prefix_tokens)
     free = layout.num_blocks(kv_budget_bytes) - 1
     shared = sum(shared_prefix_blocks(prefix_tokens, g.block_size) for g in layout.groups)

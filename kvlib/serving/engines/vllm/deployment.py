@@ -512,10 +512,12 @@ class Deployment:
         """
         return context_search.max_context(self, sequences, limit)
 
-    def plan(self, context: int, sessions: str = "vllm"):
+    def plan(self, context: int, sessions: str = "vllm", shared_prefix: int = 0):
         """The :class:`~kvlib.serving.engines.vllm.plan.Plan` for sequences of ``context`` tokens;
-        sessions "vllm" (vLLM's allocator) or "bytes" (bytes alone: notebook 06's formula)."""
-        return make_plan(self, context, sessions)
+        sessions "vllm" (vLLM's allocator) or "bytes" (bytes alone: notebook 06's formula);
+        shared_prefix: tokens of a prompt prefix every request shares, in vLLM's whole blocks
+        (:func:`kvlib.serving.prefix_sharing.scheduler_sessions_sharing_prefix`)."""
+        return make_plan(self, context, sessions, shared_prefix)
 
 
 def plan(model: ModelSpec, gpu: GPU | str, gpus: int = 1, tp: int = 1, context: int = 8192,

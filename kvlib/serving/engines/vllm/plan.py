@@ -17,6 +17,7 @@ from kvlib.serving.engines.vllm.max_model_len import check_max_model_len
 from kvlib.serving.engines.vllm.pages import STATE_KINDS
 from kvlib.serving.engines.vllm.sessions import vllm_sessions
 from kvlib.serving.kv import sequence_shares
+from kvlib.serving.prefix_sharing import scheduler_sessions_sharing_prefix
 
 __all__ = ["Plan", "make_plan"]
 
@@ -107,6 +108,10 @@ class Plan:
     vllm_refuses_max_model_len: bool = False  # it raises at start-up
     vllm_allow_long_max_model_len: bool = False  # it would, but the env var overrides it
     vllm_max_model_len_why: str = ""  # why, one line naming the override ("" within the limit)
+    # a prompt prefix every request shares (prefix caching): its whole blocks, stored once
+    shared_prefix_tokens: int = 0
+    shared_prefix_blocks: int = 0
+    max_sequences_per_replica_without_prefix: int | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready: ints stay exact, the utilization is a float, seconds a float."""
@@ -117,14 +122,19 @@ class Plan:
         return d
 
 
-def make_plan(dep, context: int, sessions: str = "vllm") -> Plan:
+def make_plan(dep, context: int, sessions: str = "vllm", shared_prefix: int = 0) -> Plan:
     """Budget, cache per sequence, sequence count and decode bound of ``dep`` (a
     :class:`~kvlib.serving.engines.vllm.deployment.Deployment`) at ``context`` tokens.
 
     sessions: "vllm" (default) counts what vLLM's allocator carries, in its blocks, with the
     bytes per sequence of its pages; "bytes" counts budget // (cache + state bytes), the
-    formula notebook 06 builds up and its explorer (in the notebook and the book) follows."""
+    formula notebook 06 builds up and its explorer (in the notebook and the book) follows.
+    shared_prefix: tokens of a prompt prefix every request shares, counted as vLLM's prefix
+    caching (on by default) shares it: its whole blocks once
+    (:func:`kvlib.serving.prefix_sharing.scheduler_sessions_sharing_prefix`); vLLM's layout only.
+    """
     context = validate.positive_int("context", context)
+    shared_prefix = validate.positive_int("shared prefix tokens", shared_prefix, allow_zero=True)
     if sessions not in ("vllm", "bytes"):
         raise ValueError(f"sessions must be vllm or bytes, got {sessions!r}")
     gpu = dep.gpu
@@ -150,6 +160,10 @@ def make_plan(dep, context: int, sessions: str = "vllm") -> Plan:
     else:
         per_seq = dep.kv_bytes_per_sequence_per_gpu(context)
         per_replica, block_size, basis = bytes_alone, dep.block_size, "bytes"
+    alone, shared_blocks = None, 0
+    if shared_prefix:
+        per_replica, alone, shared_blocks = _sharing(dep, engine, basis, budget, context,
+                                                     shared_prefix, per_replica, notes)
     fits, reason = True, ""
     fixed = (dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu
              + dep.overhead_bytes_per_gpu)
@@ -191,6 +205,8 @@ def make_plan(dep, context: int, sessions: str = "vllm") -> Plan:
     length = check_max_model_len(dep.config, context, release=dep.vllm,
                                  default_length=dep.model.max_position_embeddings)
     used = per_replica * (per_seq + state)
+    if per_replica and shared_blocks:  # the prefix's blocks are held once, not per sequence
+        used -= (per_replica - 1) * shared_blocks * engine.bytes_per_block
     bound = all_weights = uniform = experts = None
     read = dep.decode_read_bytes_per_gpu()
     layout = dep.routing()
@@ -255,7 +271,35 @@ def make_plan(dep, context: int, sessions: str = "vllm") -> Plan:
         margin_bytes_per_gpu=dep.margin_bytes, resident_bytes_per_gpu=dep.resident_bytes,
         peak_bytes_per_gpu=dep.peak_bytes, assumptions=tuple(_assumptions(dep)),
         **length.to_dict(),
+        shared_prefix_tokens=shared_prefix, shared_prefix_blocks=shared_blocks,
+        max_sequences_per_replica_without_prefix=alone,
     )
+
+
+def _sharing(dep, engine, basis: str, budget: int, context: int, prefix: int, alone: int,
+             notes: list[str]) -> tuple[int, int, int]:
+    """(sessions, the same without the prefix, shared blocks) when every request begins with
+    the same ``prefix`` tokens; ValueError naming the option where kvlib cannot count it."""
+    what = f"--shared-prefix {prefix:,} (tokens every request shares)"
+    if basis != "vllm" or engine is None:
+        raise ValueError(f"{what}: counted in vLLM's blocks, and kvlib has no vLLM layout for "
+                         "this plan (a draft model, DCP, a KV format with scales, or a layout "
+                         "the notes name)")
+    if prefix >= context:
+        raise ValueError(f"{what}: must be shorter than the context, {context:,} tokens")
+    try:
+        n, shared = scheduler_sessions_sharing_prefix(engine, budget, context, prefix)
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
+    own = engine.holding(context).decode - shared
+    notes.append(f"shared prefix: every request begins with the same {prefix:,} tokens; vLLM's "
+                 f"prefix caching (on by default) hashes whole blocks only "
+                 f"(v1/core/kv_cache_utils.py:953-995), so {shared:,} blocks "
+                 f"({shared * engine.block_size:,} tokens) are stored once and the last "
+                 f"{prefix - shared * engine.block_size:,} prefix tokens sit in each request's "
+                 f"own blocks: {own:,} blocks each beyond the shared ones, {n:,} sequences "
+                 f"instead of {alone:,}")
+    return n, alone, shared
 
 
 def _kv_format_notes(dep) -> list[str]:
