@@ -124,3 +124,23 @@ def test_minimax_m3_by_hand():
     assert c.total == (2 * 200064 * d + 60 * (attn + 2 * d) + 57 * index + 3 * dense
                        + 57 * moe + d) == 426_174_572_928
     assert c.active == c.total - 57 * experts * 124 // 128
+
+
+@pytest.mark.parametrize("sglang, deepseek", [
+    ("sgl-project--DeepSeek-V4-Flash-FP8", "deepseek-ai--DeepSeek-V4-Flash"),
+    ("sgl-project--DeepSeek-V4-Pro-FP8", "deepseek-ai--DeepSeek-V4-Pro"),
+])
+def test_deepseek_ref_counted_by_architecture(sglang, deepseek):
+    """SGLang's V4 FP8 files (model_type deepseek_ref, DeepseekV4ForCausalLM) carry the same
+    shapes as deepseek-ai's: counted as DeepSeek V4 by their architecture, saying so."""
+    cfg = CORPUS[sglang]["config"]
+    assert (cfg["model_type"], cfg["architectures"]) == ("deepseek_ref", ["DeepseekV4ForCausalLM"])
+    c = count_params(cfg)
+    assert c.model_type == "deepseek_v4"
+    assert c.total == count_params(CORPUS[deepseek]["config"]).total
+    assert any("architectures[0] 'DeepseekV4ForCausalLM'" in n for n in c.notes)
+
+
+def test_unknown_model_type_and_architecture_still_refused():
+    with pytest.raises(ValueError, match="model_type 'nope': kvlib has no parameter counter"):
+        count_params({"model_type": "nope", "architectures": ["NopeForCausalLM"]})

@@ -990,6 +990,12 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "minimax_m3": _minimax_m3, "minimax_m3_vl": _minimax_m3,
 }
 
+# vLLM dispatches on ``architectures``, not ``model_type`` (model_executor/models/
+# registry.py): a file whose model_type kvlib does not know is counted by the family its
+# architecture names. SGLang's DeepSeek V4 FP8 files say model_type "deepseek_ref" and
+# DeepseekV4ForCausalLM (vLLM 0.34.0 registry.py:99).
+BY_ARCHITECTURE = {"DeepseekV4ForCausalLM": "deepseek_v4"}
+
 
 def _siglip(v: Fields, d_text: int) -> int:
     """Gemma 3's SigLIP tower (modeling_siglip.py: conv patch embedding with bias, learned
@@ -1102,10 +1108,15 @@ def count_params(config) -> ParamCount:
     if isinstance(cfg.get("text_config"), Mapping):
         c = Fields(cfg["text_config"], "text_config.", outer)
     family = (c.text("model_type") or outer.text("model_type")).removesuffix("_text")
+    arch, notes = outer.data.get("architectures"), []
+    if family not in COUNTERS and isinstance(arch, list) and arch and arch[0] in BY_ARCHITECTURE:
+        notes.append(f"model_type {family!r} read by its architectures[0] {arch[0]!r}, as "
+                     "vLLM dispatches (model_executor/models/registry.py)")
+        family = BY_ARCHITECTURE[arch[0]]
     if family not in COUNTERS:
         raise ValueError(f"model_type {family or '(none)'!r}: kvlib has no parameter counter "
                          f"for it (counted: {', '.join(sorted(COUNTERS))})")
-    t = _Tally(c, family)
+    t = _Tally(c, family, notes)
     COUNTERS[family](t)
     towers = "none"
     extra = [k for k in ("vision_config", "audio_config") if isinstance(cfg.get(k), Mapping)]

@@ -28,7 +28,7 @@ MIMO = "corpus/XiaomiMiMo--MiMo-7B-Base"
 MINIMAX_M3 = "corpus/MiniMaxAI--MiniMax-M3"
 
 # families kvlib still has no counter for, by the model_type count_params names
-NOT_COUNTED = {"gemma3n", "kimi_linear", "step3p7", "muse_glimmer", "laguna", "deepseek_ref"}
+NOT_COUNTED = {"gemma3n", "kimi_linear", "step3p7", "muse_glimmer", "laguna"}
 # counted families no test config here lets transformers build: their remote code only
 NOT_BUILT = {"nemotron-nas": "DeciLM: remote code (Llama-3.3-Nemotron-Super files)",
              "mimo": "MiMo: remote code; compared as Qwen2 (test_mimo_as_qwen2)",
