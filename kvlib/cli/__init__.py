@@ -17,6 +17,10 @@ import os
 import sys
 
 SUBCOMMANDS = ("kvlib.cli.estimate", "kvlib.cli.plan", "kvlib.cli.explain_log")
+# each subcommand's name -> its module: ``kvlib estimate ...`` imports only kvlib.cli.estimate
+# (issue 42 item 6: the plan's module loads every engine, and SymPy with them)
+MODULES = {"estimate": "kvlib.cli.estimate", "plan": "kvlib.cli.plan",
+           "explain-log": "kvlib.cli.explain_log"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,17 +28,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``kvlib`` parser with every subcommand, or, given ``command`` (a key of
+    :data:`MODULES`), with that one alone: its module is the only one imported."""
     parser = _Parser(prog="kvlib", description="KV-cache memory of real models, exactly.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND",
                                 title="commands")
-    for name in SUBCOMMANDS:
+    for name in (MODULES[command],) if command in MODULES else SUBCOMMANDS:
         importlib.import_module(name).add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # the command named first loads alone; anything else (--help, a typo) gets them all
+    parser = build_parser(argv[0] if argv and argv[0] in MODULES else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # a usage error (one line already printed) or --help

@@ -15,7 +15,6 @@ from fractions import Fraction
 
 from kvlib.core import validate
 from kvlib.core.dtypes import kv_dtype_name, kv_format
-from kvlib.serving.engines.vllm.defaults import vllm_release as _vllm_release
 
 __all__ = ["parse_count", "tokens", "count", "unit_fraction", "parse_tokens", "kv_dtype",
            "kv_cache_dtype",
@@ -111,6 +110,15 @@ def parse_bytes(text: str) -> int:
     if value <= 0 or value.denominator != 1:
         raise ValueError(f"must be a positive whole number of bytes, got {text!r}")
     return int(value)
+
+
+def _vllm_release(text: str) -> str:
+    """``--vllm`` as typed ('0.34', '0.33.0'), by the engine's own table: imported here, when a
+    release is parsed, so that a command that takes none (``kvlib estimate``) does not load the
+    engines (issue 42 item 6: the engines package pulls in SymPy)."""
+    from kvlib.serving.engines.vllm.defaults import vllm_release as release
+
+    return release(text)
 
 
 byte_size = _argparse(parse_bytes)

@@ -1,0 +1,44 @@
+"""Issue 42 item 6: ``kvlib estimate`` loads only what it uses. ``kvlib COMMAND`` imports that
+command's module alone (kvlib.cli.MODULES), and kvlib.cli.args reads vLLM's release table only
+when ``--vllm`` is parsed, so estimate never imports the serving engines (whose SGLang and
+TensorRT-LLM budgets are SymPy expressions)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from kvlib.cli import MODULES, SUBCOMMANDS, build_parser
+
+PROBE = ("import sys; from kvlib.cli import main; rc = main({argv!r}); "
+         "print(rc, sorted(m for m in sys.modules if m.startswith(('kvlib.serving', "
+         "'kvlib.cli.plan', 'kvlib.cli.explain'))))")
+
+
+def _loaded(argv):
+    out = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True,
+                         text=True, check=True, timeout=120).stdout.strip().splitlines()[-1]
+    rc, _, modules = out.partition(" ")
+    return int(rc), eval(modules)  # a printed list of names
+
+
+def test_estimate_loads_no_engine():
+    rc, modules = _loaded(["estimate", "llama-3.1-8b", "--json"])
+    assert rc == 0 and modules == []
+
+
+def test_plan_still_loads_what_it_needs():
+    rc, modules = _loaded(["plan", "llama-3.1-8b", "--gpu", "H200", "--context", "8K",
+                           "--vllm", "0.34"])
+    assert rc == 0 and "kvlib.serving.engines.vllm.defaults" in modules
+
+
+@pytest.mark.parametrize("command", list(MODULES))
+def test_one_command_parser_is_the_full_parsers_subcommand(command, capsys):
+    """The parser built for one command gives that command the same flags as the full one."""
+    def flags(parser):
+        sub = next(a for a in parser._actions if a.dest == "command")
+        return sorted(o for a in sub.choices[command]._actions for o in a.option_strings)
+
+    assert flags(build_parser(command)) == flags(build_parser())
+    assert sorted(MODULES.values()) == sorted(SUBCOMMANDS)
