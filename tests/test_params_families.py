@@ -144,3 +144,13 @@ def test_deepseek_ref_counted_by_architecture(sglang, deepseek):
 def test_unknown_model_type_and_architecture_still_refused():
     with pytest.raises(ValueError, match="model_type 'nope': kvlib has no parameter counter"):
         count_params({"model_type": "nope", "architectures": ["NopeForCausalLM"]})
+
+
+def test_mixtral_router_whole_on_every_rank():
+    """vLLM's Mixtral router is a GateLinear (ReplicatedLinear; mixtral.py:111): at TP 8 each
+    rank holds all 32 routers (4096 x 8, bf16) and the norms (32 x 2 x 4096 + 4096) whole."""
+    from kvlib.serving.weights import checkpoint_weights
+
+    w = checkpoint_weights(CORPUS["mistralai--Mixtral-8x7B-v0.1"]["config"], tp=8)
+    assert w.replicated == 32 * 4096 * 8 * 2 + (32 * 2 * 4096 + 4096) * 2 == 2_629_632
+    assert w.total == 46_702_792_704 * 2

@@ -47,15 +47,18 @@ def weights_bytes_per_gpu(params: int, dtype: str = "bf16", tp: int = 1) -> int:
 
 
 # Linear layers vLLM 0.33.0 keeps whole on every TP rank: the MoE router (GateLinear is a
-# ReplicatedLinear, model_executor/layers/fused_moe/router/gate_linear.py:22), MLA's down
+# ReplicatedLinear, model_executor/layers/fused_moe/router/gate_linear.py:22; under
+# block_sparse_moe in Mixtral, MiniMax-M2 and M3: vLLM 0.34.0 mixtral.py:111,
+# minimax_m2.py:110, minimax_m3/nvidia/model.py:531), MLA's down
 # projections (q_a_proj and kv_a_proj_with_mqa, ReplicatedLinear or disable_tp=True,
 # models/deepseek_v2.py:494-525, 953-967) and the sparse indexer's projections (wq_b,
 # wk + weights_proj, models/deepseek_v2.py:703-719); DeepSeek V4's (vLLM 0.34.0
 # models/deepseek_v4/): the MoE gate, wq_a + wkv (fused_wqa_wkv, disable_tp, attention.py:
 # 253-260), the compressors' wkv + wgate (disable_tp, compressor.py:285-293) and the indexer's
 # wq_b and weights_proj (ReplicatedLinear, attention.py:947-960).
-_REPLICATED = re.compile(r"(\.mlp\.gate|\.ffn\.gate|\.router|q_a_proj|kv_a_proj_with_mqa|indexer\.("
-                         r"wq_b|wk|weights_proj)|attn\.(wq_a|wkv)|compressor\.(wkv|wgate))$")
+_REPLICATED = re.compile(r"(\.mlp\.gate|\.ffn\.gate|\.block_sparse_moe\.gate|\.router|q_a_proj"
+                         r"|kv_a_proj_with_mqa|indexer\.(wq_b|wk|weights_proj)|attn\.(wq_a|wkv)"
+                         r"|compressor\.(wkv|wgate))$")
 VOCAB_PADDING = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64, then splits
 
 
