@@ -154,3 +154,46 @@ def test_mixtral_router_whole_on_every_rank():
     w = checkpoint_weights(CORPUS["mistralai--Mixtral-8x7B-v0.1"]["config"], tp=8)
     assert w.replicated == 32 * 4096 * 8 * 2 + (32 * 2 * 4096 + 4096) * 2 == 2_629_632
     assert w.total == 46_702_792_704 * 2
+
+
+def _mixed(layers: dict) -> dict:
+    return {"model_type": "mixtral", "torch_dtype": "bfloat16", "vocab_size": 100,
+            "hidden_size": 64, "intermediate_size": 32, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
+            "num_local_experts": 2, "num_experts_per_tok": 1,
+            "quantization_config": {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+                                    "exclude_modules": ["lm_head", "model.embed_tokens",
+                                                        "model.layers.0.block_sparse_moe.gate"],
+                                    "quantized_layers": layers}}
+
+
+def test_modelopt_mixed_precision_by_hand():
+    """MIXED_PRECISION as nvidia/MiniMax-M3-NVFP4 writes it: NVFP4 routed experts, MXFP8 for
+    the other listed linears (e4m3 + one e8m0 byte per 32 inputs), the rest bf16."""
+    from kvlib.models.quantization import checkpoint_bytes, read_quantization
+
+    cfg = _mixed({**{f"model.layers.0.self_attn.{p}": {"quant_algo": "MXFP8"}
+                     for p in ("q_proj", "k_proj", "v_proj", "o_proj")},
+                  **{f"model.layers.0.block_sparse_moe.experts.{e}.w{k}":
+                     {"quant_algo": "NVFP4", "group_size": 16} for e in (0, 1) for k in (1, 2, 3)}})
+    embed_and_head = 2 * 100 * 64 * 2
+    # MXFP8 (out, in): out x in bytes + out x ceil(in / 32) scales
+    attn = (64 * 64 + 64 * 2) + 2 * (32 * 64 + 32 * 2) + (64 * 64 + 64 * 2)
+    # NVFP4 (out, in): out x in / 2 + out x ceil(in / 16) fp8 scales + 8 (two fp32 scales)
+    experts = 2 * ((32 * 64 // 2 + 32 * 4 + 8) * 2 + (64 * 32 // 2 + 64 * 2 + 8))
+    router, norms = 64 * 2 * 2, (2 * 64 + 64) * 2
+    assert checkpoint_bytes(cfg) == embed_and_head + attn + experts + router + norms == 45_872
+    q = read_quantization(cfg)
+    assert (q.scheme.name, q.experts.name) == ("mxfp8", "nvfp4")
+    assert any("MIXED_PRECISION" in n for n in q.notes)
+
+
+def test_modelopt_mixed_precision_refuses_a_third_algorithm():
+    from kvlib.models.quantization import read_quantization
+
+    cfg = _mixed({"model.layers.0.self_attn.q_proj": {"quant_algo": "MXFP8"},
+                  "model.layers.0.self_attn.k_proj": {"quant_algo": "FP8"}})
+    with pytest.raises(ValueError, match=r"quantization_config.quantized_layers: the other "
+                                         r"modules mix \['FP8 group_size None', 'MXFP8 "
+                                         r"group_size None'\]"):
+        read_quantization(cfg)

@@ -200,12 +200,60 @@ def _modelopt(q: Fields, d: int) -> tuple[Scheme, dict]:
     algo = inner.text("quant_algo").upper()
     kv = inner.text("kv_cache_quant_algo") or None
     skip = {"skip": _skip(inner, "exclude_modules", "ignore"), "kv_cache": kv and kv.lower()}
+    if algo == "MIXED_PRECISION":
+        return _modelopt_mixed(inner, skip)
+    return _modelopt_scheme(inner, algo, inner.path("quant_algo")), skip
+
+
+def _modelopt_scheme(f: Fields, algo: str, where: str) -> Scheme:
+    """One ModelOpt linear algorithm: NVFP4 (4-bit values, one fp8 scale per ``group_size``
+    (16) inputs, fp32 weight_scale_2 and input_scale), FP8 (per-tensor, fp32 scale) or MXFP8
+    (e4m3 values, one e8m0 scale per 32 inputs: vLLM 0.34.0 modelopt.py:161,
+    utils/mxfp8_utils.py:13)."""
     if algo == "NVFP4":
-        g = inner.int("group_size", required=False) or 16
-        return Scheme("nvfp4", 4, "group", group=g, scale_bytes=1, extra=8), skip
+        g = f.int("group_size", required=False) or 16
+        return Scheme("nvfp4", 4, "group", group=g, scale_bytes=1, extra=8)
     if algo == "FP8":
-        return Scheme("fp8 per-tensor (modelopt)", 8, "tensor", extra=4), skip
-    raise ValueError(f"{inner.path('quant_algo')}={algo or None!r}: kvlib reads NVFP4 and FP8")
+        return Scheme("fp8 per-tensor (modelopt)", 8, "tensor", extra=4)
+    if algo == "MXFP8":
+        return Scheme("mxfp8", 8, "group", group=32, scale_bytes=1)
+    raise ValueError(f"{where}={algo or None!r}: kvlib reads NVFP4, FP8 and MXFP8")
+
+
+def _modelopt_mixed(inner: Fields, skip: dict) -> tuple[Scheme, dict]:
+    """ModelOpt MIXED_PRECISION (vLLM 0.34.0 modelopt.py:1671-1700, ``quantized_layers``: an
+    algorithm per checkpoint module). kvlib reads one algorithm for the routed experts
+    (modules under ``.experts.``) and one for every other listed linear, and refuses a file
+    that mixes more; a linear that neither ``quantized_layers`` nor ``exclude_modules``
+    names is counted in the other linears' algorithm (said in the notes)."""
+    layers = inner.data.get("quantized_layers")
+    where = inner.path("quantized_layers")
+    if not isinstance(layers, Mapping) or not layers:
+        raise ValueError(f"{where} must map module names to their algorithm, got "
+                         f"{describe(layers)}")
+    found: dict[str, dict[str, tuple[str, Fields]]] = {"experts": {}, "other": {}}
+    for name, recipe in layers.items():
+        r = Fields(recipe if isinstance(recipe, Mapping) else {}, f"{where}.{name}.")
+        algo = r.text("quant_algo").upper()
+        kind = f"{algo} group_size {r.data.get('group_size')}"
+        found["experts" if ".experts." in name else "other"].setdefault(kind, (algo, r))
+    for side, algos in found.items():
+        if len(algos) > 1:
+            raise ValueError(f"{where}: the {side} modules mix {sorted(algos)}; kvlib reads one "
+                             "algorithm for the routed experts and one for the other linears")
+    if not found["other"]:
+        raise ValueError(f"{where} lists routed experts only; kvlib needs the other linears' "
+                         "algorithm too")
+    (algo, r), = found["other"].values()
+    scheme = _modelopt_scheme(r, algo, r.path("quant_algo"))
+    experts = None
+    if found["experts"]:
+        (ealgo, er), = found["experts"].values()
+        experts = _modelopt_scheme(er, ealgo, er.path("quant_algo"))
+    note = (f"MIXED_PRECISION: routed experts {experts.name if experts else scheme.name}, the "
+            f"other linears {scheme.name} ({where}); a linear it does not list and "
+            f"exclude_modules does not exclude is counted as {scheme.name}")
+    return scheme, {**skip, "experts": experts, "notes_extra": (note,)}
 
 
 def _awq_gptq(q: Fields, d: int, gptq: bool) -> tuple[Scheme, dict]:
@@ -304,6 +352,7 @@ def _deepseek_v4(cfg: Mapping, q: Fields, d: int) -> tuple[Scheme, dict]:
 
 
 METHODS = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _modelopt, "modelopt_fp4": _modelopt,
+           "modelopt_mixed": _modelopt,
            "awq": lambda q, d: _awq_gptq(q, d, False), "gptq": lambda q, d: _awq_gptq(q, d, True),
            "compressed-tensors": _compressed, "bitsandbytes": _bnb}
 
@@ -469,6 +518,7 @@ def read_quantization(config) -> Quantization | None:
         method = "deepseek_v4_fp8"
     else:
         scheme, extra = METHODS[method](q, d)
+    notes += extra.pop("notes_extra", ())
     return Quantization(method, scheme, dense_bytes=d, notes=tuple(notes), **extra)
 
 
