@@ -54,7 +54,6 @@ MiB = 1 << 20
 # Bundled models kvlib refuses for SGLang, each with the words of its refusal: SGLang's rule for
 # them is not traced, so there is nothing to compare. Every other bundled model is compared.
 REFUSED = {
-    "qwen3-next-80b-a3b": "Gated DeltaNet state layers",
     "nemotron-h-56b": "Mamba2 state layers",
     "nemotron-3-nano-30b-a3b": "Mamba2 state layers",
     "nemotron-3-ultra-550b-a55b": "Mamba2 state layers",
@@ -169,6 +168,7 @@ class _Dtype:
 
 BF16 = _Dtype("bfloat16", 2)
 TORCH = {"bfloat16": BF16, "float16": _Dtype("float16", 2), "int64": "int64",
+         "float32": _Dtype("float32", 4),
          "float8_e4m3fn": _Dtype("float8_e4m3fn", 1),
          "_utils": types.SimpleNamespace(_element_size=lambda d: d.itemsize),
          "iinfo": lambda t: types.SimpleNamespace(max=2 ** 63 - 1)}
@@ -397,12 +397,16 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
     schedule = types.SimpleNamespace(
         mem_fraction_static=fraction, max_total_tokens=None, max_running_requests=None,
         swa_full_tokens_ratio=0.8,  # arg_groups/fields/schedule.py:160
-        prefill_max_requests=None, max_mamba_cache_size=None)
+        prefill_max_requests=None, max_mamba_cache_size=None,
+        mamba_full_memory_ratio=0.9,  # arg_groups/fields/schedule.py:220-227 (fallback)
+        disable_overlap_schedule=False)
     memory = types.SimpleNamespace(enable_hisparse=False, enable_unified_memory=False,
                                    disable_radix_cache=False)
     disagg = types.SimpleNamespace(disaggregation_mode="null")
     runtime = {"get_parallel": lambda: parallel, "get_schedule": lambda: schedule,
                "get_memory": lambda: memory, "get_disagg": lambda: disagg}
+    raw = bundled_config(name)
+    mamba = _mamba_config(raw, tp) if raw["architectures"][0] == "Qwen3NextForCausalLM" else None
     common = _lift("sglang/srt/utils/common.py", ["ceil_div", "ceil_align"], _namespace({}))
     cp = _lift("sglang/srt/layers/cp/utils.py", "get_glm_dsa_layer_split_effective_num_layers",
                _namespace({}))
@@ -417,7 +421,7 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
     stubs = {
         "torch": TORCH,
         "sglang.srt.arg_groups.overrides": {"resolving_view": lambda s: s},
-        "sglang.srt.configs.hybrid_arch": {"mambaish_config": lambda mc: None},
+        "sglang.srt.configs.hybrid_arch": {"mambaish_config": lambda mc: mamba},
         "sglang.srt.configs.model_config": {
             k: mns[k] for k in ("AttentionArch", "is_deepseek_dsa", "is_deepseek_v4",
                                 "is_minimax_sparse", "get_dsa_index_head_dim")},
@@ -440,6 +444,7 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
     pool_ns = _namespace(stubs)
     exec(compile(_source(PC), f"sglang-0.5.23/{PC}", "exec"), pool_ns)  # noqa: S102
     never = types.SimpleNamespace(is_eagle=lambda: False, is_standalone=lambda: False,
+                                  is_none=lambda: True,
                                   is_dflash_family=lambda: False)
     kvc = types.SimpleNamespace(
         model_config=mc, kv_cache_dtype=BF16, kv_cache_dtype_str="bfloat16", model_dtype=BF16,
@@ -447,8 +452,11 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
         use_mla_backend=mc.attention_arch == mns["AttentionArch"].MLA,
         is_hybrid_swa=mc.is_hybrid_swa, sliding_window_size=mc.sliding_window_size,
         page_size=1, spec_algorithm=never, is_draft_worker=False, pp_size=1, attn_dp_size=1,
-        mambaish_config=None, post_capture_kv_active=False, device="cuda", gpu_id=0,
-        fused_entry_bytes=lambda kind: None)
+        mambaish_config=mamba, post_capture_kv_active=False, device="cuda", gpu_id=0,
+        fused_entry_bytes=lambda kind: None, hybrid_gdn_config=mamba, hybrid_kda_config=None,
+        extra_mamba_cache_bytes_per_req=0)
+    if mamba is not None:
+        _mamba_methods(kvc, schedule, memory, _mamba_settings(mc))
     configurator = pool_ns["create_memory_pool_configurator"](kvc)
 
     # the budget: KVCacheConfigurator._profile_available_bytes, pre_model_load_memory as
@@ -471,12 +479,95 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
     budget = profile(kvc, pre_model_load_memory=available_gb(free_before, world > 1))
     config = configurator.calculate_pool_sizes(budget, kvc.page_size)
     resolve = _function(KC, "resolve_max_num_reqs", cls="KVCacheConfigurator",
-                        env={"get_schedule": lambda: schedule, "logger": None})
+                        env={"get_schedule": lambda: schedule,
+                             "logger": types.SimpleNamespace(warning=lambda *a: None)})
     kvc.model_config.context_len = CONTEXT
     running = resolve(kvc, config.max_total_num_tokens)
     return {"fraction": fraction, "budget": budget, "cell": configurator._cell_size,
             "tokens": config.max_total_num_tokens, "swa_tokens": config.swa_max_total_num_tokens,
-            "running": running, "hybrid": mc.is_hybrid_swa}
+            "running": running, "hybrid": mc.is_hybrid_swa,
+            "slots": schedule.max_mamba_cache_size,
+            "state": mamba.mamba2_cache_params.mamba_cache_per_req if mamba else None}
+
+
+MU = "sglang/srt/configs/mamba_utils.py"
+
+
+def _mamba_config(raw: dict, tp: int):
+    """SGLang's Qwen3NextConfig over the config.json: configs/qwen3_next.py and
+    configs/mamba_utils.py, each run whole from the wheel, with transformers' PretrainedConfig
+    (kvlib's environment, 5.25.0). Stand-ins: torch's dtypes (their itemsize), the environment
+    at its defaults (SGLANG_MAMBA_CONV_DTYPE bfloat16, SGLANG_MAMBA_SSM_DTYPE unset,
+    environ.py:1628-1629), linear_attn_tp_size() = TP (no attention DP or CP), is_cpu() False;
+    divide is SGLang's (distributed/utils.py), lifted."""
+    envs = types.SimpleNamespace(
+        SGLANG_MAMBA_CONV_DTYPE=types.SimpleNamespace(get=lambda: "bfloat16"),
+        SGLANG_MAMBA_SSM_DTYPE=types.SimpleNamespace(get=lambda: None))
+    dist = _lift("sglang/srt/distributed/utils.py", ["ensure_divisibility", "divide"],
+                 _namespace({}))
+    mu = _namespace({"torch": TORCH, "sglang.srt.distributed.utils": {"divide": dist["divide"]},
+                     "sglang.srt.environ": {"envs": envs}})
+    exec(compile(_source(MU), f"sglang-0.5.23/{MU}", "exec"), mu)  # noqa: S102
+    path = "sglang/srt/configs/qwen3_next.py"
+    qn = _namespace({
+        "sglang.srt.configs.mamba_utils": {k: mu[k] for k in (
+            "Mamba2CacheParams", "Mamba2StateShape", "mamba2_state_dtype")},
+        "sglang.srt.configs.update_config": {
+            "adjust_tp_num_heads_if_necessary": lambda *a: None},
+        "sglang.srt.runtime_context": {"get_parallel": lambda: None,
+                                       "linear_attn_tp_size": lambda: tp},
+        "sglang.srt.utils": {"is_cpu": lambda: False}})
+    exec(compile(_source(path), f"sglang-0.5.23/{path}", "exec"), qn)  # noqa: S102
+    return qn["Qwen3NextConfig"](**raw)
+
+
+def _mamba_settings(mc) -> types.SimpleNamespace:
+    """exec.mamba as SGLang resolves it at its defaults: overrides.py's
+    _mamba_radix_cache_resolution and supports_mamba_cache_extra_buffer, lifted, on the radix
+    cache on, the overlap schedule on, the triton linear-attention backend, no page size given
+    (stand-ins: the linear-attention spec registry, which has no spec for Qwen3-Next, named in
+    the architecture lists instead; the platform CUDA), then model_override_base.py's
+    mamba_extra_buffer_of."""
+    ns = _namespace({"sglang.srt.configs.linear_attn_model_registry": {
+        "get_linear_attn_spec": lambda hf: None}})
+    ns.update(get_platform=lambda: types.SimpleNamespace(is_xpu=False),
+              model_config_of=lambda view: mc, Dict=dict, Any=object)
+    _lift("sglang/srt/arg_groups/overrides.py",
+          ["_MAMBA_RADIX_CACHE_ARCHS", "_MAMBA_EXTRA_BUFFER_ARCHS",
+           "supports_mamba_cache_extra_buffer", "_mamba_radix_cache_resolution"], ns)
+    view = types.SimpleNamespace(disable_radix_cache=False, mamba_radix_cache_strategy="auto",
+                                 disable_overlap_schedule=False, page_size=None,
+                                 linear_attn_backend="triton")
+    for k, v in ns["_mamba_radix_cache_resolution"](view).items():
+        setattr(view, k, v)
+    extra = _function("sglang/srt/arg_groups/model_override_base.py", "mamba_extra_buffer_of")
+    return types.SimpleNamespace(enable_mamba_extra_buffer=extra(view),
+                                 enable_mamba_extra_buffer_lazy=False,
+                                 enable_linear_replayssm_spec=False,
+                                 overlap=not view.disable_overlap_schedule)
+
+
+def _mamba_methods(kvc, schedule, memory, mamba) -> None:
+    """KVCacheConfigurator._handle_max_mamba_cache and _calculate_mamba_ratio, lifted, bound to
+    ``kvc`` (no speculative decoding, max_mamba_cache_size not given; get_context().override
+    writes the schedule, as runtime_context does)."""
+    sizing = _lift("sglang/srt/mem_cache/allocation_sizing.py", "get_mamba_tracking_slots",
+                   _namespace({}))
+    ns = _namespace({})
+    ns.update(get_schedule=lambda: schedule, get_memory=lambda: memory,
+              get_exec=lambda: types.SimpleNamespace(mamba=mamba),
+              get_context=lambda: types.SimpleNamespace(
+                  override=lambda name, **kw: [setattr(schedule, k, v) for k, v in kw.items()]),
+              envs=types.SimpleNamespace(SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK=types.SimpleNamespace(
+                  get=lambda: False)),
+              get_mamba_tracking_slots=sizing["get_mamba_tracking_slots"],
+              logger=types.SimpleNamespace(warning=lambda *a: None))
+    _lift(KC, ["MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO",
+               "MAMBA_CACHE_BASE_RATIO_DROP_ON_SKIP",
+               "MAMBA_CACHE_V2_ADDITIONAL_RATIO_NO_BUFFER"], ns)
+    for m in ("_handle_max_mamba_cache", "_calculate_mamba_ratio"):
+        fn = _lift(KC, m, ns, cls="KVCacheConfigurator")[m]
+        setattr(kvc, m, fn.__get__(kvc))
 
 
 def _tp(name: str) -> int:
@@ -509,8 +600,11 @@ def test_sglang_tokens_are_kvlibs(name):
     free_before = ours.total_memory - MEASURED_DEFAULTS["in_use_bytes"]
     theirs = sglang_plan(name, tp, free_before, ours.weights)
     assert ours.page == 1
+    extras = dict(ours.extras)
     assert theirs["fraction"] == float(ours.fraction), name
-    assert theirs["budget"] == ours.kv_budget, name
+    assert theirs["budget"] == extras.get("kv_pool_budget", ours.kv_budget), name
+    assert theirs["slots"] == extras.get("max_mamba_cache_size"), name
+    assert theirs["state"] == extras.get("state_bytes_per_request"), name
     assert theirs["hybrid"] == (ours.swa_tokens is not None), name
     if theirs["hybrid"]:
         full = ours.cell + Fraction(4, 5) * ours.swa_cell
@@ -520,6 +614,21 @@ def test_sglang_tokens_are_kvlibs(name):
         assert theirs["cell"] == ours.cell, name
     assert theirs["tokens"] == ours.tokens, name
     assert theirs["running"] == ours.max_running_requests, name
+
+
+@pytest.mark.parametrize("tp", [2, 8])
+def test_qwen3_next_state_pool_at_other_tps(tp):
+    """The state pool at TP 2 and 8 as well (the state per request halves with each)."""
+    _wheel()
+    name = "qwen3-next-80b-a3b"
+    ours = engine_tokens(name, GPU, "sglang", tp=tp, context=CONTEXT)
+    theirs = sglang_plan(name, tp, ours.total_memory - MEASURED_DEFAULTS["in_use_bytes"],
+                         ours.weights)
+    extras = dict(ours.extras)
+    assert (theirs["state"], theirs["slots"], theirs["budget"], theirs["tokens"],
+            theirs["running"]) == (extras["state_bytes_per_request"],
+                                   extras["max_mamba_cache_size"], extras["kv_pool_budget"],
+                                   ours.tokens, ours.max_running_requests)
 
 
 def test_the_oracle_has_stand_ins_for_every_path_it_takes():

@@ -53,6 +53,11 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
   less budget (``KV_BUDGET_MM``, kv_cache_configurator.py:202-221, 3034-3038). Traced for
   Gemma 4 and Kimi K2.5; Gemma 3 and Llama 4 are served text-only (configs/model_config.py:
   690-704).
+* **State pool** (:mod:`~kvlib.serving.engines.sglang.state`), for the Gated DeltaNet hybrid
+  Qwen3-Next: mamba_full_memory_ratio 0.9 of the budget buys K = max_mamba_cache_size request
+  states (``MAMBA_SLOTS``), the KV pool of the full-attention layers gets the rest
+  (``KV_AFTER_STATE``), max_running_requests at most K // 5 (``MAMBA_CAP``)
+  (kv_cache_configurator.py:3062-3088, 3134-3150, 3229-3403).
 * **max_running_requests** (``MAX_RUNNING``), when not given: min(max(min(int(tokens / context
   x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:3119-3132).
 * **Log**: "KV Cache is allocated. dtype: ..., #tokens: N, K size: X GB, V size: Y GB", with
@@ -65,8 +70,9 @@ each, exact); the one step done in floats on purpose, SGLang's own, is :func:`kv
 What kvlib assumes SGLang measures at start-up (the memory in use before the weights) is the
 engines' shared assumption, :mod:`kvlib.serving.engines.startup`.
 
-Not traced, refused by name: Mamba and linear-attention state pools (r/(1+r) of the budget,
-kv_cache_configurator.py:3350-3357, but the per-request state size is not), sparse-attention
+Not traced, refused by name: the other Mamba and linear-attention state pools (Mamba2 of
+Nemotron-H and Falcon-H1, Mamba of Jamba, KDA of Kimi Linear, and Qwen3.5's, whose models are
+multimodal), sparse-attention
 indexers (DeepSeek V3.2, GLM-5), DeepSeek V4's compressed pools, the sliding pools of Step 3.5,
 Beam and Laguna, layers without attention, multimodal architectures other than Gemma 4 and
 Kimi K2.5.

@@ -14,7 +14,7 @@ import sympy as sp
 from kvlib.core.numeric import evaluate_floats
 from kvlib.serving.engines.sglang.symbols import F0, F1, M_mm, W, X, f
 
-__all__ = ["KV_BUDGET", "KV_BUDGET_MEASURED", "KV_BUDGET_MM", "kv_budget"]
+__all__ = ["KV_BUDGET", "KV_BUDGET_MEASURED", "KV_BUDGET_MM", "kv_budget", "kv_rest"]
 
 KV_BUDGET = sp.floor(sp.Add(F0, -W, -X, -F0 * (1 - f), evaluate=False))
 # the same budget from the two free memories SGLang measures (what kv_budget evaluates)
@@ -49,3 +49,14 @@ def kv_budget(free_before: int, weights: int, other: int, fraction, world: int =
     if reserve:
         return evaluate_floats(KV_BUDGET_MM, M_mm=reserve, **free)
     return evaluate_floats(KV_BUDGET_MEASURED, **free)
+
+
+def kv_rest(free_before: int, weights: int, other: int, fraction, world: int = 1,
+            reserve: int = 0) -> float:
+    """:func:`kv_budget` before its floor: rest_memory, the float SGLang hands to its state
+    pool (kv_cache_configurator.py:3038-3040) times 2^30 (an exact scaling), in bytes."""
+    free = {"F_0": _measured(free_before, world),
+            "F_1": _measured(free_before - weights - other, world), "f": fraction}
+    if reserve:
+        return evaluate_floats(KV_BUDGET_MM.args[0], M_mm=reserve, **free)
+    return evaluate_floats(KV_BUDGET_MEASURED.args[0], **free)

@@ -5,16 +5,18 @@ it in SGLang (:func:`refuse_model`). Bytes per GPU (TP rank).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from kvlib.core.numeric import evaluate
-from kvlib.models.spec import CacheKind
+from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines import common
 from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import arch, cell_bytes, gib
 from kvlib.serving.engines.sglang import multimodal as mm
 from kvlib.serving.engines.sglang import pools
-from kvlib.serving.engines.sglang.budget import kv_budget
+from kvlib.serving.engines.sglang import state as st
+from kvlib.serving.engines.sglang.budget import kv_budget, kv_rest
 from kvlib.serving.engines.sglang.defaults import (
     HYBRID_SWA_ARCHS,
     RELEASE,
@@ -38,8 +40,12 @@ def refuse_model(model, config: dict | None) -> None:
     """Raise (ValueError, by name) what SGLang's rule is not traced for in ``model`` alone,
     whatever the GPU, TP and KV dtype: its layer kinds, the multimodal architectures and the
     sliding pools of the architectures not traced (the book's planner reads it too)."""
-    common.refuse_layers(model, NAME)
     arch_ = arch(config)
+    if arch_ in st.TRACED_STATE_ARCHS:  # its Gated DeltaNet layers go to the state pool
+        model = replace(model, groups=tuple(
+            g for g in model.groups
+            if not (g.kind == CacheKind.LINEAR and g.attention == "Gated DeltaNet")))
+    common.refuse_layers(model, NAME)
     if mm.is_multimodal(config) and arch_ not in mm.TRACED_MM_ARCHS:
         raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} serves it as multimodal; "
                          "its multimodal reserves (mem_fraction_static cut by the vision "
@@ -88,7 +94,7 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                              f"pool at full length: {arch_ or 'this architecture'} is not among "
                              "SGLang's hybrid-SWA architectures (configs/model_config.py:"
                              "2651-2697)")
-    layers_kv = sum(g.layers for g in model.groups)
+    layers_kv = sum(g.layers for g in model.groups if g.kind not in STATEFUL)
     if mla:
         kv_heads, head_dim = 1, None
     total = dep.total_memory_bytes_per_gpu
@@ -124,16 +130,47 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                          "weights leave no GPU memory for the KV cache', kv_cache_configurator.py:"
                          f"3041-3058): the weights {gib(dep.weights_bytes_per_gpu)} exceed "
                          f"mem_fraction_static x free memory {gib(free_before * fraction)}")
-    p = pools.pool(kind="hybrid_swa" if hybrid and swa else "single", budget=budget,
+    states = [g for g in model.groups if g.kind in STATEFUL]
+    slots = state_bytes = None
+    kv_pool_budget = budget
+    if states:
+        state_bytes = sum(st.state_per_request(g, config or {}, tp) for g in states)
+        rest = kv_rest(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp,
+                       reserve)
+        slots, kv_pool_budget = st.split_budget(rest, state_bytes)
+        if slots <= 0:
+            raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Not "
+                             "enough GPU memory for hybrid (mamba/linear-attention) state "
+                             f"cache', kv_cache_configurator.py:3387-3396): {slots} state slots")
+        terms += [("state per request S", state_bytes, "configs/mamba_utils.py, "
+                   "configs/qwen3_next.py:288-313"),
+                  ("state pool (K + 1) x S", (slots + 1) * state_bytes,
+                   "kv_cache_configurator.py:3397-3403"),
+                  ("KV pool budget", kv_pool_budget, "kv_cache_configurator.py:3040, 3060")]
+        notes.append(f"state pool: mamba_full_memory_ratio 0.9 gives the state r / (1 + r) of "
+                     f"the budget: {slots:,} slots of {state_bytes:,} B (max_mamba_cache_size, "
+                     "+1 padding slot); the KV pool holds only the full-attention layers "
+                     "(kv_cache_configurator.py:3229-3403, pool_configurator.py:229-236)")
+    p = pools.pool(kind="hybrid_swa" if hybrid and swa else "single", budget=kv_pool_budget,
                    page=page, context=context, fraction=fraction, full_cell=full, swa_cell=swa,
                    window=window, terms=terms, notes=notes)
+    if states:
+        ratio = st.mamba_ratio(arch_)
+        cap = evaluate(st.MAMBA_CAP, K=slots, q=ratio)
+        uncapped = p.max_running_requests
+        running = min(uncapped, cap)
+        p = replace(p, max_running_requests=running, sessions=min(p.sessions, running))
+        notes.append(f"max_running_requests capped at K // {ratio} = {cap:,} by the state "
+                     f"slots ({ratio} a request: 3 + 2 extra-buffer tracking slots, "
+                     "kv_cache_configurator.py:3062-3088, 3134-3150)")
     if hybrid and swa:
         both = evaluate(CELL_SWA, c_full=full, c_swa=swa, r=SWA_FULL_TOKENS_RATIO)
         notes.append(f"sliding-window pool: {p.swa_tokens:,} tokens = int(full x 0.8) in pages "
                      f"(swa_full_tokens_ratio, pool_configurator.py:881); full pool from "
                      f"budget // (full cell {full:,} + 0.8 x SWA cell {swa:,} = "
                      f"{float(both):,.1f} B) (pool_configurator.py:797-802, 915)")
-    notes.append(f"max_running_requests {p.max_running_requests:,}: min(max(min(int(tokens / "
+    notes.append(f"max_running_requests {uncapped if states else p.max_running_requests:,}"
+                 f"{' before the state cap' if states else ''}: min(max(min(int(tokens / "
                  f"{context:,} x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:"
                  "3119-3132)")
     if kv_heads is not None and head_dim is not None and not (hybrid and swa):
@@ -163,5 +200,9 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
         budget_base=f"mem_fraction_static {f} of the memory free before the weights load, "
                     "less the weights",
         pools=pools_, window_pool=window_pool,
+        state_pool=(f"{slots:,} request states of {state_bytes:,} B (max_mamba_cache_size: "
+                    "mamba_full_memory_ratio 0.9 of the budget)" if states else ""),
         extras=(("max_running_requests", p.max_running_requests),
+                *((("max_mamba_cache_size", slots), ("state_bytes_per_request", state_bytes),
+                   ("kv_pool_budget", kv_pool_budget)) if states else ()),
                 ("swa_tokens", p.swa_tokens), ("swa_bytes_per_token", p.swa_cell)))

@@ -13,7 +13,7 @@ import sympy as sp
 
 from kvlib.core.formulas import GQA, MLA_ROPE
 from kvlib.core.numeric import evaluate
-from kvlib.models.spec import CacheKind
+from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines.common import arch, kv_heads
 from kvlib.serving.engines.sglang.defaults import HYBRID_SWA_ARCHS, SWA_FULL_TOKENS_RATIO
 from kvlib.serving.engines.sglang.sessions import MAX_RUNNING, SESSIONS, SESSIONS_SWA
@@ -90,10 +90,12 @@ def sglang_groups(model, config: dict | None) -> list[tuple]:
     """Per layer group of ``model``: (group, the cell expression's name in
     :mod:`~kvlib.serving.engines.sglang.pools` ("CELL_MLA" or "CELL_MHA"), its values by symbol name
     less TP and b, the pool: "swa" for the sliding layers of SGLang's hybrid-SWA
-    architectures, else "full")."""
+    architectures, else "full"); state layers (Mamba, linear attention) are left out."""
     hybrid = arch(config) in HYBRID_SWA_ARCHS
     out = []
     for g in model.groups:
+        if g.kind in STATEFUL:  # the state pool's (sglang.state)
+            continue
         if g.kind == CacheKind.LATENT:
             key, values = "CELL_MLA", {"d_L": g.sizes["d_L"], "d_R": g.sizes.get("d_R", 0),
                                        "N_L": g.layers}
