@@ -13,14 +13,17 @@ expression::
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import sympy as sp
+from kvlib.core import kept
+from kvlib.core.exact import KeptFormula
 
-from kvlib.core.derive import CacheFormulas, StateFormulas, derive, derive_state
-from kvlib.core.numeric import Formula
-from kvlib.core.state_tables import INDEXER as INDEXER_TABLE
-from kvlib.core.state_tables import SHORT_CONV_WINDOW, STATE_TABLES, V4_COMPRESSOR, V4_ENTRY
-from kvlib.core.tables import TABLE_1, TABLE_2, TABLE_2_ROPE, TensorTable, grouped
+if TYPE_CHECKING:
+    import sympy as sp
+
+    from kvlib.core.derive import CacheFormulas, StateFormulas
+    from kvlib.core.numeric import Formula
+    from kvlib.core.tables import TensorTable
 
 __all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "INDEXER", "V4", "COMPRESSOR",
            "CONV_WINDOW", "KINDS", "ratio", "compressed", "State", "STATES"]
@@ -29,19 +32,40 @@ __all__ = ["Attention", "MHA", "GQA", "MQA", "MLA", "MLA_ROPE", "INDEXER", "V4",
 class _Generated:
     """A table, its SymPy derivation (``symbolic``, done once, on first use, so a command
     that needs one kind does not pay for the others at start-up) and, for every quantity
-    of ``QUANTITIES``, a :class:`Formula` generated from it on first access."""
+    of ``QUANTITIES``, a formula: the code kept in :mod:`kvlib.core.kept` (printed from the
+    same derivation, so a scalar evaluation imports no SymPy: issue 42 item 6), else a
+    :class:`Formula` generated from the derivation on first access.
+
+    table: the :class:`TensorTable`, or a function returning it (the tables are SymPy
+    expressions: built when first asked for)."""
 
     QUANTITIES: tuple[str, ...] = ()
 
-    def __init__(self, name: str, table: TensorTable):
+    def __init__(self, name: str, table):
         self.name = name
-        self.table = table
+        self._table = table
 
-    def __getattr__(self, q: str) -> Formula:
-        # Only reached for attributes not yet set: generate each quantity's function once.
+    @cached_property
+    def table(self) -> TensorTable:
+        return self._table() if callable(self._table) else self._table
+
+    def formula(self, q: str) -> Formula:
+        """Quantity ``q``'s :class:`Formula`, generated from the SymPy derivation."""
+        from kvlib.core.numeric import Formula
+
+        return Formula(getattr(self.symbolic, q), f"{self.name}.{q}")
+
+    def __getattr__(self, q: str) -> Formula | KeptFormula:
+        # Only reached for attributes not yet set: make each quantity's function once.
         if q not in type(self).QUANTITIES:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {q!r}")
-        formula = Formula(getattr(self.symbolic, q), f"{self.name}.{q}")
+        found = kept.FUNCTIONS.get((self.name, q))
+        if found is not None:
+            args, int_safe, fn = found
+            formula = KeptFormula(f"{self.name}.{q}", args, int_safe, fn,
+                                  lambda: self.formula(q))
+        else:
+            formula = self.formula(q)
         setattr(self, q, formula)
         return formula
 
@@ -54,6 +78,8 @@ class Attention(_Generated):
 
     @cached_property
     def symbolic(self) -> CacheFormulas:
+        from kvlib.core.derive import derive
+
         return derive(self.name, self.table)
 
     def __repr__(self) -> str:
@@ -67,24 +93,41 @@ def ratio(a: Attention, b: Attention) -> Formula:
     A ratio of two polynomials: ``cancel`` removes their common factors and ``factor``
     writes what is left as products, exactly; what ``sp.simplify`` returns for every pair
     of kinds here, without its search over rewrite strategies (125 ms for MHA/GQA)."""
+    import sympy as sp
+
+    from kvlib.core.numeric import Formula
+
     expr = sp.factor(sp.cancel(a.symbolic.elements_per_token_layer
                                / b.symbolic.elements_per_token_layer))
     return Formula(expr, f"{a.name}/{b.name}")
 
 
-MHA = Attention("MHA", TABLE_1)
-GQA = Attention("GQA", grouped(TABLE_1))
-MQA = Attention("MQA", grouped(TABLE_1, 1))
-MLA = Attention("MLA", TABLE_2)  # caches d_L per token per layer
-MLA_ROPE = Attention("MLA+RoPE", TABLE_2_ROPE)  # caches d_L + d_R
+def _tables():
+    from kvlib.core import tables
 
-INDEXER = Attention("Indexer", INDEXER_TABLE)  # DeepSeek V3.2's indexer keys, in bytes (b = 1)
+    return tables
+
+
+def _state_tables():
+    from kvlib.core import state_tables
+
+    return state_tables
+
+
+MHA = Attention("MHA", lambda: _tables().TABLE_1)
+GQA = Attention("GQA", lambda: _tables().grouped(_tables().TABLE_1))
+MQA = Attention("MQA", lambda: _tables().grouped(_tables().TABLE_1, 1))
+MLA = Attention("MLA", lambda: _tables().TABLE_2)  # caches d_L per token per layer
+MLA_ROPE = Attention("MLA+RoPE", lambda: _tables().TABLE_2_ROPE)  # caches d_L + d_R
+
+# DeepSeek V3.2's indexer keys, in bytes (b = 1)
+INDEXER = Attention("Indexer", lambda: _state_tables().INDEXER)
 # DeepSeek V4 (notebook 08): an fp8_ds_mla entry (window or compressed) and a compressor's
 # running state, both in bytes (b = 1)
-V4 = Attention("V4 entry", V4_ENTRY)
-COMPRESSOR = Attention("Compressor state", V4_COMPRESSOR)
+V4 = Attention("V4 entry", lambda: _state_tables().V4_ENTRY)
+COMPRESSOR = Attention("Compressor state", lambda: _state_tables().V4_COMPRESSOR)
 # Inkling's four short-convolution streams per layer, kept as a window of d_conv tokens
-CONV_WINDOW = Attention("Short-conv window", SHORT_CONV_WINDOW)
+CONV_WINDOW = Attention("Short-conv window", lambda: _state_tables().SHORT_CONV_WINDOW)
 
 KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE, INDEXER, V4,
                                                    COMPRESSOR, CONV_WINDOW)}
@@ -95,6 +138,8 @@ def compressed(a: Attention) -> sp.Expr:
     tokens, as vLLM 0.34.0 writes them: an entry once the m-th token of its group has arrived
     (``(pos + 1) % COMPRESS_RATIO == 0``, v1/attention/backends/mla/compressor_utils.py:84), so
     floor(N_KV / m) entries. Per token it tends to (entry bytes) / m."""
+    import sympy as sp
+
     from kvlib.core.notation import N_KV, m
 
     f = a.symbolic
@@ -110,10 +155,16 @@ class State(_Generated):
 
     @cached_property
     def symbolic(self) -> StateFormulas:
+        from kvlib.core.derive import derive_state
+
         return derive_state(self.name, self.table)
 
     def __repr__(self) -> str:
         return f"State({self.name}: {self.symbolic.elements_per_layer} elements per layer)"
 
 
-STATES: dict[str, State] = {name: State(name, table) for name, table in STATE_TABLES.items()}
+# the names as kvlib.core.state_tables' STATE_TABLES has them (kept: the test of kvlib.core.kept
+# says they are the same), each table built when first asked for
+STATES: dict[str, State] = {
+    name: State(name, lambda name=name: _state_tables().STATE_TABLES[name])
+    for name in kept.STATE_NAMES}

@@ -28,6 +28,7 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from kvlib.core import validate
+from kvlib.core.exact import check_names, exact_call
 from kvlib.core.notation import ALL_SYMBOLS, by_name
 
 __all__ = ["Formula", "evaluate", "evaluate_floats"]
@@ -119,46 +120,14 @@ class Formula:
         return self.expr.subs({by_name(k).symbol: v for k, v in values.items()})
 
     def _check_names(self, values: dict) -> None:
-        for k in values:
-            if k not in _ORDER:
-                raise ValueError(
-                    f"unknown parameter {k!r} for {self.name or self.expr}; "
-                    f"it takes {', '.join(self.args)}"
-                )
-        missing = [a for a in self.args if a not in values]
-        if missing:
-            raise ValueError(
-                f"{self.name or self.expr} needs {', '.join(_label(m) for m in missing)}"
-            )
+        check_names(self.name or str(self.expr), self.args, values, _ORDER, _label)
 
     def __call__(self, **values):
         """Evaluate; exact for scalars, vectorised if any value is an ndarray."""
         self._check_names(values)
         if any(isinstance(v, np.ndarray) for v in values.values()):
             return self._call_vector(values)
-        exact = {}
-        for k, v in values.items():
-            if type(v) is int and v >= 1:  # the common case, accepted by both checks below
-                exact[k] = v
-            elif _INTEGER[k]:
-                exact[k] = validate.positive_int(_label(k), v)
-            else:
-                exact[k] = validate.positive_number(_label(k), v)
-        if "N_g" in exact and "N_h" in exact:
-            if exact["N_h"] % exact["N_g"]:
-                validate.check_divides("N_g (key/value heads)", exact["N_g"],
-                                       "N_h (query heads)", exact["N_h"])
-        if self._int_safe:
-            args = [exact[a] for a in self.args]
-            args = [a.numerator if type(a) is Fraction and a.denominator == 1 else a
-                    for a in args]
-        else:
-            args = [Fraction(exact[a]) for a in self.args]
-        result = self._exact(*args)
-        if type(result) is int:
-            return result
-        result = Fraction(result)
-        return int(result) if result.denominator == 1 else result
+        return exact_call(self._exact, self.args, self._int_safe, values, _INTEGER, _label)
 
     def _call_vector(self, values: dict) -> np.ndarray:
         arrays = {}

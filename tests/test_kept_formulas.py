@@ -1,0 +1,81 @@
+"""kvlib.core.kept (issue 42 item 6): the exact scalar code of every attention and state formula,
+kept so that evaluating one imports no SymPy, is a fresh derivation, and evaluates as the SymPy
+Formula does; ``kvlib estimate`` then runs without SymPy."""
+
+import random
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from kvlib.core import kept
+from kvlib.core.exact import KeptFormula
+from kvlib.core.formulas import GQA, KINDS, STATES
+from kvlib.core.keep import PATH, render
+
+
+def test_the_kept_code_is_a_fresh_derivation():
+    assert PATH.read_text() == render(), "stale: run python -m kvlib.core.keep"
+
+
+def test_every_quantity_is_kept_and_the_names_are_the_tables():
+    from kvlib.core.state_tables import STATE_TABLES
+
+    assert kept.STATE_NAMES == tuple(STATE_TABLES) == tuple(STATES)
+    assert kept.KIND_NAMES == tuple(KINDS)
+    for group in (KINDS, STATES):
+        for name, kind in group.items():
+            for q in type(kind).QUANTITIES:
+                assert (name, q) in kept.FUNCTIONS
+                assert isinstance(getattr(kind, q), KeptFormula)
+
+
+def _sizes(args, rng):
+    out = {}
+    for a in args:
+        if kept.INTEGER[a]:
+            out[a] = rng.randint(1, 4096)
+        else:
+            out[a] = rng.choice([Fraction(1, 2), 1, 2, 4])
+    if "N_g" in out and "N_h" in out:
+        out["N_h"] = out["N_g"] * rng.randint(1, 16)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kept_and_sympy_agree_on_random_sizes(seed):
+    """Property: for every formula, the kept code and the SymPy Formula (and plain SymPy
+    substitution, the slow reference) give the same exact value."""
+    rng = random.Random(seed)
+    for group in (KINDS, STATES):
+        for kind in group.values():
+            for q in type(kind).QUANTITIES:
+                fast = getattr(kind, q)
+                sizes = _sizes(fast.args, rng)
+                slow = kind.formula(q)
+                assert fast.args == slow.args
+                assert fast(**sizes) == slow(**sizes) == slow.subs(**sizes)
+
+
+def test_errors_and_arrays_are_the_formulas():
+    with pytest.raises(ValueError, match="N_g .* must divide N_h"):
+        GQA.bytes_per_token(N_L=2, N_h=7, N_g=2, d_QK=4, d_V=4, b=2)
+    with pytest.raises(ValueError, match="unknown parameter 'heads'"):
+        GQA.bytes_per_token(heads=1)
+    with pytest.raises(ValueError, match="needs N_L"):
+        GQA.bytes_per_token(N_g=2, d_QK=4, d_V=4, b=2)
+    got = GQA.bytes_per_token(N_L=np.array([1, 80]), N_g=8, d_QK=128, d_V=128, b=2)
+    assert got.tolist() == [4096, 327_680]  # 80 x 8 x (128 + 128) x 2
+    assert str(GQA.bytes_per_token.expr) == "N_L*N_g*b*(d_QK + d_V)"
+
+
+def test_kvlib_estimate_imports_no_sympy():
+    code = ("import sys; from kvlib.cli import main; "
+            "rc = main(['estimate', 'llama-3.1-8b', '--json']); "
+            "rc2 = main(['estimate', 'nemotron-h-56b', '--context', '8K']); "
+            "print(rc, rc2, 'sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.strip().splitlines()[-1]
+    assert out == "0 0 False"
