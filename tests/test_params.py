@@ -227,3 +227,17 @@ def test_unknown_family_and_bad_fields_raise_one_line():
 def test_assumed_defaults_are_said():
     r = count_params(bundled_config("gemma-3-27b"))
     assert any("vocab_size" in n and "262208" in n for n in r.notes)
+
+
+def test_a_catalog_note_that_quotes_the_counter_agrees_with_it():
+    # the counter itself is checked against transformers' meta-device model in make crosscheck
+    # (tests/crosscheck/test_params_meta.py); here the note may not drift from it
+    import re
+
+    from kvlib.models.catalog import BUNDLED, bundled_config
+    from kvlib.models.params import count_params
+
+    for name, entry in BUNDLED.items():
+        said = re.search(r"counter, from the config, finds ([\d,]+)", entry.note)
+        if said:
+            assert count_params(bundled_config(name)).text == int(said[1].replace(",", "")), name

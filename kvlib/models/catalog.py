@@ -138,7 +138,8 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
     # 2026 families (issue 23), byte-for-byte copies from the same mirror (git blob ids in
     # tests/fixtures/configs/SOURCES.md and below)
     _m("qwen3.5-27b", "Qwen3.5 27B", "Qwen/Qwen3.5-27B", 27e9,
-       "27B, as the model's name states (kvlib has no parameter counter for qwen3_5 yet)",
+       "27B, as the model's name states (of its text model kvlib's counter, from the config, "
+       "finds 26,895,998,464)",
        copy=f"{_AIC_NEWER}, blob bde2be7f34a1"),
     _m("qwen3.6-35b-a3b", "Qwen3.6 35B-A3B", "Qwen/Qwen3.6-35B-A3B", 35e9,
        "35B total, 3B active, as the model's name states", 3e9,
