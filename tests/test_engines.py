@@ -97,13 +97,13 @@ def test_deepseek_v3_cells_by_hand():
 
 
 @pytest.mark.parametrize(("model", "engine", "named"), [
-    ("nemotron-3-nano-30b-a3b", "sglang", "Mamba2"),
+    ("qwen3.5-27b", "sglang", "Gated DeltaNet"),
     ("nemotron-3-ultra-550b-a55b", "trtllm", "hybrid_override_pattern"),
     ("deepseek-v3.2", "sglang", "indexer"),
     ("glm-5", "trtllm", "indexer"),
     ("gemma-4-26b-a4b", "trtllm", "per-kind head sizes"),
     ("qwen3-next-80b-a3b", "trtllm", "Gated DeltaNet"),
-    ("nemotron-h-56b", "sglang", "Mamba2"),
+    ("glm-5.2", "sglang", "indexer"),
     ("deepseek-v4-flash", "sglang", "Compressor"),
     ("falcon-7b", "trtllm", "num_key_value_heads"),
     ("llama-3.3-nemotron-super-49b", "sglang", "keep no cache"),

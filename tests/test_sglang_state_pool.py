@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's state pool for Gated DeltaNet hybrids (Qwen3-Next), worked by hand from the
+"""SGLang 0.5.23's state pool for Gated DeltaNet and Mamba2 hybrids (Qwen3-Next, Nemotron-H),
+worked by hand from the
 published config and SGLang's source lines (issue 41 item 3); the same model is run through
 SGLang's own code (Qwen3NextConfig, mamba_utils, _handle_max_mamba_cache) in
 tests/oracle/test_sglang_oracle.py."""
@@ -80,6 +81,31 @@ def test_the_plan_caps_running_requests_by_the_state_slots():
         plan.kv_budget + 1
 
 
+def test_nemotron_h_mamba2_state_by_hand():
+    """Nemotron-H 56B: hybrid_override_pattern of 118 layers, 54 Mamba2 ("M"), 10 attention
+    ("*"), 54 MLP ("-"); mamba_num_heads 256, mamba_head_dim 64, n_groups 8, ssm_state_size 256,
+    conv_kernel 4 (configs/nemotron_h.py:425-439). conv_dim = 256 x 64 + 2 x 8 x 256 = 20,480.
+    At TP 8, per layer: conv 20,480 / 8 x 3 x 2 = 15,360 B, temporal 256 / 8 x 64 x 256 x 4 =
+    2,097,152 B; x 54 = 114,075,648 B. The KV pool holds the 10 attention layers only: 8 KV heads
+    / 8 = 1 x (128 + 128) x 2 x 10 = 5,120 B a token; the MLP layers keep nothing."""
+    model = load_model("nemotron-h-56b")
+    mamba = next(g for g in model.groups if g.attention == "Mamba2")
+    assert mamba.layers == 54
+    assert state.state_per_request(mamba, bundled_config("nemotron-h-56b"), 8) == \
+        54 * (15_360 + 2_097_152) == 114_075_648
+    plan = engine_tokens("nemotron-h-56b", "H200", "sglang", tp=8, context=8192)
+    assert plan.cell == 5_120
+    assert dict(plan.extras)["state_bytes_per_request"] == 114_075_648
+
+
+def test_a_tp_that_does_not_divide_the_heads_is_refused():
+    """Mamba2StateShape.create divides the heads by TP (distributed/utils.py divide): 32 value
+    heads at TP 3 do not divide."""
+    with pytest.raises(ValueError, match="TP=3"):
+        state.state_per_request(_gdn(), bundled_config("qwen3-next-80b-a3b"), 3)
+
+
 def test_other_state_layers_are_still_refused():
-    with pytest.raises(ValueError, match="Mamba2"):
-        engine_tokens("nemotron-h-56b", "H200", "sglang", tp=8, context=8192)
+    """Qwen3.5 is multimodal (Qwen3_5ForConditionalGeneration): not among the traced ones."""
+    with pytest.raises(ValueError, match="Gated DeltaNet"):
+        engine_tokens("qwen3.5-27b", "H200", "sglang", tp=8, context=8192)

@@ -54,8 +54,9 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
   Gemma 4 and Kimi K2.5; Gemma 3 and Llama 4 are served text-only (configs/model_config.py:
   690-704).
 * **State pool** (:mod:`~kvlib.serving.engines.sglang.state`), for the Gated DeltaNet hybrid
-  Qwen3-Next: mamba_full_memory_ratio 0.9 of the budget buys K = max_mamba_cache_size request
-  states (``MAMBA_SLOTS``), the KV pool of the full-attention layers gets the rest
+  Qwen3-Next and the Mamba2 hybrids Nemotron-H and Nemotron 3: mamba_full_memory_ratio 0.9 of
+  the budget buys K = max_mamba_cache_size request states (``MAMBA_SLOTS``), the KV pool of the
+  full-attention layers gets the rest
   (``KV_AFTER_STATE``), max_running_requests at most K // 5 (``MAMBA_CAP``)
   (kv_cache_configurator.py:3062-3088, 3134-3150, 3229-3403).
 * **max_running_requests** (``MAX_RUNNING``), when not given: min(max(min(int(tokens / context
@@ -70,9 +71,9 @@ each, exact); the one step done in floats on purpose, SGLang's own, is :func:`kv
 What kvlib assumes SGLang measures at start-up (the memory in use before the weights) is the
 engines' shared assumption, :mod:`kvlib.serving.engines.startup`.
 
-Not traced, refused by name: the other Mamba and linear-attention state pools (Mamba2 of
-Nemotron-H and Falcon-H1, Mamba of Jamba, KDA of Kimi Linear, and Qwen3.5's, whose models are
-multimodal), sparse-attention
+Not traced, refused by name: the other Mamba and linear-attention state pools (Falcon-H1's
+Mamba2, Jamba's Mamba, Kimi Linear's KDA, and Qwen3.5's, whose models are multimodal),
+sparse-attention
 indexers (DeepSeek V3.2, GLM-5), DeepSeek V4's compressed pools, the sliding pools of Step 3.5,
 Beam and Laguna, layers without attention, multimodal architectures other than Gemma 4 and
 Kimi K2.5.

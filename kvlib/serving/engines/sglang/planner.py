@@ -41,10 +41,11 @@ def refuse_model(model, config: dict | None) -> None:
     whatever the GPU, TP and KV dtype: its layer kinds, the multimodal architectures and the
     sliding pools of the architectures not traced (the book's planner reads it too)."""
     arch_ = arch(config)
-    if arch_ in st.TRACED_STATE_ARCHS:  # its Gated DeltaNet layers go to the state pool
+    if arch_ in st.TRACED_STATE_ARCHS:  # its state layers go to the state pool; layers
+        # without attention (Nemotron-H's MLP and MoE) keep nothing (pool_configurator.py:229-236)
         model = replace(model, groups=tuple(
             g for g in model.groups
-            if not (g.kind == CacheKind.LINEAR and g.attention == "Gated DeltaNet")))
+            if not st.is_state_group(g, arch_) and g.kind != CacheKind.NONE))
     common.refuse_layers(model, NAME)
     if mm.is_multimodal(config) and arch_ not in mm.TRACED_MM_ARCHS:
         raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} serves it as multimodal; "
@@ -94,7 +95,8 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                              f"pool at full length: {arch_ or 'this architecture'} is not among "
                              "SGLang's hybrid-SWA architectures (configs/model_config.py:"
                              "2651-2697)")
-    layers_kv = sum(g.layers for g in model.groups if g.kind not in STATEFUL)
+    layers_kv = sum(g.layers for g in model.groups
+                    if g.kind not in STATEFUL and g.kind != CacheKind.NONE)
     if mla:
         kv_heads, head_dim = 1, None
     total = dep.total_memory_bytes_per_gpu
@@ -143,7 +145,7 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                              "enough GPU memory for hybrid (mamba/linear-attention) state "
                              f"cache', kv_cache_configurator.py:3387-3396): {slots} state slots")
         terms += [("state per request S", state_bytes, "configs/mamba_utils.py, "
-                   "configs/qwen3_next.py:288-313"),
+                   "qwen3_next.py:288-313, nemotron_h.py:425-439"),
                   ("state pool (K + 1) x S", (slots + 1) * state_bytes,
                    "kv_cache_configurator.py:3397-3403"),
                   ("KV pool budget", kv_pool_budget, "kv_cache_configurator.py:3040, 3060")]

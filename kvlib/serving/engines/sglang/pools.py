@@ -90,11 +90,12 @@ def sglang_groups(model, config: dict | None) -> list[tuple]:
     """Per layer group of ``model``: (group, the cell expression's name in
     :mod:`~kvlib.serving.engines.sglang.pools` ("CELL_MLA" or "CELL_MHA"), its values by symbol name
     less TP and b, the pool: "swa" for the sliding layers of SGLang's hybrid-SWA
-    architectures, else "full"); state layers (Mamba, linear attention) are left out."""
+    architectures, else "full"); state layers (Mamba, linear attention) and layers that keep no
+    cache are left out (refuse_model has refused them where SGLang's rule is not traced)."""
     hybrid = arch(config) in HYBRID_SWA_ARCHS
     out = []
     for g in model.groups:
-        if g.kind in STATEFUL:  # the state pool's (sglang.state)
+        if g.kind in STATEFUL or g.kind == CacheKind.NONE:  # the state pool's, or no cache
             continue
         if g.kind == CacheKind.LATENT:
             key, values = "CELL_MLA", {"d_L": g.sizes["d_L"], "d_R": g.sizes.get("d_R", 0),

@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's state pool for Gated DeltaNet hybrids (Qwen3-Next): the state one request
+"""SGLang 0.5.23's state pool for Gated DeltaNet and Mamba2 hybrids (Qwen3-Next; Nemotron-H and
+Nemotron 3): the state one request
 holds (``STATE_PER_REQ``), how many requests' state the budget keeps (``MAMBA_SLOTS``,
 ``max_mamba_cache_size``), what is left for the KV pool (``KV_AFTER_STATE``) and the cap the
 slots put on max_running_requests (``MAMBA_CAP``). Bytes per GPU (TP rank); paths under
@@ -10,7 +11,10 @@ sglang/srt/ in the 0.5.23 wheel.
   of TP where it does not divide (configs/mamba_utils.py ``Mamba2StateShape.create``,
   ``BaseLinearStateParams.mamba_cache_per_req``). Gated DeltaNet fills it in as intermediate =
   N_lv d_lv, n_groups = N_lk, heads = N_lv, head_dim = d_lv, state_size = d_lk, K =
-  linear_conv_kernel_dim (configs/qwen3_next.py:288-313). b_c = 2 (SGLANG_MAMBA_CONV_DTYPE
+  linear_conv_kernel_dim (configs/qwen3_next.py:288-313); Mamba2 as intermediate =
+  mamba_num_heads x mamba_head_dim, n_groups, heads = mamba_num_heads, head_dim =
+  mamba_head_dim, state_size = ssm_state_size, K = conv_kernel (configs/nemotron_h.py:425-439).
+  b_c = 2 (SGLANG_MAMBA_CONV_DTYPE
   bfloat16, environ.py:1628); b_s = 4 (float32) unless the config's mamba_ssm_dtype says
   otherwise (``mamba2_state_dtype``, configs/mamba_utils.py).
 * **Budget split** (``KVCacheConfigurator._handle_max_mamba_cache``, mem_cache/
@@ -19,12 +23,13 @@ sglang/srt/ in the 0.5.23 wheel.
   (arg_groups/fields/schedule.py:220-227); K = (that - S) // S slots of S bytes
   (:3345-3385); the KV pool gets B - (K + 1) S (+1: the pool's padding slot, :3397-3403), in
   GB floats as SGLang does.
-* **KV pool**: only the full-attention layers (model_executor/pool_configurator.py:229-236).
+* **KV pool**: only the full-attention layers (model_executor/pool_configurator.py:229-236);
+  Nemotron-H's MLP and MoE layers ("-", "E") keep nothing.
 * **max_running_requests** is capped at K // ratio (kv_cache_configurator.py:3134-3150), ratio
   = 3 + 2 tracking slots where the radix cache keeps the extra buffer (arg_groups/overrides.py:
-  403-450, 453-485: Qwen3-Next with the overlap schedule on and the triton linear-attention
-  backend, the defaults; kv_cache_configurator.py:3062-3088; mem_cache/allocation_sizing.py:
-  11-19).
+  403-450, 453-485: Qwen3-Next and Nemotron-H with the overlap schedule on and the triton
+  linear-attention backend, the defaults; kv_cache_configurator.py:3062-3088;
+  mem_cache/allocation_sizing.py:11-19).
 """
 
 from __future__ import annotations
@@ -38,14 +43,15 @@ from kvlib.models.spec import CacheKind
 
 __all__ = ["MAMBA_FULL_MEMORY_RATIO", "TRACED_STATE_ARCHS", "STATE_PER_REQ", "MAMBA_SLOTS",
            "KV_AFTER_STATE", "MAMBA_CAP", "state_per_request", "split_budget", "mamba_ratio",
-           "state_dtype_bytes"]
+           "state_dtype_bytes", "is_state_group"]
 
 MAMBA_FULL_MEMORY_RATIO = Fraction(9, 10)  # arg_groups/fields/schedule.py:220-227 (fallback)
-# the state-pool architectures traced: Gated DeltaNet hybrids SGLang builds from
-# Qwen3NextConfig (configs/hybrid_arch.py hybrid_gdn_config), text-only
-TRACED_STATE_ARCHS = frozenset({"Qwen3NextForCausalLM"})
-# arg_groups/overrides.py:403-420: the radix cache keeps an extra state buffer for these
-_EXTRA_BUFFER_ARCHS = frozenset({"Qwen3NextForCausalLM"})
+# the state-pool architectures traced, by the state layers they hold: Gated DeltaNet hybrids
+# SGLang builds from Qwen3NextConfig (configs/hybrid_arch.py hybrid_gdn_config), Mamba2
+# hybrids from NemotronHConfig (mamba2_config; configs/nemotron_h.py:409-439), text-only
+TRACED_STATE_ARCHS = {"Qwen3NextForCausalLM": "Gated DeltaNet", "NemotronHForCausalLM": "Mamba2"}
+# arg_groups/overrides.py:403-436: the radix cache keeps an extra state buffer for these
+_EXTRA_BUFFER_ARCHS = frozenset({"Qwen3NextForCausalLM", "NemotronHForCausalLM"})
 _SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 L_s, d_in, n_g, h_s, d_h, d_st, k_c, b_c, b_s, TP = sp.symbols(
@@ -68,24 +74,40 @@ def state_dtype_bytes(config: dict) -> int:
     return _SSM_BYTES.get(name, 4)
 
 
-def state_per_request(group, config: dict, tp: int) -> int:
-    """``STATE_PER_REQ`` for a Gated DeltaNet layer group (sizes N_lk, N_lv, d_lk, d_lv,
-    d_conv) at TP ``tp``; ValueError where SGLang's ``divide`` would fail (heads or conv_dim not
-    a multiple of TP)."""
+def is_state_group(group, arch: str) -> bool:
+    """Whether ``group`` is the state layers SGLang keeps in the state pool for ``arch``."""
+    return (arch in TRACED_STATE_ARCHS and group.attention == TRACED_STATE_ARCHS[arch]
+            and group.kind in (CacheKind.LINEAR, CacheKind.MAMBA))
+
+
+def _shape(group) -> dict:
+    """Mamba2StateShape.create's arguments for ``group``: Gated DeltaNet's as
+    configs/qwen3_next.py:298-309 gives them, Mamba2's as configs/nemotron_h.py:427-435."""
     s = group.sizes
-    if group.kind != CacheKind.LINEAR or group.attention != "Gated DeltaNet":
-        raise ValueError(f"{group.attention} state layers: SGLang 0.5.23's state size is "
-                         "traced for Gated DeltaNet only")
+    if group.attention == "Gated DeltaNet":
+        return dict(d_inner=s["N_lv"] * s["d_lv"], n_g=s["N_lk"], h_s=s["N_lv"], d_h=s["d_lv"],
+                    d_state=s["d_lk"], K_conv=s["d_conv"])
+    if group.attention == "Mamba2":
+        return dict(d_inner=s["N_sh"] * s["d_sh"], n_g=s["N_sg"], h_s=s["N_sh"], d_h=s["d_sh"],
+                    d_state=s["d_state"], K_conv=s["d_conv"])
+    raise ValueError(f"{group.attention} state layers: SGLang 0.5.23's state size is traced "
+                     "for Gated DeltaNet and Mamba2 only")
+
+
+def state_per_request(group, config: dict, tp: int) -> int:
+    """``STATE_PER_REQ`` for a Gated DeltaNet (sizes N_lk, N_lv, d_lk, d_lv, d_conv) or Mamba2
+    (N_sg, N_sh, d_sh, d_state, d_conv) layer group at TP ``tp``; ValueError where SGLang's
+    ``divide`` would fail (heads or conv_dim not a multiple of TP)."""
+    v = _shape(group)
     # extra_groups_for_head_shards: n + (tp - n) = tp where tp does not divide n
-    groups = s["N_lk"] if s["N_lk"] % tp == 0 else tp
-    conv_dim = s["N_lv"] * s["d_lv"] + 2 * groups * s["d_lk"]
-    if s["N_lv"] % tp or conv_dim % tp:
-        raise ValueError(f"TP={tp}: SGLang 0.5.23 shards {s['N_lv']} linear-attention value "
-                         f"heads and a conv state of {conv_dim} channels evenly "
-                         "(configs/mamba_utils.py Mamba2StateShape.create, divide)")
-    return evaluate(STATE_PER_REQ, L_s=group.layers, d_inner=s["N_lv"] * s["d_lv"],
-                    n_g=s["N_lk"], h_s=s["N_lv"], d_h=s["d_lv"], d_state=s["d_lk"],
-                    K_conv=s["d_conv"], b_c=2, b_s=state_dtype_bytes(config), TP=tp)
+    groups = v["n_g"] if v["n_g"] % tp == 0 else tp
+    conv_dim = v["d_inner"] + 2 * groups * v["d_state"]
+    if v["h_s"] % tp or conv_dim % tp:
+        raise ValueError(f"TP={tp}: SGLang 0.5.23 shards {v['h_s']} state heads and a conv "
+                         f"state of {conv_dim} channels evenly (configs/mamba_utils.py "
+                         "Mamba2StateShape.create, divide)")
+    return evaluate(STATE_PER_REQ, L_s=group.layers, **v, b_c=2, b_s=state_dtype_bytes(config),
+                    TP=tp)
 
 
 def split_budget(rest_bytes: float, per_req: int, ratio=MAMBA_FULL_MEMORY_RATIO
