@@ -97,7 +97,7 @@ def test_deepseek_v3_cells_by_hand():
 
 
 @pytest.mark.parametrize(("model", "engine", "named"), [
-    ("qwen3.5-27b", "sglang", "Gated DeltaNet"),
+    ("deepseek-v4-pro", "sglang", "Compressor"),
     ("nemotron-3-ultra-550b-a55b", "trtllm", "hybrid_override_pattern"),
     ("deepseek-v3.2", "sglang", "indexer"),
     ("glm-5", "trtllm", "indexer"),

@@ -105,7 +105,32 @@ def test_a_tp_that_does_not_divide_the_heads_is_refused():
         state.state_per_request(_gdn(), bundled_config("qwen3-next-80b-a3b"), 3)
 
 
-def test_other_state_layers_are_still_refused():
-    """Qwen3.5 is multimodal (Qwen3_5ForConditionalGeneration): not among the traced ones."""
-    with pytest.raises(ValueError, match="Gated DeltaNet"):
-        engine_tokens("qwen3.5-27b", "H200", "sglang", tp=8, context=8192)
+def test_other_state_architectures_are_still_refused():
+    """State layers of an architecture not traced (Kimi Linear's, say) are refused by name."""
+    from kvlib.serving.engines import sglang as sg
+
+    with pytest.raises(ValueError, match="Gated DeltaNet state layers"):
+        sg.refuse_model(load_model("qwen3-next-80b-a3b"),
+                        {"architectures": ["KimiLinearForCausalLM"]})
+    sg.refuse_model(load_model("qwen3-next-80b-a3b"), bundled_config("qwen3-next-80b-a3b"))
+
+
+def test_qwen3_5_is_multimodal_with_its_vision_depth_unread():
+    """Qwen3.5 27B (Qwen3_5ForConditionalGeneration): SGLang builds its vision config with its
+    own Qwen3VLVisionConfig, which keeps the 27 layers as "depth", so adjust_mem_fraction_for_vlm
+    reads the default 24 layers (memory_hook.py:440): ratio 24 x 1152^2 / (24 x 1024^2) =
+    1.265625, factor 0.95 x (1 - 0.1 x 0.265625) = 0.95 x 0.9734375. On an H200 at TP 4 (prefill
+    graph kept, an allowlisted architecture): R = 512 + 12,288 + 512 + 1,024 + 58 x 8 = 14,800
+    MiB, round(128,971 / 143,771, 3) = 0.897. State: 48 Gated DeltaNet layers, 16 key and 48
+    value heads of 128, conv 4, mamba_ssm_dtype float32: conv_dim 48 x 128 + 2 x 16 x 128 =
+    10,240; at TP 4 per layer 10,240 / 4 x 3 x 2 + 12 x 128 x 128 x 4 = 15,360 + 786,432 B;
+    x 48 = 38,486,016 B."""
+    from kvlib.serving.engines.sglang import multimodal as mm
+
+    config = bundled_config("qwen3.5-27b")
+    assert config["vision_config"]["depth"] == 27 and mm.vision_shape(config) == (24, 1152)
+    plan = engine_tokens("qwen3.5-27b", "H200", "sglang", tp=4, context=8192)
+    assert plan.fraction == Fraction(0.897 * (0.95 * (1.0 - 0.1 * (1.265625 - 1.0))))
+    gdn = next(g for g in load_model("qwen3.5-27b").groups if g.attention == "Gated DeltaNet")
+    assert state.state_per_request(gdn, config, 4) == 48 * (15_360 + 786_432) == 38_486_016
+    assert dict(plan.extras)["state_bytes_per_request"] == 38_486_016

@@ -61,8 +61,6 @@ REFUSED = {
     "deepseek-v3.2": "sparse-attention indexer",
     "glm-5": "sparse-attention indexer",
     "glm-5.2": "sparse-attention indexer",
-    "qwen3.5-27b": "Gated DeltaNet state layers",
-    "qwen3.6-35b-a3b": "Gated DeltaNet state layers",
     "deepseek-v4-flash": "Compressor state layers",
     "deepseek-v4-pro": "Compressor state layers",
     "gemma-3n-e4b": "layers that keep no cache",
@@ -294,11 +292,16 @@ def _transformers_config(raw: dict):
 
 
 def _vision_config(raw: dict):
-    """The vision_config SGLang's adjust_mem_fraction_for_vlm reads: Kimi K2.5's through
+    """The vision_config SGLang's adjust_mem_fraction_for_vlm reads: Qwen3.5's through SGLang's
+    own Qwen3VLVisionConfig (configs/qwen3_vl.py, run whole), Kimi K2.5's through
     SGLang's own KimiK25VisionConfig (configs/kimi_k25.py, lifted; its PretrainedConfig base
     a stand-in that keeps what it is given), which takes no vt_* key and so keeps its defaults;
     any other as its config.json keys (what transformers' vision configs hold)."""
     vision = raw["vision_config"]
+    if raw["architectures"][0] in ("Qwen3_5ForConditionalGeneration",
+                                   "Qwen3_5MoeForConditionalGeneration"):
+        # SGLang's Qwen3_5Config builds it (configs/qwen3_5.py:7-12, 93-96): Qwen3VLVisionConfig
+        return _run_module("sglang/srt/configs/qwen3_vl.py", {})["Qwen3VLVisionConfig"](**vision)
     if raw["architectures"][0] == "KimiK25ForConditionalGeneration":
         class Base:
             def __init__(self, **kw):
@@ -407,6 +410,8 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
                "get_memory": lambda: memory, "get_disagg": lambda: disagg}
     raw = bundled_config(name)
     mamba = _mamba_config(raw, tp) if raw["architectures"][0] in _STATE_CONFIGS else None
+    if mamba is not None and hasattr(mamba, "text_config"):
+        mamba = mamba.get_text_config()  # configs/hybrid_arch.py hybrid_gdn_config
     common = _lift("sglang/srt/utils/common.py", ["ceil_div", "ceil_align"], _namespace({}))
     cp = _lift("sglang/srt/layers/cp/utils.py", "get_glm_dsa_layer_split_effective_num_layers",
                _namespace({}))
@@ -494,8 +499,20 @@ MU = "sglang/srt/configs/mamba_utils.py"
 
 
 # the state-pool architectures the oracle builds SGLang's own config class for
-_STATE_CONFIGS = {"Qwen3NextForCausalLM": ("sglang/srt/configs/qwen3_next.py", "Qwen3NextConfig"),
-                  "NemotronHForCausalLM": ("sglang/srt/configs/nemotron_h.py", "NemotronHConfig")}
+QN = "sglang/srt/configs/qwen3_next.py"
+_STATE_CONFIGS = {"Qwen3NextForCausalLM": (QN, "Qwen3NextConfig"),
+                  "NemotronHForCausalLM": ("sglang/srt/configs/nemotron_h.py", "NemotronHConfig"),
+                  "Qwen3_5ForConditionalGeneration": ("sglang/srt/configs/qwen3_5.py",
+                                                      "Qwen3_5Config"),
+                  "Qwen3_5MoeForConditionalGeneration": ("sglang/srt/configs/qwen3_5.py",
+                                                         "Qwen3_5MoeConfig")}
+
+
+def _run_module(path: str, stubs: dict) -> dict:
+    """A module of the wheel run whole, its sglang.* imports given ``stubs``."""
+    ns = _namespace(stubs)
+    exec(compile(_source(path), f"sglang-0.5.23/{path}", "exec"), ns)  # noqa: S102
+    return ns
 
 
 def _mamba_config(raw: dict, tp: int):
@@ -515,7 +532,7 @@ def _mamba_config(raw: dict, tp: int):
                      "sglang.srt.environ": {"envs": envs}})
     exec(compile(_source(MU), f"sglang-0.5.23/{MU}", "exec"), mu)  # noqa: S102
     path, cls = _STATE_CONFIGS[raw["architectures"][0]]
-    qn = _namespace({
+    stubs = {
         "sglang.srt.configs.mamba_utils": {k: mu[k] for k in (
             "Mamba2CacheParams", "Mamba2StateShape", "mamba2_state_dtype")},
         "sglang.srt.configs.update_config": {
@@ -523,9 +540,14 @@ def _mamba_config(raw: dict, tp: int):
         "sglang.srt.runtime_context": {
             "get_parallel": lambda: types.SimpleNamespace(attn_tp_size=tp),
             "linear_attn_tp_size": lambda: tp},
-        "sglang.srt.utils": {"is_cpu": lambda: False}})
-    exec(compile(_source(path), f"sglang-0.5.23/{path}", "exec"), qn)  # noqa: S102
-    return qn[cls](**raw)
+        "sglang.srt.utils": {"is_cpu": lambda: False}}
+    if path != QN:  # Qwen3.5: its text config is a Qwen3NextConfig, its vision SGLang's own
+        stubs["sglang.srt.configs.qwen3_next"] = {
+            "Qwen3NextConfig": _run_module(QN, stubs)["Qwen3NextConfig"]}
+        stubs["sglang.srt.configs.qwen3_vl"] = {
+            "Qwen3VLVisionConfig": _run_module("sglang/srt/configs/qwen3_vl.py", {})[
+                "Qwen3VLVisionConfig"]}
+    return _run_module(path, stubs)[cls](**raw)
 
 
 def _mamba_settings(mc) -> types.SimpleNamespace:

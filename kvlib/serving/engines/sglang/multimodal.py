@@ -62,11 +62,13 @@ BailingMMNativeForConditionalGeneration BailingMM2NativeForConditionalGeneration
 BailingMoeV3VLForConditionalGeneration""".split())
 # the multimodal architectures whose reserves kvlib has traced end to end (their vision config
 # read as SGLang reads it, their model overrides read: model_overrides/gemma4.py sets only the
-# attention backend, KimiK25 has none). Others are refused by name: Qwen3-VL, for one, takes
+# attention backend, model_overrides/qwen3_5.py acts on SM100 only, KimiK25 has none). Others are refused by name: Qwen3-VL, for one, takes
 # profiled defaults on Hopper (a 1 GiB CUDA-IPC feature pool instead of the 100 MiB cache,
 # model_overrides/qwen3_vl.py:85-140), and transformers reads its vision depth from "depth"
 TRACED_MM_ARCHS = frozenset({"Gemma4ForConditionalGeneration",
-                             "KimiK25ForConditionalGeneration"})
+                             "KimiK25ForConditionalGeneration",
+                             "Qwen3_5ForConditionalGeneration",
+                             "Qwen3_5MoeForConditionalGeneration"})
 # configs/model_config.py:692-704: multimodal off unless --enable-multimodal
 MM_DISABLED = frozenset({"Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
                          "Step3VLForConditionalGeneration", "InklingForConditionalGeneration"})
@@ -92,6 +94,11 @@ MM_RESERVE = MM_RESERVE_MIB << 20  # bytes: reserved_mb / 1024 GB, kv_cache_conf
 # Kimi K2.5's KimiK25VisionConfig(**vision_config) takes no vt_* key, so its defaults stand
 # (configs/kimi_k25.py:45-46, 144-147)
 _VISION_DEFAULTS = {"KimiK25ForConditionalGeneration": (27, 1152)}
+# Qwen3.5's vision config is SGLang's own Qwen3VLVisionConfig (configs/qwen3_5.py:7-12,
+# utils/hf_transformers/common.py:117-165), which keeps the layers as "depth" and has no
+# num_hidden_layers: memory_hook.py:440 reads the default 24 (configs/qwen3_vl.py:4-36)
+_DEPTH_UNREAD = frozenset({"Qwen3_5ForConditionalGeneration",
+                           "Qwen3_5MoeForConditionalGeneration"})
 
 
 def _arch(config: dict | None) -> str:
@@ -121,6 +128,8 @@ def vision_shape(config: dict) -> tuple[int, int]:
     vision = config.get("vision_config")
     if vision is None:
         return None
+    if arch in _DEPTH_UNREAD:
+        return 24, vision.get("hidden_size", 1152)  # configs/qwen3_vl.py:11: 1152 by default
     return vision.get("num_hidden_layers", 24), vision.get("hidden_size", 1024)
 
 

@@ -51,7 +51,7 @@ def refuse_model(model, config: dict | None) -> None:
         raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} serves it as multimodal; "
                          "its multimodal reserves (mem_fraction_static cut by the vision "
                          "tower, mm_runtime_reservation_gb, model overrides) are traced for "
-                         "Gemma 4 and Kimi K2.5 only")
+                         "Gemma 4, Kimi K2.5, Qwen3.5 and Qwen3.6 only")
     if untraced_swa(arch_):
         raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} pools its sliding "
                          "layers with per-kind head sizes kvlib has not traced")

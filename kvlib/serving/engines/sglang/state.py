@@ -1,5 +1,5 @@
-"""SGLang 0.5.23's state pool for Gated DeltaNet and Mamba2 hybrids (Qwen3-Next; Nemotron-H and
-Nemotron 3): the state one request
+"""SGLang 0.5.23's state pool for Gated DeltaNet and Mamba2 hybrids (Qwen3-Next, Qwen3.5, Qwen3.6;
+Nemotron-H and Nemotron 3): the state one request
 holds (``STATE_PER_REQ``), how many requests' state the budget keeps (``MAMBA_SLOTS``,
 ``max_mamba_cache_size``), what is left for the KV pool (``KV_AFTER_STATE``) and the cap the
 slots put on max_running_requests (``MAMBA_CAP``). Bytes per GPU (TP rank); paths under
@@ -49,9 +49,14 @@ MAMBA_FULL_MEMORY_RATIO = Fraction(9, 10)  # arg_groups/fields/schedule.py:220-2
 # the state-pool architectures traced, by the state layers they hold: Gated DeltaNet hybrids
 # SGLang builds from Qwen3NextConfig (configs/hybrid_arch.py hybrid_gdn_config), Mamba2
 # hybrids from NemotronHConfig (mamba2_config; configs/nemotron_h.py:409-439), text-only
-TRACED_STATE_ARCHS = {"Qwen3NextForCausalLM": "Gated DeltaNet", "NemotronHForCausalLM": "Mamba2"}
+# (Qwen3.5 and 3.6: Qwen3_5TextConfig, a Qwen3NextConfig, configs/qwen3_5.py:15-34)
+TRACED_STATE_ARCHS = {"Qwen3NextForCausalLM": "Gated DeltaNet", "NemotronHForCausalLM": "Mamba2",
+                      "Qwen3_5ForConditionalGeneration": "Gated DeltaNet",
+                      "Qwen3_5MoeForConditionalGeneration": "Gated DeltaNet"}
 # arg_groups/overrides.py:403-436: the radix cache keeps an extra state buffer for these
-_EXTRA_BUFFER_ARCHS = frozenset({"Qwen3NextForCausalLM", "NemotronHForCausalLM"})
+_EXTRA_BUFFER_ARCHS = frozenset({"Qwen3NextForCausalLM", "NemotronHForCausalLM",
+                                 "Qwen3_5ForConditionalGeneration",
+                                 "Qwen3_5MoeForConditionalGeneration"})
 _SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 L_s, d_in, n_g, h_s, d_h, d_st, k_c, b_c, b_s, TP = sp.symbols(
