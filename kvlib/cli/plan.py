@@ -179,6 +179,8 @@ def plan_json(deployment: Deployment, context: int, shared_prefix: int = 0) -> d
 
 def _text(d: dict) -> str:
     def both(n):
+        if n is None:
+            return f"{'not counted':>11}"
         return f"{fmt_bytes(n, 'GB'):>11} = {fmt_bytes(n, 'GiB')}"
 
     basis = "CUDA total" if d["memory_basis"] == "cuda" else "datasheet"
@@ -324,6 +326,22 @@ def _budget_terms(args) -> dict:
     return {_TERMS[f]: _gib_to_bytes(f, v, allow_zero=True) for f, v in given.items()}
 
 
+def _stored(model: str):
+    """The weights read from a model folder's files (:func:`kvlib.serving.weights.
+    stored_weights`) where ``model`` is a folder with config.json and the index or
+    safetensors files beside it; else None (a name, a config file, a folder of config only)."""
+    from pathlib import Path
+
+    from kvlib.serving.weights import INDEX, stored_weights
+
+    folder = Path(model.strip())
+    if not folder.is_dir() or not (folder / "config.json").is_file():
+        return None
+    if not (folder / INDEX).is_file() and not any(folder.glob("*.safetensors")):
+        return None
+    return stored_weights(folder)
+
+
 def vllm_deployment(args) -> tuple[Deployment, int, list[str]]:
     """vLLM's :class:`Deployment` from ``kvlib plan``'s flags, the context (the config's
     max_position_embeddings when --context is not given) and the notes that say what was
@@ -342,6 +360,7 @@ def vllm_deployment(args) -> tuple[Deployment, int, list[str]]:
     except (ValueError, FileNotFoundError) as e:
         raise ValueError(f"--draft: {e}") from None
     hbm = _gib_to_bytes("--hbm-gib", args.hbm_gib) if args.hbm_gib is not None else None
+    stored = _stored(args.model)
     deployment = Deployment(
         model, get_gpu(args.gpu, hbm_bytes=hbm), gpus=args.gpus, tp=args.tp,
         kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
@@ -350,7 +369,8 @@ def vllm_deployment(args) -> tuple[Deployment, int, list[str]]:
         params=parse_count(args.params) if args.params is not None else None,
         draft=draft, scales=args.kv_scales, dcp=args.dcp, memory=args.memory,
         config=None if bundled_name(args.model) else load_config(args.model),
-        vllm=args.vllm, kv_cache_memory=args.kv_cache_memory, **_budget_terms(args),
+        vllm=args.vllm, kv_cache_memory=args.kv_cache_memory, stored=stored,
+        **_budget_terms(args),
     )
     context = args.context
     said = []

@@ -73,6 +73,7 @@ from kvlib.serving.kv import (
 )
 from kvlib.serving.weights import (
     CheckpointWeights,
+    StoredWeights,
     checkpoint_weights,
     weight_bytes_per_element,
     weights_bytes_per_gpu,
@@ -152,6 +153,11 @@ class Deployment:
     in config.json or its ``hf_quant_config.json``; kv_cache_dtype then holds vLLM's name,
     ``fp8_e4m3``), else the model's dtype; ``kv_dtype_why`` says which and why, in one line
     (None where kv_dtype was not "auto").
+    stored: the weight bytes read from a model folder's files
+    (:func:`kvlib.serving.weights.stored_weights`); they replace the count unless params or a
+    weight_dtype other than "checkpoint" is given. Without a parameter count (a family kvlib
+    cannot count, no params) the deployment needs kv_cache_memory or stored: then params,
+    the active count and the decode-step reads are None and the weights are not counted.
     """
 
     model: ModelSpec
@@ -179,6 +185,7 @@ class Deployment:
     non_torch_bytes: int | None = None
     kv_cache_dtype: str | None = field(default=None, compare=False)
     kv_dtype_why: str | None = field(default=None, compare=False)
+    stored: StoredWeights | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -248,16 +255,20 @@ class Deployment:
         kv_dtype, scales = kv_format_parts(kv_dtype, self.scales)
         set_(self, "kv_dtype", kv_dtype)
         set_(self, "scales", scales)
+        if self.params is not None or self.weight_dtype != CHECKPOINT:
+            set_(self, "stored", None)  # --params or --weight-dtype override the files
         params = self.params
         if params is None and self.checkpoint is not None:
             params = self.param_count.total
         if params is None:
             params = self.model.params
-        if params is None:
+        if params is None and self.kv_cache_memory is None and self.stored is None:
             raise ValueError(
                 f"the parameter count of {self.model.name} is unknown and kvlib cannot count "
-                f"it from its config ({self._count[1]}); give it (--params)")
-        set_(self, "params", validate.positive_int("parameter count", params))
+                f"it from its config ({self._count[1]}); give it (--params), or the KV budget "
+                "outright (--kv-cache-memory), where the weights do not enter it")
+        if params is not None:  # None: not counted, and the budget does not need them
+            set_(self, "params", validate.positive_int("parameter count", params))
         if self.active_params is not None:
             validate.positive_int("active parameter count", self.active_params)
         if self.draft is not None:
@@ -298,7 +309,7 @@ class Deployment:
             return None
         count, why = self._count
         if count is None:
-            if quantized:
+            if quantized and (self.kv_cache_memory is None and self.stored is None):
                 raise ValueError(f"{self.model.name}: the checkpoint is quantized ({method}) "
                                  f"but kvlib cannot count its parameters ({why}); give "
                                  "--params and --weight-dtype")
@@ -306,8 +317,23 @@ class Deployment:
         return _weights_of(_config_key(self.config), self.tp)
 
     @property
+    def counted(self) -> bool:
+        """False where the weights are neither counted nor read (no parameter count; the
+        budget is kv_cache_memory, which they do not enter)."""
+        return self.params is not None or self.stored_in_use
+
+    @property
+    def stored_in_use(self) -> bool:
+        """True where the weights are the bytes read from the model folder's files."""
+        return self.stored is not None
+
+    @property
     def weights_label(self) -> str:
         """What the weights are: the checkpoint's format, or the dtype they are counted in."""
+        if self.stored_in_use:
+            return "checkpoint (read from its files)"
+        if not self.counted:
+            return "not counted"
         if self.checkpoint is not None:
             return f"checkpoint ({self.checkpoint.method})"
         return "bf16" if self.weight_dtype == CHECKPOINT else self.weight_dtype
@@ -377,11 +403,14 @@ class Deployment:
         return capacity_formulas.usable(self.gpu_mem_util, self.total_memory_bytes_per_gpu)
 
     @property
-    def active(self) -> int:
+    def active(self) -> int | None:
         """Parameters one token must read: the smaller of the published active count and
-        total - the routed experts it does not use (dense: the total)."""
+        total - the routed experts it does not use (dense: the total); None where there is
+        no parameter count."""
         if self.active_params is not None:
             return self.active_params
+        if self.params is None:
+            return None
         if self.checkpoint is not None:
             return self.param_count.active  # counted per layer: top-k experts + everything dense
         derived = derived_active_params(self.params, moe_layout(self.config))
@@ -394,7 +423,10 @@ class Deployment:
 
         batch None: the lower bound, floor(:func:`read_params` x bytes per weight / tp).
         batch B: the uniform-routing prediction for B tokens (a Fraction).
+        None where there is no parameter count (the weights were not counted).
         """
+        if self.active is None or self.bytes_per_weight is None:
+            return None
         def part(active, config, tp):
             bpw = self.bytes_per_weight
             if batch is None:
@@ -413,15 +445,30 @@ class Deployment:
         return moe_layout(self.config)
 
     @property
-    def bytes_per_weight(self) -> Fraction:
-        """Bytes per parameter: the checkpoint's average (scales included), else the dtype's."""
+    def bytes_per_weight(self) -> Fraction | None:
+        """Bytes per parameter: the checkpoint's average (scales included), else the dtype's;
+        None where there is no parameter count."""
+        if self.params is None:
+            return None
+        if self.stored_in_use:
+            return Fraction(self.stored.total, self.params)
         if self.checkpoint is not None:
             return Fraction(self.checkpoint.total, self.param_count.total)
         return weight_bytes_per_element("bf16" if self.weight_dtype == CHECKPOINT
                                         else self.weight_dtype)
 
     @property
-    def weights_bytes_per_gpu(self) -> int:
+    def weights_bytes_per_gpu(self) -> int | None:
+        """Weight bytes on one GPU: read from the folder's files (``stored``: split by TP
+        except the parts every rank holds whole, where kvlib can count them), else counted
+        from the config, else params x dtype / TP; None where none of these is known (the
+        budget is kv_cache_memory, which the weights do not enter)."""
+        if self.stored_in_use:
+            whole = self.checkpoint.replicated if self.checkpoint is not None else 0
+            whole = min(whole, self.stored.total)
+            return whole + -(-(self.stored.total - whole) // self.tp)
+        if self.params is None:
+            return None
         if self.checkpoint is not None:
             return self.checkpoint.per_gpu
         dtype = "bf16" if self.weight_dtype == CHECKPOINT else self.weight_dtype
@@ -451,9 +498,9 @@ class Deployment:
     def kv_budget_bytes_per_gpu(self) -> int:
         """Usable memory left for the cache, by the release's rule (:attr:`rule`); negative
         when the weights do not fit."""
-        weights = self.weights_bytes_per_gpu + self.draft_weights_bytes_per_gpu
         if self.rule == "kv_cache_memory_bytes":
             return self.kv_cache_memory
+        weights = self.weights_bytes_per_gpu + self.draft_weights_bytes_per_gpu
         if self.rule == "extensible":
             return capacity_formulas.kv_budget_extensible(
                 self.gpu_mem_util, self.total_memory_bytes_per_gpu, self.in_use_bytes, weights,

@@ -46,12 +46,12 @@ class Plan:
     weight_dtype: str
     gpu_mem_util: Fraction
     block_size: int
-    params: int
+    params: int | None  # None: not counted (no counter; the budget was given outright)
     hbm_bytes_per_gpu: int
     total_memory_bytes_per_gpu: int
     memory_basis: str
     usable_bytes_per_gpu: int
-    weights_bytes_per_gpu: int
+    weights_bytes_per_gpu: int | None  # None: not counted (they do not enter the budget)
     draft_weights_bytes_per_gpu: int
     overhead_bytes_per_gpu: int
     kv_budget_bytes_per_gpu: int
@@ -64,8 +64,8 @@ class Plan:
     kv_free_bytes_per_gpu: int
     bandwidth_bytes_per_second: int
     decode_step_seconds_lower_bound: float | None
-    active_params: int
-    decode_weights_read_bytes_per_gpu: int
+    active_params: int | None
+    decode_weights_read_bytes_per_gpu: int | None
     decode_step_seconds_all_weights: float | None
     decode_step_seconds_uniform_routing: float | None
     expected_experts_per_layer: float | None
@@ -165,14 +165,17 @@ def make_plan(dep, context: int, sessions: str = "vllm", shared_prefix: int = 0)
         per_replica, alone, shared_blocks = _sharing(dep, engine, basis, budget, context,
                                                      shared_prefix, per_replica, notes)
     fits, reason = True, ""
-    fixed = (dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu
+    weights = dep.weights_bytes_per_gpu
+    fixed = ((weights or 0) + dep.draft_weights_bytes_per_gpu
              + dep.overhead_bytes_per_gpu)
     draft = (f" + draft weights {_gb(dep.draft_weights_bytes_per_gpu)}"
              if dep.draft is not None else "")
     if dep.rule == "kv_cache_memory_bytes" and (
             fixed + budget > dep.total_memory_bytes_per_gpu):
         fits = False
-        reason = (f"does not fit: weights {_gb(dep.weights_bytes_per_gpu)}{draft} + "
+        what = (f"weights {_gb(weights)}{draft} + " if weights is not None else
+                f"{draft[3:]} + " if draft else "")
+        reason = (f"does not fit: {what}"
                   f"kv_cache_memory_bytes {_gb(budget)} exceed the "
                   f"{_gb(dep.total_memory_bytes_per_gpu)} of the {gpu.name}")
     elif budget <= 0:
@@ -211,7 +214,7 @@ def make_plan(dep, context: int, sessions: str = "vllm", shared_prefix: int = 0)
     read = dep.decode_read_bytes_per_gpu()
     layout = dep.routing()
     bandwidth = Fraction(gpu.bandwidth)
-    if per_replica:
+    if per_replica and read is not None:
         bound = float(decode_step_seconds(read, live, per_replica, bandwidth))
         all_weights = float(decode_step_seconds(
             dep.weights_bytes_per_gpu + dep.draft_weights_bytes_per_gpu,
@@ -356,6 +359,19 @@ def _assumptions(dep) -> list[str]:
 
 
 def _weights_notes(dep) -> list[str]:
+    if dep.stored_in_use:
+        st = dep.stored
+        split = (f"; per GPU {_gb(dep.weights_bytes_per_gpu)}: split by TP {dep.tp}"
+                 + (f", {_readable(dep.checkpoint.replicated)} of it held whole by every rank "
+                    "(as counted from the config)" if dep.checkpoint is not None else
+                    " evenly (kvlib cannot count this family, so no part is taken as "
+                    "replicated)") if dep.tp > 1 else "")
+        return [f"weights: {_gb(st.total)} ({st.total:,} B) read from the checkpoint's files, "
+                f"{st.how}{split}; --params or --weight-dtype override"]
+    if dep.params is None:
+        family = (dep.config or {}).get("model_type") or dep.model.name
+        return [f"weights: not counted (no parameter counter for {family}; --kv-cache-memory "
+                "gives the KV budget, so they do not enter it)"]
     ck = dep.checkpoint
     if ck is None:
         how = ("--params given" if dep.params != dep.model.params or dep.config is None
