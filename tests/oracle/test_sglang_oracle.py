@@ -58,9 +58,10 @@ REFUSED = {
     # there is no pool to compare; its state pool is the same code as Nemotron-H's, compared
     "nemotron-3-ultra-550b-a55b": "leave no GPU memory",
     "llama-3.3-nemotron-super-49b": "layers that keep no cache",
-    "deepseek-v3.2": "sparse-attention indexer",
-    "glm-5": "sparse-attention indexer",
-    "glm-5.2": "sparse-attention indexer",
+    # in bf16 weights GLM-5 fits no H200 node either: its DSA pool is compared at a fixed
+    # budget below (test_dsa_pool_at_a_fixed_budget)
+    "glm-5": "leave no GPU memory",
+    "glm-5.2": "leave no GPU memory",
     "deepseek-v4-flash": "Compressor state layers",
     "deepseek-v4-pro": "Compressor state layers",
     "gemma-3n-e4b": "layers that keep no cache",
@@ -166,10 +167,11 @@ class _Dtype:
 
 BF16 = _Dtype("bfloat16", 2)
 TORCH = {"bfloat16": BF16, "float16": _Dtype("float16", 2), "int64": "int64",
-         "float32": _Dtype("float32", 4),
+         "float32": _Dtype("float32", 4), "uint8": _Dtype("uint8", 1),
          "float8_e4m3fn": _Dtype("float8_e4m3fn", 1),
          "_utils": types.SimpleNamespace(_element_size=lambda d: d.itemsize),
          "iinfo": lambda t: types.SimpleNamespace(max=2 ** 63 - 1)}
+TORCH_NS = types.SimpleNamespace(**TORCH)
 ENVS = types.SimpleNamespace(  # sglang/srt/environ.py defaults read on these paths
     SGLANG_NPU_ENABLE_SPARSE_KV_OFFLOAD=types.SimpleNamespace(get=lambda: False),
     SGLANG_ENABLE_POST_CAPTURE_KV_SIZING=types.SimpleNamespace(get=lambda: False),  # :640
@@ -195,6 +197,7 @@ def _model_config_functions() -> dict:
                "is_multimodal_breakable_cuda_graph_supported", "SWA_SINK_ARCHS", "_hf_arch",
                "_hf_attr",
                "is_deepseek_dsa", "is_deepseek_v4", "is_minimax_sparse", "get_dsa_index_head_dim",
+               "get_dsa_index_kpool", "dsa_layer_skips_topk",
                "resolve_spec_hidden_size", "is_hybrid_swa_model", "get_hybrid_layer_ids"], ns)
     ns["ModelConfig"] = type("ModelConfig", (), {})
     methods = ["_derive_model_shapes", "_derive_hybrid_model", "_detect_attention_sinks",
@@ -380,9 +383,13 @@ def sglang_mem_fraction(mc, gpu_mib: float, tp: int) -> float:
     return cfg.mem_fraction_static
 
 
-def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
+def sglang_plan(name: str, tp: int, free_before: int, weights: int,
+                budget: int | None = None, fp8: bool = False) -> dict:
     """What SGLang 0.5.23 logs and schedules for bundled model ``name`` on one H200 rank of
-    TP ``tp``, given the free memory before the weights and the weights (bytes)."""
+    TP ``tp``, given the free memory before the weights and the weights (bytes); ``budget``:
+    size the pools from this many bytes instead of the profiled budget (a model too large for
+    the node); fp8: --kv-cache-dtype fp8_e4m3 (DSA's backends then flashmla_kv, restated from
+    overrides.py:712-720)."""
     gpu = get_gpu(GPU)
     mc, mns = sglang_model_config(name, BUNDLED[name].repo)
     fraction = sglang_mem_fraction(mc, gpu.reported_bytes / MiB, tp)
@@ -404,7 +411,8 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
         mamba_full_memory_ratio=0.9,  # arg_groups/fields/schedule.py:220-227 (fallback)
         disable_overlap_schedule=False)
     memory = types.SimpleNamespace(enable_hisparse=False, enable_unified_memory=False,
-                                   disable_radix_cache=False)
+                                   disable_radix_cache=False,
+                                   enable_unified_cache_external_linker=False)
     disagg = types.SimpleNamespace(disaggregation_mode="null")
     runtime = {"get_parallel": lambda: parallel, "get_schedule": lambda: schedule,
                "get_memory": lambda: memory, "get_disagg": lambda: disagg}
@@ -419,17 +427,37 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
         "get_parallel"])
     qsa = _lift("sglang/srt/layers/attention/qsa/config.py", ["_text_config",
                                                               "parse_qsa_profile"], _namespace({}))
+    # DSATokenToKVPool's class constants as the wheel defines them (memory_pool.py:5279-5282),
+    # its base a stand-in
+    dsa_pool = _lift("sglang/srt/mem_cache/memory_pool.py", "DSATokenToKVPool",
+                     {**_namespace({}), "torch": TORCH_NS, "MLATokenToKVPool": object})[
+        "DSATokenToKVPool"]
+    # the DSA backends at their H200 bf16 default, restated from arg_groups/overrides.py:721-726
+    # (flashmla_sparse prefill, fa3 decode: neither trtllm nor tilelang)
+    kernel = types.SimpleNamespace(dsa_prefill_backend="flashmla_kv" if fp8 else
+                                   "flashmla_sparse",
+                                   dsa_decode_backend="flashmla_kv" if fp8 else "fa3")
+    kv_dtype = TORCH["float8_e4m3fn"] if fp8 else BF16
     kvc_ns = _namespace({})
-    kvc_ns.update(is_deepseek_dsa=mns["is_deepseek_dsa"], ModelConfig=None, torch=None)
-    _lift(KC, ["calculate_mla_kv_cache_dim", "mm_runtime_reservation_gb"], kvc_ns)
+    kvc_ns.update(is_deepseek_dsa=mns["is_deepseek_dsa"], ModelConfig=None, torch=TORCH_NS,
+                  get_disagg=runtime["get_disagg"], _is_hip=False, _is_npu=False,
+                  get_exec=lambda: types.SimpleNamespace(kernel=kernel),
+                  get_memory=runtime["get_memory"], DSATokenToKVPool=dsa_pool)
+    _lift(KC, ["calculate_mla_kv_cache_dim", "mm_runtime_reservation_gb",
+               "_should_elide_dsa_index_k"], kvc_ns)
     kvc_ns.update(envs=ENVS, logger=types.SimpleNamespace(info=lambda *a: None))
+    cp_more = _lift("sglang/srt/layers/cp/utils.py", ["get_glm_dsa_cp_layer_shard_info",
+                                                      "get_layer_shard_range"], _namespace({}))
+    cp_more.update(is_glm_dsa_cache_layer_split_enabled=lambda kvc: False)
     stubs = {
         "torch": TORCH,
         "sglang.srt.arg_groups.overrides": {"resolving_view": lambda s: s},
         "sglang.srt.configs.hybrid_arch": {"mambaish_config": lambda mc: mamba},
         "sglang.srt.configs.model_config": {
             k: mns[k] for k in ("AttentionArch", "is_deepseek_dsa", "is_deepseek_v4",
-                                "is_minimax_sparse", "get_dsa_index_head_dim")},
+                                "is_minimax_sparse", "get_dsa_index_head_dim",
+                                "get_dsa_index_kpool", "dsa_layer_skips_topk")},
+        "sglang.srt.mem_cache.memory_pool": {"DSATokenToKVPool": dsa_pool},
         "sglang.srt.environ": {"envs": ENVS},
         # logical-page KV sharding is off by default: no scratch
         "sglang.srt.mem_cache.page_interleave": {
@@ -441,22 +469,30 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
             "is_npu": lambda: False},
         "sglang.srt.layers.cp.utils": {
             "get_glm_dsa_layer_split_effective_num_layers":
-                cp["get_glm_dsa_layer_split_effective_num_layers"]},
+                cp["get_glm_dsa_layer_split_effective_num_layers"],
+            "get_glm_dsa_cp_layer_shard_info": cp_more["get_glm_dsa_cp_layer_shard_info"],
+            "get_layer_shard_range": cp_more["get_layer_shard_range"]},
         "sglang.srt.layers.attention.qsa.config": {"parse_qsa_profile": qsa["parse_qsa_profile"]},
         "sglang.srt.mem_cache.kv_cache_configurator": {
-            "calculate_mla_kv_cache_dim": kvc_ns["calculate_mla_kv_cache_dim"]},
+            "calculate_mla_kv_cache_dim": kvc_ns["calculate_mla_kv_cache_dim"],
+            "_should_elide_dsa_index_k": kvc_ns["_should_elide_dsa_index_k"]},
     }
+    # the page: 64 x index_kpool for DSA on CUDA, restated from model_overrides/deepseek_v2.py:
+    # 161-173; otherwise 1 (overrides.py:1341-1362)
+    page = (64 * mns["get_dsa_index_kpool"](mc.hf_config)
+            if mns["is_deepseek_dsa"](mc.hf_config) else 1)
     pool_ns = _namespace(stubs)
     exec(compile(_source(PC), f"sglang-0.5.23/{PC}", "exec"), pool_ns)  # noqa: S102
     never = types.SimpleNamespace(is_eagle=lambda: False, is_standalone=lambda: False,
                                   is_none=lambda: True,
                                   is_dflash_family=lambda: False)
     kvc = types.SimpleNamespace(
-        model_config=mc, kv_cache_dtype=BF16, kv_cache_dtype_str="bfloat16", model_dtype=BF16,
+        model_config=mc, kv_cache_dtype=kv_dtype,
+        kv_cache_dtype_str="fp8_e4m3" if fp8 else "bfloat16", model_dtype=BF16,
         server_args=types.SimpleNamespace(enable_hisparse=False), layer_info=layer_info,
         use_mla_backend=mc.attention_arch == mns["AttentionArch"].MLA,
         is_hybrid_swa=mc.is_hybrid_swa, sliding_window_size=mc.sliding_window_size,
-        page_size=1, spec_algorithm=never, is_draft_worker=False, pp_size=1, attn_dp_size=1,
+        page_size=page, spec_algorithm=never, is_draft_worker=False, pp_size=1, attn_dp_size=1,
         mambaish_config=mamba, post_capture_kv_active=False, device="cuda", gpu_id=0,
         fused_entry_bytes=lambda kind: None, hybrid_gdn_config=mamba, hybrid_kda_config=None,
         extra_mamba_cache_bytes_per_req=0)
@@ -481,7 +517,8 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
         get_mm=lambda: types.SimpleNamespace(mm_feature_transport=None))
     profile = _lift(KC, "_profile_available_bytes", profile_ns, cls="KVCacheConfigurator")[
         "_profile_available_bytes"]
-    budget = profile(kvc, pre_model_load_memory=available_gb(free_before, world > 1))
+    if budget is None:
+        budget = profile(kvc, pre_model_load_memory=available_gb(free_before, world > 1))
     config = configurator.calculate_pool_sizes(budget, kvc.page_size)
     resolve = _function(KC, "resolve_max_num_reqs", cls="KVCacheConfigurator",
                         env={"get_schedule": lambda: schedule,
@@ -490,7 +527,7 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int) -> dict:
     running = resolve(kvc, config.max_total_num_tokens)
     return {"fraction": fraction, "budget": budget, "cell": configurator._cell_size,
             "tokens": config.max_total_num_tokens, "swa_tokens": config.swa_max_total_num_tokens,
-            "running": running, "hybrid": mc.is_hybrid_swa,
+            "running": running, "hybrid": mc.is_hybrid_swa, "page": page,
             "slots": schedule.max_mamba_cache_size,
             "state": mamba.mamba2_cache_params.mamba_cache_per_req if mamba else None}
 
@@ -628,7 +665,7 @@ def test_sglang_tokens_are_kvlibs(name):
     ours = engine_tokens(name, GPU, "sglang", tp=tp, context=CONTEXT)
     free_before = ours.total_memory - MEASURED_DEFAULTS["in_use_bytes"]
     theirs = sglang_plan(name, tp, free_before, ours.weights)
-    assert ours.page == 1
+    assert ours.page == theirs["page"]
     extras = dict(ours.extras)
     assert theirs["fraction"] == float(ours.fraction), name
     assert theirs["budget"] == extras.get("kv_pool_budget", ours.kv_budget), name
@@ -659,6 +696,26 @@ def test_state_pool_at_other_tps(name, tp):
             theirs["running"]) == (extras["state_bytes_per_request"],
                                    extras["max_mamba_cache_size"], extras["kv_pool_budget"],
                                    ours.tokens, ours.max_running_requests)
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+@pytest.mark.parametrize("name", ["deepseek-v3.2", "glm-5", "glm-5.2"])
+def test_dsa_pool_at_a_fixed_budget(name, fp8):
+    """The DSA pool (latent rows, the indexer's fp8 keys and scales, pages of 64) for the same
+    budget, 40 GiB, through SGLang's DefaultPoolConfigurator and kvlib's expressions, with a
+    bf16 and an fp8 KV cache."""
+    from kvlib.models.catalog import load_model
+    from kvlib.serving.engines.sglang import indexer, pools
+
+    _wheel()
+    budget = 40 << 30
+    theirs = sglang_plan(name, 8, 0, 0, budget=budget, fp8=fp8)
+    config = bundled_config(name)
+    mla, index = indexer.dsa_cells(load_model(name), config, 1 if fp8 else 2)
+    page = indexer.dsa_page(config)
+    ours = pools.pool(kind="single", budget=budget, page=page, context=CONTEXT,
+                      fraction=Fraction(9, 10), full_cell=mla + index)
+    assert (theirs["page"], theirs["cell"], theirs["tokens"]) == (page, mla + index, ours.tokens)
 
 
 def test_the_oracle_has_stand_ins_for_every_path_it_takes():

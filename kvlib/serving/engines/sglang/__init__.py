@@ -51,14 +51,16 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
   serves as multimodal, the default f times ``VLM_FACTOR`` (arg_groups/memory_hook.py:331-337,
   432-460), no prefill CUDA graph unless allowlisted (cuda_graph_hook.py:229-238), and 100 MiB
   less budget (``KV_BUDGET_MM``, kv_cache_configurator.py:202-221, 3034-3038). Traced for
-  Gemma 4, Kimi K2.5, Qwen3.5 and 3.6; Gemma 3 and Llama 4 are served text-only (configs/model_config.py:
-  690-704).
+  Gemma 4, Kimi K2.5, Qwen3.5 and 3.6; Gemma 3 and Llama 4 are served text-only
+  (configs/model_config.py:690-704).
 * **State pool** (:mod:`~kvlib.serving.engines.sglang.state`), for the Gated DeltaNet hybrid
-  Qwen3-Next, Qwen3.5 and 3.6 and the Mamba2 hybrids Nemotron-H and Nemotron 3: mamba_full_memory_ratio 0.9 of
-  the budget buys K = max_mamba_cache_size request states (``MAMBA_SLOTS``), the KV pool of the
-  full-attention layers gets the rest
+  Qwen3-Next, Qwen3.5 and 3.6 and the Mamba2 hybrids Nemotron-H and Nemotron 3:
+  mamba_full_memory_ratio 0.9 of the budget buys K = max_mamba_cache_size request states
+  (``MAMBA_SLOTS``), the KV pool of the full-attention layers gets the rest
   (``KV_AFTER_STATE``), max_running_requests at most K // 5 (``MAMBA_CAP``)
   (kv_cache_configurator.py:3062-3088, 3134-3150, 3229-3403).
+* **DSA pool** (:mod:`~kvlib.serving.engines.sglang.indexer`), DeepSeek V3.2 and GLM-5.x below
+  SM100: the latent row plus the indexer's fp8 keys and scales a token, pages of 64.
 * **max_running_requests** (``MAX_RUNNING``), when not given: min(max(min(int(tokens / context
   x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:3119-3132).
 * **Log**: "KV Cache is allocated. dtype: ..., #tokens: N, K size: X GB, V size: Y GB", with
@@ -72,9 +74,8 @@ What kvlib assumes SGLang measures at start-up (the memory in use before the wei
 engines' shared assumption, :mod:`kvlib.serving.engines.startup`.
 
 Not traced, refused by name: the other Mamba and linear-attention state pools (Falcon-H1's
-Mamba2, Jamba's Mamba, Kimi Linear's KDA),
-sparse-attention
-indexers (DeepSeek V3.2, GLM-5), DeepSeek V4's compressed pools, the sliding pools of Step 3.5,
+Mamba2, Jamba's Mamba, Kimi Linear's KDA), DSA pools on SM100 (fp8 by default there), the
+other sparse indexers (MiniMax M3), DeepSeek V4's compressed pools, the sliding pools of Step 3.5,
 Beam and Laguna, layers without attention, multimodal architectures other than Gemma 4,
 Kimi K2.5, Qwen3.5 and 3.6.
 """

@@ -11,6 +11,7 @@ from fractions import Fraction
 from kvlib.core.numeric import evaluate
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import arch
+from kvlib.serving.engines.sglang import indexer as ix
 from kvlib.serving.engines.sglang import multimodal as mm
 from kvlib.serving.engines.sglang.symbols import G, R_mib
 
@@ -110,6 +111,9 @@ def sglang_page(model, gpu, config: dict | None) -> tuple[int, str]:
     arch_ = arch(config)
     mla = any(g.kind == CacheKind.LATENT for g in model.groups)
     sm100 = gpu.cuda_capability is not None and gpu.cuda_capability[0] == 10
+    if ix.is_dsa(config):
+        return ix.dsa_page(config), ("DeepSeek DSA on CUDA: 64 x index_kpool "
+                                     "(model_overrides/deepseek_v2.py:161-173)")
     if sm100 and not mla:
         return 64, ("its default attention backend on SM100 is trtllm_mha, which "
                     "needs pages of 16-128 tokens and gets 64 (arg_groups/"

@@ -62,7 +62,8 @@ BailingMMNativeForConditionalGeneration BailingMM2NativeForConditionalGeneration
 BailingMoeV3VLForConditionalGeneration""".split())
 # the multimodal architectures whose reserves kvlib has traced end to end (their vision config
 # read as SGLang reads it, their model overrides read: model_overrides/gemma4.py sets only the
-# attention backend, model_overrides/qwen3_5.py acts on SM100 only, KimiK25 has none). Others are refused by name: Qwen3-VL, for one, takes
+# attention backend, model_overrides/qwen3_5.py acts on SM100 only, KimiK25 has none).
+# Others are refused by name: Qwen3-VL, for one, takes
 # profiled defaults on Hopper (a 1 GiB CUDA-IPC feature pool instead of the 100 MiB cache,
 # model_overrides/qwen3_vl.py:85-140), and transformers reads its vision depth from "depth"
 TRACED_MM_ARCHS = frozenset({"Gemma4ForConditionalGeneration",

@@ -13,6 +13,7 @@ from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines import common
 from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import arch, cell_bytes, gib
+from kvlib.serving.engines.sglang import indexer as ix
 from kvlib.serving.engines.sglang import multimodal as mm
 from kvlib.serving.engines.sglang import pools
 from kvlib.serving.engines.sglang import state as st
@@ -46,6 +47,9 @@ def refuse_model(model, config: dict | None) -> None:
         model = replace(model, groups=tuple(
             g for g in model.groups
             if not st.is_state_group(g, arch_) and g.kind != CacheKind.NONE))
+    if ix.is_dsa(config):  # its indexer rows are priced in the one pool (sglang.indexer)
+        model = replace(model, groups=tuple(g for g in model.groups
+                                            if g.kind != CacheKind.INDEXER))
     common.refuse_layers(model, NAME)
     if mm.is_multimodal(config) and arch_ not in mm.TRACED_MM_ARCHS:
         raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} serves it as multimodal; "
@@ -95,6 +99,17 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                              f"pool at full length: {arch_ or 'this architecture'} is not among "
                              "SGLang's hybrid-SWA architectures (configs/model_config.py:"
                              "2651-2697)")
+    if ix.is_dsa(config):
+        if gpu.cuda_capability is not None and gpu.cuda_capability[0] >= 10:
+            raise ValueError(f"{model.name} on {gpu.name}: SGLang {RELEASE} gives DSA models an "
+                             "fp8 KV cache and the trtllm backends on SM100 (arg_groups/"
+                             "overrides.py:533-537, 712-726); kvlib traces its DSA pool below "
+                             "SM100 only")
+        mla_cell, index_cell = ix.dsa_cells(model, config, b)
+        full = mla_cell + index_cell
+        notes.append(f"DSA pool: latent {mla_cell:,} B + indexer keys {index_cell:,} B a token "
+                     "(fp8 keys with a 4 B scale per 128, uint8 rows: pool_configurator.py:"
+                     "400-409, 560-634; kv_cache_configurator.py:3411-3474)")
     layers_kv = sum(g.layers for g in model.groups
                     if g.kind not in STATEFUL and g.kind != CacheKind.NONE)
     if mla:

@@ -95,8 +95,8 @@ def sglang_groups(model, config: dict | None) -> list[tuple]:
     hybrid = arch(config) in HYBRID_SWA_ARCHS
     out = []
     for g in model.groups:
-        if g.kind in STATEFUL or g.kind == CacheKind.NONE:  # the state pool's, or no cache
-            continue
+        if g.kind in STATEFUL or g.kind in (CacheKind.NONE, CacheKind.INDEXER):
+            continue  # the state pool's, no cache, or the DSA indexer's (sglang.indexer)
         if g.kind == CacheKind.LATENT:
             key, values = "CELL_MLA", {"d_L": g.sizes["d_L"], "d_R": g.sizes.get("d_R", 0),
                                        "N_L": g.layers}
