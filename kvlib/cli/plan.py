@@ -23,6 +23,7 @@ from kvlib.cli.args import (
     unit_fraction,
     vllm_release,
 )
+from kvlib.cli.model_folder import stored_weights_of
 from kvlib.cli.plan_header import context_lines, kv_label, kv_why_lines
 from kvlib.core.dtypes import DTYPE_BYTES
 from kvlib.core.units import fmt_bytes
@@ -326,22 +327,6 @@ def _budget_terms(args) -> dict:
     return {_TERMS[f]: _gib_to_bytes(f, v, allow_zero=True) for f, v in given.items()}
 
 
-def _stored(model: str):
-    """The weights read from a model folder's files (:func:`kvlib.serving.weights.
-    stored_weights`) where ``model`` is a folder with config.json and the index or
-    safetensors files beside it; else None (a name, a config file, a folder of config only)."""
-    from pathlib import Path
-
-    from kvlib.serving.weights import INDEX, stored_weights
-
-    folder = Path(model.strip())
-    if not folder.is_dir() or not (folder / "config.json").is_file():
-        return None
-    if not (folder / INDEX).is_file() and not any(folder.glob("*.safetensors")):
-        return None
-    return stored_weights(folder)
-
-
 def vllm_deployment(args) -> tuple[Deployment, int, list[str]]:
     """vLLM's :class:`Deployment` from ``kvlib plan``'s flags, the context (the config's
     max_position_embeddings when --context is not given) and the notes that say what was
@@ -360,7 +345,7 @@ def vllm_deployment(args) -> tuple[Deployment, int, list[str]]:
     except (ValueError, FileNotFoundError) as e:
         raise ValueError(f"--draft: {e}") from None
     hbm = _gib_to_bytes("--hbm-gib", args.hbm_gib) if args.hbm_gib is not None else None
-    stored = _stored(args.model)
+    stored = stored_weights_of(args.model)
     deployment = Deployment(
         model, get_gpu(args.gpu, hbm_bytes=hbm), gpus=args.gpus, tp=args.tp,
         kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
@@ -399,6 +384,23 @@ def vllm_json(args) -> dict:
     return d
 
 
+# SGLang's and TensorRT-LLM's own flags: refused by name under --engine vllm
+_OTHER_ENGINES = ("mem_fraction_static", "page_size", "other_gib", "free_gpu_memory_fraction",
+                  "tokens_per_block", "trtllm_peak_gib", "trtllm_release",
+                  "trtllm_max_batch_size")
+
+
+def _refuse_other_engines_flags(args) -> None:
+    for key in _OTHER_ENGINES:
+        value = getattr(args, key, None)
+        if value is not None:
+            value = f"{float(value):g}" if isinstance(value, Fraction) else value
+            raise ValueError(f"--{key.replace('_', '-')} {value}: not an option of --engine "
+                             "vllm (it is "
+                             + ("SGLang's" if key in _OTHER_ENGINES[:3] else "TensorRT-LLM's")
+                             + "; give --engine too)")
+
+
 def run(args) -> int:
     if getattr(args, "engine", "vllm") == "all":
         from kvlib.cli.plan_engines import run_all
@@ -408,6 +410,7 @@ def run(args) -> int:
         from kvlib.cli.plan_engines import run_engine
 
         return run_engine(args)
+    _refuse_other_engines_flags(args)
     d = vllm_json(args)
     print(json.dumps(d, indent=2) if args.json else _text(d))
     if not d["fits"]:

@@ -23,6 +23,7 @@ import sys
 from fractions import Fraction
 
 from kvlib.cli.args import count, parse_count, unit_fraction
+from kvlib.cli.model_folder import stored_weights_of
 from kvlib.cli.plan_header import kv_label, kv_why_lines
 from kvlib.core.units import fmt_bytes
 from kvlib.serving.engines.answer import (
@@ -36,6 +37,10 @@ from kvlib.serving.engines.answer import (
 __all__ = ["add_engine_flags", "run_engine"]
 
 GiB = 1 << 30
+# TensorRT-LLM's releases kvlib traces (kvlib.serving.engines.trtllm.planner.RELEASES: the
+# pinned commit, the default, then 1.1.0rc3), as --trtllm-release names them; kept here so
+# that --help does not import the engine
+_TRTLLM_RELEASES = ("0004396", "1.1.0rc3")
 # vLLM's flags, meaningless for the other engines (refused by name there)
 _VLLM_ONLY = ("gpu_mem_util", "block_size", "kv_cache_memory", "overhead_gib",
               "activation_peak_gib", "graph_pool_gib", "non_torch_gib", "shared_prefix")
@@ -62,6 +67,14 @@ def add_engine_flags(p) -> None:
     p.add_argument("--trtllm-peak-gib", default=None,
                    help="TensorRT-LLM: its profiling peak less the weights and its temporary "
                         "cache (CUDA context, activations, CUDA graphs, NCCL; default 4.5)")
+    p.add_argument("--trtllm-release", default=None, choices=_TRTLLM_RELEASES,
+                   help="TensorRT-LLM: the release whose rules apply: the commit kvlib reads "
+                        f"({_TRTLLM_RELEASES[0]}, the default) or {_TRTLLM_RELEASES[1]}, whose "
+                        "logs size every windowed layer at full length")
+    p.add_argument("--trtllm-max-batch-size", type=count, default=None, metavar="N",
+                   help="TensorRT-LLM: max_batch_size, the most requests at once (default "
+                        "2048, trtllm-serve's; a Mamba hybrid reserves a state slot for each "
+                        "before any token)")
 
 
 def _gib_flag(flag: str, text: str) -> int:
@@ -87,11 +100,14 @@ def _options(args, engine: str | None = None) -> dict:
                              "takes " + ("--mem-fraction-static, --page-size, --in-use-gib, "
                                          "--other-gib" if engine == "sglang" else
                                          "--free-gpu-memory-fraction, --tokens-per-block, "
-                                         "--trtllm-peak-gib"))
+                                         "--trtllm-peak-gib, --trtllm-release, "
+                                         "--trtllm-max-batch-size"))
     mine = {"sglang": ("mem_fraction_static", "page_size", "in_use_gib", "other_gib"),
-            "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "trtllm_peak_gib")}[engine]
+            "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "trtllm_peak_gib",
+                       "trtllm_release", "trtllm_max_batch_size")}[engine]
     for key in ("mem_fraction_static", "page_size", "other_gib", "free_gpu_memory_fraction",
-                "tokens_per_block", "trtllm_peak_gib", "in_use_gib"):
+                "tokens_per_block", "trtllm_peak_gib", "in_use_gib", "trtllm_release",
+                "trtllm_max_batch_size"):
         if strict and key not in mine and getattr(args, key, None) is not None:
             raise ValueError(f"--{key.replace('_', '-')} {getattr(args, key)}: not an option "
                              f"of --engine {engine}")
@@ -103,7 +119,9 @@ def _options(args, engine: str | None = None) -> dict:
             out["other_bytes"] = _gib_flag("--other-gib", args.other_gib)
         return out
     out = {"free_gpu_memory_fraction": args.free_gpu_memory_fraction,
-           "tokens_per_block": args.tokens_per_block}
+           "tokens_per_block": args.tokens_per_block,
+           "release": getattr(args, "trtllm_release", None),
+           "max_batch_size": getattr(args, "trtllm_max_batch_size", None)}
     if args.trtllm_peak_gib is not None:
         out["other_peak_bytes"] = _gib_flag("--trtllm-peak-gib", args.trtllm_peak_gib)
     return out
@@ -160,7 +178,8 @@ def _engine_deployment(args):
         kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype, params=params,
         draft=load_model(args.draft) if args.draft else None, scales=args.kv_scales,
         dcp=args.dcp, memory=args.memory,
-        config=None if bundled_name(args.model) else load_config(args.model))
+        config=None if bundled_name(args.model) else load_config(args.model),
+        stored=stored_weights_of(args.model))
     context = args.context or model.max_position_embeddings
     if context is None:
         raise ValueError(f"{model.name}: the config gives no max_position_embeddings; "
@@ -198,11 +217,18 @@ def run_engine(args) -> int:
 
 
 def _release(engine: str, args) -> str:
-    from kvlib.serving.engines.sglang.defaults import RELEASE as SGLANG
-    from kvlib.serving.engines.trtllm.planner import RELEASE as TRTLLM
+    """The release an engine's refusal names, as its plan would (the flags' choice)."""
     from kvlib.serving.engines.vllm.defaults import vllm_release
 
-    return {"vllm": vllm_release(args.vllm), "sglang": SGLANG, "trtllm": TRTLLM}[engine]
+    if engine == "vllm":
+        return vllm_release(args.vllm)
+    if engine == "sglang":
+        from kvlib.serving.engines.sglang.defaults import RELEASE
+
+        return RELEASE
+    from kvlib.serving.engines.trtllm.planner import release_label, resolve_release
+
+    return release_label(resolve_release(getattr(args, "trtllm_release", None)))
 
 
 def _gib(n: int) -> str:
