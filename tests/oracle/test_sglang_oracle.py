@@ -20,6 +20,17 @@ configs; the enable_multimodal default (``ModelConfig.__init__``, which reads th
 cuda_graph_hook.py's rule that turns the prefill graph off for a multimodal architecture not
 allowlisted are restated, not lifted.
 
+State pools (Qwen3-Next, Qwen3.5, Qwen3.6, Nemotron-H, Nemotron 3): SGLang's own config classes
+(configs/qwen3_next.py, qwen3_5.py, qwen3_vl.py, nemotron_h.py, mamba_utils.py, run whole, over
+transformers' PretrainedConfig) give the state per request; _mamba_radix_cache_resolution,
+_handle_max_mamba_cache, _calculate_mamba_ratio and get_mamba_tracking_slots run lifted.
+Stand-ins: the linear-attention spec registry (no spec for these; they are named in the
+architecture lists), the environment at its defaults. DSA pools (DeepSeek V3.2, GLM-5.x):
+DSATokenToKVPool's class constants, _should_elide_dsa_index_k, dsa_layer_skips_topk and the
+DefaultPoolConfigurator run from the wheel; the page (64 x index_kpool, deepseek_v2.py:161-173)
+and the DSA backends at their H200 defaults (overrides.py:712-726) are restated. transformers
+comes from kvlib's crosscheck extra (5.25.0).
+
 The wheel: ``make oracle`` downloads it into build/oracle (``pip download sglang==0.5.23
 --no-deps``); without it the test is skipped (with KVLIB_REQUIRE_ORACLE=1 it fails)."""
 
