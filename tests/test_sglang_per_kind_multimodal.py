@@ -148,3 +148,24 @@ def test_untraced_sliding_architectures_are_still_refused():
     model = load_model("mimo-v2-flash")
     with pytest.raises(ValueError, match="Step3p5ForCausalLM"):
         sg.refuse_model(model, {"architectures": ["Step3p5ForCausalLM"]})
+
+
+def test_qwen3_vl_takes_the_hopper_feature_pool():
+    """model_overrides/qwen3_vl.py:20-31, 85-140: on an SM90 GPU of at least 60 GiB, Qwen3-VL
+    sets SGLANG_VLM_CACHE_SIZE_MB to 0 and, on one node, the CUDA-IPC feature transport, which
+    reserves SGLANG_MM_FEATURE_CACHE_MB = 1024 MiB = 1,073,741,824 B (kv_cache_configurator.py:
+    209-211); on an A100 (SM80) the 100 MiB cache stays. Its vision tower is transformers'
+    Qwen3VLVisionConfig, whose num_hidden_layers is "depth": 27 layers of 1152."""
+    import json
+    from pathlib import Path
+
+    from kvlib.serving.gpus import get_gpu
+
+    config = json.loads((Path(__file__).parent / "fixtures" / "configs" / "qwen3-vl-8b.json")
+                        .read_text())
+    assert mm.is_multimodal(config) and mm.vision_shape(config) == (27, 1152)
+    assert mm.mm_reserve(config, get_gpu("H200")) == 1_073_741_824
+    assert mm.mm_reserve(config, get_gpu("H100-80GB")) == 1_073_741_824
+    assert mm.mm_reserve(config, get_gpu("A100-80GB")) == 104_857_600
+    assert mm.mm_reserve(bundled_config("gemma-4-26b-a4b"), get_gpu("H200")) == 104_857_600
+    assert mm.mm_reserve(bundled_config("llama-3.1-8b"), get_gpu("H200")) == 0

@@ -235,13 +235,23 @@ def _hf(d: dict, model_type: str | None) -> types.SimpleNamespace:
     return types.SimpleNamespace(**d)
 
 
+FIXTURES = ROOT / "tests" / "fixtures" / "configs"
+
+
+def _raw(name: str) -> dict:
+    """A bundled model's config.json, or a published one in tests/fixtures/configs."""
+    if name in BUNDLED:
+        return bundled_config(name)
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
 def sglang_model_config(name: str, repo: str):
     """SGLang's ModelConfig for a bundled config.json, as far as pool sizing reads it: its
     own _derive_model_shapes and _derive_hybrid_model run over stand-in HF configs (the
     config.json keys as attributes; the text_config for a multimodal one, as
     get_hf_text_config picks it)."""
     ns = _model_config_functions()
-    raw = bundled_config(name)
+    raw = _raw(name)
     mc = ns["ModelConfig"]()
     mc.hf_config = _hf(raw, raw.get("model_type"))
     text = raw.get("text_config")
@@ -284,7 +294,8 @@ def _is_multimodal(mc, ns) -> bool:
 # the configs read through transformers' own classes (kvlib's environment holds transformers
 # 5.25.0; SGLang 0.5.23 pins 5.19.0): Gemma 3's config.json leaves defaults to its class (no
 # vocab_size in text_config); Gemma 4's per-layer head sizes are built by its class
-_TRANSFORMERS = ("gemma3", "gemma4")
+_TRANSFORMERS = ("gemma3", "gemma4", "qwen3_vl", "qwen3_vl_moe")  # Qwen3-VL: SGLang registers
+# no config class of its own (utils/hf_transformers/common.py:117-175)
 
 
 def _transformers_config(raw: dict):
@@ -394,6 +405,48 @@ def sglang_mem_fraction(mc, gpu_mib: float, tp: int) -> float:
     return cfg.mem_fraction_static
 
 
+class _Env:
+    """An environment variable of sglang/srt/environ.py at its default, settable."""
+
+    def __init__(self, default):
+        self.value, self.set_ = default, False
+
+    def get(self):
+        return self.value
+
+    def is_set(self):
+        return self.set_
+
+    def set(self, value):
+        self.value, self.set_ = value, True
+
+
+def _mm_serving_defaults(mc, gpu_mib: float):
+    """(envs, mm_feature_transport) after Qwen3-VL's profiled Hopper defaults
+    (model_overrides/qwen3_vl.py: large_hopper_qwen3_vl_model_type and
+    _qwen3vl_hopper_serving_overrides, lifted; stand-ins: is_sm90_supported() True, the H200
+    being SM90, one node) for its architectures; for the others the defaults (no transport)."""
+    envs = types.SimpleNamespace(SGLANG_VLM_CACHE_SIZE_MB=_Env(100),  # environ.py:1598
+                                 SGLANG_MM_FEATURE_CACHE_MB=_Env(1024))  # environ.py:1622
+    if mc.hf_config.architectures[0] not in ("Qwen3VLForConditionalGeneration",
+                                             "Qwen3VLMoeForConditionalGeneration"):
+        return envs, None
+    ns = _namespace({})
+    ns.update(resolving_view=lambda s: s, model_config_of=lambda s: mc, envs=envs,
+              get_device_memory_capacity=lambda device: gpu_mib, is_sm90_supported=lambda: True,
+              logger=types.SimpleNamespace(info=lambda *a: None), Optional=None, Any=object)
+    _lift("sglang/srt/arg_groups/model_overrides/qwen3_vl.py",
+          ["_HOPPER_QWEN3_VL_TYPES", "large_hopper_qwen3_vl_model_type",
+           "_qwen3vl_hopper_serving_overrides"], ns)
+    cfg = types.SimpleNamespace(
+        device="cuda", mm_preprocess_cache_size_mb=None, mm_feature_transport=None, nnodes=1,
+        max_running_requests=None, radix_eviction_policy="lru",
+        _radix_eviction_policy_explicitly_set=False, prefill_decode_interval=None,
+        attention_backend=None, decode_attention_backend=None)
+    updates = ns["_qwen3vl_hopper_serving_overrides"](cfg, mc.hf_config)
+    return envs, updates.get("mm_feature_transport")
+
+
 def sglang_plan(name: str, tp: int, free_before: int, weights: int,
                 budget: int | None = None, fp8: bool = False) -> dict:
     """What SGLang 0.5.23 logs and schedules for bundled model ``name`` on one H200 rank of
@@ -402,7 +455,7 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int,
     the node); fp8: --kv-cache-dtype fp8_e4m3 (DSA's backends then flashmla_kv, restated from
     overrides.py:712-720)."""
     gpu = get_gpu(GPU)
-    mc, mns = sglang_model_config(name, BUNDLED[name].repo)
+    mc, mns = sglang_model_config(name, BUNDLED[name].repo if name in BUNDLED else name)
     fraction = sglang_mem_fraction(mc, gpu.reported_bytes / MiB, tp)
     layer_info = _layer_info(mc)
     world = tp
@@ -427,7 +480,7 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int,
     disagg = types.SimpleNamespace(disaggregation_mode="null")
     runtime = {"get_parallel": lambda: parallel, "get_schedule": lambda: schedule,
                "get_memory": lambda: memory, "get_disagg": lambda: disagg}
-    raw = bundled_config(name)
+    raw = _raw(name)
     mamba = _mamba_config(raw, tp) if raw["architectures"][0] in _STATE_CONFIGS else None
     if mamba is not None and hasattr(mamba, "text_config"):
         mamba = mamba.get_text_config()  # configs/hybrid_arch.py hybrid_gdn_config
@@ -456,7 +509,8 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int,
                   get_memory=runtime["get_memory"], DSATokenToKVPool=dsa_pool)
     _lift(KC, ["calculate_mla_kv_cache_dim", "mm_runtime_reservation_gb",
                "_should_elide_dsa_index_k"], kvc_ns)
-    kvc_ns.update(envs=ENVS, logger=types.SimpleNamespace(info=lambda *a: None))
+    mm_envs, transport = _mm_serving_defaults(mc, gpu.reported_bytes / MiB)
+    kvc_ns.update(envs=mm_envs, logger=types.SimpleNamespace(info=lambda *a: None))
     cp_more = _lift("sglang/srt/layers/cp/utils.py", ["get_glm_dsa_cp_layer_shard_info",
                                                       "get_layer_shard_range"], _namespace({}))
     cp_more.update(is_glm_dsa_cache_layer_split_enabled=lambda kvc: False)
@@ -525,7 +579,7 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int,
                 full_prefill_max_req=None, backend="breakable")))),
         Backend=types.SimpleNamespace(FULL="full"),
         mm_runtime_reservation_gb=kvc_ns["mm_runtime_reservation_gb"],
-        get_mm=lambda: types.SimpleNamespace(mm_feature_transport=None))
+        get_mm=lambda: types.SimpleNamespace(mm_feature_transport=transport))
     profile = _lift(KC, "_profile_available_bytes", profile_ns, cls="KVCacheConfigurator")[
         "_profile_available_bytes"]
     if budget is None:
@@ -707,6 +761,26 @@ def test_state_pool_at_other_tps(name, tp):
             theirs["running"]) == (extras["state_bytes_per_request"],
                                    extras["max_mamba_cache_size"], extras["kv_pool_budget"],
                                    ours.tokens, ours.max_running_requests)
+
+
+@pytest.mark.parametrize("name", ["qwen3-vl-8b"])
+def test_a_published_multimodal_config(name):
+    """A published config kvlib does not bundle (tests/fixtures/configs): Qwen3-VL on an H200
+    takes the profiled Hopper defaults, a 1 GiB feature pool instead of the 100 MiB cache."""
+    from kvlib.models.readers import read_config
+    from kvlib.serving.engines import engine_plan
+    from kvlib.serving.engines.vllm.deployment import Deployment
+
+    _wheel()
+    raw = _raw(name)
+    dep = Deployment(read_config(raw, name=name), GPU, gpus=1, tp=1, config=raw)
+    ours = engine_plan(dep, CONTEXT, "sglang")
+    theirs = sglang_plan(name, 1, ours.total_memory - MEASURED_DEFAULTS["in_use_bytes"],
+                         ours.weights)
+    assert (theirs["fraction"], theirs["budget"], theirs["cell"], theirs["tokens"],
+            theirs["running"], theirs["page"]) == (
+        float(ours.fraction), ours.kv_budget, ours.cell, ours.tokens,
+        ours.max_running_requests, ours.page)
 
 
 @pytest.mark.parametrize("fp8", [False, True])

@@ -25,8 +25,8 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = ["TRACED_MM_ARCHS", "MM_ARCHS", "MM_DISABLED", "BREAKABLE_GRAPH_ARCHS", "VLM_FACTOR",
-           "VLM_FRACTION", "MM_RESERVE", "MM_RESERVE_MIB", "is_multimodal", "vision_shape",
-           "vlm_fraction"]
+           "VLM_FRACTION", "MM_RESERVE", "MM_RESERVE_MIB", "HOPPER_FEATURE_CACHE_MIB",
+           "is_multimodal", "vision_shape", "vlm_fraction", "mm_reserve"]
 
 # configs/model_config.py:2391-2473 (multimodal_model_archs)
 MM_ARCHS = frozenset("""
@@ -69,7 +69,16 @@ BailingMoeV3VLForConditionalGeneration""".split())
 TRACED_MM_ARCHS = frozenset({"Gemma4ForConditionalGeneration",
                              "KimiK25ForConditionalGeneration",
                              "Qwen3_5ForConditionalGeneration",
-                             "Qwen3_5MoeForConditionalGeneration"})
+                             "Qwen3_5MoeForConditionalGeneration",
+                             "Qwen3VLForConditionalGeneration",
+                             "Qwen3VLMoeForConditionalGeneration"})
+# Qwen3-VL on a large Hopper GPU (SM90, at least 60 GiB) takes profiled serving defaults: no
+# embedding cache (SGLANG_VLM_CACHE_SIZE_MB 0) and, on one node, the CUDA-IPC feature transport,
+# which reserves SGLANG_MM_FEATURE_CACHE_MB = 1024 MiB instead (model_overrides/qwen3_vl.py:
+# 20-31, 81-140; kv_cache_configurator.py:209-211)
+_HOPPER_PROFILED = frozenset({"Qwen3VLForConditionalGeneration",
+                              "Qwen3VLMoeForConditionalGeneration"})
+HOPPER_FEATURE_CACHE_MIB = 1024  # environ.py:1622
 # configs/model_config.py:692-704: multimodal off unless --enable-multimodal
 MM_DISABLED = frozenset({"Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
                          "Step3VLForConditionalGeneration", "InklingForConditionalGeneration"})
@@ -131,7 +140,24 @@ def vision_shape(config: dict) -> tuple[int, int]:
         return None
     if arch in _DEPTH_UNREAD:
         return 24, vision.get("hidden_size", 1152)  # configs/qwen3_vl.py:11: 1152 by default
+    if arch in _HOPPER_PROFILED:
+        # transformers' Qwen3VLVisionConfig (SGLang registers no config of its own for it)
+        # maps num_hidden_layers to depth (its attribute_map)
+        return vision["depth"], vision["hidden_size"]
     return vision.get("num_hidden_layers", 24), vision.get("hidden_size", 1024)
+
+
+def mm_reserve(config: dict | None, gpu) -> int:
+    """``MM_RESERVE``'s bytes for a multimodal ``config`` on ``gpu`` (0 for a text model):
+    100 MiB of embedding cache, or for Qwen3-VL on a large Hopper GPU the 1 GiB CUDA-IPC feature
+    pool instead."""
+    if not is_multimodal(config):
+        return 0
+    hopper = (gpu.cuda_capability is not None and gpu.cuda_capability[0] == 9
+              and gpu.reported_bytes is not None and gpu.reported_bytes >= 60 << 30)
+    if _arch(config) in _HOPPER_PROFILED and hopper:
+        return HOPPER_FEATURE_CACHE_MIB << 20
+    return MM_RESERVE
 
 
 def vlm_fraction(fraction: float, config: dict) -> float:

@@ -55,7 +55,7 @@ def refuse_model(model, config: dict | None) -> None:
         raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} serves it as multimodal; "
                          "its multimodal reserves (mem_fraction_static cut by the vision "
                          "tower, mm_runtime_reservation_gb, model overrides) are traced for "
-                         "Gemma 4, Kimi K2.5, Qwen3.5 and Qwen3.6 only")
+                         "Gemma 4, Kimi K2.5, Qwen3-VL, Qwen3.5 and Qwen3.6 only")
     if untraced_swa(arch_):
         raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE} pools its sliding "
                          "layers with per-kind head sizes kvlib has not traced")
@@ -128,13 +128,16 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
     else:
         fraction = Fraction(mem_fraction_static)
         notes.append(f"mem_fraction_static {float(fraction):g} (--mem-fraction-static)")
-    reserve = mm.MM_RESERVE if mm.is_multimodal(config) else 0
+    reserve = mm.mm_reserve(config, gpu)
     budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp,
                        reserve)
     if reserve:
-        notes.append(f"multimodal ({arch_}): {mm.MM_RESERVE_MIB} MiB of the budget held back "
-                     "for the embedding cache (SGLANG_VLM_CACHE_SIZE_MB, environ.py:1598; "
-                     "configs/model_config.py:808-828)")
+        notes.append(f"multimodal ({arch_}): {reserve >> 20} MiB of the budget held back "
+                     + ("for the embedding cache (SGLANG_VLM_CACHE_SIZE_MB, environ.py:1598; "
+                        if reserve == mm.MM_RESERVE else
+                        "for the CUDA-IPC feature pool Qwen3-VL takes on a large Hopper GPU "
+                        "(model_overrides/qwen3_vl.py:85-140; environ.py:1622; ")
+                     + "configs/model_config.py:808-828)")
     terms += [("free before weights F_0", free_before, "distributed/bootstrap.py:193-223"),
               ("weights per GPU W", dep.weights_bytes_per_gpu, "kvlib (vLLM's split)"),
               (f"slack F_0 x (1 - {fmt_fraction(fraction)})",
