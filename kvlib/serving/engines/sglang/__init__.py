@@ -50,8 +50,9 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
 * **Multimodal reserves** (:mod:`~kvlib.serving.engines.sglang.multimodal`): for a model SGLang
   serves as multimodal, the default f times ``VLM_FACTOR`` (arg_groups/memory_hook.py:331-337,
   432-460), no prefill CUDA graph unless allowlisted (cuda_graph_hook.py:229-238), and 100 MiB
-  less budget (``KV_BUDGET_MM``, kv_cache_configurator.py:202-221, 3034-3038). Traced for
-  Gemma 4, Kimi K2.5, Qwen3.5 and 3.6; Gemma 3 and Llama 4 are served text-only
+  less budget (``KV_BUDGET_MM``, kv_cache_configurator.py:202-221, 3034-3038; Qwen3-VL on a
+  large Hopper GPU: 1 GiB of CUDA-IPC feature pool instead). Traced for Gemma 4, Kimi K2.5,
+  Qwen3-VL, Qwen3.5 and 3.6; Gemma 3 and Llama 4 are served text-only
   (configs/model_config.py:690-704).
 * **State pool** (:mod:`~kvlib.serving.engines.sglang.state`), for the Gated DeltaNet hybrid
   Qwen3-Next, Qwen3.5 and 3.6 and the Mamba2 hybrids Nemotron-H and Nemotron 3:
@@ -77,7 +78,7 @@ Not traced, refused by name: the other Mamba and linear-attention state pools (F
 Mamba2, Jamba's Mamba, Kimi Linear's KDA), DSA pools on SM100 (fp8 by default there), the
 other sparse indexers (MiniMax M3), DeepSeek V4's compressed pools, the sliding pools of Step 3.5,
 Beam and Laguna, layers without attention, multimodal architectures other than Gemma 4,
-Kimi K2.5, Qwen3.5 and 3.6.
+Kimi K2.5, Qwen3-VL, Qwen3.5 and 3.6.
 """
 
 from __future__ import annotations
