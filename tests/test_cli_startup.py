@@ -33,6 +33,24 @@ def test_plan_still_loads_what_it_needs():
     assert rc == 0 and "kvlib.serving.engines.vllm.defaults" in modules
 
 
+def test_plan_under_vllm_loads_no_other_engine():
+    """kvlib.serving.engines imports an engine's folder when that engine is asked for: a vLLM
+    plan loads neither SGLang's nor TensorRT-LLM's rules (their SymPy budgets)."""
+    rc, modules = _loaded(["plan", "llama-3.1-8b", "--gpu", "H200", "--context", "8K"])
+    assert rc == 0 and "kvlib.serving.engines" in modules
+    assert not [m for m in modules if m.startswith(("kvlib.serving.engines.sglang",
+                                                    "kvlib.serving.engines.trtllm"))]
+
+
+@pytest.mark.parametrize("engine, loaded, absent", [("sglang", "sglang", "trtllm"),
+                                                    ("trtllm", "trtllm", "sglang")])
+def test_plan_loads_the_engine_asked_for_alone(engine, loaded, absent):
+    rc, modules = _loaded(["plan", "llama-3.1-8b", "--gpu", "H200", "--context", "8K",
+                           "--engine", engine])
+    assert rc == 0 and f"kvlib.serving.engines.{loaded}" in modules
+    assert not [m for m in modules if m.startswith(f"kvlib.serving.engines.{absent}")]
+
+
 @pytest.mark.parametrize("command", list(MODULES))
 def test_one_command_parser_is_the_full_parsers_subcommand(command, capsys):
     """The parser built for one command gives that command the same flags as the full one."""

@@ -23,24 +23,46 @@ and KV dtype); :func:`engine_tokens` is the one-call form notebook 06 uses. What
 measures at start-up and kvlib cannot know is assumed aloud (``assumptions``), each with the
 option that overrides it. A model or option whose pool rule kvlib has not traced for that
 engine is refused by name (ValueError).
+
+The folders are imported when an engine is asked for, not with this module: ``kvlib plan``
+under vLLM never loads SGLang's or TensorRT-LLM's rules (their SymPy expressions), and
+``kvlib.serving.engines.sglang`` / ``.trtllm`` load on first use, as attributes too.
 """
 
 from __future__ import annotations
 
-from kvlib.serving.engines import sglang, trtllm
 from kvlib.serving.engines.answer import COMMON_KEYS, EnginePlan
 from kvlib.serving.engines.log import EngineExplanation
-from kvlib.serving.engines.sglang import log as sglang_log
-from kvlib.serving.engines.trtllm import log as trtllm_log
-from kvlib.serving.engines.vllm import planner as vllm_planner
-from kvlib.serving.engines.vllm.deployment import Deployment
 
 __all__ = ["ENGINES", "COMMON_KEYS", "EnginePlan", "engine_plan", "engine_tokens", "refuse_model",
            "detect_engine", "explain_engine_log", "sglang", "trtllm"]
 
-# engine name -> what answers for it (vLLM's planner module: its package loads nothing)
-_FOLDERS = {"vllm": vllm_planner, "sglang": sglang, "trtllm": trtllm}
-ENGINES = tuple(_FOLDERS)
+ENGINES = ("vllm", "sglang", "trtllm")
+
+
+def _folder(engine: str):
+    """What answers for ``engine``, imported on first use (vLLM's planner module: its package
+    loads nothing); ValueError naming the engines for another name."""
+    if engine == "vllm":
+        from kvlib.serving.engines.vllm import planner
+
+        return planner
+    if engine == "sglang":
+        import kvlib.serving.engines.sglang as sglang  # not "from . import": __getattr__
+
+        return sglang
+    if engine == "trtllm":
+        import kvlib.serving.engines.trtllm as trtllm
+
+        return trtllm
+    raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+
+
+def __getattr__(name: str):
+    """``kvlib.serving.engines.sglang`` and ``.trtllm`` as attributes, imported on first use."""
+    if name in ("sglang", "trtllm"):
+        return _folder(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def refuse_model(model, config: dict | None, engine: str) -> None:
@@ -48,7 +70,7 @@ def refuse_model(model, config: dict | None, engine: str) -> None:
     for in ``model`` alone, whatever the GPU, TP and KV dtype: its layer kinds, and SGLang's
     multimodal and per-kind sliding pools or TensorRT-LLM's variable windows (the book's
     planner reads it too)."""
-    _FOLDERS[engine].refuse_model(model, config)
+    _folder(engine).refuse_model(model, config)
 
 
 def engine_plan(dep, context: int, engine: str = "vllm", **options) -> EnginePlan:
@@ -57,9 +79,7 @@ def engine_plan(dep, context: int, engine: str = "vllm", **options) -> EnginePla
     options: SGLang: mem_fraction_static, in_use_bytes (memory in use before the weights),
     other_bytes, page_size; TensorRT-LLM: free_gpu_memory_fraction, other_peak_bytes (the
     profiling peak less the weights and the temporary cache), tokens_per_block."""
-    if engine not in _FOLDERS:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    return _FOLDERS[engine].engine_plan(dep, context, **options)
+    return _folder(engine).engine_plan(dep, context, **options)
 
 
 def engine_tokens(model, gpu, engine: str = "vllm", *, tp: int = 1, context: int | None = None,
@@ -71,6 +91,7 @@ def engine_tokens(model, gpu, engine: str = "vllm", *, tp: int = 1, context: int
     request (default: the model's max_position_embeddings). Options as :func:`engine_plan`;
     vLLM options (vllm=..., gpu_mem_util=...) go to its Deployment."""
     from kvlib.models.catalog import load_model
+    from kvlib.serving.engines.vllm.deployment import Deployment
 
     spec = load_model(model) if isinstance(model, str) else model
     vllm_keys = {"vllm", "gpu_mem_util", "block_size", "in_use_bytes",
@@ -87,6 +108,9 @@ def engine_tokens(model, gpu, engine: str = "vllm", *, tp: int = 1, context: int
 
 def detect_engine(text: str) -> str | None:
     """'sglang', 'trtllm' or None (a vLLM log, or nothing recognised)."""
+    from kvlib.serving.engines.sglang import log as sglang_log
+    from kvlib.serving.engines.trtllm import log as trtllm_log
+
     if sglang_log.detect(text):
         return "sglang"
     if trtllm_log.detect(text):
@@ -100,6 +124,9 @@ def explain_engine_log(text: str, model=None, *, tp: int = 1, page: int = 1,
     that need its sizes (each engine's reader: ``engines/<engine>/log.py``)."""
     lines = [(i, line.rstrip("\n")) for i, line in enumerate(text.splitlines(), 1)]
     engine = detect_engine(text)
+    from kvlib.serving.engines.sglang import log as sglang_log
+    from kvlib.serving.engines.trtllm import log as trtllm_log
+
     if engine == "sglang":
         return sglang_log.explain(lines, model, tp, page, kv_bytes)
     if engine == "trtllm":
