@@ -76,7 +76,8 @@ crosscheck: $(XSTAMP)
 # kvlib against vLLM 0.34.0's own planning, KV-cache manager and scheduler, run on the CPU
 # (docs/crosscheck.md, "make oracle"). vLLM lives in an environment of its own, .venv-oracle:
 # the CPU build of torch on this machine's disk, the vLLM wheel without its CUDA dependencies,
-# and the frozen list of what its planning code imports.
+# and the frozen list of what its planning code imports. SGLang's own code runs in .venv and reads
+# configs with transformers, which the crosscheck extra installs (XSTAMP).
 OVENV  := .venv-oracle
 OSTAMP := $(OVENV)/.installed-stamp
 ORACLE := build/oracle
@@ -89,7 +90,7 @@ $(OSTAMP): tests/oracle/requirements.txt
 	$(OVENV)/bin/python -m pip install --quiet --no-deps -r tests/oracle/requirements.txt
 	@touch $(OSTAMP)
 
-oracle: $(STAMP) $(OSTAMP)
+oracle: $(STAMP) $(XSTAMP) $(OSTAMP)
 	@mkdir -p $(ORACLE)
 	@ls $(ORACLE)/sglang-0.5.23-*.whl >/dev/null 2>&1 || \
 		$(BIN)/python -m pip download --quiet sglang==0.5.23 --no-deps -d $(ORACLE)
