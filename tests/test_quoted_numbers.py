@@ -791,6 +791,8 @@ DOC_EXEMPT: dict[str, dict[str, object]] = {
            for said in ("8 ms", "28 ms", "24 ms", "150 ms")},
     },
     "docs/testing.md": {"90%": Input("a layout threshold of the browser test")},
+    "docs/engines.md": {"100 MiB": Input("SGLang 0.5.23's SGLANG_VLM_CACHE_SIZE_MB default "
+                                         "(environ.py:1598), a setting read from its wheel")},
     # --- E01 begin: docs/vllm.md (N06's page beside engines/01)
     "docs/vllm.md": {
         "4 GiB": Computed(_default_overhead),
