@@ -19,7 +19,9 @@ Not a timed test: it measures, prints a short report, and writes it as JSON
    against the same formula written by hand in NumPy (the floor), and against SymPy
    ``subs`` in a loop (sampled, extrapolated to 10^6).
 4. the ``kvlib`` command: start-up (``kvlib --help``, and one real estimate) against
-   a bare Python start and against ``import numpy, sympy``.
+   a bare Python start and against ``import numpy, sympy``; and the start-up ratio of a first
+   ``kvlib estimate`` and ``kvlib plan`` against ``import numpy`` (issue 42; ``--cli`` runs
+   this part alone).
 
 Times are medians of repeats (wall clock, ``time.perf_counter``). Usage:
     python scripts/bench.py [--out bench/report.json] [--quick] [notebooks ...]
@@ -447,13 +449,20 @@ def bench_cli(quick: bool) -> dict:
         return median_time(run, rep)
 
     bare = timed([str(exe), "-c", "pass"])
+    numpy = timed([str(exe), "-c", "import numpy"])
     libs = timed([str(exe), "-c", "import numpy, sympy"])
     help_ = timed(cmd + ["--help"])
     estimate = timed(cmd + ["estimate", "llama-3-70b", "--context", "8192"])
+    # issue 42's start-up ratio: a user's first estimate and plan against importing NumPy
+    first = timed(cmd + ["estimate", "llama-3.1-8b"])
+    plan = timed(cmd + ["plan", "llama-3.1-8b", "--gpu", "H200"])
     return {"command": " ".join(Path(c).name for c in cmd),
-            "bare_python_seconds": bare, "import_numpy_sympy_seconds": libs,
+            "bare_python_seconds": bare, "import_numpy_seconds": numpy,
+            "import_numpy_sympy_seconds": libs,
             "help": figure(help_, libs, vs_bare_python=help_ / bare),
-            "estimate": figure(estimate, libs, vs_bare_python=estimate / bare)}
+            "estimate": figure(estimate, libs, vs_bare_python=estimate / bare),
+            "startup_ratio": {"estimate llama-3.1-8b": figure(first, numpy),
+                              "plan llama-3.1-8b --gpu H200": figure(plan, numpy)}}
 
 
 # --- report ------------------------------------------------------------------------------
@@ -535,12 +544,19 @@ def print_report(r: dict) -> None:
     print(f"  SymPy subs loop  {_ms(s['sympy_subs_extrapolated']['seconds']):>10}   "
           f"(extrapolated from {s['sympy_subs_extrapolated']['sample']}; generated path is "
           f"{s['generated_vs_subs_speedup']:,.0f}x faster)")
+    print_cli(r)
+
+
+def print_cli(r: dict) -> None:
     c = r["cli"]
     print(f"\n`{c['command']}` start-up (floor: python -c 'import numpy, sympy' "
           f"{_ms(c['import_numpy_sympy_seconds'])}; bare python {_ms(c['bare_python_seconds'])})")
     for k in ("help", "estimate"):
         print(f"  {k:<9} {_ms(c[k]['seconds']):>10}  x{c[k]['ratio']:.2f} "
               f"(x{c[k]['vs_bare_python']:.0f} a bare python)")
+    print(f"  start-up ratio (floor: python -c 'import numpy' {_ms(c['import_numpy_seconds'])}):")
+    for k, f in c["startup_ratio"].items():
+        print(f"    kvlib {k:<28} {_ms(f['seconds']):>10}  x{f['ratio']:.2f}")
 
 
 def main(argv=None) -> int:
@@ -552,7 +568,16 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     ap.add_argument("--no-browser", action="store_true",
                     help="skip the widget moves in JupyterLab (headless Chromium)")
+    ap.add_argument("--cli", action="store_true",
+                    help="measure only the kvlib command's start-up (part 4)")
     args = ap.parse_args(argv)
+    if args.cli:
+        report = {"machine": machine(), "cli": bench_cli(args.quick)}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        print_cli(report)
+        print(f"\nwritten: {args.out}")
+        return 0
     paths = args.notebooks or (sorted((REPO / "notebooks").glob("*.ipynb"))
                                + sorted((REPO / "notebooks" / "engines").glob("*.ipynb")))
     if shutil.which("jupyter", path=str(Path(sys.executable).parent)) is None:
