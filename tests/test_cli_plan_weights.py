@@ -53,6 +53,10 @@ def test_no_counter_is_still_refused_without_a_budget(tmp_path, capsys):
     assert rc == 2 and err.count("\n") == 1
     assert "no parameter counter for it" in err and "--params" in err
     assert "--kv-cache-memory" in err
+    # the other engines have no --kv-cache-memory: they refuse it by name
+    rc, _, err = run(capsys, str(tmp_path / "model" / "config.json"), "--gpu", "L40S",
+                     "--context", "4096", "--engine", "sglang", "--kv-cache-memory", "1GiB")
+    assert rc == 2 and "--kv-cache-memory" in err and "a vLLM option" in err
 
 
 def test_no_counter_plans_with_kv_cache_memory_by_hand(tmp_path, capsys):
@@ -68,6 +72,7 @@ def test_no_counter_plans_with_kv_cache_memory_by_hand(tmp_path, capsys):
     assert d["vllm_bytes_per_block"] == 64 * PER_TOKEN == 16_384
     assert d["max_sequences_per_replica"] == (64 * 1024**2 // 16_384 - 1) // 64 == 63
     assert d["params"] is None and d["weights_bytes_per_gpu"] is None
+    assert d["weights_read_from"] is None
     assert d["active_params"] is None and d["decode_weights_read_bytes_per_gpu"] is None
     assert d["decode_step_seconds_lower_bound"] is None
     assert ("weights: not counted (no parameter counter for step3p7; --kv-cache-memory gives "
@@ -110,6 +115,7 @@ def test_folder_with_an_index_reads_its_total_size(tmp_path, capsys):
     assert "read from the checkpoint's files" in note
     assert "model.safetensors.index.json" in note and "3,000,000,000" in note
     assert d["weight_dtype"] == "checkpoint (read from its files)"
+    assert d["weights_read_from"] == ["model.safetensors.index.json"]
     # the same folder with --params: the count wins (2 B each in bf16), the files are not used
     rc, d, _ = run_json(capsys, str(folder), "--gpu", "L40S", "--context", "4096",
                         "--params", "1000")
@@ -130,6 +136,8 @@ def test_folder_with_safetensors_headers_by_hand(tmp_path, capsys):
     assert d["params"] is None and d["decode_step_seconds_lower_bound"] is None
     note = next(n for n in d["notes"] if n.startswith("weights:"))
     assert "read from the checkpoint's files" in note and "2 safetensors files" in note
+    assert d["weights_read_from"] == ["model-00001-of-00002.safetensors",
+                                      "model-00002-of-00002.safetensors"]
     rc, d, _ = run_json(capsys, str(folder), "--gpu", "L40S", "--gpus", "2", "--tp", "2",
                         "--context", "4096")
     assert rc == 0 and d["weights_bytes_per_gpu"] == 14_080 // 2 == 7_040

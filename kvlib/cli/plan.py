@@ -172,6 +172,8 @@ def plan_json(deployment: Deployment, context: int, shared_prefix: int = 0) -> d
     d.update(own)
     d["kv_scales"] = deployment.scales.name if deployment.scales else "none"
     d["kv_dtype_why"] = deployment.kv_dtype_why
+    # the model folder's files the weights were read from (None: counted, or not counted)
+    d["weights_read_from"] = list(deployment.stored.source) if deployment.stored else None
     if d["vllm_refuses_max_model_len"]:  # vLLM checks the context before any memory
         d["fits"], d["reason"] = False, d["vllm_max_model_len_why"]
     d["groups"] = _groups(deployment, context)

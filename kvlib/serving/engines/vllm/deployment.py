@@ -265,8 +265,8 @@ class Deployment:
         if params is None and self.kv_cache_memory is None and self.stored is None:
             raise ValueError(
                 f"the parameter count of {self.model.name} is unknown and kvlib cannot count "
-                f"it from its config ({self._count[1]}); give it (--params), or the KV budget "
-                "outright (--kv-cache-memory), where the weights do not enter it")
+                f"it from its config ({self._count[1]}); give it (--params); under vLLM, "
+                "--kv-cache-memory gives the KV budget outright and needs no weights")
         if params is not None:  # None: not counted, and the budget does not need them
             set_(self, "params", validate.positive_int("parameter count", params))
         if self.active_params is not None:
