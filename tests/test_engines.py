@@ -97,13 +97,11 @@ def test_deepseek_v3_cells_by_hand():
 
 
 @pytest.mark.parametrize(("model", "engine", "named"), [
-    ("deepseek-v4-pro", "sglang", "Compressor"),
     ("nemotron-3-ultra-550b-a55b", "trtllm", "hybrid_override_pattern"),
     ("gemma-3n-e4b", "sglang", "keep no cache"),
     ("glm-5", "trtllm", "indexer"),
     ("gemma-4-26b-a4b", "trtllm", "per-kind head sizes"),
     ("qwen3-next-80b-a3b", "trtllm", "Gated DeltaNet"),
-    ("deepseek-v4-flash", "sglang", "Compressor"),
     ("falcon-7b", "trtllm", "num_key_value_heads"),
     ("llama-3.3-nemotron-super-49b", "sglang", "keep no cache"),
 ])

@@ -32,7 +32,15 @@ and the DSA backends at their H200 defaults (overrides.py:712-726) are restated.
 comes from kvlib's crosscheck extra (5.25.0).
 
 The wheel: ``make oracle`` downloads it into build/oracle (``pip download sglang==0.5.23
---no-deps``); without it the test is skipped (with KVLIB_REQUIRE_ORACLE=1 it fails)."""
+--no-deps``); without it the test is skipped (with KVLIB_REQUIRE_ORACLE=1 it fails).
+
+DeepSeek V4 (Flash, Pro): pool_configurator.py run whole picks DSV4PoolConfigurator; its helpers
+(deepseek_v4_memory_pool.py's ring sizes, indexer bytes, layer split and layouts,
+unified_kv_gate.py) are lifted and kv_layout.py's KVLayout runs whole. Stand-ins, each said where
+it is: V4's defaults restated (page 256, swa_full_tokens_ratio 0.1 recorded as set,
+max_running_requests 256), the flashmla backend restated from _default_dsv4_attention_backend,
+no speculative decoding, the environment at its defaults, is_hip() False, and
+kv_source_layer_ids = [] (DeepSeekV4Config's default; the config.json has none)."""
 
 import ast
 import builtins
@@ -73,11 +81,11 @@ REFUSED = {
     # budget below (test_dsa_pool_at_a_fixed_budget)
     "glm-5": "leave no GPU memory",
     "glm-5.2": "leave no GPU memory",
-    "deepseek-v4-flash": "Compressor state layers",
-    "deepseek-v4-pro": "Compressor state layers",
     "gemma-3n-e4b": "layers that keep no cache",
 }
-COMPARED = sorted(set(BUNDLED) - set(REFUSED))
+# DeepSeek V4: its own configurator (DSV4PoolConfigurator), compared field by field below
+V4 = ("deepseek-v4-flash", "deepseek-v4-pro")
+COMPARED = sorted(set(BUNDLED) - set(REFUSED) - set(V4))
 
 
 def _wheel():
@@ -187,7 +195,10 @@ ENVS = types.SimpleNamespace(  # sglang/srt/environ.py defaults read on these pa
     SGLANG_NPU_ENABLE_SPARSE_KV_OFFLOAD=types.SimpleNamespace(get=lambda: False),
     SGLANG_ENABLE_POST_CAPTURE_KV_SIZING=types.SimpleNamespace(get=lambda: False),  # :640
     SGLANG_VLM_CACHE_SIZE_MB=types.SimpleNamespace(get=lambda: 100),  # :1598
-    SGLANG_MM_FEATURE_CACHE_MB=types.SimpleNamespace(get=lambda: 1024))  # :1622
+    SGLANG_MM_FEATURE_CACHE_MB=types.SimpleNamespace(get=lambda: 1024),  # :1622
+    SGLANG_OPT_USE_ONLINE_COMPRESS=types.SimpleNamespace(get=lambda: False),  # :1830
+    SGLANG_EXPERIMENTAL_ONLINE_C128_MTP=types.SimpleNamespace(get=lambda: False),
+    SGLANG_DSV4_COMPRESS_STATE_DTYPE=types.SimpleNamespace(get=lambda: "float32"))  # :1832
 MC = "sglang/srt/configs/model_config.py"
 PC = "sglang/srt/model_executor/pool_configurator.py"
 KC = "sglang/srt/mem_cache/kv_cache_configurator.py"
@@ -263,6 +274,10 @@ def sglang_model_config(name: str, repo: str):
         mc.hf_text_config = mc.hf_config.text_config
     elif "vision_config" in raw:
         mc.hf_config.vision_config = _vision_config(raw)
+    if raw.get("model_type") == "deepseek_v4":
+        # stand-in: SGLang's DeepSeekV4Config default for a key the published config.json
+        # lacks (configs/deepseek_v4.py:106; the transformers alias: ())
+        mc.hf_config.kv_source_layer_ids = []
     mc.model_path, mc.is_draft_model, mc.disable_hybrid_swa_memory = repo, False, False
     mc.is_multimodal = _is_multimodal(mc, ns)
     mc.context_len = CONTEXT
@@ -468,18 +483,29 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int,
     parallel = types.SimpleNamespace(attn_tp_size=tp, attn_dcp_size=1, attn_cp_size=1,
                                      launch_world_size=world, tp_size=tp,
                                      world_group=types.SimpleNamespace(cpu_group=None))
+    v4 = mns["is_deepseek_v4"](mc.hf_config)
     schedule = types.SimpleNamespace(
         mem_fraction_static=fraction, max_total_tokens=None, max_running_requests=None,
         swa_full_tokens_ratio=0.8,  # arg_groups/fields/schedule.py:160
+        _swa_full_tokens_ratio_explicitly_set=False, swa_prefix_tails=None,
         prefill_max_requests=None, max_mamba_cache_size=None,
         mamba_full_memory_ratio=0.9,  # arg_groups/fields/schedule.py:220-227 (fallback)
         disable_overlap_schedule=False)
+    if v4:
+        # DeepSeek V4's defaults, restated: swa_full_tokens_ratio 0.1 (model_overrides/
+        # deepseek_v4.py:44-49), declared by handle_model_specific_adjustments
+        # (arg_groups/pipeline.py:225; model_hook.py:193-202) before handle_cache_compatibility
+        # records it as set (pipeline.py:334; kv_cache_hook.py:415-420); max_running_requests
+        # 256 (deepseek_v4_hook.py:138-146)
+        schedule.swa_full_tokens_ratio, schedule._swa_full_tokens_ratio_explicitly_set = 0.1, True
+        schedule.max_running_requests = 256
     memory = types.SimpleNamespace(enable_hisparse=False, enable_unified_memory=False,
                                    disable_radix_cache=False,
                                    enable_unified_cache_external_linker=False)
-    disagg = types.SimpleNamespace(disaggregation_mode="null")
+    disagg = types.SimpleNamespace(disaggregation_mode="null", disaggregation_decode_extra_slots=0)
     runtime = {"get_parallel": lambda: parallel, "get_schedule": lambda: schedule,
-               "get_memory": lambda: memory, "get_disagg": lambda: disagg}
+               "get_memory": lambda: memory, "get_disagg": lambda: disagg,
+               **_dsv4_runtime()}
     raw = _raw(name)
     mamba = _mamba_config(raw, tp) if raw["architectures"][0] in _STATE_CONFIGS else None
     if mamba is not None and hasattr(mamba, "text_config"):
@@ -541,15 +567,19 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int,
         "sglang.srt.mem_cache.kv_cache_configurator": {
             "calculate_mla_kv_cache_dim": kvc_ns["calculate_mla_kv_cache_dim"],
             "_should_elide_dsa_index_k": kvc_ns["_should_elide_dsa_index_k"]},
+        **_dsv4_modules(runtime),
     }
     # the page: 64 x index_kpool for DSA on CUDA, restated from model_overrides/deepseek_v2.py:
     # 161-173; otherwise 1 (overrides.py:1341-1362)
     page = (64 * mns["get_dsa_index_kpool"](mc.hf_config)
             if mns["is_deepseek_dsa"](mc.hf_config) else 1)
+    if v4:
+        page = 256  # DeepSeek V4 on CUDA, restated from model_overrides/deepseek_v4.py:51
+    schedule.page_size = page
     pool_ns = _namespace(stubs)
     exec(compile(_source(PC), f"sglang-0.5.23/{PC}", "exec"), pool_ns)  # noqa: S102
     never = types.SimpleNamespace(is_eagle=lambda: False, is_standalone=lambda: False,
-                                  is_none=lambda: True,
+                                  is_none=lambda: True, is_dspark=lambda: False,
                                   is_dflash_family=lambda: False)
     kvc = types.SimpleNamespace(
         model_config=mc, kv_cache_dtype=kv_dtype,
@@ -590,11 +620,80 @@ def sglang_plan(name: str, tp: int, free_before: int, weights: int,
                              "logger": types.SimpleNamespace(warning=lambda *a: None)})
     kvc.model_config.context_len = CONTEXT
     running = resolve(kvc, config.max_total_num_tokens)
-    return {"fraction": fraction, "budget": budget, "cell": configurator._cell_size,
-            "tokens": config.max_total_num_tokens, "swa_tokens": config.swa_max_total_num_tokens,
-            "running": running, "hybrid": mc.is_hybrid_swa, "page": page,
-            "slots": schedule.max_mamba_cache_size,
-            "state": mamba.mamba2_cache_params.mamba_cache_per_req if mamba else None}
+    out = {"fraction": fraction, "budget": budget,
+           "cell": getattr(configurator, "_cell_size", None),
+           "tokens": config.max_total_num_tokens, "swa_tokens": config.swa_max_total_num_tokens,
+           "running": running, "hybrid": mc.is_hybrid_swa, "page": page,
+           "slots": schedule.max_mamba_cache_size,
+           "state": mamba.mamba2_cache_params.mamba_cache_per_req if mamba else None}
+    if v4:  # DSV4PoolConfigurator's own figures, and its finalize step (kv_cache_configurator.
+        # py:3182-3189)
+        config.max_running_requests = running
+        config = configurator.finalize_with_max_running_requests(config)
+        out.update(cell=configurator.bytes_per_full_token,
+                   swa_cell=configurator.bytes_per_swa_token,
+                   c128_state=configurator._get_c128_state_fixed_bytes(running),
+                   c4_tokens=config.c4_max_total_num_tokens,
+                   c128_tokens=config.c128_max_total_num_tokens,
+                   c4_state_rows=config.c4_state_pool_size,
+                   c128_state_rows=config.c128_state_pool_size,
+                   entry=configurator.kv_bytes, layers=configurator.num_layers_total,
+                   c4_layers=configurator.num_layers(4),
+                   c128_layers=configurator.num_layers(128))
+    return out
+
+
+def _dsv4_runtime() -> dict:
+    """runtime_context's names DSV4PoolConfigurator reads, at a launch's defaults on an H200.
+    Stand-ins: get_exec (the kernel's dsv4_attn_backend "flashmla", what
+    _default_dsv4_attention_backend picks for model_type deepseek_v4, arg_groups/
+    deepseek_v4_hook.py:45-60, restated; encoder SWA replay off, fields/exec_.py:165-169), no
+    speculative decoding (get_spec, max_speculative_num_draft_tokens)."""
+    kernel = types.SimpleNamespace(dsv4_attn_backend="flashmla",
+                                   enable_deepseek_v4_fp4_indexer=False)
+    features = types.SimpleNamespace(enable_encoder_swa_bounded_replay=False)
+    return {"get_exec": lambda: types.SimpleNamespace(kernel=kernel, features=features),
+            "get_spec": lambda: types.SimpleNamespace(speculative_algorithm=None,
+                                                      speculative_num_draft_tokens=None),
+            "max_speculative_num_draft_tokens": lambda: None}
+
+
+DV4 = "sglang/srt/mem_cache/deepseek_v4_memory_pool.py"
+
+
+def _dsv4_modules(runtime: dict) -> dict:
+    """The DeepSeek V4 pool's helpers as the wheel defines them: deepseek_v4_memory_pool.py's
+    sizing functions and layouts and layers/attention/dsv4/unified_kv_gate.py, lifted;
+    kernels/ops/attention/dsv4/kv_layout.py (KVLayout) run whole. Stand-ins: the environment
+    at its defaults (SGLANG_DSV4_KV_LAYOUT "v4", SGLANG_DSV4_COMPRESSED_KV_LAYOUT "auto",
+    SGLANG_OPT_USE_ONLINE_COMPRESS off, environ.py:1754-1757, 1830), is_hip() False (CUDA)."""
+    layout = _run_module("sglang/kernels/ops/attention/dsv4/kv_layout.py", {})
+    envs = types.SimpleNamespace(
+        SGLANG_DSV4_KV_LAYOUT=_Env("v4"), SGLANG_DSV4_COMPRESSED_KV_LAYOUT=_Env("auto"),
+        SGLANG_HACK_FLASHMLA_BACKEND=_Env("auto"), SGLANG_DSV4_UNIFIED_KV_FP8=_Env(False))
+    gate = _lift("sglang/srt/layers/attention/dsv4/unified_kv_gate.py",
+                 ["is_unified_kv_triton", "is_unified_kv_fp8"],
+                 {**_namespace({}), "envs": envs, "is_hip": lambda: False,
+                  "is_gfx95_supported": lambda: False})
+    ns = _namespace({"sglang.srt.layers.attention.dsv4.unified_kv_gate": {
+        "is_unified_kv_fp8": gate["is_unified_kv_fp8"]}})
+    ns.update(envs=envs, get_exec=runtime["get_exec"], get_spec=runtime["get_spec"],
+              KVLayout=layout["KVLayout"], _is_hip=False, ONLINE_C128=False,
+              ceil_div=lambda a, b: -(-a // b), Sequence=list, List=list, Optional=None,
+              Tuple=tuple, Union=None)
+    _lift(DV4, ["get_dsv4_indexer_bytes_per_token", "get_compress_state_ring_size",
+                "resolve_compress_state_ring_size", "collect_sources_by_ratio",
+                "get_compress_state_write_pad", "uses_draft_swa_ring", "get_draft_swa_ring_size",
+                "get_swa_ring_size", "resolve_compressed_kv_layout", "select_dsv4_kv_layout",
+                "dsv4_unified_row_bytes"], ns)
+    names = ("collect_sources_by_ratio", "get_compress_state_write_pad",
+             "get_draft_swa_ring_size", "get_dsv4_indexer_bytes_per_token", "get_swa_ring_size",
+             "resolve_compress_state_ring_size", "uses_draft_swa_ring",
+             "resolve_compressed_kv_layout", "select_dsv4_kv_layout", "dsv4_unified_row_bytes")
+    return {DV4.replace("/", ".")[:-3]: {k: ns[k] for k in names},
+            "sglang.srt.layers.attention.dsv4.unified_kv_gate": {
+                "is_unified_kv_triton": gate["is_unified_kv_triton"],
+                "is_unified_kv_fp8": gate["is_unified_kv_fp8"]}}
 
 
 MU = "sglang/srt/configs/mamba_utils.py"
@@ -801,6 +900,58 @@ def test_dsa_pool_at_a_fixed_budget(name, fp8):
     ours = pools.pool(kind="single", budget=budget, page=page, context=CONTEXT,
                       fraction=Fraction(9, 10), full_cell=mla + index)
     assert (theirs["page"], theirs["cell"], theirs["tokens"]) == (page, mla + index, ours.tokens)
+
+
+def _v4_fields(v) -> dict:
+    """kvlib's V4Pool as the oracle's keys (SGLang's floats compared with kvlib's exact
+    fractions, which are binary fractions here, so ==)."""
+    return {"cell": v.full_token, "swa_cell": v.swa_token, "c128_state": v.c128_state,
+            "tokens": v.tokens, "swa_tokens": v.swa_tokens, "c4_tokens": v.c4_tokens,
+            "c128_tokens": v.c128_tokens, "c4_state_rows": v.c4_state_rows,
+            "c128_state_rows": v.c128_state_rows, "running": v.max_running_requests,
+            "entry": v.entry, "layers": v.layers, "c4_layers": v.c4_layers,
+            "c128_layers": v.c128_layers}
+
+
+@pytest.mark.parametrize("name", V4)
+def test_v4_pools_are_sglangs(name):
+    """DeepSeek V4 on 8 H200s at TP 8: SGLang's DSV4PoolConfigurator (pool_configurator.py:
+    1046-1713, run whole from the wheel), its budget and resolve_max_num_reqs give kvlib's
+    mem_fraction_static, budget, bytes per full and per SWA token, c128 state, #tokens, SWA,
+    c4 and c128 pools, compressor-state rows and max_running_requests."""
+    _wheel()
+    ours = engine_tokens(name, GPU, "sglang", tp=8, context=CONTEXT)
+    theirs = sglang_plan(name, 8, ours.total_memory - MEASURED_DEFAULTS["in_use_bytes"],
+                         ours.weights)
+    extras = dict(ours.extras)
+    assert (theirs["fraction"], theirs["budget"], theirs["page"]) == (
+        float(ours.fraction), ours.kv_budget, ours.page), name
+    assert (theirs["cell"], theirs["swa_cell"], theirs["tokens"], theirs["swa_tokens"],
+            theirs["running"]) == (ours.cell, ours.swa_cell, ours.tokens, ours.swa_tokens,
+                                   ours.max_running_requests), name
+    assert (theirs["c4_tokens"], theirs["c128_tokens"], theirs["c128_state"]) == (
+        extras["c4_tokens"], extras["c128_tokens"], extras["c128_state_bytes"]), name
+
+
+@pytest.mark.parametrize("budget_gib", [3, 40, 100])
+@pytest.mark.parametrize("name", V4)
+def test_v4_pool_at_fixed_budgets(name, budget_gib):
+    """The same configurator and kvlib's expressions (kvlib.serving.engines.sglang.dsv4) for
+    budgets of 3, 40 and 100 GiB: every pool, row and state count; where SGLang stops (V4 Pro
+    at 3 GiB: an SWA pool too small for one request, validate_swa_pool_size), kvlib refuses."""
+    from kvlib.serving.engines.sglang import dsv4
+
+    _wheel()
+    budget = budget_gib << 30
+    try:
+        theirs = sglang_plan(name, 8, 0, 0, budget=budget)
+    except ValueError as stop:
+        assert "cannot hold even one request" in str(stop)
+        with pytest.raises(ValueError, match="cannot hold one request"):
+            dsv4.v4_pool(bundled_config(name), budget)
+        return
+    ours = _v4_fields(dsv4.v4_pool(bundled_config(name), budget))
+    assert {k: theirs[k] for k in ours} == ours
 
 
 def test_the_oracle_has_stand_ins_for_every_path_it_takes():

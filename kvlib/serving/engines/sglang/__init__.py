@@ -62,6 +62,10 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
   (kv_cache_configurator.py:3062-3088, 3134-3150, 3229-3403).
 * **DSA pool** (:mod:`~kvlib.serving.engines.sglang.indexer`), DeepSeek V3.2 and GLM-5.x below
   SM100: the latent row plus the indexer's fp8 keys and scales a token, pages of 64.
+* **DeepSeek V4** (:mod:`~kvlib.serving.engines.sglang.dsv4`), below SM100: the SWA pool of
+  every layer at swa_full_tokens_ratio 0.1, the c4 and c128 compressed pools with the c4
+  indexer's keys, the compressor state, pages of 256, max_running_requests 256
+  (``DSV4PoolConfigurator``, pool_configurator.py:1046-1713).
 * **max_running_requests** (``MAX_RUNNING``), when not given: min(max(min(int(tokens / context
   x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:3119-3132).
 * **Log**: "KV Cache is allocated. dtype: ..., #tokens: N, K size: X GB, V size: Y GB", with
@@ -76,7 +80,7 @@ engines' shared assumption, :mod:`kvlib.serving.engines.startup`.
 
 Not traced, refused by name: the other Mamba and linear-attention state pools (Falcon-H1's
 Mamba2, Jamba's Mamba, Kimi Linear's KDA), DSA pools on SM100 (fp8 by default there), the
-other sparse indexers (MiniMax M3), DeepSeek V4's compressed pools, the sliding pools of Step 3.5,
+other sparse indexers (MiniMax M3), DeepSeek V4 on SM100, the sliding pools of Step 3.5,
 Beam and Laguna, layers without attention, multimodal architectures other than Gemma 4,
 Kimi K2.5, Qwen3-VL, Qwen3.5 and 3.6.
 """

@@ -13,9 +13,9 @@ from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines import common
 from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import arch, cell_bytes, gib
+from kvlib.serving.engines.sglang import dsv4, pools
 from kvlib.serving.engines.sglang import indexer as ix
 from kvlib.serving.engines.sglang import multimodal as mm
-from kvlib.serving.engines.sglang import pools
 from kvlib.serving.engines.sglang import state as st
 from kvlib.serving.engines.sglang.budget import kv_budget, kv_rest
 from kvlib.serving.engines.sglang.defaults import (
@@ -40,8 +40,15 @@ NAME = f"SGLang {RELEASE}"
 def refuse_model(model, config: dict | None) -> None:
     """Raise (ValueError, by name) what SGLang's rule is not traced for in ``model`` alone,
     whatever the GPU, TP and KV dtype: its layer kinds, the multimodal architectures and the
-    sliding pools of the architectures not traced (the book's planner reads it too)."""
+    sliding pools of the architectures not traced (the book's planner reads it too). DeepSeek
+    V4 is refused here too, by name: its pools are not layer groups (:func:`sglang_groups`
+    cannot express them); :func:`engine_plan` plans it before asking this
+    (:mod:`~kvlib.serving.engines.sglang.dsv4`)."""
     arch_ = arch(config)
+    if dsv4.is_v4(config):
+        raise ValueError(f"{model.name} ({arch_}): SGLang {RELEASE}'s DeepSeek V4 pools (SWA, "
+                         "c4 and c128 compressed, indexer keys, compressor state) are not layer "
+                         "groups; `kvlib plan --engine sglang` plans them (sglang.dsv4)")
     if arch_ in st.TRACED_STATE_ARCHS:  # its state layers go to the state pool; layers
         # without attention (Nemotron-H's MLP and MoE) keep nothing (pool_configurator.py:229-236)
         model = replace(model, groups=tuple(
@@ -69,6 +76,9 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
     taken after the weights and before the pool; page_size, mem_fraction_static: SGLang's
     options (default: its own)."""
     common.refuse_options(dep, NAME)
+    if dsv4.is_v4(dep.config):
+        return _v4_plan(dep, context, mem_fraction_static=mem_fraction_static,
+                        in_use_bytes=in_use_bytes, other_bytes=other_bytes, page_size=page_size)
     refuse_model(dep.model, dep.config)
     model, gpu, tp, config = dep.model, dep.gpu, dep.tp, dep.config
     arch_ = arch(config)
@@ -226,3 +236,89 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                 *((("max_mamba_cache_size", slots), ("state_bytes_per_request", state_bytes),
                    ("kv_pool_budget", kv_pool_budget)) if states else ()),
                 ("swa_tokens", p.swa_tokens), ("swa_bytes_per_token", p.swa_cell)))
+
+
+def _v4_plan(dep, context: int, *, mem_fraction_static, in_use_bytes, other_bytes,
+             page_size) -> EnginePlan:
+    """:func:`engine_plan` for DeepSeek V4: the budget as for every model, the pools
+    :mod:`~kvlib.serving.engines.sglang.dsv4`'s."""
+    model, gpu, tp, config = dep.model, dep.gpu, dep.tp, dep.config
+    if gpu.cuda_capability is None or gpu.cuda_capability[0] >= 10:
+        raise ValueError(f"{model.name} on {gpu.name}: kvlib traces SGLang {RELEASE}'s DeepSeek "
+                         "V4 pool on CUDA below SM100 (the flashmla backend and the V4 row "
+                         "layout, arg_groups/deepseek_v4_hook.py:45-60)")
+    page = dsv4.PAGE if page_size is None else page_size
+    notes = [f"page: {page} tokens: " + ("DeepSeek V4's (arg_groups/model_overrides/"
+                                         "deepseek_v4.py:51)" if page_size is None
+                                         else "(--page-size)"),
+             "kv dtype: SGLang resolves auto to fp8_e4m3 for DeepSeek V4; its flashmla pool "
+             "stores the same V4 row whatever the dtype (pool_configurator.py:1104-1110, "
+             "1178-1179)"]
+    total = dep.total_memory_bytes_per_gpu
+    in_use = STARTUP_BYTES["in_use_bytes"] if in_use_bytes is None else in_use_bytes
+    free_before = total - in_use
+    if mem_fraction_static is None:
+        # SGLang reads V4 as MHA (configs/model_config.py:1420-1431), not MLA
+        fraction, how = sglang_fraction(gpu, tp, False, model_path(model), config)
+        notes.append(f"mem_fraction_static {float(fraction):g}: SGLang's default, {how} "
+                     "(arg_groups/memory_hook.py:281-343)")
+    else:
+        fraction = Fraction(mem_fraction_static)
+        notes.append(f"mem_fraction_static {float(fraction):g} (--mem-fraction-static)")
+    budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp)
+    if budget <= 0:
+        raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Loaded "
+                         "weights leave no GPU memory for the KV cache', kv_cache_configurator.py:"
+                         f"3041-3058): the weights {gib(dep.weights_bytes_per_gpu)} exceed "
+                         f"mem_fraction_static x free memory {gib(free_before * fraction)}")
+    v = dsv4.v4_pool(config, budget, page)
+    terms = [("free before weights F_0", free_before, "distributed/bootstrap.py:193-223"),
+             ("weights per GPU W", dep.weights_bytes_per_gpu, "kvlib (vLLM's split)"),
+             (f"slack F_0 x (1 - {fmt_fraction(fraction)})", int(free_before * (1 - fraction)),
+              "kv_cache_configurator.py:3007"),
+             ("KV budget", budget, "kv_cache_configurator.py:3038, 3060"),
+             ("c128 compressor state (fixed)", v.c128_state, "pool_configurator.py:1509-1528")]
+    full_token = float(v.full_token)
+    notes += [
+        f"DeepSeek V4 row: {v.entry} B (448 fp8 + 64 bf16 RoPE + 8 B scales), {v.swa_row} B in "
+        "its pages of 576-B multiples (pool_configurator.py:1106-1108, 1353-1370; kv_layout.py:"
+        "49-105)",
+        f"SWA pool: {v.swa_tokens:,} tokens = int(#tokens x 0.1) in pages of {page}, every one "
+        f"of the {v.layers} layers a row, {float(v.swa_token):,.2f} B a slot with the c4 "
+        "compressor state (swa_full_tokens_ratio 0.1, model_overrides/deepseek_v4.py:44-49; "
+        "pool_configurator.py:1372-1388, 1457-1461)",
+        f"compressed pools: c4 {v.c4_tokens:,} entries x {v.c4_layers} layers (row + 132 B of "
+        f"fp8 indexer keys), c128 {v.c128_tokens:,} entries x {v.c128_layers} layers "
+        "(pool_configurator.py:1390-1404, 1489-1500)",
+        f"#tokens = (budget - c128 state {v.c128_state:,} B) // {full_token:,.2f} B a full "
+        "token, in pages (pool_configurator.py:1437-1446, 1638-1701)",
+        f"max_running_requests {v.max_running_requests:,}: min(256, #tokens // 2) (DeepSeek V4 "
+        "sets 256, arg_groups/deepseek_v4_hook.py:138-146; kv_cache_configurator.py:3126-3129)"]
+    sessions = min(v.max_running_requests, v.tokens // (-(-context // page) * page),
+                   v.swa_tokens // (min(context, config["sliding_window"]) + page))
+    f = fmt_fraction(fraction)
+    return EnginePlan(
+        engine="sglang", release=RELEASE, model=model.name, gpu=gpu.name, tp=tp,
+        context=context, kv_dtype=dep.kv_cache_dtype, total_memory=total,
+        weights=dep.weights_bytes_per_gpu, kv_budget=budget, cell=full_token, page=page,
+        tokens=v.tokens, sessions=sessions, swa_tokens=v.swa_tokens,
+        swa_cell=float(v.swa_token), max_running_requests=v.max_running_requests,
+        fraction=fraction, terms=tuple(terms),
+        assumptions=(f"free before the weights load (CUDA total less CUDA context, NCCL, other "
+                     f"processes {gib(in_use)}): {gib(free_before)} (--in-use-gib)",
+                     f"memory taken after the weights and before the KV pool: "
+                     f"{gib(other_bytes)} (--other-gib)"),
+        notes=tuple(notes), gpus=dep.gpus, weight_dtype=dep.weights_label,
+        budget_rule="mem_fraction_static", rule_text=f"mem_fraction_static {f}",
+        budget_base=f"mem_fraction_static {f} of the memory free before the weights load, "
+                    "less the weights",
+        pools=(("full (c4 + c128 compressed)", v.tokens, full_token),
+               ("sliding window", v.swa_tokens, float(v.swa_token))),
+        window_pool=f"a pool of its own, {v.swa_tokens:,} tokens = 0.1 x the full pool "
+                    "(swa_full_tokens_ratio 0.1)",
+        state_pool=f"compressor state: c4 {v.c4_state_rows:,} rows with the SWA pages, c128 "
+                   f"{v.c128_state_rows:,} rows for 257 request slots",
+        extras=(("max_running_requests", v.max_running_requests),
+                ("swa_tokens", v.swa_tokens), ("swa_bytes_per_token", float(v.swa_token)),
+                ("c4_tokens", v.c4_tokens), ("c128_tokens", v.c128_tokens),
+                ("c128_state_bytes", v.c128_state)))

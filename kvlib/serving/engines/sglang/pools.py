@@ -15,6 +15,7 @@ from kvlib.core.formulas import GQA, MLA_ROPE
 from kvlib.core.numeric import evaluate
 from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines.common import arch, kv_heads
+from kvlib.serving.engines.sglang import dsv4
 from kvlib.serving.engines.sglang.defaults import HYBRID_SWA_ARCHS, SWA_FULL_TOKENS_RATIO
 from kvlib.serving.engines.sglang.sessions import MAX_RUNNING, SESSIONS, SESSIONS_SWA
 from kvlib.serving.engines.sglang.symbols import B_KV, N_g, N_kv, T, c, c_full, c_swa, d_v, p, r, tp
@@ -91,7 +92,12 @@ def sglang_groups(model, config: dict | None) -> list[tuple]:
     :mod:`~kvlib.serving.engines.sglang.pools` ("CELL_MLA" or "CELL_MHA"), its values by symbol name
     less TP and b, the pool: "swa" for the sliding layers of SGLang's hybrid-SWA
     architectures, else "full"); state layers (Mamba, linear attention) and layers that keep no
-    cache are left out (refuse_model has refused them where SGLang's rule is not traced)."""
+    cache are left out (refuse_model has refused them where SGLang's rule is not traced).
+    DeepSeek V4, whose pools are not layer groups (:mod:`~kvlib.serving.engines.sglang.dsv4`):
+    its sliding-window entry group alone, keyed "dsv4.SWA_TOKEN", for its window."""
+    if dsv4.is_v4(config):
+        return [(g, "dsv4.SWA_TOKEN", {}, "swa") for g in model.groups
+                if g.kind == CacheKind.SLIDING and g.attention == "V4 entry"]
     hybrid = arch(config) in HYBRID_SWA_ARCHS
     out = []
     for g in model.groups:
