@@ -907,19 +907,30 @@
       const p = me.pages[s.gpu];
       if (typeof p === "string") throw new Error(p);
       page = [BigInt(p || 1), 1n];
-      const fr = eng.fractions[s.gpu];
+      // a DSA model (kvlib.serving.engines.sglang.indexer): traced below SM100 only, for bf16 and
+      // fp8; one pool of the latent row and the indexer's keys a token
+      let full = cellOf(me.groups, "full");
+      if (me.dsa) {
+        if (me.dsa.gpus[s.gpu]) throw new Error(me.dsa.gpus[s.gpu]);
+        if (me.dsa.refuse_bytes[String(kvb)]) throw new Error(me.dsa.refuse_bytes[String(kvb)]);
+        full = add(evaluateExact(kvb === 2 ? "sglang.CELL_DSA_MLA_BF16" : "sglang.CELL_DSA_MLA_FP8", ratOf(me.dsa.latent)),
+          evaluateExact("sglang.CELL_DSA_INDEXER", ratOf(me.dsa.indexer)));
+      }
+      // a multimodal model's own default fraction (cut by its vision tower) per GPU and TP
+      const fr = (me.fractions || eng.fractions)[s.gpu];
       if (typeof fr === "string") throw new Error(fr);
-      const f = parse(fr[String(s.tp)][(me.llama2 ? 2 : 0) + (me.mla ? 1 : 0)]), inUse = [BigInt(eng.in_use), 1n];
+      const f = parse(me.fractions ? fr[String(s.tp)] : fr[String(s.tp)][(me.llama2 ? 2 : 0) + (me.mla ? 1 : 0)]), inUse = [BigInt(eng.in_use), 1n];
       const F_0 = add(total, [-inUse[0], 1n]), X = [BigInt(eng.other), 1n];
       // kvlib.serving.engines.sglang.kv_budget: the exact KV_BUDGET, computed as SGLang does in
-      // GB floats, each free memory all-reduced as a float32 when TP > 1 (utils/common.py:569-574)
+      // GB floats, each free memory all-reduced as a float32 when TP > 1 (utils/common.py:569-574),
+      // less a multimodal model's reserve M_mm (KV_BUDGET_MM, in its order: F_1 - F_0 (1 - f) - M_mm)
       const gbOf = (r) => (s.tp > 1 ? Math.fround(Number(r[0]) / Number(r[1])) : Number(r[0]) / Number(r[1])) / 2 ** 30;
       const rest = gbOf(add(add(F_0, [-W_GPU[0], W_GPU[1]]), [-X[0], X[1]])) - gbOf(F_0) * (1 - Number(f[0]) / Number(f[1]));
-      const budget = [BigInt(Math.trunc(rest * 2 ** 30)), 1n];
+      const budget = [BigInt(Math.floor(rest * 2 ** 30 - (me.reserve ? me.reserve[s.gpu] : 0))), 1n];
       if (budget[0] <= 0n)
         throw new Error(`${s.model} on ${s.gpu}, TP=${s.tp}: SGLang would stop ('Loaded weights leave no GPU memory for the KV cache', kv_cache_configurator.py:3041-3058): ` +
           `the weights ${gib(W_GPU)} exceed mem_fraction_static x free memory ${gib(mul(F_0, f))}`);
-      const full = cellOf(me.groups, "full"), swa = cellOf(me.groups, "swa"), ratio = parse(eng.ratio);
+      const swa = cellOf(me.groups, "swa"), ratio = parse(eng.ratio);
       let T, sessions;
       if (swa[0] > 0n) {
         T = evaluateExact("sglang.FULL_TOKENS_SWA", { B_KV: budget, c_full: full, c_swa: swa, p: page, r: ratio });

@@ -50,7 +50,8 @@ from kvlib.serving.engines.vllm.defaults import (
 from kvlib.views.figures.models import KIND_COLORS
 from kvlib.views.style import COLORS
 
-__all__ = ["ATTENTION_QUANTITIES", "STATE_QUANTITIES", "ENGINE_QUANTITIES", "expressions",
+__all__ = ["ATTENTION_QUANTITIES", "STATE_QUANTITIES", "ENGINE_QUANTITIES", "NOT_FOLLOWED",
+           "sglang_unfollowed", "not_followed", "expressions",
            "derivation_sha256", "js_formula", "engine_expressions", "engines_sha256", "js_exact",
            "data", "module_text"]
 
@@ -60,7 +61,8 @@ STATE_QUANTITIES = ("bytes_per_sequence", "bytes_per_batch")
 # the engines' expressions the book's planner evaluates (kvlib.serving.engines.<engine>.<name>)
 ENGINE_QUANTITIES = {
     "sglang": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "FULL_TOKENS_SWA", "SWA_TOKENS",
-               "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA"),
+               "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA", "indexer.CELL_DSA_MLA_BF16",
+               "indexer.CELL_DSA_MLA_FP8", "indexer.CELL_DSA_INDEXER"),
     "trtllm": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "SESSIONS", "W_MLA", "B_AFTER",
                "MAMBA_MAX_TOKENS"),
 }
@@ -138,10 +140,18 @@ def js_formula(expr: sp.Expr) -> dict:
 
 
 def engine_expressions() -> dict[str, sp.Expr]:
-    """The engines' expressions by key ``"<engine>.<NAME>"`` ("sglang.KV_BUDGET"), in order."""
-    from kvlib.serving import engines
+    """The engines' expressions by key ``"<engine>.<NAME>"`` ("sglang.KV_BUDGET"), in order; a
+    name ``"<module>.<NAME>"`` is read from that module of the engine's folder
+    ("indexer.CELL_DSA_INDEXER": :mod:`kvlib.serving.engines.sglang.indexer`), keyed
+    ``"<engine>.<NAME>"``."""
+    import importlib
 
-    return {f"{e}.{name}": getattr(getattr(engines, e), name)
+    def read(engine: str, name: str):
+        module, _, attr = name.rpartition(".")
+        path = f"kvlib.serving.engines.{engine}" + (f".{module}" if module else "")
+        return getattr(importlib.import_module(path), attr)
+
+    return {f"{e}.{name.rpartition('.')[2]}": read(e, name)
             for e, names in ENGINE_QUANTITIES.items() for name in names}
 
 
@@ -287,6 +297,10 @@ def _model_engines(spec, config) -> dict:
         except ValueError as e:
             out[engine] = {"refuse": str(e)}
             continue
+        unfollowed = sglang_unfollowed(spec, config) if engine == "sglang" else None
+        if unfollowed:  # kvlib plans it; the page says it does not (never a wrong number)
+            out[engine] = {"refuse": not_followed(spec.name, unfollowed)}
+            continue
         if engine == "trtllm":
             try:
                 groups = engines.trtllm.trtllm_groups(spec, config)
@@ -310,8 +324,93 @@ def _model_engines(spec, config) -> dict:
             "window": max((g.window for g, _, _, pool in groups if pool == "swa"), default=None),
             "mla": any(k == "CELL_MLA" for _, k, _, _ in groups), "pages": pages,
             # SGLang caps the prefill graphs of a "llama-2" model path (memory_hook.py:258-263)
-            "llama2": "llama-2" in engines.sglang.model_path(spec).lower()}
+            "llama2": "llama-2" in engines.sglang.model_path(spec).lower(),
+            **_sglang_extras(spec, config)}
     return out
+
+
+def _sglang_extras(spec, config) -> dict:
+    """SGLang's terms beyond the layer groups' cells: a multimodal model's own default
+    mem_fraction_static per GPU and TP (``fractions``: kvlib's ``sglang_fraction`` with the
+    config, cut by the vision tower, or the GPU's refusal) and the budget it holds back per GPU
+    (``reserve``, :mod:`kvlib.serving.engines.sglang.multimodal`); a DSA model's latent and
+    indexer fields by symbol, the KV bytes and GPUs its pool refuses (``dsa``,
+    :mod:`kvlib.serving.engines.sglang.indexer`)."""
+    from kvlib.models.spec import CacheKind
+    from kvlib.serving.engines import sglang as sg
+    from kvlib.serving.engines.sglang import indexer, multimodal
+    from kvlib.serving.engines.vllm.deployment import Deployment
+    from kvlib.serving.gpus import CATALOG
+    from kvlib.views.widgets import capacity
+
+    out = {}
+    mla = any(g.kind == CacheKind.LATENT for g in spec.groups)
+    if multimodal.is_multimodal(config):
+        fractions = {}
+        for gpu in CATALOG.values():
+            try:
+                fractions[gpu.name] = {str(tp): _number(sg.sglang_fraction(
+                    gpu, tp, mla, sg.model_path(spec), config)[0]) for tp in capacity.TP_OPTIONS}
+            except ValueError as e:
+                fractions[gpu.name] = str(e)
+        out["fractions"] = fractions
+        out["reserve"] = {gpu.name: multimodal.mm_reserve(config, gpu)
+                          for gpu in CATALOG.values()}
+    if indexer.is_dsa(config):
+        latent = next(g for g in spec.groups if g.attention in ("MLA", "MLA+RoPE"))
+        index = next(g for g in spec.groups if g.attention == "Indexer")
+        refuse_bytes = {}
+        for b in sorted({v for v in map(sg.kv_bytes, ("bf16", "fp8", "fp32"))}):
+            try:
+                indexer.dsa_cells(spec, config, b)
+            except ValueError as e:
+                refuse_bytes[str(b)] = str(e)
+        gpus = {}  # engine_plan's refusal of the DSA pool on SM100 and up, word for word
+        for gpu in CATALOG.values():
+            if gpu.cuda_capability is None or gpu.cuda_capability[0] < 10:
+                continue
+            for tp in capacity.TP_OPTIONS:
+                try:
+                    dep = Deployment(spec, gpu.name, tp, tp, kv_dtype="bf16")
+                    sg.engine_plan(dep, 1024)
+                except ValueError as e:
+                    if "DSA" in str(e):
+                        gpus[gpu.name] = str(e)
+                        break
+        out["dsa"] = {"latent": {"d_L": latent.sizes["d_L"], "d_R": latent.sizes.get("d_R", 0),
+                                 "N_L": latent.layers},
+                      "indexer": {"d_I": index.sizes["d_I"],
+                                  "k_pool": config.get("index_kpool") or 1, "N_I": index.layers},
+                      "refuse_bytes": refuse_bytes, "gpus": gpus}
+    return out
+
+
+# the SGLang pools kvlib plans that the book's planner (kvlib_explorers.js) does not follow yet
+NOT_FOLLOWED = ("DeepSeek V4 pools", "state pool")
+
+
+def sglang_unfollowed(spec, config) -> str | None:
+    """The first of :data:`NOT_FOLLOWED` that SGLang's plan of ``spec`` takes, or None: the
+    page refuses such a model under SGLang (:func:`not_followed`) instead of a wrong number."""
+    from kvlib.serving.engines.common import arch
+    from kvlib.serving.engines.sglang import state
+
+    try:  # DeepSeek V4's own pools (sglang.dsv4, where kvlib has it)
+        from kvlib.serving.engines.sglang import dsv4
+    except ImportError:
+        dsv4 = None
+    arch_ = arch(config)
+    uses = {"DeepSeek V4 pools": dsv4 is not None and dsv4.is_v4(config),
+            "state pool": any(state.is_state_group(g, arch_) for g in spec.groups)}
+    return next((k for k in NOT_FOLLOWED if uses[k]), None)
+
+
+def not_followed(model: str, pool: str) -> str:
+    """The page's refusal of a model whose SGLang ``pool`` it does not follow."""
+    from kvlib.serving.engines.sglang import RELEASE
+
+    return (f"{model}: the book's planner does not follow SGLang {RELEASE}'s {pool} yet; "
+            "`kvlib plan --engine sglang` does")
 
 
 def _trtllm_extras(spec, config) -> dict:
