@@ -52,6 +52,8 @@
     floor: (x) => [floorDiv(x[0], x[1]), 1n], ceil: (x) => [-floorDiv(-x[0], x[1]), 1n],
     min: (...xs) => xs.reduce((a, b) => (cmp(a, b) <= 0n ? a : b)),
     max: (...xs) => xs.reduce((a, b) => (cmp(a, b) >= 0n ? a : b)),
+    mod: (a, b) => add(a, mul([-1n, 1n], mul(b, R.floor(mul(a, R.inv(b)))))),  // Python's a % b
+    eq: (a, b) => cmp(a, b) === 0n,
   };
   function evaluateExact(key, values) {
     const f = G.engine_formulas[key];
@@ -889,6 +891,15 @@
   // Deployment, the model, the KV dtype, (SGLang) the page and the default fraction on this GPU,
   // (TensorRT-LLM) the model's heads, then a budget of nothing. Every rule is a generated formula.
   const gib = (r) => fmtBytes(r, "GiB");
+  // Python's float a // b (floatobject.c float_floor_div), which split_budget takes
+  function pyFloorDiv(a, b) {
+    const mod = a % b;
+    let div = (a - mod) / b;
+    if (mod && (b < 0) !== (mod < 0)) div -= 1;
+    if (!div) return 0 * (a / b);
+    const floordiv = Math.floor(div);
+    return div - floordiv > 0.5 ? floordiv + 1 : floordiv;
+  }
   const ratOf = (o) => Object.fromEntries(Object.entries(o).map(([k, x]) => [k, parse(String(x))]));
   function engineCompute(s, m, gpu) {
     const w = m.weights[`${s.weight_dtype} ${s.tp}`], me = m.engines[s.engine], eng = PLAN.engines[s.engine];
@@ -917,32 +928,51 @@
           evaluateExact("sglang.CELL_DSA_INDEXER", ratOf(me.dsa.indexer)));
       }
       // a multimodal model's own default fraction (cut by its vision tower) per GPU and TP
-      const fr = (me.fractions || eng.fractions)[s.gpu];
+      const fr = eng.fractions[s.gpu];  // or the GPU's refusal, every model's
       if (typeof fr === "string") throw new Error(fr);
-      const f = parse(me.fractions ? fr[String(s.tp)] : fr[String(s.tp)][(me.llama2 ? 2 : 0) + (me.mla ? 1 : 0)]), inUse = [BigInt(eng.in_use), 1n];
+      const f = parse(me.fractions ? me.fractions[s.gpu][String(s.tp)] : fr[String(s.tp)][(me.llama2 ? 2 : 0) + (me.mla ? 1 : 0)]), inUse = [BigInt(eng.in_use), 1n];
       const F_0 = add(total, [-inUse[0], 1n]), X = [BigInt(eng.other), 1n];
       // kvlib.serving.engines.sglang.kv_budget: the exact KV_BUDGET, computed as SGLang does in
       // GB floats, each free memory all-reduced as a float32 when TP > 1 (utils/common.py:569-574),
       // less a multimodal model's reserve M_mm (KV_BUDGET_MM, in its order: F_1 - F_0 (1 - f) - M_mm)
       const gbOf = (r) => (s.tp > 1 ? Math.fround(Number(r[0]) / Number(r[1])) : Number(r[0]) / Number(r[1])) / 2 ** 30;
       const rest = gbOf(add(add(F_0, [-W_GPU[0], W_GPU[1]]), [-X[0], X[1]])) - gbOf(F_0) * (1 - Number(f[0]) / Number(f[1]));
-      const budget = [BigInt(Math.floor(rest * 2 ** 30 - (me.reserve ? me.reserve[s.gpu] : 0))), 1n];
+      const restBytes = rest * 2 ** 30 - (me.reserve ? me.reserve[s.gpu] : 0);
+      const budget = [BigInt(Math.floor(restBytes)), 1n];
       if (budget[0] <= 0n)
         throw new Error(`${s.model} on ${s.gpu}, TP=${s.tp}: SGLang would stop ('Loaded weights leave no GPU memory for the KV cache', kv_cache_configurator.py:3041-3058): ` +
           `the weights ${gib(W_GPU)} exceed mem_fraction_static x free memory ${gib(mul(F_0, f))}`);
+      // a state hybrid (kvlib.serving.engines.sglang.state): STATE_PER_REQ a request, then
+      // split_budget in SGLang's GB floats: K slots of the r / (1 + r) share, the KV pool the rest
+      let poolBudget = budget, slots = null;
+      if (me.state) {
+        if (me.state.refuse_tp[String(s.tp)]) throw new Error(me.state.refuse_tp[String(s.tp)]);
+        const S = sum(me.state.groups.map((g) => evaluateExact("sglang.STATE_PER_REQ", { ...ratOf(g), TP })));
+        const per = Number(S[0]), gbRest = restBytes / 2 ** 30, rr = toDouble(parse(me.state.ratio));
+        const mambaBudget = gbRest * rr / (1 + rr) * 2 ** 30;
+        slots = BigInt(Math.trunc(pyFloorDiv(mambaBudget - per, per)));
+        poolBudget = [BigInt(Math.trunc((gbRest - Number((slots + 1n) * S[0]) / 2 ** 30) * 2 ** 30)), 1n];
+        if (slots <= 0n)
+          throw new Error(`${s.model} on ${s.gpu}, TP=${s.tp}: SGLang would stop ('Not enough GPU memory for hybrid (mamba/linear-attention) state cache', kv_cache_configurator.py:3387-3396): ${slots} state slots`);
+      }
       const swa = cellOf(me.groups, "swa"), ratio = parse(eng.ratio);
       let T, sessions;
       if (swa[0] > 0n) {
-        T = evaluateExact("sglang.FULL_TOKENS_SWA", { B_KV: budget, c_full: full, c_swa: swa, p: page, r: ratio });
+        T = evaluateExact("sglang.FULL_TOKENS_SWA", { B_KV: poolBudget, c_full: full, c_swa: swa, p: page, r: ratio });
         const T_SWA = evaluateExact("sglang.SWA_TOKENS", { T, r: ratio, p: page });
         sessions = evaluateExact("sglang.SESSIONS_SWA", { T, C, p: page, T_SWA, w: [BigInt(me.window), 1n] });
         Object.assign(r, { swaCell: swa[0], swaTokens: T_SWA[0] });
       } else {
-        T = evaluateExact("sglang.TOKENS", { B_KV: budget, c: full, p: page });
+        T = evaluateExact("sglang.TOKENS", { B_KV: poolBudget, c: full, p: page });
         sessions = evaluateExact("sglang.SESSIONS", { T, C, p: page });
       }
+      let running = evaluateExact("sglang.MAX_RUNNING", { T, C });
+      if (slots !== null) {  // max_running_requests capped at K // q by the state slots
+        running = R.min(running, evaluateExact("sglang.MAMBA_CAP", { K: [slots, 1n], q: [BigInt(me.state.q), 1n] }));
+        sessions = R.min(sessions, running);
+      }
       Object.assign(r, { fraction: f, budget: budget[0], cell: full[0], tokens: T[0], sessions: sessions[0],
-        running: evaluateExact("sglang.MAX_RUNNING", { T, C })[0] });
+        running: running[0] });
       assumptions = [`free before the weights load (CUDA total less CUDA context, NCCL, other processes ${gib(inUse)}): ${gib(F_0)} (--in-use-gib)`,
         `memory taken after the weights and before the KV pool: ${gib(X)} (--other-gib)`];
     } else {

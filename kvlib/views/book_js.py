@@ -62,7 +62,8 @@ STATE_QUANTITIES = ("bytes_per_sequence", "bytes_per_batch")
 ENGINE_QUANTITIES = {
     "sglang": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "FULL_TOKENS_SWA", "SWA_TOKENS",
                "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA", "indexer.CELL_DSA_MLA_BF16",
-               "indexer.CELL_DSA_MLA_FP8", "indexer.CELL_DSA_INDEXER"),
+               "indexer.CELL_DSA_MLA_FP8", "indexer.CELL_DSA_INDEXER", "state.STATE_PER_REQ",
+               "state.MAMBA_CAP"),
     "trtllm": ("KV_BUDGET", "CELL_MHA", "CELL_MLA", "TOKENS", "SESSIONS", "W_MLA", "B_AFTER",
                "MAMBA_MAX_TOKENS"),
 }
@@ -165,12 +166,25 @@ def engines_sha256(exprs: dict[str, sp.Expr] | None = None) -> str:
 class _ExactPrinter:
     """An expression as one JavaScript expression over exact rationals: every value a
     ``[numerator, denominator]`` pair of BigInt, ``v.<symbol>`` the arguments, and ``R`` the
-    page's helpers (add, mul, inv, pow, floor, ceil, min, max). Anything else is refused."""
+    page's helpers (add, mul, inv, pow, floor, ceil, min, max, mod, eq; a Piecewise as
+    JavaScript's ``?:``). Anything else is refused."""
 
     _CALLS = {sp.Add: "add", sp.Mul: "mul", sp.Min: "min", sp.Max: "max",
               sp.floor: "floor", sp.ceiling: "ceil"}
 
     def doprint(self, e) -> str:
+        if isinstance(e, sp.Piecewise):  # (value if condition else ...), the last one True
+            *cases, (last, cond) = e.args
+            if cond is not sp.true:
+                raise ValueError(f"a Piecewise without a last True branch: {e}")
+            out = self.doprint(last)
+            for value, c in reversed(cases):
+                out = f"({self.doprint(c)} ? {self.doprint(value)} : {out})"
+            return out
+        if isinstance(e, sp.Eq):
+            return f"R.eq({self.doprint(e.lhs)}, {self.doprint(e.rhs)})"
+        if isinstance(e, sp.Mod):
+            return f"R.mod({self.doprint(e.args[0])}, {self.doprint(e.args[1])})"
         if e.is_Rational:
             return f"[{e.p}n, {e.q}n]"
         if e.is_Symbol:
@@ -332,27 +346,49 @@ def _model_engines(spec, config) -> dict:
 def _sglang_extras(spec, config) -> dict:
     """SGLang's terms beyond the layer groups' cells: a multimodal model's own default
     mem_fraction_static per GPU and TP (``fractions``: kvlib's ``sglang_fraction`` with the
-    config, cut by the vision tower, or the GPU's refusal) and the budget it holds back per GPU
-    (``reserve``, :mod:`kvlib.serving.engines.sglang.multimodal`); a DSA model's latent and
+    config, cut by the vision tower; a GPU that refuses every model is left to :func:`_engines`)
+    and the budget it holds back per GPU
+    (``reserve``, :mod:`kvlib.serving.engines.sglang.multimodal`); a state hybrid's state
+    groups by ``STATE_PER_REQ``'s symbols, mamba_full_memory_ratio, the state slots a request
+    holds and the TPs its state refuses (``state``, :mod:`kvlib.serving.engines.sglang.state`);
+    a DSA model's latent and
     indexer fields by symbol, the KV bytes and GPUs its pool refuses (``dsa``,
     :mod:`kvlib.serving.engines.sglang.indexer`)."""
     from kvlib.models.spec import CacheKind
     from kvlib.serving.engines import sglang as sg
-    from kvlib.serving.engines.sglang import indexer, multimodal
+    from kvlib.serving.engines.common import arch
+    from kvlib.serving.engines.sglang import indexer, multimodal, state
     from kvlib.serving.engines.vllm.deployment import Deployment
     from kvlib.serving.gpus import CATALOG
     from kvlib.views.widgets import capacity
 
     out = {}
     mla = any(g.kind == CacheKind.LATENT for g in spec.groups)
+    arch_ = arch(config)
+    states = [g for g in spec.groups if g.kind in STATEFUL]
+    if states:  # refuse_model let them through: the state pool's (sglang.state)
+        refuse_tp = {}
+        for tp in capacity.TP_OPTIONS:
+            try:
+                for g in states:
+                    state.state_per_request(g, config or {}, tp)
+            except ValueError as e:
+                refuse_tp[str(tp)] = str(e)
+        # STATE_PER_REQ's values by symbol less TP: the shape SGLang builds for the group,
+        # b_c 2 (its bfloat16 conv state, as state_per_request takes it), b_s the config's
+        out["state"] = {"groups": [{**state._shape(g), "L_s": g.layers, "b_c": 2,
+                                    "b_s": state.state_dtype_bytes(config or {})}
+                                   for g in states],
+                        "ratio": _number(state.MAMBA_FULL_MEMORY_RATIO),
+                        "q": state.mamba_ratio(arch_), "refuse_tp": refuse_tp}
     if multimodal.is_multimodal(config):
         fractions = {}
         for gpu in CATALOG.values():
             try:
                 fractions[gpu.name] = {str(tp): _number(sg.sglang_fraction(
                     gpu, tp, mla, sg.model_path(spec), config)[0]) for tp in capacity.TP_OPTIONS}
-            except ValueError as e:
-                fractions[gpu.name] = str(e)
+            except ValueError:  # the GPU's refusal, every model's: _engines' fractions hold it
+                continue
         out["fractions"] = fractions
         out["reserve"] = {gpu.name: multimodal.mm_reserve(config, gpu)
                           for gpu in CATALOG.values()}
@@ -386,22 +422,17 @@ def _sglang_extras(spec, config) -> dict:
 
 
 # the SGLang pools kvlib plans that the book's planner (kvlib_explorers.js) does not follow yet
-NOT_FOLLOWED = ("DeepSeek V4 pools", "state pool")
+NOT_FOLLOWED = ("DeepSeek V4 pools",)
 
 
 def sglang_unfollowed(spec, config) -> str | None:
     """The first of :data:`NOT_FOLLOWED` that SGLang's plan of ``spec`` takes, or None: the
     page refuses such a model under SGLang (:func:`not_followed`) instead of a wrong number."""
-    from kvlib.serving.engines.common import arch
-    from kvlib.serving.engines.sglang import state
-
     try:  # DeepSeek V4's own pools (sglang.dsv4, where kvlib has it)
         from kvlib.serving.engines.sglang import dsv4
     except ImportError:
         dsv4 = None
-    arch_ = arch(config)
-    uses = {"DeepSeek V4 pools": dsv4 is not None and dsv4.is_v4(config),
-            "state pool": any(state.is_state_group(g, arch_) for g in spec.groups)}
+    uses = {"DeepSeek V4 pools": dsv4 is not None and dsv4.is_v4(config)}
     return next((k for k in NOT_FOLLOWED if uses[k]), None)
 
 
