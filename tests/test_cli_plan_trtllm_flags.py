@@ -3,11 +3,10 @@ the release is a choice as --vllm is, and the plan's release line is the plan's;
 hybrid's state slots follow max_batch_size. Expected values by hand from the published config
 (nvidia/Nemotron-H-56B-Base-8K's config.json), written out here."""
 
-import json
 
 import pytest
+from test_cli_plan import run, run_json
 
-from kvlib.cli import main
 from kvlib.cli.plan_engines import _TRTLLM_RELEASES
 from kvlib.serving.engines.trtllm.planner import RELEASES
 
@@ -19,15 +18,6 @@ CELL = 10 * 2 * 8 * 128 * 2  # 40,960 B a token
 STATE = 54 * ((256 * 64 + 2 * 8 * 256) * 3 * 2 + 256 * 64 * 256 * 2)  # 459,620,352 B
 
 
-def run(capsys, *argv):
-    rc = main(["plan", *argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def run_json(capsys, *argv):
-    rc, out, err = run(capsys, *argv, "--json")
-    return rc, json.loads(out), err
 
 
 NEMOTRON = ("nemotron-h-56b", "--gpu", "H200", "--context", "8K", "--engine", "trtllm")

@@ -7,8 +7,7 @@ import json
 import struct
 
 import pytest
-
-from kvlib.cli import main
+from test_cli_plan import run, run_json
 
 GiB = 1024**3
 FIXTURES = "tests/fixtures/configs"
@@ -20,15 +19,6 @@ TINY = {"model_type": "step3p7", "num_hidden_layers": 2, "hidden_size": 64,
 PER_TOKEN = 2 * 2 * 2 * 16 * 2
 
 
-def run(capsys, *argv):
-    rc = main(["plan", *argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def run_json(capsys, *argv):
-    rc, out, err = run(capsys, *argv, "--json")
-    return rc, json.loads(out), err
 
 
 def _folder(tmp_path, config=TINY):
