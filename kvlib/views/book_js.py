@@ -306,14 +306,16 @@ def _model_engines(spec, config) -> dict:
 
     out = {}
     for engine in ("sglang", "trtllm"):
+        # a pool kvlib plans before refuse_model (engine_plan takes DeepSeek V4 first) and the
+        # page does not follow: the page says so (never a wrong number)
+        unfollowed = sglang_unfollowed(spec, config) if engine == "sglang" else None
+        if unfollowed:
+            out[engine] = {"refuse": not_followed(spec.name, unfollowed)}
+            continue
         try:
             engines.refuse_model(spec, config, engine)
         except ValueError as e:
             out[engine] = {"refuse": str(e)}
-            continue
-        unfollowed = sglang_unfollowed(spec, config) if engine == "sglang" else None
-        if unfollowed:  # kvlib plans it; the page says it does not (never a wrong number)
-            out[engine] = {"refuse": not_followed(spec.name, unfollowed)}
             continue
         if engine == "trtllm":
             try:

@@ -575,8 +575,8 @@ ENGINE_SAMPLES = [
      "tp": 2, "kv_dtype": "fp8"},  # multimodal and a state pool
     {**PLAN_START, "engine": "sglang", "model": "nemotron-h-56b", "gpus": 16,
      "tp": 16},  # Mamba2 at TP 16: its 8 groups raised to 16 (STATE_PER_REQ's Piecewise)
-    # DeepSeek V4: refuse_model's text (kvlib plans it by its own path), or, where refuse_model
-    # lets it through, the page's: it does not follow that pool yet (book_js.NOT_FOLLOWED)
+    # DeepSeek V4, which kvlib plans (sglang.dsv4) and the page does not follow yet
+    # (book_js.NOT_FOLLOWED): refused by name, pointing at kvlib plan
     {**PLAN_START, "engine": "sglang", "model": "deepseek-v4-flash", "gpus": 4, "tp": 4},
     {**PLAN_START, "engine": "trtllm", "kv_dtype": "fp32"},  # a KV dtype it does not size
     {**PLAN_START, "engine": "sglang", "model": "llama-3-70b", "gpu": "L40S", "gpus": 1,
@@ -621,11 +621,11 @@ def test_planner_engines_equal_kvlib(open_page):
             e = _engine_plan(sample)
         except ValueError as err:
             e, err_text = None, str(err)
-        if (refusal is None and pool is not None) or (refusal is not None and e is not None):
-            # kvlib plans a pool the page does not follow (or plans, by its own path, a model
-            # its refuse_model refuses: DeepSeek V4): the page refuses the whole model, with
-            # refuse_model's text where it has one, else naming the pool and the command
-            expected = refusal if refusal is not None else (
+        if pool is not None or (refusal is not None and e is not None):
+            # kvlib plans a pool the page does not follow (DeepSeek V4, which engine_plan plans
+            # before refuse_model refuses it): the page refuses the whole model, naming the
+            # pool and the command that plans it
+            expected = refusal if pool is None else (
                 f"{sample['model']}: the book's planner does not follow SGLang 0.5.23's {pool} "
                 "yet; `kvlib plan --engine sglang` does")
             message = page.explorer.locator(".kvlib-message").inner_text()
