@@ -6,7 +6,8 @@ registry, ``symbols`` holds the expressions' symbols); this package re-exports t
 No TensorRT-LLM wheel can be downloaded here (PyPI holds a stub that fetches it from NVIDIA's
 index), so the source read is the repository as stored at commit
 0004396720054fd8e205cbf616f21f0b57c6b412 (``tensorrt_llm/_torch/pyexecutor/_util.py``) and
-the ``resource_manager.py`` beside it; cited by function, line numbers not available:
+the ``resource_manager.py`` beside it; cited here by function, in the modules by file:line at
+the commit (:mod:`~kvlib.serving.engines.trtllm.sources`):
 
 * **Budget** (``KV_BUDGET``): after a profiling run with the weights loaded and a temporary
   cache, ``KvCacheCreator._cal_max_memory``: ``available_kv_mem = (total_gpu_memory -

@@ -1,12 +1,14 @@
 """TensorRT-LLM's Mamba hybrids (Nemotron-H): the state it allocates per request and how it
 comes off the budget. Bytes per GPU (TP rank); pipeline parallelism 1.
 
-The cost is affine: ``CacheCost(slope, intercept)`` (_util.py@000439672005 chars 16,000-32,000)
-and max_tokens = ``tokens_for_budget(budget) = max((budget - intercept) // slope, 0)``, the
-budget being ``_cal_max_memory``'s (configure_kv_cache_capacity, chars 64,000-80,000).
+The cost is affine: ``CacheCost(slope, intercept)`` (_util.py@000439672005:328-368) and
+max_tokens = ``tokens_for_budget(budget) = max((budget - intercept) // slope, 0)``
+(_util.py@000439672005:359-364), the budget being ``_cal_max_memory``'s
+(_util.py@000439672005:879-896, called from configure_kv_cache_capacity,
+_util.py@000439672005:1228-1459).
 ``CppMambaHybridCacheManager.get_cache_size_per_token`` (mamba legacy.py@28295084972c chars
 ~70,500) and the V2 manager's (mamba_cache_manager_v2.py@28295084972c) both call
-``_estimate_mamba_hybrid_cache_cost`` (mamba common.py@28295084972c chars 32,000-37,161):
+``_estimate_mamba_hybrid_cache_cost`` (mamba common.py@28295084972c:875-951):
 
 * slope = ``KVCacheManager.get_cache_size_per_token`` over the attention layers only
   (``num_layers=local_attention_layers``), plus a snapshot term that is 0 unless

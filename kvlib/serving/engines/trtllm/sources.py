@@ -1,8 +1,9 @@
 """Where each TensorRT-LLM rule kvlib uses was read: the file, the commit the search store holds
 it at, and the function (NVIDIA/TensorRT-LLM; no wheel can be installed here, so each file was
-read one by one). The store returns text by character offset, not by line, so each citation
-names the function and the character range ``read_file`` returned it in (``@chars a-b``), which
-reproduces it exactly; line numbers are not given where the store could not show them.
+read one by one). Each citation is ``file@commit:LINE`` or ``file@commit:FIRST-LAST``, 1-based
+lines at that commit: the store returns text by character offset, so the pages ``read_file``
+returned were joined in order and the newlines before the cited code counted, each count checked
+by reading the file again at the computed offset.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ FILES = {
 }
 
 
-def cite(key: str, where: str) -> str:
-    """``path@commit[:12] where``: one citation."""
+def cite(key: str, lines: str) -> str:
+    """``path@commit[:12]:lines`` (lines ``"LINE"`` or ``"FIRST-LAST"``): one citation."""
     path, commit = FILES[key]
-    return f"{path}@{commit[:12]} {where}"
+    return f"{path}@{commit[:12]}:{lines}"

@@ -5,19 +5,20 @@ among window sizes when it gets one pool per window (VSWA). Bytes per GPU (TP ra
   windows from ``kv_cache_config.max_attention_window`` only; left unset (its default) the
   manager has one window, ``max_seq_len``, so every layer, sliding or not, holds every token
   (``KVCacheManager.__init__``: "if kv_cache_config.max_attention_window is None: Use max_seq_len
-  as default", resource_manager.py@001541bad83b chars 0-16,000). At _util.py@000439672005 the
+  as default", resource_manager.py@001541bad83b:284-286). At _util.py@000439672005 the
   windows are derived from a config's ``layer_types`` only for ``KVCacheManagerV2``
   (``_create_kv_cache_manager``: ``if (kv_cache_config.max_attention_window is None and not
-  is_draft and issubclass(kv_cache_manager_cls, KVCacheManagerV2))``, chars 112,000-128,000),
-  and V1 is the manager unless ``use_kv_cache_manager_v2`` is True or the model is a Gemma 4
-  hybrid (``_non_hybrid_kv_cache_manager_cls``, chars 0-16,000). TensorRT-LLM 1.1.0rc3's logs
-  show the same: gpt-oss-20b on a DGX Spark, "Allocated 0.19 GiB for max tokens in paged KV
-  cache (4128)" = 4,128 tokens x 24 layers x 2 x 8 x 64 x 2 B; gpt-oss-120b 5.95 GiB (86,720 x
-  36 layers x 2,048 B). The cell is then ``get_cache_size_per_token`` over every layer
+  is_draft and issubclass(kv_cache_manager_cls, KVCacheManagerV2))``,
+  _util.py@000439672005:2517-2518), and V1 is the manager unless ``use_kv_cache_manager_v2`` is
+  True or the model is a Gemma 4 hybrid (``_non_hybrid_kv_cache_manager_cls``,
+  _util.py@000439672005:100-105). TensorRT-LLM 1.1.0rc3's logs show the same: gpt-oss-20b on
+  a DGX Spark, "Allocated 0.19 GiB for max tokens in paged KV cache (4128)" = 4,128 tokens x
+  24 layers x 2 x 8 x 64 x 2 B; gpt-oss-120b 5.95 GiB (86,720 x 36 layers x 2,048 B). The cell
+  is then ``get_cache_size_per_token`` over every layer
   (:mod:`~kvlib.serving.engines.trtllm.pools`), and a window saves nothing.
 * **VSWA** (``max_attention_window`` set to the per-layer windows, a repeating pattern,
   each clamped to max_seq_len): ``KVCacheManager.calculate_max_num_blocks_for_vswa``
-  (resource_manager.py@001541bad83b chars 48,000-80,000) gives each distinct window size an
+  (resource_manager.py@001541bad83b:1259-1390) gives each distinct window size an
   equal share of the budget (``window_size_shares = [1.0 / len(window_size_to_layers)]``, unless
   ``TRTLLM_WINDOW_SIZE_SHARES`` is set), and each window's blocks are
   ``int(pool x share / cell_w // tokens_per_block)``, rounded down, with cell_w the window's

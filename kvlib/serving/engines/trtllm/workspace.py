@@ -1,9 +1,10 @@
 """TensorRT-LLM's fp8 context-MLA workspace: what it reserves off the KV budget for an MLA model
 with an fp8 cache. Bytes per GPU (TP rank).
 
-``KvCacheCreator.configure_kv_cache_capacity`` (_util.py@000439672005 chars 64,000-80,000),
-after ``_cal_max_memory``: w = the attention backend's ``runtime_workspace_bytes_per_token``;
-when w > 0 and a cap applies, ``get_mla_context_workspace_reserve`` (chars 16,000-32,000) takes
+``KvCacheCreator.configure_kv_cache_capacity`` (_util.py@000439672005:1228-1459; the reserve
+1377-1402), after ``_cal_max_memory``: w = the attention backend's
+``runtime_workspace_bytes_per_token``; when w > 0 and a cap applies,
+``get_mla_context_workspace_reserve`` (_util.py@000439672005:433-452) takes
 ``reserve = min(w x kv_len_cap, budget x w / (k + w))`` (k the cache's bytes per token) and the
 budget becomes ``int(budget - reserve)``: equivalently the pool keeps
 max((budget - w L_cap) / k, budget / (k + w)) tokens.
@@ -13,8 +14,8 @@ max((budget - w L_cap) / k, budget / (k + w)) tokens.
   103, 107, 120 (and not a sparse MLA on SM 100/103/107, which kvlib refuses anyway); then
   ``contextMlaWorkspaceBytesPerToken`` (attentionOp.cpp@eea41b73a7bd): (num_attention_heads //
   TP) x (qk_rope_head_dim + qk_nope_head_dim + v_head_dim), 1 byte an element (fp8).
-* the cap: ``get_mla_context_workspace_kv_len_cap`` (chars 16,000-32,000): none (no reserve)
-  unless block reuse is on without chunked prefill (or chunked prefill with an unbounded
+* the cap: ``get_mla_context_workspace_kv_len_cap`` (_util.py@000439672005:400-430): none (no
+  reserve) unless block reuse is on without chunked prefill (or chunked prefill with an unbounded
   workspace); then ``min(max_batch_size, max_num_tokens) x max_seq_len``. kvlib takes
   TensorRT-LLM's defaults, block reuse on and chunked prefill off (``KvCacheConfig`` and
   ``TorchLlmArgs`` defaults, assumed: llm_args.py not read), max_num_tokens 8192, max_batch_size
