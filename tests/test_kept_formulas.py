@@ -79,3 +79,24 @@ def test_kvlib_estimate_imports_no_sympy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.strip().splitlines()[-1]
     assert out == "0 0 False"
+
+
+def test_a_kind_built_from_another_table_is_derived_from_it_not_kept():
+    """The kept code is the canonical table's: a State or Attention built from any other table
+    of the same name (a positive control's altered one) must answer from that table."""
+    import dataclasses
+
+    from kvlib.core import state_tables
+    from kvlib.core.formulas import STATES, State
+
+    t = state_tables.MAMBA2
+    wrong = dataclasses.replace(t, tensors=tuple(
+        dataclasses.replace(x, rows=state_tables.d_conv) if x.store == "conv" else x
+        for x in t.tensors))  # d_conv rows instead of d_conv - 1
+    sizes = dict(N_L=1, d_conv=4, d_inner=8 * 64, N_sh=8, d_sh=64, N_sg=1, d_state=16, b_c=2,
+                 b_s=4)
+    right = STATES["Mamba2"].bytes_per_sequence(**sizes)
+    # conv state: (d_conv - 1) rows of d_inner + 2 N_sg d_state channels, b_c bytes each
+    conv = (4 - 1) * (8 * 64 + 2 * 1 * 16) * 2
+    assert right == conv + 8 * 64 * 16 * 4
+    assert State("Mamba2", wrong).bytes_per_sequence(**sizes) == right + conv // 3

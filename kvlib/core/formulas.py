@@ -37,13 +37,17 @@ class _Generated:
     :class:`Formula` generated from the derivation on first access.
 
     table: the :class:`TensorTable`, or a function returning it (the tables are SymPy
-    expressions: built when first asked for)."""
+    expressions: built when first asked for). kept: whether the kept code of ``name`` is this
+    table's (True only for the kinds this module defines; a kind built from any other table,
+    a test's altered one say, is evaluated from its own derivation, never from code printed
+    for another table of the same name)."""
 
     QUANTITIES: tuple[str, ...] = ()
 
-    def __init__(self, name: str, table):
+    def __init__(self, name: str, table, *, kept: bool = False):
         self.name = name
         self._table = table
+        self._kept = kept
 
     @cached_property
     def table(self) -> TensorTable:
@@ -59,7 +63,7 @@ class _Generated:
         # Only reached for attributes not yet set: make each quantity's function once.
         if q not in type(self).QUANTITIES:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {q!r}")
-        found = kept.FUNCTIONS.get((self.name, q))
+        found = kept.FUNCTIONS.get((self.name, q)) if self._kept else None
         if found is not None:
             args, int_safe, fn = found
             formula = KeptFormula(f"{self.name}.{q}", args, int_safe, fn,
@@ -114,20 +118,20 @@ def _state_tables():
     return state_tables
 
 
-MHA = Attention("MHA", lambda: _tables().TABLE_1)
-GQA = Attention("GQA", lambda: _tables().grouped(_tables().TABLE_1))
-MQA = Attention("MQA", lambda: _tables().grouped(_tables().TABLE_1, 1))
-MLA = Attention("MLA", lambda: _tables().TABLE_2)  # caches d_L per token per layer
-MLA_ROPE = Attention("MLA+RoPE", lambda: _tables().TABLE_2_ROPE)  # caches d_L + d_R
+MHA = Attention("MHA", lambda: _tables().TABLE_1, kept=True)
+GQA = Attention("GQA", lambda: _tables().grouped(_tables().TABLE_1), kept=True)
+MQA = Attention("MQA", lambda: _tables().grouped(_tables().TABLE_1, 1), kept=True)
+MLA = Attention("MLA", lambda: _tables().TABLE_2, kept=True)  # caches d_L per token per layer
+MLA_ROPE = Attention("MLA+RoPE", lambda: _tables().TABLE_2_ROPE, kept=True)  # caches d_L + d_R
 
 # DeepSeek V3.2's indexer keys, in bytes (b = 1)
-INDEXER = Attention("Indexer", lambda: _state_tables().INDEXER)
+INDEXER = Attention("Indexer", lambda: _state_tables().INDEXER, kept=True)
 # DeepSeek V4 (notebook 08): an fp8_ds_mla entry (window or compressed) and a compressor's
 # running state, both in bytes (b = 1)
-V4 = Attention("V4 entry", lambda: _state_tables().V4_ENTRY)
-COMPRESSOR = Attention("Compressor state", lambda: _state_tables().V4_COMPRESSOR)
+V4 = Attention("V4 entry", lambda: _state_tables().V4_ENTRY, kept=True)
+COMPRESSOR = Attention("Compressor state", lambda: _state_tables().V4_COMPRESSOR, kept=True)
 # Inkling's four short-convolution streams per layer, kept as a window of d_conv tokens
-CONV_WINDOW = Attention("Short-conv window", lambda: _state_tables().SHORT_CONV_WINDOW)
+CONV_WINDOW = Attention("Short-conv window", lambda: _state_tables().SHORT_CONV_WINDOW, kept=True)
 
 KINDS: dict[str, Attention] = {a.name: a for a in (MHA, GQA, MQA, MLA, MLA_ROPE, INDEXER, V4,
                                                    COMPRESSOR, CONV_WINDOW)}
@@ -166,5 +170,5 @@ class State(_Generated):
 # the names as kvlib.core.state_tables' STATE_TABLES has them (kept: the test of kvlib.core.kept
 # says they are the same), each table built when first asked for
 STATES: dict[str, State] = {
-    name: State(name, lambda name=name: _state_tables().STATE_TABLES[name])
+    name: State(name, lambda name=name: _state_tables().STATE_TABLES[name], kept=True)
     for name in kept.STATE_NAMES}
