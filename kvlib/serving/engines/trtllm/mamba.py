@@ -6,8 +6,8 @@ max_tokens = ``tokens_for_budget(budget) = max((budget - intercept) // slope, 0)
 (_util.py@000439672005:359-364), the budget being ``_cal_max_memory``'s
 (_util.py@000439672005:879-896, called from configure_kv_cache_capacity,
 _util.py@000439672005:1228-1459).
-``CppMambaHybridCacheManager.get_cache_size_per_token`` (mamba legacy.py@28295084972c chars
-~70,500) and the V2 manager's (mamba_cache_manager_v2.py@28295084972c) both call
+``CppMambaHybridCacheManager.get_cache_size_per_token`` (mamba legacy.py@28295084972c:1599-1634)
+and the V2 manager's (mamba_cache_manager_v2.py@28295084972c) both call
 ``_estimate_mamba_hybrid_cache_cost`` (mamba common.py@28295084972c:875-951):
 
 * slope = ``KVCacheManager.get_cache_size_per_token`` over the attention layers only
