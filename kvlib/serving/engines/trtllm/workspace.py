@@ -2,15 +2,15 @@
 with an fp8 cache. Bytes per GPU (TP rank).
 
 ``KvCacheCreator.configure_kv_cache_capacity`` (_util.py@000439672005:1228-1459; the reserve
-1377-1402), after ``_cal_max_memory``: w = the attention backend's
+at lines 1377-1402), after ``_cal_max_memory``: w = the attention backend's
 ``runtime_workspace_bytes_per_token``; when w > 0 and a cap applies,
 ``get_mla_context_workspace_reserve`` (_util.py@000439672005:433-452) takes
 ``reserve = min(w x kv_len_cap, budget x w / (k + w))`` (k the cache's bytes per token) and the
 budget becomes ``int(budget - reserve)``: equivalently the pool keeps
 max((budget - w L_cap) / k, budget / (k + w)) tokens.
 
-* w: ``TrtllmAttention.runtime_workspace_bytes_per_token`` (trtllm.py@017aa0caf767 chars
-  64,000-80,000): 0 unless the config is MLA, the KV cache fp8 and the GPU's SM one of 90, 100,
+* w: ``TrtllmAttention.runtime_workspace_bytes_per_token`` (trtllm.py@017aa0caf767:1551-1613):
+  0 unless the config is MLA, the KV cache fp8 and the GPU's SM one of 90, 100,
   103, 107, 120 (and not a sparse MLA on SM 100/103/107, which kvlib refuses anyway); then
   ``contextMlaWorkspaceBytesPerToken`` (attentionOp.cpp@eea41b73a7bd): (num_attention_heads //
   TP) x (qk_rope_head_dim + qk_nope_head_dim + v_head_dim), 1 byte an element (fp8).
