@@ -31,9 +31,12 @@ from test_explorers import (
     _compressed_expected,
     _engine_exact,
     _gqa_expected,
+    _model_refusal,
     _text,
 )
 
+from kvlib.models.catalog import bundled_config, load_model
+from kvlib.views import book_js
 from kvlib.views.widgets import capacity, compressed, gqa, hybrid, mla, models
 
 FIREFOX = os.environ.get("KVLIB_FIREFOX") or shutil.which("firefox-esr") or shutil.which("firefox")
@@ -96,10 +99,19 @@ def _cases() -> list:
             html = f"ERROR {e}"
         cases.append(["planner", s, None, html])
     for s in ENGINE_SAMPLES:  # SGLang's and TensorRT-LLM's plans, numbers exact, or refusals
+        pool = None if s["engine"] != "sglang" else book_js.sglang_unfollowed(
+            load_model(s["model"]), bundled_config(s["model"]))
         try:
             r = capacity.planner(**s)
         except ValueError as e:
             cases.append(["planner", s, None, f"ERROR {e}"])
+            continue
+        refusal = _model_refusal(s)
+        if pool is not None or refusal is not None:
+            # kvlib plans a pool the page does not follow yet (DeepSeek V4 under SGLang): the
+            # page refuses the model, naming the pool, as the Chromium test checks
+            said = refusal if pool is None else book_js.not_followed(s["model"], pool)
+            cases.append(["planner", s, None, f"ERROR {said}"])
             continue
         cases.append(["planner", s, _engine_exact(r.engine, s["gpus"] // s["tp"], r.swa_window),
                       capacity.render(r)])
