@@ -125,19 +125,12 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
     if mla:
         kv_heads, head_dim = 1, None
     total = dep.total_memory_bytes_per_gpu
-    in_use = STARTUP_BYTES["in_use_bytes"] if in_use_bytes is None else in_use_bytes
-    free_before = total - in_use
+    in_use, free_before, fraction = _free_and_fraction(dep, mla, in_use_bytes,
+                                                       mem_fraction_static, notes)
     assumptions = [f"free before the weights load (CUDA total less CUDA context, NCCL, other "
                    f"processes {gib(in_use)}): {gib(free_before)} (--in-use-gib)",
                    f"memory taken after the weights and before the KV pool: {gib(other_bytes)} "
                    "(--other-gib)"]
-    if mem_fraction_static is None:
-        fraction, how = sglang_fraction(gpu, tp, mla, model_path(model), config)
-        notes.append(f"mem_fraction_static {float(fraction):g}: SGLang's default, {how} "
-                     "(arg_groups/memory_hook.py:281-343)")
-    else:
-        fraction = Fraction(mem_fraction_static)
-        notes.append(f"mem_fraction_static {float(fraction):g} (--mem-fraction-static)")
     reserve = mm.mm_reserve(config, gpu)
     budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp,
                        reserve)
@@ -238,6 +231,22 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                 ("swa_tokens", p.swa_tokens), ("swa_bytes_per_token", p.swa_cell)))
 
 
+def _free_and_fraction(dep, mla: bool, in_use_bytes, mem_fraction_static,
+                       notes: list[str]) -> tuple[int, int, Fraction]:
+    """The memory in use before the weights (kvlib's assumption unless given), the memory free
+    then, and mem_fraction_static (SGLang's default for this GPU, TP and model unless given),
+    its note appended to ``notes``: where every SGLang plan starts."""
+    in_use = STARTUP_BYTES["in_use_bytes"] if in_use_bytes is None else in_use_bytes
+    if mem_fraction_static is None:
+        fraction, how = sglang_fraction(dep.gpu, dep.tp, mla, model_path(dep.model), dep.config)
+        notes.append(f"mem_fraction_static {float(fraction):g}: SGLang's default, {how} "
+                     "(arg_groups/memory_hook.py:281-343)")
+    else:
+        fraction = Fraction(mem_fraction_static)
+        notes.append(f"mem_fraction_static {float(fraction):g} (--mem-fraction-static)")
+    return in_use, dep.total_memory_bytes_per_gpu - in_use, fraction
+
+
 def _v4_plan(dep, context: int, *, mem_fraction_static, in_use_bytes, other_bytes,
              page_size) -> EnginePlan:
     """:func:`engine_plan` for DeepSeek V4: the budget as for every model, the pools
@@ -255,16 +264,9 @@ def _v4_plan(dep, context: int, *, mem_fraction_static, in_use_bytes, other_byte
              "stores the same V4 row whatever the dtype (pool_configurator.py:1104-1110, "
              "1178-1179)"]
     total = dep.total_memory_bytes_per_gpu
-    in_use = STARTUP_BYTES["in_use_bytes"] if in_use_bytes is None else in_use_bytes
-    free_before = total - in_use
-    if mem_fraction_static is None:
-        # SGLang reads V4 as MHA (configs/model_config.py:1420-1431), not MLA
-        fraction, how = sglang_fraction(gpu, tp, False, model_path(model), config)
-        notes.append(f"mem_fraction_static {float(fraction):g}: SGLang's default, {how} "
-                     "(arg_groups/memory_hook.py:281-343)")
-    else:
-        fraction = Fraction(mem_fraction_static)
-        notes.append(f"mem_fraction_static {float(fraction):g} (--mem-fraction-static)")
+    # SGLang reads V4 as MHA (configs/model_config.py:1420-1431), not MLA
+    in_use, free_before, fraction = _free_and_fraction(dep, False, in_use_bytes,
+                                                       mem_fraction_static, notes)
     budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp)
     if budget <= 0:
         raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Loaded "
