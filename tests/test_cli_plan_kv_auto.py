@@ -13,17 +13,10 @@ nvidia/Llama-3.1-70B-Instruct-FP8), 40.00 in bf16.
 import json
 
 import pytest
+from test_kv_auto import HF_QUANT, LLAMA_70B
 
 from kvlib.cli import main
 
-LLAMA_70B = {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
-             "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
-             "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 128256,
-             "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-             "torch_dtype": "bfloat16", "tie_word_embeddings": False}
-HF_QUANT = {"producer": {"name": "modelopt", "version": "0.15.0"},
-            "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
-                             "exclude_modules": ["lm_head"]}}
 POOL = ["--kv-cache-memory", "100GiB", "--context", "8K", "--gpu", "H200"]
 
 
