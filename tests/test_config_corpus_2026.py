@@ -17,8 +17,6 @@ from pathlib import Path
 import pytest
 
 from kvlib import parse_config, read_config
-from kvlib.models.readers.closed import shaping_reason
-from kvlib.models.readers.engine import engine_for, read_by_any
 
 CORPUS = json.loads(gzip.decompress(
     (Path(__file__).resolve().parent / "fixtures" / "configs" / "corpus-2026.json.gz")
@@ -108,11 +106,11 @@ def expected_bytes_per_token(cfg):
     return _kv_plain(t, n)  # plain GQA / MHA on every layer
 
 
-# sgl-project's DeepSeek V4 copies say model_type "deepseek_ref", which vLLM 0.34.0 cannot load
-# (transformers 5.25.0 does not recognize it; seen with tests/oracle/engine), but SGLang builds
-# them by architectures (DeepseekV4ForCausalLM), and so does kvlib (issue 42 item 3): read
-READ = sorted(k for k in CORPUS if "Muse-Glimmer" not in k)
-REFUSED = sorted(set(CORPUS) - set(READ))
+# Every file is read now: sgl-project's DeepSeek V4 copies (model_type "deepseek_ref", which
+# transformers 5.25.0 does not know) by architectures (DeepseekV4ForCausalLM), as SGLang builds
+# them (issue 42 item 3); Muse Glimmer since its qk_scale_factor, which vLLM 0.34.0 reads
+# (muse_glimmer.py:889), is known to scale the query only (muse_glimmer.py:15).
+READ = sorted(CORPUS)
 
 
 def test_the_corpus_is_large_and_sourced():
@@ -153,26 +151,11 @@ def test_sglang_s_deepseek_v4_copies_are_read_by_architectures():
                                 "DeepseekV4ForCausalLM") for a in r.assumptions)
 
 
-@pytest.mark.parametrize("name", REFUSED)
-def test_refused_by_a_key_the_engine_reads(name):
-    """Muse Glimmer (SGLang's DeepSeek V4 copies are read by architectures now): refused,
-    naming one key; where an engine knows the family the key is one engine_keys.json says it
-    reads (this family's or, for a key whose name says cache, another's); else the word rule
-    names why."""
-    cfg = CORPUS[name]["config"]
-    with pytest.raises(ValueError) as e:
-        parse_config(cfg)
-    msg = str(e.value)
-    assert "\n" not in msg and "refuse" in msg
-    path = msg.split("=", 1)[0].split(":", 1)[0]
-    key = path.rsplit(".", 1)[-1].split("[", 1)[0]
-    t = _text(cfg)
-    engine = engine_for(t.get("model_type") or cfg.get("model_type", ""))
-    if " " in key:  # a family refused by model_type
-        return
-    if engine is not None and "does not know this key" not in msg:
-        assert key in engine.keys or key in read_by_any(), msg  # the engine reads it
-        where = engine.keys.get(key) or read_by_any()[key][1]
-        assert where in msg or "cannot count these layers" in msg  # the line, or the marker
-    else:
-        assert shaping_reason(key, None, 0) is not None or key in msg, msg
+def test_muse_glimmer_by_hand():
+    """Muse Glimmer 30B: 52 layers, layer_types 13 full and 39 sliding (window 2048), each 2 KV
+    heads x 128 for K and V; qk_scale_factor (3.87) scales the query and is no cache key."""
+    cfg = CORPUS["meta-models--Muse-Glimmer-30B"]["config"]
+    s = read_config(cfg)
+    assert s.kv_bytes_per_token(B) == 52 * 2 * 2 * 128 * B == 53_248
+    assert [(g.kind.value, g.layers, g.window) for g in s.groups] == [
+        ("full", 13, None), ("sliding", 39, 2048)]

@@ -177,10 +177,11 @@ def test_v028_one_line_form(capsys, tmp_path):
     ([str(HERE / "fixtures" / "configs" / "SOURCES.md")], "not a vLLM start-up log"),
     ([str(LOGS / "qwen3-235b-a22b-fp8_8xL40S_tp8_v0.10.2.log")],
      "the log's model 'Qwen/Qwen3-235B-A22B-Instruct-2507-FP8' is not one kvlib can read"),
-    # a published config kvlib refuses, by a key the engine reads and its reader does not (this
-    # was MiMo-V2-Flash's, v_head_dim=128, until issue 31 gave kvlib a reader for it)
+    # a config kvlib refuses, by a key the engine reads and its reader does not (this was
+    # MiMo-V2-Flash's v_head_dim, then Muse Glimmer's qk_scale_factor, until kvlib read them)
     ([str(LOGS / "gpt-oss-120b_H100_v0.10.1_issue23278.log"), "--model", "{refused}"],
-     "text_config.qk_scale_factor=3.87: vLLM 0.34.0 reads this key"),
+     "dual_chunk_attention_config={'chunk_size': 262144, 'local_size': ...: vLLM 0.34.0 "
+     "reads this key"),
     # a bundled config with a mistyped field
     ([str(LOGS / "gpt-oss-120b_H100_v0.10.1_issue23278.log"), "--model", "{mistyped}"],
      "swa_num_key_value_heads must be a positive integer, got '8'"),
@@ -192,7 +193,8 @@ def test_bad_input_exit_2(capsys, tmp_path, argv, words):
     from kvlib.models.catalog import bundled_config
 
     corpus = json.loads(gzip.open(HERE / "fixtures" / "configs" / "corpus-2026.json.gz").read())
-    configs = {"{refused}": corpus["meta-models--Muse-Glimmer-30B"]["config"],
+    configs = {"{refused}": {**bundled_config("qwen2.5-7b"), "dual_chunk_attention_config": {
+                   "chunk_size": 262144, "local_size": 8192}},
                "{mistyped}": {**bundled_config("mimo-v2-flash"), "swa_num_key_value_heads": "8"}}
     for key, cfg in configs.items():
         (tmp_path / f"{key[1:-1]}.json").write_text(json.dumps(cfg))

@@ -81,6 +81,9 @@ _THEMES: dict[str, tuple[str, ...]] = {
         "qk_norm", "softmax_scale", "attention_softmax_in_fp32", "scale_attn_weights",
         "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
         "attention_value_scale", "use_scaled_rope", "norm_topk_prob", "rotary_percent",
+        # Muse Glimmer: multiplies the query after its QK-norm (vLLM 0.34.0
+        # model_executor/models/muse_glimmer.py:15, :889), a scale, no shape
+        "qk_scale_factor",
     ),
     "mixture-of-experts routing and sizes (weights, not the cache)": (
         "topk_group", "topk_method", "n_group", "scoring_func", "seq_aux", "first_k_dense_replace",
