@@ -231,15 +231,7 @@
     out.push(`<rect x="${L}" y="${T}" width="${W - L - R}" height="${H - T - B}" fill="none" stroke="#555"/>`,
       `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${H - 12 - LB}" text-anchor="middle">${esc(o.xlabel)}</text>`,
       `<text class="kvlib-ylabel" transform="translate(16 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">${esc(o.ylabel)}</text>`);
-    if (o.vline) out.push(`<line class="kvlib-vline" x1="${f(X(o.vline))}" x2="${f(X(o.vline))}" y1="${T}" y2="${H - B}" stroke="#555" stroke-dasharray="2 3" stroke-width="1.5"/>`);
-    for (const s of o.series) {
-      if (!s.xs.length) continue;
-      const d = s.xs.map((x, i) => `${i ? "L" : "M"}${f(X(x))},${f(Y(s.ys[i]))}`).join("");
-      out.push(`<path class="kvlib-line" d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width || 2}"` +
-        `${s.dash ? ` stroke-dasharray="${s.dash}"` : ""} opacity="${s.opacity || 1}"/>`);
-      if (s.marker) for (let i = 0; i < s.xs.length; i++)
-        out.push(`<circle cx="${f(X(s.xs[i]))}" cy="${f(Y(s.ys[i]))}" r="3.5" fill="${s.color}" opacity="${s.opacity || 1}"/>`);
-    }
+    out.push(...marks(o, X, Y, T, H - B, 3.5));
     for (const p of o.dots || []) {
       out.push(`<circle class="kvlib-dot" cx="${f(X(p.x))}" cy="${f(Y(p.y))}" r="${p.r}" fill="${p.color}" stroke="white" stroke-width="1.5"/>`);
       if (p.label) out.push(`<text x="${f(X(p.x) + p.dx)}" y="${f(Y(p.y) + p.dy)}" text-anchor="${p.anchor}" fill="${p.color}" font-weight="bold" font-size="13">${esc(p.label)}</text>`);
@@ -270,6 +262,22 @@
     }
     out.push(`</g></svg>`);
     return out.join("");
+  }
+  // What both charts draw inside the axes the same way: the dashed context line from the top of
+  // the plot (y top) to its bottom (y bottom), then each series as a path, with markers of radius
+  // r where it asks for them. X, Y: data to SVG coordinates.
+  function marks(o, X, Y, top, bottom, r) {
+    const f = (v) => v.toFixed(1), out = [];
+    if (o.vline) out.push(`<line class="kvlib-vline" x1="${f(X(o.vline))}" x2="${f(X(o.vline))}" y1="${top}" y2="${bottom}" stroke="#555" stroke-dasharray="2 3" stroke-width="1.5"/>`);
+    for (const s of o.series) {
+      if (!s.xs.length) continue;
+      const d = s.xs.map((x, i) => `${i ? "L" : "M"}${f(X(x))},${f(Y(s.ys[i]))}`).join("");
+      out.push(`<path class="kvlib-line" d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width || 2}"` +
+        `${s.dash ? ` stroke-dasharray="${s.dash}"` : ""} opacity="${s.opacity || 1}"/>`);
+      if (s.marker) for (let i = 0; i < s.xs.length; i++)
+        out.push(`<circle cx="${f(X(s.xs[i]))}" cy="${f(Y(s.ys[i]))}" r="${r}" fill="${s.color}" opacity="${s.opacity || 1}"/>`);
+    }
+    return out;
   }
   // chart(o) on a narrow screen: VW units wide, the title wrapped over the axes, the legend (and
   // the note) in one column under them, wrapped, every other context tick labelled where the
@@ -311,15 +319,7 @@
       `<text class="kvlib-xlabel" x="${(L + W - R) / 2}" y="${T + plotH + 36}" text-anchor="middle">${esc(o.xlabel)}</text>`,
       `<g transform="translate(13 ${T + plotH / 2}) rotate(-90)">` +
         textLines(ylines, 0, 0, 14, `class="kvlib-ylabel" text-anchor="middle"`) + `</g>`);
-    if (o.vline) out.push(`<line class="kvlib-vline" x1="${f(X(o.vline))}" x2="${f(X(o.vline))}" y1="${T}" y2="${T + plotH}" stroke="#555" stroke-dasharray="2 3" stroke-width="1.5"/>`);
-    for (const s of o.series) {
-      if (!s.xs.length) continue;
-      const d = s.xs.map((x, i) => `${i ? "L" : "M"}${f(X(x))},${f(Y(s.ys[i]))}`).join("");
-      out.push(`<path class="kvlib-line" d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width || 2}"` +
-        `${s.dash ? ` stroke-dasharray="${s.dash}"` : ""} opacity="${s.opacity || 1}"/>`);
-      if (s.marker) for (let i = 0; i < s.xs.length; i++)
-        out.push(`<circle cx="${f(X(s.xs[i]))}" cy="${f(Y(s.ys[i]))}" r="3" fill="${s.color}" opacity="${s.opacity || 1}"/>`);
-    }
+    out.push(...marks(o, X, Y, T, T + plotH, 3));
     for (const p of o.dots || []) {
       out.push(`<circle class="kvlib-dot" cx="${f(X(p.x))}" cy="${f(Y(p.y))}" r="${p.r}" fill="${p.color}" stroke="white" stroke-width="1.5"/>`);
       if (!p.label) continue;
