@@ -13,11 +13,58 @@ import pytest
 from kvlib.core import kept
 from kvlib.core.exact import KeptFormula
 from kvlib.core.formulas import GQA, KINDS, STATES
-from kvlib.core.keep import PATH, render
+from kvlib.core.keep import PATH, SERVING, render, targets
 
 
 def test_the_kept_code_is_a_fresh_derivation():
     assert PATH.read_text() == render(), "stale: run python -m kvlib.core.keep"
+
+
+@pytest.mark.parametrize("path", list(targets()), ids=lambda p: p.name if p == PATH else
+                         str(p.relative_to(PATH.parents[1])))
+def test_every_kept_file_is_a_fresh_derivation(path):
+    """kvlib.core.kept and the serving layer's kept files (the decode floor, each engine's
+    budgets, pools and sessions) are what the SymPy expressions print today."""
+    assert path.read_text() == targets()[path](), "stale: run python -m kvlib.core.keep"
+
+
+def _serving_expressions():
+    """(kept module, key, the SymPy expression) of every kept serving expression."""
+    import importlib
+
+    out = []
+    for relative, names in SERVING.items():
+        kept_module = importlib.import_module(
+            "kvlib." + relative.removesuffix(".py").replace("/", "."))
+        for name in names:
+            module = importlib.import_module(name)
+            for expr_name in module.KEPT:
+                key = f"{name.rsplit('.', 1)[-1]}.{expr_name}"
+                out.append((kept_module, key, module.symbolic()[expr_name]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kept_serving_code_is_the_sympy_expression(seed):
+    """Property: each kept serving expression, evaluated by name without SymPy, equals SymPy's
+    own substitution into the expression (exact rationals), at random positive values; and a
+    missing or unknown name is one clear error."""
+    import sympy as sp
+
+    rng = random.Random(seed)
+    for kept_module, key, expr in _serving_expressions():
+        values = {s.name: rng.choice([rng.randint(1, 10**12), Fraction(rng.randint(1, 99), 100)])
+                  for s in expr.free_symbols}
+        slow = expr.subs({s: sp.Rational(values[s.name]) for s in expr.free_symbols})
+        assert slow.is_Rational, (key, slow)
+        assert kept_module.evaluate(key, **values) == Fraction(int(slow.p), int(slow.q)), key
+        assert kept_module.evaluate_floats(key, **values) == pytest.approx(
+            float(slow), rel=1e-9, abs=1), key
+    kept_module, key, expr = _serving_expressions()[0]
+    first = sorted(s.name for s in expr.free_symbols)[0]
+    with pytest.raises(ValueError, match=f"{key}: needs {first}; takes no nope"):
+        kept_module.evaluate(key, **{s.name: 1 for s in expr.free_symbols
+                                     if s.name != first}, nope=1)
 
 
 def test_every_quantity_is_kept_and_the_names_are_the_tables():

@@ -28,34 +28,46 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
-import sympy as sp
-
 from kvlib.core import validate
-from kvlib.core.notation import by_name
+from kvlib.serving import kept
+
+# The expressions kvlib.serving.kept keeps as code (python -m kvlib.core.keep), so that
+# evaluating them imports no SymPy; ``STEP`` itself is built on first use (module __getattr__).
+KEPT = ("STEP",)
 
 __all__ = [
-    "STEP", "step_seconds",
+    *KEPT, "symbolic", "KEPT", "step_seconds",
     "MoELayout", "moe_layout", "expected_distinct_experts", "input_embedding_params",
     "derived_active_params", "read_params", "uniform_routing_read_params",
     "decode_step_seconds", "cache_dominates_at",
 ]
 
-# The decode-step floor, (R_W + B R_KV) / BW seconds: the weight bytes one GPU reads per step
-# plus the cache of the B sessions decoding together, over the memory bandwidth (bytes/s).
-# Every engine's decode obeys it; the symbols are the notation's (SERVING_SYMBOLS).
-R, B, K, BW = (by_name(n).symbol for n in ("R_W", "B", "R_KV", "BW"))
-STEP = sp.Add(R, sp.Mul(B, K, evaluate=False), evaluate=False) / BW
-
 
 @cache
-def _step():
-    return sp.lambdify((R, B, K, BW), STEP, modules="math")
+def symbolic() -> dict:
+    """The decode-step floor, ``STEP`` = (R_W + B R_KV) / BW seconds: the weight bytes one GPU
+    reads per step plus the cache of the B sessions decoding together, over the memory
+    bandwidth (bytes/s). Every engine's decode obeys it; the symbols are the notation's
+    (SERVING_SYMBOLS). Imports SymPy."""
+    import sympy as sp
+
+    from kvlib.core.notation import by_name
+
+    R, B, K, BW = (by_name(n).symbol for n in ("R_W", "B", "R_KV", "BW"))
+    return {"STEP": sp.Add(R, sp.Mul(B, K, evaluate=False), evaluate=False) / BW}
+
+
+def __getattr__(name: str):
+    if name in KEPT:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def step_seconds(read_bytes, per_session_bytes, batch, bandwidth):
-    """``STEP``: (read + batch x per-session cache) / bandwidth seconds; ``batch`` may be a
-    NumPy array."""
-    return _step()(read_bytes, batch, per_session_bytes, bandwidth)
+    """``STEP``: (read + batch x per-session cache) / bandwidth seconds, by its kept code;
+    ``batch`` may be a NumPy array."""
+    _, step = kept.EXPRESSIONS["decode.STEP"]
+    return step(R_W=read_bytes, B=batch, R_KV=per_session_bytes, BW=bandwidth)
 
 
 @dataclass(frozen=True)

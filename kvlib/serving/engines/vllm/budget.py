@@ -52,86 +52,108 @@ and ``Fraction`` inputs (vLLM's int(0.75 x peak) is a float product; exact here)
 
 from __future__ import annotations
 
-from fractions import Fraction
 from functools import cache
 
-import sympy as sp
-
-from kvlib.core.notation import by_name
-from kvlib.serving.decode import STEP, step_seconds  # the engine-neutral decode floor, shown here
-
-__all__ = ["SYMBOLS", "USABLE", "KV_BUDGET", "SESSIONS", "STEP", "MARGIN",
-           "USABLE_EXTENSIBLE", "KV_BUDGET_EXTENSIBLE", "SESSIONS_EXTENSIBLE", "RULES",
-           "MARGIN_FLOOR_BYTES", "MARGIN_FRACTION", "usable", "kv_budget", "sessions",
-           "step_seconds", "margin", "usable_extensible", "kv_budget_extensible"]
-
-# The symbols are the notation's (kvlib.core.notation.SERVING_SYMBOLS), one meaning each; the
-# Python names and SYMBOLS' keys stay short.
-u, M, W, O, S, R, B, K, BW = (by_name(n).symbol for n in
-                              ("u", "M", "W_GPU", "O", "S", "R_W", "B", "R_KV", "BW"))
-M0, OR, P, F, T = (by_name(n).symbol for n in ("M_0", "O_R", "M_pk", "M_fl", "M_gr"))
-SYMBOLS = {"u": u, "M": M, "W": W, "O": O, "S": S, "R": R, "B": B, "K": K, "BW": BW,
-           "M0": M0, "OR": OR, "P": P, "T": T, "F": F}
+from kvlib.serving.decode import step_seconds  # the engine-neutral decode floor, shown here
+from kvlib.serving.engines.vllm import kept
 
 # vLLM 0.34.0, vllm/v1/worker/extensible_kv_cache.py:64-65 (CUDA; ROCm's floor is 3 GiB)
 MARGIN_FLOOR_BYTES = 1 << 30
-MARGIN_FRACTION = sp.Rational(3, 4)
 
-USABLE = sp.ceiling(u * M)
-KV_BUDGET = sp.Add(USABLE, -W, -O, evaluate=False)
-SESSIONS = sp.floor(sp.Max(0, KV_BUDGET) / S)
-
-MARGIN = sp.Max(F, sp.floor(MARGIN_FRACTION * P))
-USABLE_EXTENSIBLE = sp.Min(USABLE, sp.Add(M, -M0, -MARGIN, evaluate=False))
-KV_BUDGET_EXTENSIBLE = sp.Add(USABLE_EXTENSIBLE, -W, -OR, -sp.Max(P, T), evaluate=False)
-SESSIONS_EXTENSIBLE = sp.floor(sp.Max(0, KV_BUDGET_EXTENSIBLE) / S)
-
-# release -> (rule name, usable, KV budget, sessions); docs/capacity.md has their source lines
-RULES = {
-    "0.33.0": ("profiled", USABLE, KV_BUDGET, SESSIONS),
-    "0.34.0": ("extensible", USABLE_EXTENSIBLE, KV_BUDGET_EXTENSIBLE, SESSIONS_EXTENSIBLE),
-}
+# The expressions kvlib.serving.engines.vllm.kept keeps as code (python -m kvlib.core.keep):
+# the functions below evaluate that code and import no SymPy. The expressions themselves, the
+# symbols and RULES are built on first use (module __getattr__, :func:`symbolic`).
+KEPT = ("USABLE", "KV_BUDGET", "SESSIONS", "MARGIN", "USABLE_EXTENSIBLE",
+        "KV_BUDGET_EXTENSIBLE", "SESSIONS_EXTENSIBLE")
 
 
 @cache
-def _compiled(expr: sp.Expr, args: tuple[sp.Symbol, ...]):
-    # Python's math module: ceil and floor of a Fraction are exact ints.
-    return sp.lambdify(args, expr, modules="math")
+def symbolic() -> dict:
+    """Every expression of the module by name, with ``SYMBOLS``, ``MARGIN_FRACTION``, ``STEP``
+    and ``RULES`` (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.core.notation import by_name
+    from kvlib.serving.decode import STEP
+
+    # The symbols are the notation's (kvlib.core.notation.SERVING_SYMBOLS), one meaning each;
+    # the Python names and SYMBOLS' keys stay short.
+    u, M, W, O, S, R, B, K, BW = (by_name(n).symbol for n in
+                                  ("u", "M", "W_GPU", "O", "S", "R_W", "B", "R_KV", "BW"))
+    M0, OR, P, F, T = (by_name(n).symbol for n in ("M_0", "O_R", "M_pk", "M_fl", "M_gr"))
+    symbols = {"u": u, "M": M, "W": W, "O": O, "S": S, "R": R, "B": B, "K": K, "BW": BW,
+               "M0": M0, "OR": OR, "P": P, "T": T, "F": F}
+
+    margin_fraction = sp.Rational(3, 4)  # extensible_kv_cache.py:64-65
+    usable = sp.ceiling(u * M)
+    kv_budget = sp.Add(usable, -W, -O, evaluate=False)
+    sessions = sp.floor(sp.Max(0, kv_budget) / S)
+
+    margin = sp.Max(F, sp.floor(margin_fraction * P))
+    usable_ext = sp.Min(usable, sp.Add(M, -M0, -margin, evaluate=False))
+    kv_budget_ext = sp.Add(usable_ext, -W, -OR, -sp.Max(P, T), evaluate=False)
+    sessions_ext = sp.floor(sp.Max(0, kv_budget_ext) / S)
+
+    return {
+        "SYMBOLS": symbols, "MARGIN_FRACTION": margin_fraction, "STEP": STEP,
+        "USABLE": usable, "KV_BUDGET": kv_budget, "SESSIONS": sessions, "MARGIN": margin,
+        "USABLE_EXTENSIBLE": usable_ext, "KV_BUDGET_EXTENSIBLE": kv_budget_ext,
+        "SESSIONS_EXTENSIBLE": sessions_ext,
+        # release -> (rule name, usable, KV budget, sessions); docs/capacity.md has their
+        # source lines
+        "RULES": {
+            "0.33.0": ("profiled", usable, kv_budget, sessions),
+            "0.34.0": ("extensible", usable_ext, kv_budget_ext, sessions_ext),
+        },
+    }
+
+
+_SYMBOLIC = ("SYMBOLS", "MARGIN_FRACTION", "STEP", "RULES", *KEPT)
+__all__ = [*_SYMBOLIC, "MARGIN_FLOOR_BYTES", "usable", "kv_budget", "sessions", "step_seconds",
+           "margin", "usable_extensible", "kv_budget_extensible", "symbolic", "KEPT"]
+
+
+def __getattr__(name: str):
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _kept(name: str, **values) -> int:
+    # every value a Fraction, the result exact: an int for these whole-byte expressions
+    return int(kept.evaluate(f"budget.{name}", **values))
 
 
 def usable(util, total: int) -> int:
     """ceil(util x total): the bytes vLLM may use on one GPU."""
-    return _compiled(USABLE, (u, M))(Fraction(util), total)
+    return _kept("USABLE", u=util, M=total)
 
 
 def kv_budget(util, total: int, weights: int, overhead: int) -> int:
     """Bytes left for the cache on one GPU; negative when the weights do not fit."""
-    return _compiled(KV_BUDGET, (u, M, W, O))(Fraction(util), total, weights, overhead)
+    return _kept("KV_BUDGET", u=util, M=total, W_GPU=weights, O=overhead)
 
 
 def sessions(util, total: int, weights: int, overhead: int, per_session: int) -> int:
     """Whole sessions of ``per_session`` bytes per GPU that fit the budget (0 if none)."""
-    return _compiled(SESSIONS, (u, M, W, O, S))(Fraction(util), total, weights, overhead,
-                                                Fraction(per_session))
+    return _kept("SESSIONS", u=util, M=total, W_GPU=weights, O=overhead, S=per_session)
 
 
 def margin(peak: int, floor: int = MARGIN_FLOOR_BYTES) -> int:
     """vLLM 0.34.0's sizing margin: max(floor, floor(0.75 x peak)) bytes."""
-    return int(_compiled(MARGIN, (P, F))(Fraction(peak), floor))
+    return _kept("MARGIN", M_pk=peak, M_fl=floor)
 
 
 def usable_extensible(util, total: int, in_use: int, peak: int,
                       floor: int = MARGIN_FLOOR_BYTES) -> int:
     """min(ceil(util x total), total - in_use - margin): what vLLM 0.34.0's extensible cache
     may use on one GPU, before the resident non-KV memory and the peak kept free."""
-    return int(_compiled(USABLE_EXTENSIBLE, (u, M, M0, P, F))(Fraction(util), total, in_use,
-                                                             Fraction(peak), floor))
+    return _kept("USABLE_EXTENSIBLE", u=util, M=total, M_0=in_use, M_pk=peak, M_fl=floor)
 
 
 def kv_budget_extensible(util, total: int, in_use: int, weights: int, resident: int, peak: int,
                          growth: int = 0, floor: int = MARGIN_FLOOR_BYTES) -> int:
     """vLLM 0.34.0's measured budget on one GPU (negative when nothing is left; vLLM clamps
     it to 0): min(ceil(u M), M - M_0 - margin) - W_GPU - O_R - max(M_pk, M_gr)."""
-    # every term is a whole number of bytes: int() only drops Fraction's denominator of 1
-    return int(_compiled(KV_BUDGET_EXTENSIBLE, (u, M, M0, W, OR, P, T, F))(
-        Fraction(util), total, in_use, weights, resident, Fraction(peak), growth, floor))
+    return _kept("KV_BUDGET_EXTENSIBLE", u=util, M=total, M_0=in_use, W_GPU=weights,
+                 O_R=resident, M_pk=peak, M_gr=growth, M_fl=floor)
