@@ -36,6 +36,15 @@ TABLE = {
     "trtllm_logs/llama-3.1-8b_0.19.0_no-dtype_posted.log": (["--model", "llama-3.1-8b"], 0, 2),
     # tokens from the blocks line and in whole blocks (the 0.00 GiB is a placeholder)
     "trtllm_logs/nemotron-3-nano_autodeploy_1.2.0rc5_posted.log": ([], 0, 2),
+    # test_explain_trtllm_posted.py: the 0.5-0.8 lines and a 1.x PyTorch-backend excerpt
+    "trtllm_logs/llama-2-7b-shape_smoothquant_A100_0.8_issue1400_posted.log": (
+        ["--model", "llama-2-7b"], 0, 1),
+    "trtllm_logs/mistral-7b_4xA10G_tp4_triton-vs-runpy_backend-issue366_posted.log": (
+        ["--model", "mistral-7b-v0.1", "--tp", "4"], 0, 6),
+    "trtllm_logs/unnamed-22.5KB-per-token_window2051_pytorch_tutorials-PR150_posted.log": (
+        [], 0, 2),
+    "trtllm_logs/llama-2-7b_A10_tpb16_0.5_issue224_posted.log": (
+        ["--model", "llama-2-7b"], 1, 0),
 }
 
 

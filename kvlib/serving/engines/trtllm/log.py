@@ -20,6 +20,9 @@ Read from the log before any flag (issue 43 item 3):
   allocation's GiB / tokens, within its rounding, fits one element size; said as an inference.
 * AutoDeploy's placeholder ("Using fake cache manager with head_dim=0", then "Allocated 0.00
   GiB ..."): its GiB is shown as information, not a KV size.
+
+The 0.5-0.8 releases' "Allocate N bytes for k/v cache." / "Using T tokens in paged KV cache"
+lines and their refusal are :mod:`.log_legacy`'s.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import cell_bytes, kv_heads
 from kvlib.serving.engines.log import HALF, EngineCheck, EngineExplanation, GiB
 from kvlib.serving.engines.log import gib_ok as _gib_ok
+from kvlib.serving.engines.trtllm import log_legacy
 from kvlib.serving.engines.trtllm import pools as trt
 
 __all__ = ["detect", "explain", "release", "cell_bytes_per_token"]
@@ -90,7 +94,8 @@ def _infer_bytes(lines, model, tp: int):
 
 def detect(text: str) -> bool:
     """Whether ``text`` holds one of TensorRT-LLM's KV-cache lines."""
-    return bool(_TRT_ALLOC.search(text) or _TRT_EST.search(text) or _TRT_PEAK.search(text))
+    return bool(_TRT_ALLOC.search(text) or _TRT_EST.search(text) or _TRT_PEAK.search(text)
+                or log_legacy.detect(text))
 
 
 def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
@@ -113,8 +118,11 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
             "sizes are not checked"))
         model = None
     elif windowed:
+        legacy = any(log_legacy.detect(t) for _, t in lines)
         rule = ("1.1.x sizes every layer at full length (its posted gpt-oss logs)"
                 if rel is not None and rel.startswith("1.1.") else
+                "0.5-0.8 lines: bytes = tokens x every layer's cell (checked below)" if legacy
+                else
                 "every layer at full length: the V1 KVCacheManager's default, "
                 "max_attention_window unset (resource_manager.py, pinned commit)")
         e.checks.append(EngineCheck(first[0], first[1], "window rule",
@@ -125,6 +133,9 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
         b = kv_bytes
         if b is None:
             b, at = _infer_bytes(lines, model, tp)
+            if b is None:  # 0.5-0.8: "Allocate N bytes" over "Using T tokens", exactly
+                b, at = log_legacy.infer_bytes(
+                    lines, lambda x: cell_bytes_per_token(model, tp, x))
             if b is not None and b != 2:  # the default 2 B is no inference
                 inferred_at = at
                 e.checks.append(EngineCheck(
@@ -222,6 +233,8 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
                     i, text, "tokens from the estimate", f"{n:,}", f"{lo_n:,} to {hi_n:,}",
                     "ok" if lo_n <= n <= hi_n else "mismatch",
                     f"line {j}'s {est} GiB // {cell:,} B, rounded up to blocks of {block}"))
+    e.checks.extend(log_legacy.explain_legacy(lines, cell, inferred_at))
+    e.checks.sort(key=lambda c: c.line)
     # two allocations in one log: the same bytes per token (one model, one cell)
     ranges = [(lo_hi, i) for what, lo_hi, i in implied if what == "bytes per token"]
     for (a, i), (b_, j) in zip(ranges, ranges[1:], strict=False):

@@ -1,0 +1,111 @@
+"""TensorRT-LLM start-up logs posted in public issues (issue 43), read by ``kvlib explain-log``:
+the 0.5-0.8 releases' "Allocate N bytes for k/v cache." / "Using T tokens in paged KV cache"
+lines and their refusal (kvlib/serving/engines/trtllm/log_legacy.py), and a 1.x PyTorch-backend
+excerpt with a per-window block line. Sources in tests/fixtures/trtllm_logs/README.md.
+Published configs: Llama 2 7B 32 layers x 32 KV heads x 128 (hidden 4096 / 32 heads), fp16;
+Mistral 7B v0.1 32 layers x 8 KV heads x 128. Every expected figure is worked out by hand below.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvlib.cli import main
+
+TRT = Path(__file__).resolve().parent / "fixtures" / "trtllm_logs"
+
+
+def _run(capsys, name, *argv):
+    code = main(["explain-log", str(TRT / name), *argv, "--json"])
+    d = json.loads(capsys.readouterr().out)
+    return code, [(c["line"], c["quantity"], c["printed"], c["kvlib"], c["status"])
+                  for c in d["checks"]], d
+
+
+def test_issue_1400_llama_2_7b_bytes_are_tokens_times_the_cell(capsys):
+    """0.8 on an A100: 69,524,783,104 B for 132,608 tokens. Llama 2 7B's cell at fp16:
+    2 (K, V) x 32 layers x 32 KV heads x 128 x 2 B = 524,288 B; 132,608 x 524,288 =
+    69,524,783,104 exactly (the poster hides the model's name: its 7 GB of weights and these
+    bytes fit the 7B shape, an inference the README says)."""
+    cell = 2 * 32 * 32 * 128 * 2
+    assert cell == 524_288 and 132_608 * cell == 69_524_783_104
+    assert 132_608 == 2_072 * 64  # whole 64-token blocks, though the log names no block
+    code, checks, _ = _run(capsys, "llama-2-7b-shape_smoothquant_A100_0.8_issue1400_posted.log",
+                           "--model", "llama-2-7b")
+    assert code == 0
+    assert (2, "bytes for k/v cache", "69,524,783,104", "69,524,783,104", "ok") in checks
+    # without a model the ratio is shown, not called explained
+    code, checks, d = _run(capsys, "llama-2-7b-shape_smoothquant_A100_0.8_issue1400_posted.log")
+    assert code == 1 and d["verdict"]["verdict"] == "nothing checked"
+    assert [c[3] for c in checks if c[1] == "bytes per token"] == ["524,288 B"]
+
+
+def test_issue_366_mistral_7b_tp4_and_its_refusal(capsys):
+    """tensorrtllm_backend issue 366, Mistral 7B at TP 4 on four A10G: Triton's 956,301,312 B
+    for 29,184 tokens, then the refusal; run.py's 7,767,851,008 B (its tokens line cut off).
+    Cell per rank: 2 x 32 layers x (8 KV heads / 4) x 128 x 2 B = 32,768 B."""
+    cell = 2 * 32 * (8 // 4) * 128 * 2
+    assert cell == 32_768
+    assert 29_184 * cell == 956_301_312
+    assert 29_184 == 228 * 128  # whole blocks of the refusal's tokensPerBlock (128)
+    assert 1 * 128 * 272 == 34_816 > 29_184  # beam x block x blocks per sequence
+    assert 7_767_851_008 == 237_056 * cell  # the cut line began "Using 237056 tokens"
+    code, checks, _ = _run(capsys,
+                           "mistral-7b_4xA10G_tp4_triton-vs-runpy_backend-issue366_posted.log",
+                           "--model", "mistral-7b-v0.1", "--tp", "4")
+    assert code == 0
+    ok = {(c[0], c[1]): (c[2], c[3]) for c in checks if c[4] == "ok"}
+    assert ok[(1, "bytes for k/v cache")] == ("956,301,312", "956,301,312")
+    assert ok[(2, "tokens in blocks of 128")] == ("29,184", "228 x 128 + 0")
+    assert ok[(3, "tokens one sequence needs")] == ("29,184 < 34,816", "1 x 128 x 272 = 34,816")
+    assert ok[(3, "maxTokensInPagedKvCache")] == ("29,184", "29,184")
+    assert ok[(3, "maxBlocksPerSeq")] == ("272", "272")
+    assert ok[(4, "bytes for k/v cache")] == ("7,767,851,008", "237,056 tokens x 32,768 B")
+    # at TP 1 (the flag forgotten) the bytes are a quarter of kvlib's: named, not explained
+    code, checks, _ = _run(capsys,
+                           "mistral-7b_4xA10G_tp4_triton-vs-runpy_backend-issue366_posted.log",
+                           "--model", "mistral-7b-v0.1", "--kv-dtype", "bf16")
+    assert code == 1
+    assert (1, "bytes for k/v cache", "956,301,312", f"{29_184 * 4 * cell:,}", "mismatch") \
+        in checks
+
+
+def test_tutorials_pr_150_one_window_line_checks_without_a_model(capsys):
+    """A 1.x PyTorch-backend excerpt (triton-inference-server/tutorials PR 150): one
+    "[window size=2051]" pool, 116,617 primary blocks x 32 = 3,731,744 tokens as allocated;
+    78.30 GiB / 3,731,744 = 22,529 B a token (about 22,528 = 2 x 22 x 4 x 64 x 2 B, TinyLlama
+    1.1B's shape, which the post does not name: shown as information only)."""
+    assert 116_617 * 32 == 3_731_744
+    assert round(78.30 * 2**30 / 3_731_744) == 22_529
+    code, checks, _ = _run(capsys,
+                           "unnamed-22.5KB-per-token_window2051_pytorch_tutorials-PR150_posted.log")
+    assert code == 0
+    assert (7, "tokens", "3,731,744", "3,731,744", "ok") in checks
+    assert (7, "tokens in blocks of 32", "3,731,744", "116,617 x 32 + 0", "ok") in checks
+    assert not [c for c in checks if c[1] == "window rule"]  # one window: no VSWA
+
+
+def test_issue_224_tokens_line_alone_is_information(capsys):
+    """0.5 on an A10 (16-token blocks set at build, not in the log): "Using 10718 tokens" is
+    10,718 = 669 x 16 + 14, printed before the rounding to whole blocks (the maintainers'
+    answer), so no check holds it; with Llama 2 7B it is 10,718 x 524,288 B = 5.23 GiB,
+    information, and the verdict is "nothing checked"."""
+    assert divmod(10_718, 16) == (669, 14)
+    assert f"{10_718 * 524_288 / 2**30:.2f}" == "5.23"
+    code, checks, d = _run(capsys, "llama-2-7b_A10_tpb16_0.5_issue224_posted.log",
+                           "--model", "llama-2-7b")
+    assert code == 1 and d["verdict"]["verdict"] == "nothing checked"
+    assert checks == [(1, "tokens in paged KV cache", "10,718",
+                       "10,718 x 524,288 B = 5,619,318,784 B (5.23 GiB)", "info")]
+
+
+@pytest.mark.parametrize(("old", "new"), [("132608", "132609"), ("69524783104", "69524783105")])
+def test_one_number_changed_disagrees(capsys, tmp_path, old, new):
+    text = (TRT / "llama-2-7b-shape_smoothquant_A100_0.8_issue1400_posted.log").read_text()
+    (tmp_path / "x.log").write_text(text.replace(old, new))
+    code = main(["explain-log", str(tmp_path / "x.log"), "--model", "llama-2-7b", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 1 and d["verdict"]["disagree"] == 1
