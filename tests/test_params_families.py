@@ -197,3 +197,87 @@ def test_modelopt_mixed_precision_refuses_a_third_algorithm():
                                          r"modules mix \['FP8 group_size None', 'MXFP8 "
                                          r"group_size None'\]"):
         read_quantization(cfg)
+
+
+def test_laguna_xs2_by_hand():
+    # vocab 100352, d 2048, 40 layers: full attention every 4th with 48 query heads, sliding
+    # ones with 64 (num_attention_heads_per_layer), 8 KV heads of 128, q/k norms, a per-head
+    # output gate (gating true: d -> heads); layer 0 dense (8192), 39 MoE layers of 256
+    # experts of 512, 8 per token, a router with its fp32 score-correction bias, one shared
+    # expert of 512; untied head
+    d = 2048
+
+    def attn(heads):
+        return d * heads * 128 + 2 * d * 8 * 128 + heads * 128 * d + 2 * 128 + d * heads
+
+    experts = 256 * 3 * d * 512
+    moe = experts + d * 256 + 256 + 3 * d * 512
+    c = count_params(CORPUS["poolside--Laguna-XS.2-FP8"]["config"])
+    assert c.total == (2 * 100352 * d + 10 * attn(48) + 30 * attn(64) + 3 * d * 8192
+                       + 39 * moe + 40 * 2 * d + d) == 33_442_617_088
+    assert c.active == c.total - 39 * experts * 248 // 256 == 3_017_135_872
+    # the bias is kept in fp32 (laguna.py:202-205), one per MoE layer
+    assert {(f.elements, f.bytes_per) for f in c.fixed} == {(256, 4)} and len(c.fixed) == 39
+
+
+def test_laguna_s21_per_head_gate_and_dense_first_layer():
+    """Laguna-S.2.1 writes gating "per-head" (vLLM: d -> heads, laguna.py:336-341) and
+    mlp_layer_types with layer 0 dense: 48 layers, 48 heads on full and 72 on sliding ones."""
+    d = 3072
+    gates = 12 * d * 48 + 36 * d * 72
+    c = count_params(CORPUS["poolside--Laguna-S-2.1-FP8"]["config"])
+    assert sum(lin.params for lin in c.linears if lin.name.endswith("g_proj")) == gates
+    assert c.parts["mlp"] == 3 * d * 12288
+
+
+def test_step_3_7_flash_by_hand():
+    # vocab 128896, d 4096, 45 layers of 64 query heads (the sliding ones too: no
+    # num_sliding_attention_heads), 8 KV heads of 128, q/k norms, the head-wise gate
+    # d -> 64; layers 0-2 dense (11264), 3-44 MoE: 288 experts of 1280, 8 per token, an fp32
+    # router (288 x 4096) and router_bias, one shared expert of 1280; untied head
+    d = 4096
+    attn = d * 64 * 128 + 2 * d * 8 * 128 + 64 * 128 * d + 2 * 128 + d * 64
+    experts = 288 * 3 * d * 1280
+    moe = experts + d * 288 + 288 + 3 * d * 1280
+    c = count_params(CORPUS["stepfun-ai--Step-3.7-Flash"]["config"])
+    assert c.total == (2 * 128896 * d + 45 * attn + 3 * 3 * d * 11264 + 42 * moe
+                       + 45 * 2 * d + d) == 195_844_508_736
+    assert c.active == c.total - 42 * experts * 280 // 288 == 10_875_702_336
+    # vLLM keeps router and bias in fp32, whole on every rank (step3p5.py:339-352)
+    assert sum(f.elements * f.bytes_per for f in c.fixed if f.whole) == 42 * (d * 288 + 288) * 4
+    assert c.mtp == 0  # the 3 next-n layers load only for speculative decoding
+
+
+def test_kimi_k3_by_hand():
+    # text_config: d 7168, 93 layers, vocab 163840, untied; 24 MLA layers (4, 8, ..., 92, 93
+    # 1-based), 96 heads, q_lora 1536, kv_lora 512, nope 128 + rope 64, v 128, output gate
+    # d -> 96 x 128; 69 KDA layers of 96 heads x 128 (P = 12288), conv 4, full-rank gate;
+    # layer 0 dense (33792), 92 MoE layers: 896 experts of 3072 over the latent 3584 (down,
+    # norm, up), 16 per token, router + fp32 bias, 2 shared experts (6144); attention
+    # residuals (attn_res_block_size 12): two norms and two d -> 1 projections a layer, and
+    # the output's pair
+    d, P = 7168, 12288
+    mla = (d * 1536 + 1536 + 1536 * 96 * 192 + d * (512 + 64) + d * 96 * 128 + 512
+           + 512 * 96 * (128 + 128) + 96 * 128 * d)
+    kda = (3 * d * P + d * P + d * 96 + d * 128 + 128 * P + 3 * P * 4 + P + 96 + 128 + P * d)
+    experts = 896 * 3 * 3584 * 3072
+    moe = d * 896 + 896 + 3 * d * 6144 + (d * 3584 + 3584 + 3584 * d) + experts
+    c = count_params(CORPUS["moonshotai--Kimi-K3"]["config"])
+    assert c.model_type == "kimi_linear" and c.towers == "text only"
+    assert c.total == (2 * 163840 * d + 24 * mla + 69 * kda + 3 * d * 33792 + 92 * moe
+                       + 93 * (2 * d + 2 * d + 2 * d) + d + d + d) == 2_779_484_476_000
+    assert c.active == c.total - 92 * experts * 880 // 896 == 105_364_017_760
+
+
+def test_kimi_linear_dsa_refused():
+    """Kimi K3.1's DSA layers (dsa_config) are not counted: refused by name."""
+    cfg = {**CORPUS["moonshotai--Kimi-K3"]["config"]["text_config"],
+           "dsa_config": {"dsa_layers": [4]}}
+    with pytest.raises(ValueError, match="dsa_config: Kimi K3.1's DSA layers"):
+        count_params(cfg)
+
+
+def test_step3p7_bad_mlp_layer_types_named():
+    cfg = {**CORPUS["stepfun-ai--Step-3.7-Flash"]["config"], "mlp_layer_types": ["moe"] * 45}
+    with pytest.raises(ValueError, match=r"mlp_layer_types must give one of \['dense', 'sparse'\]"):
+        count_params(cfg)

@@ -968,6 +968,276 @@ def _glm4_moe_lite(t: _Tally) -> None:
     _deepseek(t)
 
 
+def _layer_list(t: _Tally, key: str, n: int, allowed: set, default: list | None = None,
+                trim: int = 0) -> list:
+    """The per-layer list ``key`` (one of ``allowed`` for each of the ``n`` layers; a list
+    ``trim`` entries longer, as files that pad it with their MTP layers write it, is cut to
+    ``n``), or ``default`` (said in the notes) when absent."""
+    c = t.c
+    v = c.data.get(key)
+    if v is None:
+        if default is not None:
+            t.notes.append(f"no {c.path(key)}: {t.family}'s default")
+        return default
+    if isinstance(v, list) and trim and len(v) == n + trim:
+        v = v[:n]
+    if not isinstance(v, list) or len(v) != n or any(x not in allowed for x in v):
+        raise ValueError(f"{c.path(key)} must give one of {sorted(allowed, key=str)} for each "
+                         f"of the {n} layers, got {describe(v)[:80]}")
+    return v
+
+
+def _laguna(t: _Tally) -> None:
+    """Laguna (poolside) as vLLM 0.34.0 builds it (vllm/model_executor/models/laguna.py; the
+    same tensors as transformers 5.25.0 modeling_laguna.py). Per layer: attention of
+    ``num_attention_heads_per_layer[i]`` query heads (else ``num_attention_heads``;
+    laguna.py:491-496) and ``num_key_value_heads`` of ``head_dim`` (LagunaConfig's 128 when
+    absent), q/k/v/o with biases when ``attention_bias`` (laguna.py:307-324), per-head q/k
+    RMSNorms (laguna.py:423-424) and, when ``gating`` is truthy, the output gate g_proj:
+    d -> heads for True or "per-head", d -> heads x head_dim otherwise (laguna.py:331-349;
+    LagunaConfig's default True); a sink per head on sliding layers when
+    ``swa_attention_sink_enabled`` (laguna.py:486-488). ``mlp_layer_types`` (LagunaConfig's
+    "dense" then "sparse" when absent: configuration_laguna.py:128-129; laguna.py:59-67)
+    marks the MoE layers (vLLM: "sparse" and ``num_experts`` > 0, laguna.py:517-520): the
+    router d -> E (GateLinear, whole on every rank; laguna.py:176-180), its fp32
+    e_score_correction_bias (laguna.py:202-205), the shared expert of
+    ``shared_expert_intermediate_size`` when > 0 (laguna.py:184-194) and E experts of
+    ``moe_intermediate_size`` (laguna.py:215-220); a dense layer a gated MLP of
+    ``intermediate_size``. Two RMSNorms a layer, a final one, the head (laguna.py:538-541,
+    605-627, 716-723)."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    hd = t.opt("head_dim", 128)
+    heads = c.data.get("num_attention_heads_per_layer")
+    if heads is None:
+        heads = [h] * n
+    elif not (isinstance(heads, list) and len(heads) == n
+              and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in heads)):
+        raise ValueError(f"{c.path('num_attention_heads_per_layer')} must give a positive "
+                         f"number of heads for each of the {n} layers, got "
+                         f"{describe(heads)[:80]}")
+    types = c.data.get("layer_types") or ["full_attention"] * n
+    mlp = _layer_list(t, "mlp_layer_types", n, {"dense", "sparse"},
+                      ["dense"] + ["sparse"] * (n - 1))
+    gating = c.data.get("gating", True)
+    bias, sinks = bool(c.flag("attention_bias")), bool(c.flag("swa_attention_sink_enabled"))
+    e = c.int("num_experts", required=False, allow_zero=True) or 0
+    _embed(t, d, False)
+    for i in range(n):
+        p, hi = f"model.layers.{i}", heads[i]
+        _gqa(t, f"{p}.self_attn", d, hi, kv or h, hd, bias, bias, True)
+        if gating:
+            per_head = gating is True or gating == "per-head"
+            t.lin("attention", f"{p}.self_attn.g_proj", d, hi if per_head else hi * hd)
+        if sinks and i < len(types) and types[i] == "sliding_attention":
+            t.add(attention=hi)
+        if mlp[i] == "sparse" and e:
+            _glu_experts(t, f"{p}.mlp", d, e, c.int("num_experts_per_tok"),
+                         c.int("moe_intermediate_size"))
+            t.lin("router", f"{p}.mlp.gate", d, e)
+            t.keep("router", f"{p}.mlp.experts.e_score_correction_bias", e)
+            si = c.int("shared_expert_intermediate_size", required=False, allow_zero=True)
+            if si:
+                t.glu("shared_experts", f"{p}.mlp.shared_expert", d, si)
+        else:
+            t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
+        t.add(norms=2 * d)
+    t.add(norms=d)
+
+
+def _step3p7(t: _Tally) -> None:
+    """Step 3.7 (StepFun; ``step3p7``, its text model ``step3p5``): vLLM 0.34.0 serves the
+    text model as Step3p5ForCausalLM (registry.py:214, 652; step3p7.py:69-74) with
+    transformers' Step3p7TextConfig (transformers_utils/config.py:171), which reads the
+    experts from ``n_routed_experts`` / ``moe_num_experts`` / ``num_local_experts`` (not
+    ``num_experts``) and the KV heads from ``num_key_value_heads``. Per layer
+    (step3p5.py:418-486): attention of ``num_attention_heads`` (sliding layers:
+    ``num_sliding_attention_heads``, else ``attention_other_setting.num_attention_heads``;
+    step3p5.py:71-83) of ``head_dim`` (the class's 128), q/k/v with biases when
+    ``attention_bias``, o without (step3p5.py:224-239), per-head Gemma q/k norms
+    (step3p5.py:247-248) and the head-wise output gate g_proj d -> heads
+    (step3p5.py:250-257: when ``use_head_wise_attn_gate``; transformers builds it for every
+    Step 3.7 checkpoint, modeling_step3p7.py:701-703, so kvlib counts it unless the file
+    says false). MoE layers by ``mlp_layer_types`` (else ``moe_layers_enum``, else layers 3
+    on: configuration_step3p7.py:212-224; step3p5.py:112-122): the fp32 router d -> E
+    (GateLinear, params_dtype float32, step3p5.py:339-345) and fp32 router_bias of E
+    (step3p5.py:349-352), both whole on every rank, the shared expert of
+    ``share_expert_dim`` (step3p5.py:381-389) and E experts of ``moe_intermediate_size``
+    (step3p5.py:390-395); dense layers a gated MLP of ``intermediate_size``. Two norms a
+    layer, a final one, an untied head (step3p5.py:526-542, 870-876). The
+    ``num_nextn_predict_layers`` MTP layers load only for speculative decoding: not
+    counted."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    kv = kv or c.int("num_attention_groups")
+    hd = t.opt("head_dim", 128)
+    mtp = c.int("num_nextn_predict_layers", required=False, allow_zero=True) or 0
+    types = _layer_list(t, "layer_types", n, {"full_attention", "sliding_attention"},
+                        ["full_attention"] * n, mtp)
+    other = c.data.get("attention_other_setting")
+    swa = c.int("num_sliding_attention_heads", required=False) \
+        or (Fields(other, c.path("attention_other_setting."), c.outer).int("num_attention_heads")
+            if isinstance(other, Mapping) else h)
+    mlp = c.data.get("mlp_layer_types")
+    if mlp is not None:
+        mlp = _layer_list(t, "mlp_layer_types", n, {"dense", "sparse"}, trim=mtp)
+    else:
+        enum = c.data.get("moe_layers_enum")
+        items = enum.split(",") if isinstance(enum, str) else enum
+        if enum is not None and not (isinstance(items, list) and all(
+                str(x).strip().isdigit() for x in items if str(x).strip())):
+            raise ValueError(f"{c.path('moe_layers_enum')} must list layer numbers, got "
+                             f"{describe(enum)[:80]}")
+        moe = {int(x) for x in items if str(x).strip()} if enum is not None \
+            else set(range(3, n))
+        if enum is None:
+            t.notes.append(f"no {c.path('mlp_layer_types')} or moe_layers_enum: "
+                           "Step3p7TextConfig's MoE layers 3 on (configuration_step3p7.py:220)")
+        mlp = ["sparse" if i in moe else "dense" for i in range(n)]
+    e = c.int("n_routed_experts", "moe_num_experts", "num_local_experts", required=False)
+    if e is None:
+        e = 288
+        t.notes.append("no n_routed_experts: Step3p7TextConfig's default 288 "
+                       "(configuration_step3p7.py:168)")
+    if c.has("num_experts") and c.data["num_experts"] != e:
+        t.notes.append(f"{c.path('num_experts')}={describe(c.data['num_experts'])} is not read: "
+                       f"vLLM takes {e} experts from n_routed_experts")
+    gate = c.flag("use_head_wise_attn_gate")
+    if gate is None:
+        t.notes.append(f"no {c.path('use_head_wise_attn_gate')}: the head-wise output gate "
+                       "counted, as transformers builds it for Step 3.7")
+    bias = bool(c.flag("attention_bias"))
+    _embed(t, d, False)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        hi = swa if types[i] == "sliding_attention" else h
+        _gqa(t, f"{p}.self_attn", d, hi, kv, hd, bias, False, True)
+        if gate is not False:
+            t.lin("attention", f"{p}.self_attn.g_proj", d, hi)
+        if mlp[i] == "sparse":
+            q = f"{p}.moe"
+            t.keep("router", f"{q}.gate.weight", d * e)
+            t.keep("router", f"{q}.router_bias", e)
+            t.glu("shared_experts", f"{p}.share_expert", d, t.opt("share_expert_dim", 1280))
+            _glu_experts(t, q, d, e, c.int("num_experts_per_tok", "moe_top_k"),
+                         t.opt("moe_intermediate_size", 1280))
+        else:
+            t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
+        t.add(norms=2 * d)
+    t.add(norms=d)
+
+
+def _kimi_linear(t: _Tally) -> None:
+    """Kimi Linear and Kimi K3's text model (``kimi_linear``) as vLLM 0.34.0 builds them
+    (vllm/models/kimi_k3/nvidia/model.py, registry.py:147-150, with vLLM's KimiLinearConfig,
+    transformers_utils/configs/kimi_linear.py). Layer i is Kimi Delta Attention when i + 1
+    is in ``linear_attn_config.kda_layers``, else MLA (configs/kimi_linear.py:225-235;
+    model.py:724-790). KDA of H = ``num_heads`` heads of ``head_dim`` (P = H x head_dim):
+    q, k, v (d -> P), b (d -> H), f_a (d -> head_dim), f_b (head_dim -> P), the q/k/v short
+    convolutions (3 P x ``short_conv_kernel_size``, fp32), dt_bias (P, fp32), A_log (H,
+    fp32), the output norm (head_dim), o (P -> d), and the gate: with ``use_full_rank_gate``
+    (Kimi K3) g_proj d -> P (nvidia/kda.py:641-700, 821-823, 879-903), else g_a (d ->
+    head_dim) and g_b (head_dim -> P) (layers/mamba/gdn/kimi_gdn_linear_attn.py:196-312).
+    MLA (nvidia/mla.py:220-306): with ``q_lora_rank`` q_a (d -> q_lora_rank), its norm, q_b;
+    else q_proj (d -> heads x (nope + rope)); kv_a_proj_with_mqa (d -> kv_lora_rank + rope),
+    its norm, kv_b, o; g_proj d -> heads x v_head_dim when ``mla_use_output_gate``. A layer
+    is MoE when ``num_experts`` is set, i >= ``first_k_dense_replace`` and i %
+    ``moe_layer_freq`` == 0 (model.py:710-715): the router d -> E and its fp32
+    e_score_correction_bias (model.py:440-450), shared experts of ``moe_intermediate_size``
+    x ``num_shared_experts`` (model.py:452-470), and, with ``routed_expert_hidden_size`` L
+    (Kimi K3's latent MoE), routed_expert_down_proj (d -> L), its norm when
+    ``latent_moe_use_norm`` and routed_expert_up_proj (L -> d), replicated on every rank
+    (model.py:479-510); E experts of ``moe_intermediate_size`` over L (else d; model.py:
+    551-560); a dense layer a gated MLP of ``intermediate_size``. Two norms a layer; with
+    ``attn_res_block_size`` (Kimi K3's attention residuals) two more norms and two
+    projections d -> 1 a layer and the output's pair (model.py:822-846, 1089-1100); a final
+    norm, an untied head (model.py:1012-1016, 1523-1528). Kimi K3.1's DSA layers
+    (``dsa_config``) are refused; MTP layers load only for speculative decoding."""
+    c = t.c
+    d, n, h, _ = _sizes(c)
+    if c.has("dsa_config"):
+        raise ValueError(f"{c.path('dsa_config')}: Kimi K3.1's DSA layers are not counted")
+    la = c.data.get("linear_attn_config")
+    kda: set = set()
+    if la is not None:
+        if not isinstance(la, Mapping) or not isinstance(la.get("kda_layers"), list):
+            raise ValueError(f"{c.path('linear_attn_config')} must hold a kda_layers list, got "
+                             f"{describe(la)[:80]}")
+        kda = set(la["kda_layers"])
+        lc = Fields(la, c.path("linear_attn_config."), c.outer)
+        kh, khd, conv = lc.int("num_heads"), lc.int("head_dim"), lc.int("short_conv_kernel_size")
+        full_rank = bool(lc.flag("use_full_rank_gate"))
+    if not c.flag("mla_use_nope") and any(i + 1 not in kda for i in range(n)):
+        raise ValueError(f"{c.path('mla_use_nope')}={describe(c.data.get('mla_use_nope'))}: "
+                         "vLLM 0.34.0 builds Kimi's MLA layers NoPE only (nvidia/model.py:753)")
+    e = c.int("num_experts", required=False)
+    first = c.int("first_k_dense_replace", required=False, allow_zero=True) or 0
+    freq = c.int("moe_layer_freq", required=False) or 1
+    res = c.int("attn_res_block_size", required=False) is not None
+    _embed(t, d, False)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        a = f"{p}.self_attn"
+        if i + 1 in kda:
+            pk = kh * khd
+            for name in ("q_proj", "k_proj", "v_proj"):
+                t.lin("mixers", f"{a}.{name}", d, pk)
+            t.lin("mixers", f"{a}.b_proj", d, kh)
+            t.lin("mixers", f"{a}.f_a_proj", d, khd)
+            t.lin("mixers", f"{a}.f_b_proj", khd, pk)
+            if full_rank:
+                t.lin("mixers", f"{a}.g_proj", d, pk)
+            else:
+                t.lin("mixers", f"{a}.g_a_proj", d, khd)
+                t.lin("mixers", f"{a}.g_b_proj", khd, pk)
+            t.keep("mixers", f"{a}.conv1d", 3 * pk * conv, whole=False)
+            t.keep("mixers", f"{a}.dt_bias", pk, whole=False)
+            t.keep("mixers", f"{a}.A_log", kh, whole=False)
+            t.lin("mixers", f"{a}.o_proj", pk, d)
+            t.add(norms=khd)
+        else:
+            nope, rope = c.int("qk_nope_head_dim"), c.int("qk_rope_head_dim")
+            v, kvr = c.int("v_head_dim"), c.int("kv_lora_rank")
+            qr = c.int("q_lora_rank", required=False)
+            if qr:
+                t.lin("attention", f"{a}.q_a_proj", d, qr)
+                t.lin("attention", f"{a}.q_b_proj", qr, h * (nope + rope))
+                t.add(norms=qr)
+            else:
+                t.lin("attention", f"{a}.q_proj", d, h * (nope + rope))
+            t.lin("attention", f"{a}.kv_a_proj_with_mqa", d, kvr + rope)
+            if c.flag("mla_use_output_gate"):
+                t.lin("attention", f"{a}.g_proj", d, h * v)
+            t.lin("attention", f"{a}.kv_b_proj", kvr, h * (nope + v))
+            t.lin("attention", f"{a}.o_proj", h * v, d)
+            t.add(norms=kvr)
+        if e and i >= first and i % freq == 0:
+            m, im = f"{p}.block_sparse_moe", c.int("moe_intermediate_size")
+            t.lin("router", f"{m}.gate", d, e)
+            t.keep("router", f"{m}.gate.e_score_correction_bias", e)
+            shared = c.int("num_shared_experts", required=False, allow_zero=True) or 0
+            if shared:
+                t.glu("shared_experts", f"{m}.shared_experts", d, shared * im)
+            lat = c.int("routed_expert_hidden_size", required=False) or d
+            if c.has("routed_expert_hidden_size"):
+                t.lin("mlp", f"{m}.routed_expert_down_proj", d, lat)
+                t.lin("mlp", f"{m}.routed_expert_up_proj", lat, d)
+                t.add(norms=lat if c.flag("latent_moe_use_norm") else 0)
+            _glu_experts(t, m, lat, e, c.int("num_experts_per_token", "num_experts_per_tok"),
+                         im, ("w1", "w3", "w2"))
+        else:
+            t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
+        t.add(norms=2 * d)
+        if res:
+            t.lin("mixers", f"{p}.self_attention_res_proj", d, 1)
+            t.lin("mixers", f"{p}.mlp_res_proj", d, 1)
+            t.add(norms=2 * d)
+    t.add(norms=d)
+    if res:
+        t.lin("mixers", "model.output_attn_res_proj", d, 1)
+        t.add(norms=d)
+
+
 COUNTERS: dict[str, Callable[[_Tally], None]] = {
     **{k: _standard for k in _STANDARD}, "llama4": _llama4, "gpt_oss": _gpt_oss,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
@@ -988,6 +1258,9 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "glm4_moe_lite": _glm4_moe_lite,
     # MiniMax-M3 (text file) and its VL wrapper's text model (minimax_m3_vl_text)
     "minimax_m3": _minimax_m3, "minimax_m3_vl": _minimax_m3,
+    # issue 42: Laguna, Step 3.7 (flat file, or its step3p5 text model), Kimi Linear and
+    # Kimi K3's text model
+    "laguna": _laguna, "step3p7": _step3p7, "step3p5": _step3p7, "kimi_linear": _kimi_linear,
 }
 
 # vLLM dispatches on ``architectures``, not ``model_type`` (model_executor/models/

@@ -44,6 +44,20 @@ DEFAULTS = {
     "qwen3_moe": ("qwen3_moe", {}),
     "glm4_moe": ("glm4_moe", {"head_dim": 128}),
     "glm4_moe_lite": ("glm4_moe_lite", {}),
+    # Step 3.7's wrapper: its text_config (model_type step3p5) is the model vLLM serves
+    # (Step3p5ForCausalLM); the corpus's flat files are compared as a text_config in
+    # test_params_meta.test_step3p7_flat_as_text_config
+    "step3p7": ("step3p7", {}),
+    # Kimi Linear: the class's defaults are Kimi-Linear-48B-A3B's shapes; the keys vLLM's
+    # own KimiLinearConfig reads instead of transformers' (linear_attn_config with 1-based
+    # kda_layers / full_attn_layers, num_experts, num_experts_per_token, num_shared_experts,
+    # first_k_dense_replace, mla_use_nope) given in the layout Kimi K3's text_config uses
+    "kimi_linear": ("kimi_linear", {
+        "linear_attn_config": {"head_dim": 128, "num_heads": 32, "short_conv_kernel_size": 4,
+                               "kda_layers": [i for i in range(1, 27) if i % 4],
+                               "full_attn_layers": [4, 8, 12, 16, 20, 24, 27]},
+        "num_experts": 256, "num_experts_per_token": 8, "num_shared_experts": 1,
+        "first_k_dense_replace": 1, "mla_use_nope": True}),
 }
 
 
@@ -58,6 +72,10 @@ def buildable(config: dict) -> str | None:
     if mt not in CONFIG_MAPPING_NAMES:
         return (f"transformers has no config class for model_type {mt!r} (the checkpoint's "
                 "own code needs trust_remote_code and the Hub)")
+    if mt == "step3p7" and "text_config" not in config:
+        return ("a flat Step 3.7 file: transformers' Step3p7Config reads the text model from "
+                "text_config only (it would build its defaults); compared as a text_config "
+                "in test_step3p7_flat_as_text_config")
     return None
 
 

@@ -15,6 +15,8 @@ model vLLM serves it as (mimo.py:57-93: MiMoModel is Qwen2Model, the MTP layers 
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from params_meta import DEFAULTS, buildable, default_config, meta_params, published
 
@@ -26,14 +28,17 @@ CASES.update({name: name for name in published()})
 CASES.update({f"defaults/{k}": k for k in DEFAULTS})
 MIMO = "corpus/XiaomiMiMo--MiMo-7B-Base"
 MINIMAX_M3 = "corpus/MiniMaxAI--MiniMax-M3"
+KIMI_K3 = "corpus/moonshotai--Kimi-K3"
 
 # families kvlib still has no counter for, by the model_type count_params names
-NOT_COUNTED = {"gemma3n", "kimi_linear", "step3p7", "muse_glimmer", "laguna"}
+NOT_COUNTED = {"gemma3n", "muse_glimmer"}
 # counted families no test config here lets transformers build: their remote code only
 NOT_BUILT = {"nemotron-nas": "DeciLM: remote code (Llama-3.3-Nemotron-Super files)",
              "mimo": "MiMo: remote code; compared as Qwen2 (test_mimo_as_qwen2)",
              "minimax_m3": "no class for the text file's model_type; compared as "
-                           "minimax_m3_vl_text (test_minimax_m3_as_vl_text)"}
+                           "minimax_m3_vl_text (test_minimax_m3_as_vl_text)",
+             "step3p7": "flat files only; compared as Step3p7Config's text_config "
+                        "(test_step3p7_flat_as_text_config)"}
 
 
 def _config(name: str) -> dict:
@@ -93,7 +98,8 @@ def test_families_counted_and_checked():
     assert set(COUNTERS) - checked == set(NOT_BUILT)
     # the families issue 42 names are among those checked
     assert {"qwen3_moe", "mixtral", "qwen3_vl", "qwen3_vl_moe", "glm4v_moe", "glm4_moe_lite",
-            "glm4_moe", "jamba", "phi3", "smollm3", "qwen2_5_vl"} <= checked
+            "glm4_moe", "jamba", "phi3", "smollm3", "qwen2_5_vl", "laguna", "step3p5",
+            "kimi_linear"} <= checked
 
 
 def test_minimax_m3_as_vl_text():
@@ -104,4 +110,38 @@ def test_minimax_m3_as_vl_text():
     count = count_params(config)
     total, _, cls = meta_params({**config, "model_type": "minimax_m3_vl_text"})
     assert (count.model_type, cls) == ("minimax_m3", "MiniMaxM3VLForCausalLM")
+    assert count.total == total
+
+
+@pytest.mark.parametrize("name", ["corpus/stepfun-ai--Step-3.7-Flash",
+                                  "corpus/stepfun-ai--Step-3.7-Flash-FP8",
+                                  "fixtures/step-3.7-flash.json"])
+def test_step3p7_flat_as_text_config(name):
+    """Step 3.7's flat files (model_type step3p7, the text model's keys at the top): kvlib's
+    count equals the text model transformers builds from the same keys given as
+    Step3p7Config's text_config (what vLLM serves: Step3p5ForCausalLM with
+    Step3p7TextConfig, transformers_utils/config.py:171)."""
+    config = published()[name]
+    count = count_params(config)
+    text = {k: v for k, v in config.items() if k != "model_type"}
+    _, lm, cls = meta_params({"model_type": "step3p7", "text_config": text,
+                              "vision_config": {}})
+    assert (count.model_type, cls) == ("step3p7", "Step3p7ForConditionalGeneration")
+    assert count.total == lm
+
+
+def test_kimi_k3_shapes_as_kimi_linear():
+    """Kimi K3 (model_type kimi_k3) has no transformers class, and transformers' Kimi Linear
+    lacks K3's latent MoE, attention residuals, MLA output gate and full-rank KDA gate. At
+    K3's own shapes (7168 wide, 93 layers of KDA and q-LoRA MLA, 896 experts) with those
+    four keys taken out, kvlib's count equals transformers' KimiLinearForCausalLM; the four
+    are counted by hand in tests/test_params_families.py (test_kimi_k3_by_hand)."""
+    text = copy.deepcopy(published()[KIMI_K3]["text_config"])
+    for key in ("routed_expert_hidden_size", "attn_res_block_size", "mla_use_output_gate"):
+        del text[key]
+    text["linear_attn_config"]["use_full_rank_gate"] = False
+    text["hidden_act"] = "silu"  # transformers has no "situ"; no parameters either way
+    count = count_params(text)
+    total, _, cls = meta_params(text)
+    assert (count.model_type, cls) == ("kimi_linear", "KimiLinearForCausalLM")
     assert count.total == total
