@@ -27,7 +27,9 @@ carry each term's half-step.
   block x (K + V) x dtype bytes for every attention layer (vllm 0.8.5 worker/cache_engine.py);
   tokens = blocks x block; concurrency = blocks x block / max_model_len (executor_base.py).
 * ``v1-0.8``: ``num_blocks = avail // page // layers``; tokens = blocks x block; concurrency
-  = tokens / max_model_len (0.8.5 v1/core/kv_cache_utils.py).
+  = tokens / max_model_len (0.8.5 v1/core/kv_cache_utils.py). Also V1 of 0.7.x, which printed
+  "# GPU blocks: N" alone before "Maximum concurrency" (PR 12569; "GPU KV cache size" from PR
+  13596): concurrency = N x block / max_model_len, no model needed.
 * ``v1-0.11``: two lines per rank; ``num_blocks = avail // page // group size``; tokens =
   ``num_blocks // groups x block``; concurrency = blocks / blocks one request needs summed
   over groups (0.11.0 v1/core/kv_cache_utils.py:780-795, 1076-1092). Used for a V1 log that
@@ -51,6 +53,12 @@ The block is ``--block-size``, else the log's, else the backend's: CPU 128 (0.34
 platforms/cpu.py:560-562), TPU 256, named by the platform line or by "CPU KV cache size".
 The CPU backend's budget line "Explicitly set (X/Y) GiB for KV cache" (cpu_worker.py:210-214)
 is read as the budget.
+
+**Excerpts.** A tokens / concurrency pair pasted without its "Available KV cache memory" line
+still fixes the blocks (the release's tokens rule, inverted) and so the concurrency, which is
+checked; the tokens themselves are then not. V0's "total_gpu_memory (T) x
+gpu_memory_utilization (u) = R" prints u with two decimals too (0.945 prints "0.94": vLLM
+issue 15340), so R is checked against T ± 0.005 times u ± 0.005.
 
 **Ranks.** Lines of several TP ranks pasted together (``(Worker_TP3 pid=...)``,
 ``rank=3``) are read as such: from 0.27 vLLM cuts every rank to the smallest rank's block

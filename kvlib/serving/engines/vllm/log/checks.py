@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from kvlib.models.spec import STATEFUL, ModelSpec
@@ -63,6 +64,9 @@ def _v1_capacity(c: _Checks, s: _Setup, avail: Found | None, exact: int | None,
     targets = [f for f in (capacity, tokens, conc) if f is not None]
     why = s.why_not if s.layout is None else "no \"Available KV cache memory\" line to " \
         "start from" if avail is None and exact is None else ""
+    if why and (s.layout is not None or s.rules == "v1-0.8") and \
+            _from_tokens(c, s, tokens, conc, capacity):
+        return
     if why:
         for f in targets:
             printed = (f"{f.values[0]} tokens" if f.kind == "tokens" else f"{f.values[1]}x"
@@ -110,6 +114,78 @@ def _v1_capacity(c: _Checks, s: _Setup, avail: Found | None, exact: int | None,
                    f"{s.layout.blocks_per_request:,})")
         c.add(conc_f, f"maximum concurrency for {max_len:,} tokens", printed_conc + "x",
               kvlib + "x", f"{how}, blocks = {_span(pool)}", ok)
+
+
+def _from_tokens(c: _Checks, s: _Setup, tokens: Found | None, conc: Found | None,
+                 capacity: Found | None) -> bool:
+    """Where no budget line precedes them (an excerpt), the printed tokens still fix the
+    blocks, hence the concurrency: the blocks whose tokens (by the release's rule) are the
+    printed ones, then their concurrency (0.11.0 kv_cache_utils.py:780-795, 1076-1092; 0.27.0
+    :2210-2240). The tokens themselves are not checked (no budget to start from): True when
+    the concurrency was."""
+    if capacity is not None:
+        printed_tokens, max_len, printed_conc, f = (capacity.values[1], int(
+            capacity.values[2].replace(",", "")), capacity.values[3], capacity)
+    elif tokens is not None and conc is not None:
+        printed_tokens, max_len, printed_conc, f = (tokens.values[0], int(
+            conc.values[0].replace(",", "")), conc.values[1], conc)
+    else:
+        return False
+    want = int(printed_tokens.replace(",", ""))
+    lay = s.layout
+    if s.rules == "v1-0.8":  # one group: concurrency = tokens / max_model_len (0.8.5
+        conc_ = Fraction(want, max_len)  # v1/core/kv_cache_utils.py), no model needed
+        c.add(f, f"maximum concurrency for {max_len:,} tokens", printed_conc + "x",
+              f"{float(conc_):.2f}x", f"the printed {printed_tokens} tokens / {max_len:,} "
+              "(V1 before 0.9: one KV-cache group)", _round2_matches(printed_conc, conc_))
+        return True
+    if s.rules in ENGINE_WIDE:  # tokens = int(blocks / per request x max_len)
+        lo = want * lay.blocks_per_request // max_len
+        hi = -(-(want + 1) * lay.blocks_per_request // max_len)
+        span = range(max(lo - 1, 0), hi + 2)
+    else:  # tokens = blocks // groups x block (0.8: blocks x block)
+        groups = 1 if s.rules == "v1-0.8" else len(lay.groups)
+        base = want // lay.block_size * groups
+        span = range(base, base + groups)
+    pool = [b for b in span if _tokens_of(s, b, max_len) == want]
+    if not pool:
+        c.add(f, "GPU KV cache size (tokens)", printed_tokens, "no whole block count",
+              f"tokens = {_tokens_formula(s, max_len)}", False)
+        return True
+    values = [_concurrency_of(s, b, max_len) for b in pool]
+    shown = sorted({f"{float(v):.2f}" for v in values}, key=float)
+    kvlib = shown[0] if len(shown) == 1 else f"{shown[0]} to {shown[-1]}"
+    c.add(f, f"maximum concurrency for {max_len:,} tokens", printed_conc + "x", kvlib + "x",
+          f"from the printed {printed_tokens} tokens (no \"Available KV cache memory\" line): "
+          f"blocks = {_span(pool)} ({_layout_words(s)}; tokens = "
+          f"{_tokens_formula(s, max_len)}), concurrency = blocks / "
+          f"{lay.blocks_per_request:,} blocks one request needs",
+          any(_round2_matches(printed_conc, v) for v in values))
+    return True
+
+
+def _explain_v1_blocks(log: VllmLog, c: _Checks, s: _Setup) -> set[int]:
+    """V1's "# GPU blocks: N" of 0.7.x (PR 12569: kv_cache_utils.py:395-398) and the
+    "Maximum concurrency" after it: N x block / max_model_len, from the printed count (the
+    model only names the block). The concurrency lines it checks (ids), for :func:`_pair_v1`
+    to skip."""
+    used: set[int] = set()
+    for f, nxt in zip(log.found, log.found[1:] + [None], strict=True):
+        if f.kind != "v1_blocks":
+            continue
+        n = int(f.values[0])
+        if nxt is None or nxt.kind != "concurrency":
+            c.info(f, "# GPU blocks", f"{n:,}", f"{n * s.block_size:,} tokens",
+                   f"{n:,} blocks x {s.block_size} tokens")
+            continue
+        used.add(id(nxt))
+        L = int(nxt.values[0].replace(",", ""))
+        conc = Fraction(n * s.block_size, L)
+        c.add(nxt, f"maximum concurrency for {L:,} tokens", nxt.values[1] + "x",
+              f"{float(conc):.2f}x", f"{n:,} blocks (line {f.line.number}) x {s.block_size} "
+              f"tokens / {L:,} (V1 of 0.7.x: one KV-cache group)",
+              _round2_matches(nxt.values[1], conc))
+    return used
 
 
 def _pair_v1(log: VllmLog, c: _Checks, s: _Setup) -> None:
@@ -322,10 +398,11 @@ def _explain_free(c: _Checks, f: Found, avail: dict, kind: str) -> None:
 def _check_requested(c: _Checks, f: Found, total: str, util: str, printed: str) -> None:
     """V0's "memory vLLM may use" = total_gpu_memory x gpu_memory_utilization, each printed."""
     lo, hi = _gib_range(total)
-    u = _frac(util)
-    c.add(f, "memory vLLM may use", printed + " GiB", f"{_g(lo * u)} to {_g(hi * u)} GiB",
-          f"total_gpu_memory {total} GiB x gpu_memory_utilization {util}",
-          _near(printed, lo * u, hi * u))
+    u_lo, u_hi = _frac(util) - HALF, _frac(util) + HALF
+    c.add(f, "memory vLLM may use", printed + " GiB", f"{_g(lo * u_lo)} to {_g(hi * u_hi)} GiB",
+          f"total_gpu_memory {total} GiB x gpu_memory_utilization {util}, both printed to 2 "
+          "decimals (the utilization too: 0.945 prints \"0.94\")",
+          _near(printed, lo * u_lo, hi * u_hi))
 
 
 def _check_kv_left(c: _Checks, f: Found, what: str, printed: str, requested: Fraction,
@@ -515,7 +592,8 @@ def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
     if s.rules == "v0":
         _explain_v0(log, c, s)
     else:
-        _pair_v1(log, c, s)
+        used = _explain_v1_blocks(log, c, s)
+        _pair_v1(replace(log, found=[f for f in log.found if id(f) not in used]), c, s)
     avail_by_rank: dict[int | None, Found] = {}
     for f in log.found:
         if f.kind == "available":

@@ -67,6 +67,9 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
                   r"on node \d+"),
     # 0.34.0 platforms/__init__.py:286-288 (debug there; info in earlier releases)
     ("platform", r"Automatically detected platform (\w+)\."),
+    # V1 before "GPU KV cache size" (vLLM 0.7.x, PR 12569 to PR 13596, Jan-Feb 2025):
+    # "# GPU blocks: N" alone, then "Maximum concurrency" = N x block / max_model_len
+    ("v1_blocks", r"# GPU blocks: (\d+)\s*$"),
     ("blocks", r"(?:# )?(\w+) blocks: (\d+), # CPU blocks: (\d+)"),
     ("v0_requested", r"total_gpu_memory \(" + _NUM + r"GiB\) x gpu_memory_utilization \("
                      + _NUM + r"\) = " + _NUM + "GiB"),

@@ -78,6 +78,8 @@ def _rules(log: VllmLog) -> str:
         return "v0"
     if any(f.kind == "capacity" for f in log.found):
         return "v1-0.28"
+    if any(f.kind == "v1_blocks" for f in log.found):
+        return "v1-0.8"  # "# GPU blocks: N" alone: V1 of 0.7.x, one group, tokens = N x block
     key = _version_key(log.version)
     if key is not None and key < (0, 9):
         return "v1-0.8"
