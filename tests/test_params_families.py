@@ -263,10 +263,18 @@ def test_kimi_k3_by_hand():
     experts = 896 * 3 * 3584 * 3072
     moe = d * 896 + 896 + 3 * d * 6144 + (d * 3584 + 3584 + 3584 * d) + experts
     c = count_params(CORPUS["moonshotai--Kimi-K3"]["config"])
-    assert c.model_type == "kimi_linear" and c.towers == "text only"
-    assert c.total == (2 * 163840 * d + 24 * mla + 69 * kda + 3 * d * 33792 + 92 * moe
-                       + 93 * (2 * d + 2 * d + 2 * d) + d + d + d) == 2_779_484_476_000
-    assert c.active == c.total - 92 * experts * 880 // 896 == 105_364_017_760
+    assert c.model_type == "kimi_linear" and c.towers == "counted"
+    assert c.text == (2 * 163840 * d + 24 * mla + 69 * kda + 3 * d * 33792 + 92 * moe
+                      + 93 * (2 * d + 2 * d + 2 * d) + d + d + d) == 2_779_484_476_000
+    assert c.active == c.text - 92 * experts * 880 // 896 == 105_364_017_760
+    # the MoonViT tower vLLM loads: patch 3 x 14 x 14 -> 1024 (no bias), positions 64 x 64,
+    # 27 blocks (two RMSNorms, wqkv 1024 -> 3 x 1536, wo, fc0 1024 -> 4096, fc1; no biases),
+    # a final RMSNorm, and patchmergerv2 over 2 x 2 x 1024 = 4096 (linear_1, linear_2 ->
+    # 7168, post RMSNorm of 7168)
+    v = 1024
+    block = 2 * v + v * 3 * 1536 + 1536 * v + v * 4096 + 4096 * v
+    assert c.parts["vision"] == (3 * 14 * 14 * v + 64 * 64 * v + 27 * block + v
+                                 + 4096 * 4096 + 4096 * 7168 + 7168) == 447_358_976
 
 
 def test_kimi_linear_dsa_refused():

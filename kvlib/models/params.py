@@ -1365,9 +1365,49 @@ def _glm4v_vision(v: Fields, d_text: int) -> int:
             + d * out * m * m + out + out * out + 2 * out + 3 * out * i)
 
 
+def _kimi_k3_vision(v: Fields, d_text: int) -> int:
+    """Kimi K3's tower as vLLM 0.34.0 loads it (models/kimi_k3/nvidia/model.py:1731-1783),
+    read through vLLM's KimiK3VisionConfig, whose defaults stand for absent keys
+    (transformers_utils/configs/kimi_k3.py:16-83): MoonViT3dPretrainedModel
+    (model_executor/models/kimi_k25_vit.py:689-735) with the patch Conv2d (3 x p x p -> d,
+    a bias when ``patch_embed_proj_bias``; kimi_k25_vit.py:193-199), the learned positions
+    (``init_pos_emb_height`` x ``init_pos_emb_width`` x d; the temporal table is a
+    non-persistent buffer, kimi_k25_vit.py:121-128), ``vt_num_hidden_layers`` blocks (two
+    norms; wqkv d -> 3 ``qkv_hidden_size`` and wo back, biases when ``attn_bias``; fc0
+    d -> ``vt_intermediate_size`` and fc1 back, biases when ``linear_bias``;
+    kimi_k25_vit.py:381-410), a final norm (``norm_type`` rmsnorm: d; layernorm: 2 d), and
+    KimiK25MultiModalProjector over the m_h m_w d merged patches (kimi_k25_vit.py:871-925):
+    "patchmergerv2" linear_1 (square) and linear_2 (-> the text width) without biases and a
+    post RMSNorm of the text width; otherwise a LayerNorm of d and both linears with biases."""
+    d, p = v.int("vt_hidden_size", "hidden_size"), v.int("patch_size", required=False) or 14
+    i = v.int("vt_intermediate_size", "intermediate_size")
+    qkv = v.int("qkv_hidden_size", required=False) or 1536
+    merge = v.data.get("merge_kernel_size") or [2, 2]
+    if not (isinstance(merge, list) and len(merge) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in merge)):
+        raise ValueError(f"{v.path('merge_kernel_size')} must be two positive ints, got "
+                         f"{describe(merge)}")
+    norm = {"rmsnorm": d, "layernorm": 2 * d}.get(v.data.get("norm_type") or "rmsnorm")
+    if norm is None:
+        raise ValueError(f"{v.path('norm_type')} must be rmsnorm or layernorm, got "
+                         f"{describe(v.data.get('norm_type'))}")
+    ab, lb = bool(v.flag("attn_bias")), bool(v.flag("linear_bias"))
+    layer = 2 * norm + _lin(d, 3 * qkv, ab) + _lin(qkv, d, ab) + _lin(d, i, lb) + _lin(i, d, lb)
+    w = d * merge[0] * merge[1]
+    if (v.data.get("mm_projector_type") or "patchmergerv2") == "patchmergerv2":
+        projector = w * w + w * d_text + d_text
+    else:
+        projector = 2 * d + _lin(w, w, True) + _lin(w, d_text, True)
+    return (3 * p * p * d + (d if v.flag("patch_embed_proj_bias") else 0)
+            + (v.int("init_pos_emb_height", required=False) or 64)
+            * (v.int("init_pos_emb_width", required=False) or 64) * d
+            + v.int("vt_num_hidden_layers", "num_hidden_layers") * layer + norm + projector)
+
+
 _TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
            "qwen3_vl": _qwen3_vl_vision, "qwen3_vl_moe": _qwen3_vl_vision,
-           "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision}
+           "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision,
+           "kimi_k3": _kimi_k3_vision}
 
 
 def count_params(config) -> ParamCount:
