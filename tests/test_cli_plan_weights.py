@@ -11,9 +11,9 @@ from test_cli_plan import run, run_json
 
 GiB = 1024**3
 FIXTURES = "tests/fixtures/configs"
-# a family kvlib has no parameter counter for (Step 3.7 Flash's model_type), read as standard
+# a family kvlib has no parameter counter for (OLMo 2's model_type), read as standard
 # attention: 2 layers, 2 KV heads of 64 / 4 = 16 dims, bf16
-TINY = {"model_type": "step3p7", "num_hidden_layers": 2, "hidden_size": 64,
+TINY = {"model_type": "olmo2", "num_hidden_layers": 2, "hidden_size": 64,
         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096}
 # bytes per token: 2 layers x 2 (K, V) x 2 heads x 16 dims x 2 B = 256 B
 PER_TOKEN = 2 * 2 * 2 * 16 * 2
@@ -65,7 +65,7 @@ def test_no_counter_plans_with_kv_cache_memory_by_hand(tmp_path, capsys):
     assert d["weights_read_from"] is None
     assert d["active_params"] is None and d["decode_weights_read_bytes_per_gpu"] is None
     assert d["decode_step_seconds_lower_bound"] is None
-    assert ("weights: not counted (no parameter counter for step3p7; --kv-cache-memory gives "
+    assert ("weights: not counted (no parameter counter for olmo2; --kv-cache-memory gives "
             "the KV budget, so they do not enter it)") in d["notes"]
     rc, out, _ = run(capsys, path, "--gpu", "L40S", "--context", "4096",
                      "--kv-cache-memory", "64MiB")
@@ -74,18 +74,27 @@ def test_no_counter_plans_with_kv_cache_memory_by_hand(tmp_path, capsys):
                for line in out.splitlines())
 
 
-@pytest.mark.parametrize("name", ["step-3.7-flash", "kimi-k3"])
-def test_fixture_configs_without_a_counter_plan_with_kv_cache_memory(capsys, name):
-    """Both are refused without a budget (kimi-k3 is quantized, compressed-tensors); with
-    --kv-cache-memory the sessions are those of any weights: --params 1 and --params 1B give
-    the same plan, and the budget is the one given."""
-    argv = (f"{FIXTURES}/{name}.json", "--gpu", "H200", "--context", "8K")
+QUANTIZED = {**TINY, "quantization_config": {
+    "quant_method": "compressed-tensors", "format": "pack-quantized",
+    "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+        "num_bits": 4, "type": "int", "strategy": "group", "group_size": 32}}}}}
+
+
+@pytest.mark.parametrize("name", ["plain", "quantized"])
+def test_configs_without_a_counter_plan_with_kv_cache_memory(tmp_path, capsys, name):
+    """A family without a counter (OLMo 2, as TINY), unquantized and quantized
+    (compressed-tensors INT4): refused without a budget; with --kv-cache-memory the sessions are
+    those of any weights: --params 1 and --params 1B give the same plan, and the budget is the
+    one given. (Step 3.7 Flash's and Kimi K3's fixtures were this test's configs until their
+    families got counters.)"""
+    config = TINY if name == "plain" else QUANTIZED
+    argv = (str(_folder(tmp_path, config) / "config.json"), "--gpu", "H200", "--context", "4K")
     rc, _, err = run(capsys, *argv)
     assert rc == 2 and "no parameter counter" in err
     rc, d, _ = run_json(capsys, *argv, "--kv-cache-memory", "20GiB")
     assert rc == 0 and d["kv_budget_bytes_per_gpu"] == 20 * GiB
     assert d["weights_bytes_per_gpu"] is None and d["params"] is None
-    if name == "step-3.7-flash":  # unquantized: --params is a bf16 count and changes nothing
+    if name == "plain":  # unquantized: --params is a bf16 count and changes nothing
         for params in ("1", "1B"):
             rc, e, _ = run_json(capsys, *argv, "--kv-cache-memory", "20GiB", "--params", params)
             assert rc == 0 and e["max_sequences_per_replica"] == d["max_sequences_per_replica"]
