@@ -15,7 +15,8 @@ Read from the log before any flag (issue 43 item 3):
   1.1.0rc3: 4,128 tokens x 24 layers x 2 x 8 x 64 x 2 B = 0.19 GiB, printed "0.19"), and in
   other releases as the V1 KVCacheManager's default (``max_attention_window`` unset: one window,
   max_seq_len; resource_manager.py at the pinned commit). A log whose block lines name more than
-  one ``[window size=W]`` has per-window pools (VSWA), which this reader does not trace: said.
+  one ``[window size=W]`` has per-window pools (VSWA): their tokens and bytes are summed over
+  the windows, each pool with its own layers (:mod:`.log_vswa`).
 * the KV dtype, where the log prints none and ``--kv-dtype`` is not given: the first
   allocation's GiB / tokens, within its rounding, fits one element size; said as an inference.
 * AutoDeploy's placeholder ("Using fake cache manager with head_dim=0", then "Allocated 0.00
@@ -34,10 +35,10 @@ from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import cell_bytes, kv_heads
 from kvlib.serving.engines.log import HALF, EngineCheck, EngineExplanation, GiB
 from kvlib.serving.engines.log import gib_ok as _gib_ok
-from kvlib.serving.engines.trtllm import log_legacy
+from kvlib.serving.engines.trtllm import log_legacy, log_vswa
 from kvlib.serving.engines.trtllm import pools as trt
 
-__all__ = ["detect", "explain", "release", "cell_bytes_per_token"]
+__all__ = ["detect", "explain", "release", "cell_bytes_per_token", "groups_cell"]
 
 _TRT_ALLOC = re.compile(r"\[MemUsageChange\] Allocated (?P<x>[\d.]+) GiB for max tokens in "
                         r"paged KV cache \((?P<n>\d+)\)")
@@ -69,8 +70,13 @@ def cell_bytes_per_token(model, tp: int, b: int) -> int:
     """TensorRT-LLM's bytes per token (``get_cache_size_per_token``) with every attention layer
     at full length, sliding ones included (module docstring): MHA 2 x layers x head_dim x KV
     heads per rank x b, MLA layers x (kv_lora_rank + rope) x b."""
+    return groups_cell(model.groups, tp, b)
+
+
+def groups_cell(groups, tp: int, b: int) -> int:
+    """:func:`cell_bytes_per_token` of some of a model's groups (one VSWA pool's layers)."""
     cell = 0
-    for g in model.groups:
+    for g in groups:
         if g.kind == CacheKind.LATENT:
             cell += cell_bytes(trt, "CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
                                             "d_R": g.sizes.get("d_R", 0)}, tp, b)
@@ -111,12 +117,12 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
     if rel is not None:
         e.checks.append(EngineCheck(rel_at, lines[[k for k, _ in lines].index(rel_at)][1],
                                     "release", rel, rel, "info", "read from the log"))
-    if windowed and len(windows) > 1:
+    vswa = len(windows) > 1
+    if vswa:
         e.checks.append(EngineCheck(
-            first[0], first[1], "window rule", f"windows {sorted(windows)}", "not traced",
-            "info", "per-window pools (VSWA, max_attention_window set): the windowed model's "
-            "sizes are not checked"))
-        model = None
+            first[0], first[1], "window rule", f"windows {sorted(windows)}",
+            "one pool per window", "info", "per-window pools (VSWA): each pool holds its "
+            "window's layers only; the allocation is their sum (log_vswa.py)"))
     elif windowed:
         legacy = any(log_legacy.detect(t) for _, t in lines)
         rule = ("1.1.x sizes every layer at full length (its posted gpt-oss logs)"
@@ -131,7 +137,7 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
     inferred_at = None
     if model is not None:
         b = kv_bytes
-        if b is None:
+        if b is None and not vswa:
             b, at = _infer_bytes(lines, model, tp)
             if b is None:  # 0.5-0.8: "Allocate N bytes" over "Using T tokens", exactly
                 b, at = log_legacy.infer_bytes(
@@ -143,7 +149,7 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
                     "not printed", f"{b} B a value", "info",
                     f"an inference: line {at}'s GiB / tokens fits {b}-byte values and no "
                     "other size; --kv-dtype overrides"))
-            b = b or 2
+        b = b or 2
         cell = cell_bytes_per_token(model, tp, b)
     block = trt.TOKENS_PER_BLOCK
     implied = []
@@ -161,7 +167,8 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
             e.checks.append(EngineCheck(i, text, "tokens per block", m["b"], m["b"], "info",
                                         f"primary blocks {int(m['p']):,} x {block} = "
                                         f"{int(m['p']) * block:,} tokens"))
-            implied.append(("blocks", int(m["p"]) * block, i))
+            if not vswa:  # per-window pools: their sum is log_vswa's
+                implied.append(("blocks", int(m["p"]) * block, i))
         if (m := _TRT_PEAK.search(text)):
             a = (Fraction(m["t"]) - Fraction(m["p"]) + Fraction(m["tmp"])) * Fraction(m["f"])
             tol = HALF * 3 * Fraction(m["f"]) + HALF
@@ -200,6 +207,8 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
                 "ok" if n % block == 0 else "mismatch",
                 "TensorRT-LLM allocates whole blocks"))
             per_token = x * GiB / n
+            if vswa and fake is None and x != 0:
+                continue  # the sum over the windows' pools: log_vswa's check
             if fake is not None or x == 0:
                 e.checks.append(EngineCheck(
                     i, text, "GiB allocated", f"{m['x']} GiB", "a placeholder", "info",
@@ -234,6 +243,9 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
                     "ok" if lo_n <= n <= hi_n else "mismatch",
                     f"line {j}'s {est} GiB // {cell:,} B, rounded up to blocks of {block}"))
     e.checks.extend(log_legacy.explain_legacy(lines, cell, inferred_at))
+    if vswa:
+        e.checks.extend(log_vswa.explain_windows(
+            lines, model, lambda groups: groups_cell(groups, tp, b)))
     e.checks.sort(key=lambda c: c.line)
     # two allocations in one log: the same bytes per token (one model, one cell)
     ranges = [(lo_hi, i) for what, lo_hi, i in implied if what == "bytes per token"]
