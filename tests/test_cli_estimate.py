@@ -128,3 +128,59 @@ def test_default_context_is_reported(capsys):
     out = run_json(capsys, "llama-3-70b")
     assert out["context"] == 8192
     assert "context: the config's max_position_embeddings, 8,192 tokens" in out["assumptions"]
+
+
+# --kv-dtype auto, the default, resolved as kvlib plan resolves it (issue 42 item 2): Llama 3.1
+# 70B's shapes (80 layers, 8 KV heads, head_dim 8192 / 64 = 128) with ModelOpt's
+# hf_quant_config.json beside config.json, as nvidia/Llama-3.1-70B-Instruct-FP8 ships them
+LLAMA_70B = {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+             "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
+             "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 128256,
+             "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+             "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+HF_QUANT = {"producer": {"name": "modelopt", "version": "0.15.0"},
+            "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
+                             "exclude_modules": ["lm_head"]}}
+
+
+def _llama_folder(tmp_path, quant: bool):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_70B))
+    if quant:
+        (tmp_path / "hf_quant_config.json").write_text(json.dumps(HF_QUANT))
+    return str(tmp_path)
+
+
+def test_the_default_kv_dtype_is_the_checkpoints_as_the_plan_resolves_it(capsys, tmp_path):
+    folder = _llama_folder(tmp_path, quant=True)
+    d = run_json(capsys, folder, "--context", "8K")
+    assert d["kv_dtype"] == "fp8_e4m3" and d["bytes_per_element"] == 1
+    assert d["kv_bytes_per_token"] == 80 * 8 * 2 * 128 * 1 == 163_840
+    assert d["kv_dtype_why"].startswith("kv_cache_dtype auto is fp8_e4m3: the checkpoint asks "
+                                        "for it (quantization_config.quantization."
+                                        "kv_cache_quant_algo='FP8')")
+    code, out, _ = run(capsys, folder, "--context", "8K")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[2] == ("KV dtype fp8_e4m3 (auto: the checkpoint asks for it; 1 B/element), "
+                        "context 8,192 tokens, batch 1")
+    assert lines[3] == f"kv dtype: {d['kv_dtype_why']}"
+    # the plan resolves the same folder to the same dtype (its first line and --json)
+    assert main(["plan", folder, "--gpu", "H200", "--context", "8K", "--params", "70.6B",
+                 "--weight-dtype", "fp8", "--json"]) in (0, 1)  # 1: does not fit one GPU
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["kv_dtype"], plan["kv_dtype_why"]) == ("fp8_e4m3", d["kv_dtype_why"])
+
+
+def test_the_default_kv_dtype_is_the_models_where_the_checkpoint_asks_none(capsys, tmp_path):
+    folder = _llama_folder(tmp_path, quant=False)
+    d = run_json(capsys, folder, "--context", "8K")
+    assert d["kv_dtype"] == "bf16" and d["kv_bytes_per_token"] == 80 * 8 * 2 * 128 * 2
+    assert d["kv_dtype_why"].startswith("kv_cache_dtype auto is the model's dtype, bf16")
+    code, out, _ = run(capsys, folder, "--context", "8K")
+    assert "KV dtype bf16 (auto: the model's dtype; 2 B/element), context 8,192" in out
+    assert f"  - kv dtype: {d['kv_dtype_why']}" in out.splitlines()
+    # a dtype given is taken as given, with no reason to give
+    d = run_json(capsys, folder, "--context", "8K", "--kv-dtype", "bf16")
+    assert d["kv_dtype"] == "bf16" and d["kv_dtype_why"] is None
+    code, out, _ = run(capsys, folder, "--context", "8K", "--kv-dtype", "fp8")
+    assert "KV dtype fp8 (1 B/element)" in out and "auto" not in out

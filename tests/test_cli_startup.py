@@ -1,7 +1,11 @@
 """Issue 42 item 6: ``kvlib estimate`` loads only what it uses. ``kvlib COMMAND`` imports that
 command's module alone (kvlib.cli.MODULES), and kvlib.cli.args reads vLLM's release table only
-when ``--vllm`` is parsed, so estimate never imports the serving engines (whose SGLang and
-TensorRT-LLM budgets are SymPy expressions)."""
+when ``--vllm`` is parsed, so estimate imports no engine's planner: only vLLM's resolver of
+``--kv-dtype auto`` (kvlib.serving.engines.vllm.dtypes), which ``kvlib plan`` uses too.
+
+No command that only evaluates imports SymPy: the formulas, vLLM's budget and the decode floor
+are evaluated by their kept code (kvlib.core.keep), printed from the SymPy expressions, which
+are built only when something asks for one (a notebook, the formula sheet)."""
 
 import subprocess
 import sys
@@ -24,7 +28,53 @@ def _loaded(argv):
 
 def test_estimate_loads_no_engine():
     rc, modules = _loaded(["estimate", "llama-3.1-8b", "--json"])
-    assert rc == 0 and modules == []
+    assert rc == 0 and "kvlib.serving.engines.vllm.dtypes" in modules  # --kv-dtype auto
+    assert not [m for m in modules if m.startswith(("kvlib.cli.plan.", "kvlib.cli.explain",
+                                                    "kvlib.serving.engines.sglang",
+                                                    "kvlib.serving.engines.trtllm"))]
+    assert not [m for m in modules if m.startswith("kvlib.serving.engines.vllm.")
+                and m != "kvlib.serving.engines.vllm.dtypes"]
+
+
+SYMPY_PROBE = ("import sys, io, contextlib; from kvlib.cli import main\n"
+               "with contextlib.redirect_stdout(io.StringIO()):\n"
+               "    rc = main({argv!r})\n"
+               "print(rc, sorted(m for m in sys.modules if m == 'sympy' or m.startswith('sympy.')"
+               ")[:3])")
+
+
+def _sympy_loaded(argv) -> tuple[int, list[str]]:
+    out = subprocess.run([sys.executable, "-c", SYMPY_PROBE.format(argv=argv)],
+                         capture_output=True, text=True, check=True,
+                         timeout=120).stdout.strip().splitlines()[-1]
+    rc, _, modules = out.partition(" ")
+    return int(rc), eval(modules)  # a printed list of names
+
+
+@pytest.mark.parametrize("argv", [
+    ["estimate", "llama-3.1-8b"],
+    ["estimate", "nemotron-h-56b", "--context", "8K", "--json"],
+    ["plan", "llama-3.1-8b", "--gpu", "H200"],
+    ["plan", "deepseek-v3", "--gpu", "H200", "--gpus", "8", "--tp", "8", "--context", "8K",
+     "--json"],
+    ["plan", "gemma-3-27b", "--gpu", "H100-80GB", "--context", "32K", "--vllm", "0.33"],
+    ["--help"],
+    ["plan", "--help"],
+], ids=" ".join)
+def test_a_command_that_only_evaluates_imports_no_sympy(argv):
+    """The numbers still come from the SymPy expressions, through the kept code printed from
+    them (tests/test_kept_formulas.py regenerates it); SymPy itself is never imported."""
+    rc, sympy = _sympy_loaded(argv)
+    assert rc == 0 and sympy == []
+
+
+def test_the_probe_sees_sympy_where_a_formula_is_shown():
+    """Positive control: the same probe reports SymPy once an expression is asked for."""
+    code = ("import sys; from kvlib.serving.engines.vllm import budget; budget.KV_BUDGET; "
+            "print('sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.strip()
+    assert out == "True"
 
 
 def test_plan_still_loads_what_it_needs():

@@ -2,13 +2,16 @@
 
 MODEL is a bundled short name (``kvlib.BUNDLED``) or the path of a
 Hugging Face ``config.json``. Options: ``--context T`` (default: the config's
-``max_position_embeddings``), ``--batch B`` (default 1), ``--kv-dtype``
-(bf16 default) and ``--json``. The numbers come from
+``max_position_embeddings``), ``--batch B`` (default 1), ``--kv-dtype`` (default ``auto``,
+resolved as ``kvlib plan`` resolves it, by vLLM 0.34.0's rule:
+:func:`kvlib.serving.engines.vllm.dtypes.resolve_auto`, the KV dtype the checkpoint asks for,
+else the model's; the header says which and why) and ``--json``. The numbers come from
 :func:`kvlib.models.estimate`, i.e. from the generated formulas.
 
 The ``--json`` object (:func:`to_json`) holds: ``model``, ``title``, ``source``,
 ``attention`` (MHA/GQA/MQA/MLA), ``params``, ``kv_dtype`` (as given, vLLM's name or
-kvlib's; a format's scales, nvfp4's or int4_per_token_head's, are in the byte counts),
+kvlib's, or what ``auto`` became; a format's scales, nvfp4's or int4_per_token_head's, are in
+the byte counts), ``kv_dtype_why`` (under ``auto``: which dtype and why, else null),
 ``bytes_per_element`` (of the values), ``context``, ``batch``, ``kv_bytes_per_token``,
 ``kv_bytes_per_sequence``, ``kv_bytes_total`` (x batch) (the growing caches only),
 ``state_bytes_per_sequence`` (the constant-size state of Mamba, linear-attention and
@@ -25,6 +28,7 @@ import json
 from fractions import Fraction
 
 from kvlib.cli.args import count, kv_cache_dtype, tokens
+from kvlib.cli.plan_header import kv_label, kv_why_lines
 from kvlib.core.dtypes import KV_SCALES, kv_format
 from kvlib.core.units import auto_unit, describe, fmt_size
 from kvlib.models.catalog import BUNDLED, attention_label, title
@@ -46,11 +50,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "the config's max_position_embeddings")
     p.add_argument("--batch", type=count, default=1, metavar="B",
                    help="sequences held at once (default: 1)")
-    p.add_argument("--kv-dtype", type=kv_cache_dtype, default="bf16", metavar="DTYPE",
+    p.add_argument("--kv-dtype", type=kv_cache_dtype, default="auto", metavar="DTYPE",
                    help="the cache's dtype: kvlib's (bf16, fp16, fp32, fp8, int8, int4) or "
                         "vLLM's kv_cache_dtype (auto, bfloat16, fp8_e5m2, "
                         "int8_per_token_head, int4_per_token_head, nvfp4, ...), formats with "
-                        "scales counted with them, as kvlib plan counts them (default: bf16)")
+                        "scales counted with them, as kvlib plan counts them (default auto, "
+                        "as kvlib plan resolves it, vLLM's: the KV dtype the checkpoint asks "
+                        "for, else the model's; the header says which and why)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
     return p
@@ -62,8 +68,9 @@ def _number(x):
     return x.numerator if x.denominator == 1 else float(x)
 
 
-def to_json(e: Estimate) -> dict:
-    """The ``--json`` object of an estimate (see the module docstring)."""
+def to_json(e: Estimate, why: str | None = None) -> dict:
+    """The ``--json`` object of an estimate (see the module docstring); ``why``: what ``auto``
+    became and why (:func:`resolve_kv_dtype`), None for a dtype given."""
     spec = e.spec
     return {
         "model": spec.name,
@@ -72,6 +79,7 @@ def to_json(e: Estimate) -> dict:
         "attention": attention_label(spec),
         "params": spec.params,
         "kv_dtype": e.kv_dtype,
+        "kv_dtype_why": why,
         "bytes_per_element": _number(e.b),
         "context": e.context,
         "batch": e.batch,
@@ -120,8 +128,10 @@ def _heads(e: Estimate) -> str:
     return heads + (" (other layers differ: see the groups)" if len(shapes) > 1 else "")
 
 
-def render(e: Estimate) -> str:
-    """The readable table ``kvlib estimate`` prints by default."""
+def render(e: Estimate, auto=None) -> str:
+    """The readable table ``kvlib estimate`` prints by default; ``auto``: what ``--kv-dtype
+    auto`` became (:class:`~kvlib.serving.engines.vllm.dtypes.AutoKVDtype`), said as the
+    plan's header says it."""
     spec = e.spec
     params = f"; {spec.params / 1e9:,.4g}B parameters" if spec.params else ""
     source = f", {spec.source}" if spec.source else ""
@@ -132,12 +142,19 @@ def render(e: Estimate) -> str:
     scaled = kv_format(e.kv_dtype).scales
     per = (f"{_number(e.b)} B/element" if scaled is None else
            f"{_number(e.b)} B/element + {KV_SCALES[scaled].name} scales")
-    dtype = (f"KV dtype {e.kv_dtype} ({per})" if not fixed else
-             f"KV dtype not used (--kv-dtype {e.kv_dtype}): every group stores its own bytes")
+    why = auto.why if auto is not None else None
+    name = kv_label(auto.kv_cache_dtype, e.kv_dtype, why) if auto is not None else e.kv_dtype
+    said = f"{name[:-1]}; {per})" if name.endswith(")") else f"{name} ({per})"
+    dtype = (f"KV dtype {said}" if not fixed else
+             f"KV dtype not used (--kv-dtype {name}): every group stores its own bytes")
+    notes = list(e.assumptions)
+    if auto is not None and not auto.from_checkpoint:  # the model's dtype: said in a note
+        notes.insert(0, f"kv dtype: {auto.why}")
     lines = [
         f"{title(spec)}  ({spec.name}{source})",
         f"{_heads(e)}{params}",
         f"{dtype}, context {e.context:,} tokens, batch {e.batch:,}",
+        *(line.strip() for line in kv_why_lines(auto.kv_cache_dtype if auto else "", why)),
         "",
         f"{'layers':>8}  {'kind':<10} {'window':>9} {'cached tokens':>14}  "
         f"{'per token':>12}  {'per sequence':>14}",
@@ -172,8 +189,8 @@ def render(e: Estimate) -> str:
         binary = auto_unit(n)
         decimal = binary.replace("i", "") if binary != "B" else "B"
         lines.append(f"{label:<15}{describe(n, binary, decimal)}")
-    if e.assumptions:
-        lines += ["", "assumptions:"] + [f"  - {a}" for a in e.assumptions]
+    if notes:
+        lines += ["", "assumptions:"] + [f"  - {a}" for a in notes]
     lines += ignored_lines(spec)
     return "\n".join(lines)
 
@@ -186,7 +203,32 @@ def ignored_lines(spec) -> list[str]:
                 f"shape the cache): {', '.join(spec.ignored_keys)}"]
 
 
+def resolve_kv_dtype(model: str, spec):
+    """What ``--kv-dtype auto`` becomes for ``model`` (as typed; ``spec`` its ModelSpec): the
+    plan's resolver (:func:`kvlib.serving.engines.vllm.dtypes.resolve_auto`, vLLM 0.34.0's
+    rule) on the same config the plan reads: the bundled one, else the file (with an
+    ``hf_quant_config.json`` beside it merged in, :func:`kvlib.models.readers.fields.
+    load_config`)."""
+    from kvlib.models.catalog import bundled_config, bundled_name
+    from kvlib.models.readers.fields import load_config
+    from kvlib.serving.engines.vllm.dtypes import resolve_auto
+
+    if spec.name in BUNDLED:
+        config = bundled_config(spec.name)
+    elif not bundled_name(model):
+        config = load_config(model)
+    else:
+        config = None
+    return resolve_auto(config)
+
+
 def run(args: argparse.Namespace) -> int:
-    e = estimate(args.model, context=args.context, batch=args.batch, kv_dtype=args.kv_dtype)
-    print(json.dumps(to_json(e), indent=2) if args.json else render(e))
+    from kvlib.models.catalog import load_model
+
+    spec = load_model(args.model)
+    auto = resolve_kv_dtype(args.model, spec) if args.kv_dtype == "auto" else None
+    e = estimate(spec, context=args.context, batch=args.batch,
+                 kv_dtype=auto.kv_dtype if auto is not None else args.kv_dtype)
+    why = auto.why if auto is not None else None
+    print(json.dumps(to_json(e, why), indent=2) if args.json else render(e, auto))
     return 0
