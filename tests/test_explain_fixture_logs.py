@@ -28,6 +28,26 @@ TABLE = {
     # test_explain_sglang_dsa.py: the one KV size, model from server_args
     "sglang_logs/deepseek-v3.2_tp8_fp8_dsa_0.5.8-form.log": ([], 0, 1),
     "sglang_logs/glm-5_tp8_fp8_dsa_0.5.9-form.log": ([], 0, 1),
+    # posted logs, test_explain_sglang_posted.py: state pool, interleaved ranks, launch commands,
+    # DSA with and without its indexer in the line, a draft runner's pool, TP from rank labels
+    "sglang_logs/qwen3.5-397b-a17b-fp8_2x4090_tp2_mamba_0.5.9_ktransformers1870.log": (
+        ["--model", str(FIX / "configs" / "qwen3.5-397b-a17b.json")], 0, 8),
+    "sglang_logs/mimo-v2-flash_tp4_hybrid-swa_interleaved-ranks_sglang-pr15464.log": (
+        ["--model", "mimo-v2-flash"], 0, 16),
+    "sglang_logs/mimo-v2-flash_tp4_page64_hybrid-swa_cut_sglang-pr18039.log": ([], 0, 4),
+    "sglang_logs/gpt-oss-120b_rtx-pro-6000_hybrid-swa_sglang-pr19718.log": ([], 0, 5),
+    "sglang_logs/deepseek-v3.2-exp_8xB200_tp8-dp8_dsa_sglang-pr11309.log": (
+        ["--model", "deepseek-v3.2", "--kv-dtype", "fp8"], 0, 1),
+    "sglang_logs/deepseek-v3.2-exp_8xB200_dsa_latent-only_sglang-pr11309-main.log": (
+        ["--model", "deepseek-v3.2", "--kv-dtype", "fp8"], 0, 1),
+    "sglang_logs/qwen3-30b-a3b-fp8_musa-s5000_tp2_0.5.6_sglang-pr27537.log": (
+        ["--model", str(FIX / "sglang_logs" / "configs" / "qwen3-30b-a3b-fp8.json")], 0, 2),
+    "sglang_logs/qwen3.6-27b-nvfp4_2x5090_tp2_fp8kv_mtp-draft_club3090-1261.log": (
+        ["--model", str(FIX / "sglang_logs" / "configs" / "qwen3.6-27b-nvfp4.json")], 0, 4),
+    "sglang_logs/llama-3.1-70b-shape_8xH200_tp8_sglang-pr11716.log": (
+        ["--model", "llama-3.1-70b"], 0, 8),
+    "sglang_logs/qwen3-235b-a22b-fp8_4xH100_tp4_line-only_vllm-issue21348.log": (
+        ["--model", Q235, "--tp", "4"], 0, 2),
     # test_explain_trtllm_logs.py: whole blocks + GiB at full length
     "trtllm_logs/gpt-oss-20b_dgx-spark_1.1.0rc3_from-source.log": (["--model", "gpt-oss-20b"],
                                                                    0, 2),

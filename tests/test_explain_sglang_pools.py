@@ -57,16 +57,28 @@ def test_unlabelled_lines_sliding_pool_first(capsys):
     assert "the sliding pool's 39 layers" in d["checks"][1]["how"]
 
 
-def test_all_48_layers_in_one_line_is_what_the_issue_saw(capsys, tmp_path):
-    """Without the SWAKVPool line nothing says the log has two pools: every line holds all 48
-    layers (29,952 + 3,456 = 33,408 B a row x 1,496,960 = 50,010,439,680 B = 46.58 GiB, the
-    issue's 46.58 = 41.76 + 4.82), and both lines disagree: the control of the test above."""
+def test_without_the_swakvpool_line_the_order_tells_the_pools(capsys, tmp_path):
+    """A paste cut before the SWAKVPool line: a rank's two unlabelled lines are still the
+    sliding pool, then the full pool (swa_memory_pool.py:63-76), each checked with its own
+    layers. The issue's reader put all 48 layers into every line instead: 29,952 + 3,456 =
+    33,408 B a row x 1,496,960 = 50,010,439,680 B = 46.58 GiB (= 41.76 + 4.82), disagreeing."""
     lines = OLD.read_text(encoding="utf-8").splitlines()
-    (tmp_path / "one.log").write_text("\n".join(lines[:4]) + "\n", encoding="utf-8")
+    (tmp_path / "cut.log").write_text("\n".join(lines[:4]) + "\n", encoding="utf-8")
+    code, d, err = _checks(capsys, tmp_path / "cut.log", "--model", MIMO)
+    assert 33_408 * 1_496_960 == 50_010_439_680 and f"{50_010_439_680 / GiB:.2f}" == "46.58"
+    assert code == 0, err
+    assert _rows(d, "K size") == [(3, f"{OLD_BYTES['sliding K'] / GiB:.4f} GB", "ok"),
+                                  (4, f"{OLD_BYTES['full K'] / GiB:.4f} GB", "ok")]
+
+
+def test_one_unlabelled_line_alone_is_not_checked(capsys, tmp_path):
+    """One unlabelled pool line of a hybrid-SWA model, with neither the other pool's line nor
+    the SWAKVPool line: nothing says which pool it is, so nothing is checked (exit 1)."""
+    lines = OLD.read_text(encoding="utf-8").splitlines()
+    (tmp_path / "one.log").write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
     code, d, _ = _checks(capsys, tmp_path / "one.log", "--model", MIMO)
-    assert 33_408 * 1_496_960 == 50_010_439_680
-    assert code == 1 and _rows(d, "K size") == [(3, "46.5759 GB", "mismatch"),
-                                                (4, "46.5759 GB", "mismatch")]
+    assert code == 1 and d["verdict"]["explained"] == 0 and d["verdict"]["disagree"] == 0
+    assert [c["kvlib"] for c in d["checks"] if c["quantity"] == "K size"] == ["not checked"]
 
 
 def test_swapped_order_disagrees(capsys, tmp_path):

@@ -58,7 +58,8 @@ def run_engine_log(args) -> int | None:
                                       "disagree": len(e.mismatches)}}, indent=2))
     else:
         out = [f"{name} start-up log {args.log}",
-               f"  model: {model.name + ' (' + source + ')' if model else source}, TP={tp}"
+               f"  model: {model.name + ' (' + source + ')' if model else source}, "
+               f"TP={'unknown' if tp is None else tp}"
                + (f", page {page}" if engine == "sglang" else "")]
         out += [f"  setting: {w}" for w in said]
         last = None

@@ -19,6 +19,15 @@ recomputed as those releases allocated it (issue 43 item 2; :func:`dsa_058_bytes
 pool keeps 656-byte rows a layer (kv_lora_rank 512 + 512 / 128 x 4 B of scales + rope 64 x 2
 B), not 576, and the indexer's keys add 128 + 4 B a token in whole pages. 0.5.23's DSA pool
 (DSATokenToKVPool, kv_cache_configurator.py:3412) is not traced: its line is shown, not checked.
+Releases before sglang PR #11309 printed the latent rows alone; a line that only that form
+explains is read as it. A DSA model pages by 64 where the log does not say (CUDA's rule,
+arg_groups/model_overrides/deepseek_v2.py:169-173); where neither the log nor a flag names the
+KV dtype, a DSA or MLA line that only 1 B explains is shown with that inference, not counted.
+
+Logs as pasted (issue 43; :mod:`~kvlib.serving.engines.sglang.log_lines`): settings from
+server_args, else a pasted launch command, else TP from the rank labels; pools told apart per
+rank; a second model runner's pool (the draft's) shown, not checked; the state pool's line
+checked by :mod:`~kvlib.serving.engines.sglang.log_state`.
 """
 
 from __future__ import annotations
@@ -30,20 +39,19 @@ from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import cell_bytes, kv_heads
 from kvlib.serving.engines.log import EngineCheck, EngineExplanation, GiB
 from kvlib.serving.engines.log import gib_ok as _gib_ok
+from kvlib.serving.engines.sglang import log_lines as ll
 from kvlib.serving.engines.sglang import pools as sg
+from kvlib.serving.engines.sglang.log_state import MAMBA, mamba_line_bytes
 from kvlib.serving.engines.sglang.pools import k_size_bytes
 
 __all__ = ["detect", "explain", "settings", "resolve", "dsa_058_bytes"]
 
-_SG_KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?#tokens:\s*"
-                    r"(?P<n>\d+),\s*(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
-                    r"|KV size:\s*(?P<kv>[\d.]+) GB)")
-_SWA_POOL = re.compile(r"SWAKVPool (?:mem usage|VA upper bound): (?P<gb>[\d.]+) GB, swa size: "
-                       r"(?P<swa>\d+), full size: (?P<full>\d+)")
-_LABEL = re.compile(r"\b(?P<label>Full|SWA) KV Cache (?:is allocated|VA upper bound)")
+_SG_KV = ll.KV
+_SWA_POOL = ll.SWA_POOL
 _SLIDING = (CacheKind.SLIDING, CacheKind.CHUNKED)
 _DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float8_e4m3fn": 1,
                 "torch.float8_e5m2": 1, "torch.float32": 4, "torch.uint8": 1}
+_SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 #: the settings line: ``server_args=ServerArgs(model_path='...', ..., tp_size=4, ...)`` (the
@@ -52,22 +60,19 @@ _DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float8_e4m3fn": 
 _SERVER_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)")
 _SETTINGS = ("model_path", "tp_size", "page_size", "kv_cache_dtype", "dtype",
              "speculative_algorithm", "nsa_prefill_backend", "nsa_decode_backend")
+_MORE = ("mamba_ssm_dtype",)  # read for the checks, not part of :func:`settings`' answer
 #: ``--kv-cache-dtype`` values and their bytes; "auto" is the model's dtype (None here: the
 #: KV line's own dtype, else 2 B)
 _KV_SETTING = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2, "fp16": 2,
                "float16": 2, "float32": 4}
 
 
-def settings(text: str) -> tuple[dict[str, str], int | None]:
-    """The settings SGLang's ``server_args=`` line prints (``model_path``, ``tp_size``,
-    ``page_size``, ``kv_cache_dtype``, ``dtype``, ``speculative_algorithm``; strings as
-    printed, ``None`` for Python's None), and its line number; ({}, None) when the log has
-    none."""
+def _server_args(text: str, keys) -> tuple[dict[str, str], int | None]:
     for i, line in enumerate(text.splitlines(), 1):
         if not _SERVER_ARGS.search(line):
             continue
         out = {}
-        for key in _SETTINGS:
+        for key in keys:
             m = re.search(rf"(?:\b{key}=|'{key}':\s*)('[^']*'|[^,)}}]*)", line)
             if m:
                 out[key] = m.group(1).strip().strip("'")
@@ -75,19 +80,36 @@ def settings(text: str) -> tuple[dict[str, str], int | None]:
     return {}, None
 
 
+def settings(text: str) -> tuple[dict[str, str], int | None]:
+    """The settings SGLang's ``server_args=`` line prints (``model_path``, ``tp_size``,
+    ``page_size``, ``kv_cache_dtype``, ``dtype``, ``speculative_algorithm``; strings as
+    printed, ``None`` for Python's None), and its line number; ({}, None) when the log has
+    none."""
+    return _server_args(text, _SETTINGS)
+
+
 def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
-            kv_name: str | None = None) -> tuple[int, int, int | None, list[str], dict]:
+            kv_name: str | None = None) -> tuple[int | None, int, int | None, list[str], dict]:
     """TP, page size and KV bytes for SGLang's checks: a flag given on the command line wins,
-    else the log's ``server_args``, else TP 1, page 1 and the KV line's own dtype (2 B when
-    it prints none). Returns them, one sentence for each saying where it came from, and the
-    log's settings."""
+    else the log's ``server_args``, else a launch command pasted with the log (``--tp``,
+    ``--page-size``, ``--kv-cache-dtype``), else (TP) the highest rank label + 1, (KV) a "Using KV
+    cache dtype" line, else TP 1, page 1 and the KV line's own dtype (2 B when it prints none).
+    TP is None where the lines carry the label TP0 alone (TP 2 or more, how many unsaid).
+    Returns them, one sentence for each saying where it came from, and the log's settings
+    (server_args', completed by the command's)."""
     found, where = settings(text)
+    command, at = ll.command_settings(text)
     log_at = f"line {where}'s server_args" if where else ""
     words: list[str] = []
+    lines = list(enumerate(text.splitlines(), 1))
 
-    def pick(name: str, given, key: str, default, parse):
+    def pick(name: str, given, key: str, default, parse, fallback=None):
         raw = found.get(key)
         from_log = parse(raw) if raw not in (None, "None", "") else None
+        said = log_at
+        if from_log is None and command.get(key) not in (None, "None", ""):
+            raw, from_log = command[key], parse(command[key])
+            said = f"line {at}'s launch command"
         if given is not None:
             clash = (f"; the log says {raw}: the flag wins" if from_log is not None and
                      from_log != given else "")
@@ -95,8 +117,11 @@ def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
                          f"{clash}")
             return given
         if from_log is not None:
-            words.append(f"{name} {raw}: {log_at}")
+            words.append(f"{name} {raw}: {said}")
             return from_log
+        if fallback is not None and fallback[0] is not None:
+            words.append(f"{name} {fallback[1]}: {fallback[2]}")
+            return fallback[0]
         words.append(f"{name} {default if name != 'kv' else 'from the KV line'}: "
                      + ("the log does not say" if not where else f"{log_at} leaves it "
                         f"{raw or 'unset'}"))
@@ -105,39 +130,30 @@ def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
     def integer(raw):
         return int(raw) if raw and raw.isdigit() else None
 
-    tp_ = pick("TP", tp, "tp_size", 1, integer)
+    ranks_tp, seen = ll.tp_from_ranks(lines)
+    by_ranks = (ranks_tp if ranks_tp and ranks_tp > 1 else None, ranks_tp,
+                f"inferred from the rank labels TP{seen[0]}-TP{seen[-1]} (highest + 1; more "
+                "where the paste holds some ranks only)" if seen else "")
+    tp_ = pick("TP", tp, "tp_size", 1, integer, by_ranks)
+    if seen == [0] and tp is None and words[-1].startswith("TP 1:"):
+        # " TP0" is printed only where tp_size > 1 (managers/scheduler.py:6289-6290)
+        words[-1] = ("TP unknown: the lines carry the rank label TP0, printed only where "
+                     "tp_size > 1 (scheduler.py:6289-6290), and no other rank: pass --tp")
+        tp_ = None
     page_ = pick("page", page, "page_size", 1, integer)
-    kv = pick("kv", kv_bytes, "kv_cache_dtype", None, _KV_SETTING.get)
+    dtype, dline = ll.kv_dtype_line(lines)
+    kv = pick("kv", kv_bytes, "kv_cache_dtype", None, _KV_SETTING.get,
+              (_DTYPE_BYTES.get(dtype), dtype, f"line {dline}'s \"Using KV cache dtype\""))
     if found.get("speculative_algorithm") not in (None, "None"):
         words.append(f"speculative decoding ({found['speculative_algorithm']}): the draft "
                      "model's pool is not checked")
-    return tp_, page_, kv, words, found
+    merged = {**{k: v for k, v in command.items() if k == "model_path"}, **found}
+    return tp_, page_, kv, words, merged
 
 
 def detect(text: str) -> bool:
     """Whether ``text`` holds SGLang's KV-cache line."""
     return bool(_SG_KV.search(text))
-
-
-def _pools(lines, hybrid: bool) -> dict[int, str]:
-    """Which pool each KV line of a hybrid-SWA log is ("full" or "swa"), by line number: its
-    label (0.5.23), else the SWAKVPool line's sizes where they differ, else its place (0.5.8.post1
-    and 0.5.9 build the sliding pool first, swa_memory_pool.py:63-76). {} for one pool."""
-    kv = [(i, t, m) for i, t in lines if (m := _SG_KV.search(t))]
-    sizes = [(int(m["swa"]), int(m["full"])) for _, t in lines if (m := _SWA_POOL.search(t))]
-    if not hybrid or not (sizes or any(_LABEL.search(t) for _, t, _ in kv)):
-        return {}
-    out = {}
-    for k, (i, t, m) in enumerate(kv):
-        if (lab := _LABEL.search(t)):
-            out[i] = "swa" if lab["label"] == "SWA" else "full"
-            continue
-        n = int(m["n"])
-        if sizes and sizes[0][0] != sizes[0][1] and n in sizes[0]:
-            out[i] = "swa" if n == sizes[0][0] else "full"
-        else:
-            out[i] = "swa" if k % 2 == 0 else "full"
-    return out
 
 
 #: NSATokenToKVPool's quantisation block and the bytes of its bf16 rope (0.5.8.post1
@@ -168,24 +184,90 @@ def _mha_bytes(groups, n: int, page: int, dim: str, b: int, tp: int) -> int:
                for g in groups if g.kind != CacheKind.LATENT)
 
 
+def _which_b(printed: dict, exact_at, b: int | None) -> tuple[int, str]:
+    """The bytes per value to check an MLA or sparse-indexer line with (its rows do not depend
+    on TP), and how it was chosen: ``b`` where the log or a flag says it; else 2, or 1 where
+    only 1 B makes every printed figure of the line (``printed``: name -> GB string;
+    ``exact_at(b)``: name -> bytes) round as printed, said as an inference (the default KV dtype
+    of a DSA model is the GPU's: fp8 on SM10x, bf16 before, arg_groups/overrides.py:532-538)."""
+    if b is not None:
+        return b, ""
+    fits = [c for c in (2, 1) if all(_gib_ok(printed[k], v) for k, v in exact_at(c).items())]
+    if fits == [1]:
+        return 1, _INFERRED.format(b=1)
+    return 2, ""
+
+
+_INFERRED = ("; KV dtype inferred from this line: {b} B, the only width whose bytes print as "
+             "the log's; the log names no dtype, so the line is shown, not counted as a check "
+             "(pass --kv-dtype)")
+_NO_TP = "TP unknown (the rank label TP0 alone says 2 or more): pass --tp"
+
+
+def _status(printed: str, exact: int, inferred: str) -> str:
+    """"info" for a line whose dtype was inferred from itself, else whether it agrees."""
+    return "info" if inferred else "ok" if _gib_ok(printed, exact) else "mismatch"
+
+
+def _info(e, i, text, what, printed, how):
+    e.checks.append(EngineCheck(i, text, what, printed, "not checked", "info", how))
+
+
 def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExplanation:
     """The checks of SGLang's lines (``lines``: (line number, text)); ``model`` (a ModelSpec)
     adds those that need its sizes."""
     e = EngineExplanation("sglang")
-    found, _ = settings("\n".join(t for _, t in lines))
+    text_all = "\n".join(t for _, t in lines)
+    found, _ = _server_args(text_all, _SETTINGS + _MORE)
+    command, _ = ll.command_settings(text_all)
     # a trtllm NSA backend keeps 576-value fp8 rows (0.5.9 model_runner_kv_cache_mixin.py:227-231)
     dsa_trtllm = "trtllm" in (found.get("nsa_prefill_backend"), found.get("nsa_decode_backend"))
-    full = [g for g in (model.groups if model else ()) if g.kind in (CacheKind.FULL,
-                                                                      CacheKind.SLIDING,
-                                                                      CacheKind.CHUNKED,
-                                                                      CacheKind.LATENT)]
+    groups = model.groups if model else ()
+    full = [g for g in groups if g.kind in (CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED,
+                                            CacheKind.LATENT)]
+    states = [g for g in groups if g.kind in (CacheKind.LINEAR, CacheKind.MAMBA)
+              and g.attention in ("Gated DeltaNet", "Mamba2")]
+    indexer = [g for g in groups if g.kind == CacheKind.INDEXER]
     swa = [g for g in full if g.kind in _SLIDING]
     hybrid = bool(swa) and len(swa) < len(full)
-    pool_of = _pools(lines, hybrid)
+    pool_of = ll.assign_pools(lines, hybrid)
     by_pool = {"swa": swa, "full": [g for g in full if g.kind not in _SLIDING]}
+    if indexer and page == 1 and not (found.get("page_size") or command.get("page_size")):
+        # CUDA's DSA rule: 0.5.23 arg_groups/model_overrides/deepseek_v2.py:169-173
+        page = 64
+        first = next(((i, t) for i, t in lines if _SG_KV.search(t)), (0, ""))
+        e.checks.append(EngineCheck(
+            first[0], first[1], "page size", "not printed", "64", "info",
+            "a sparse-indexer (DSA) model pages by 64 on CUDA: \"Setting page size to 64 for "
+            "DeepSeek DSA\" (arg_groups/model_overrides/deepseek_v2.py:169-173)"))
+    ssm_b = _SSM_BYTES.get(found.get("mamba_ssm_dtype"), 4)
     b_seen = None
     for i, text in lines:
-        if full and pool_of and (m := _SWA_POOL.search(text)):
+        if states and (m := MAMBA.search(text)):
+            size = int(m["size"])
+            if tp is None:
+                _info(e, i, text, "Mamba state", f"{m['conv']} + {m['ssm']} GB", _NO_TP)
+                continue
+            try:
+                conv, ssm = mamba_line_bytes(states, size, tp, ssm_b)
+            except ValueError as err:
+                _info(e, i, text, "Mamba state", f"{m['conv']} + {m['ssm']} GB", str(err))
+                continue
+            layers = sum(g.layers for g in states)
+            for name, printed, exact, what in (
+                    ("conv_state size", m["conv"], conv, "conv_dim / TP x (K - 1) x 2 B"),
+                    ("ssm_state size", m["ssm"], ssm,
+                     f"heads / TP x head_dim x state_size x {ssm_b} B")):
+                e.checks.append(EngineCheck(
+                    i, text, name, f"{printed} GB", f"{exact / GiB:.4f} GB",
+                    "ok" if _gib_ok(printed, exact) else "mismatch",
+                    f"{layers} state layers x (max_mamba_cache_size {size:,} + 1) slots x "
+                    f"{what}, TP={tp}, GB = 2^30 (memory_pool.py:722-753, 0.5.23)"))
+            if m["spec"]:
+                _info(e, i, text, "intermediate caches", "printed",
+                      "speculative decoding's per-draft-token caches: not checked")
+            continue
+        if full and (m := _SWA_POOL.search(text)) and hybrid and tp is not None:
             b = b_seen or kv_bytes or 2
             exact = sum(_mha_bytes(by_pool[name], int(m[name]), page, dim, b, tp)
                         for name in ("swa", "full") for dim in ("d_QK", "d_V"))
@@ -200,9 +282,7 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
         if not m:
             continue
         n = int(m["n"])
-        b = _DTYPE_BYTES.get(m["dtype"]) if m["dtype"] else kv_bytes
-        b = b or 2
-        b_seen = b
+        b_line = _DTYPE_BYTES.get(m["dtype"]) if m["dtype"] else kv_bytes
         if m["k"] is not None and m["k"] == m["v"]:
             e.checks.append(EngineCheck(i, text, "K size = V size", f"{m['k']} GB",
                                         f"{m['v']} GB", "info",
@@ -214,48 +294,86 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                                     f"(K + V) x 2^30 / (#tokens + page {page})"))
         if not full:
             continue
-        indexer = [g for g in (model.groups if model else ()) if g.kind == CacheKind.INDEXER]
+        which = pool_of.get(i)
+        if which == "draft":
+            _info(e, i, text, "KV size" if m["kv"] else "K size", f"{m['k'] or m['kv']} GB",
+                  "a second model runner's pool (printed after this rank's \"Memory pool end\": "
+                  "the draft model of speculative decoding), whose layers kvlib does not read")
+            continue
+        if which == "unknown":
+            _info(e, i, text, "K size", f"{m['k']} GB",
+                  "one unlabelled pool line of a hybrid-SWA model, with neither its rank's other "
+                  "pool line nor its SWAKVPool line in the paste: which pool it is is not said")
+            continue
         if m["kv"] is not None and indexer and m["dtype"]:
-            e.checks.append(EngineCheck(
-                i, text, "KV size", f"{m['kv']} GB", "not checked", "info",
-                "0.5.23's sparse-indexer pool (DSATokenToKVPool) is not traced"))
+            _info(e, i, text, "KV size", f"{m['kv']} GB",
+                  "0.5.23's sparse-indexer pool (DSATokenToKVPool) is not traced")
             continue
         if m["kv"] is not None and indexer:  # 0.5.8.post1-0.5.9's NSATokenToKVPool
             lat = [g for g in full if g.kind == CacheKind.LATENT][0]
-            exact, row = dsa_058_bytes(n, page, lat.layers, lat.sizes["d_L"],
-                                       lat.sizes.get("d_R", 0), indexer[0].sizes["d_I"], b,
-                                       trtllm=dsa_trtllm)
+            d_i = indexer[0].sizes["d_I"]
+
+            def dsa(c, n=n, lat=lat, d_i=d_i):
+                return dsa_058_bytes(n, page, lat.layers, lat.sizes["d_L"],
+                                     lat.sizes.get("d_R", 0), d_i, c, trtllm=dsa_trtllm)
+
+            b, how_b = _which_b({"kv": m["kv"]}, lambda c: {"kv": dsa(c)[0]}, b_line)
+            latent_only = False
+            if not _gib_ok(m["kv"], dsa(b)[0]):
+                c_fit = [c for c in ((b,) if b_line else (2, 1))
+                         if _gib_ok(m["kv"], lat.layers * (n + page) * dsa(c)[1])]
+                if c_fit:
+                    b, latent_only = c_fit[-1], True
+                    how_b = "" if b_line else _INFERRED.format(b=b)
+            exact, row = dsa(b)
+            keys = d_i + d_i // _QUANT_BLOCK * 4
+            if latent_only:
+                exact = lat.layers * (n + page) * row
+                how = (f"{lat.layers} layers x (#tokens {n:,} + page {page}) x {row} B latent row: "
+                       "the latent rows alone, as releases before sglang PR #11309 (October 2025) "
+                       "logged this pool, without the indexer's keys "
+                       f"({lat.layers} x (#tokens + page + 1) // page x {page} x {keys} B)")
+            else:
+                how = (f"{lat.layers} layers x ((#tokens {n:,} + page {page}) x {row} B latent "
+                       f"row + (#tokens + page + 1) // page x {page} x {keys} B indexer keys), "
+                       "GB = 2^30 (SGLang 0.5.8.post1-0.5.9's NSATokenToKVPool, "
+                       "memory_pool.py:1676-1836 in 0.5.8.post1)")
             e.checks.append(EngineCheck(
                 i, text, "KV size", f"{m['kv']} GB", f"{exact / GiB:.4f} GB",
-                "ok" if _gib_ok(m["kv"], exact) else "mismatch",
-                f"{lat.layers} layers x ((#tokens {n:,} + page {page}) x {row} B latent row + "
-                f"(#tokens + page + 1) // page x {page} x "
-                f"{indexer[0].sizes['d_I'] + indexer[0].sizes['d_I'] // _QUANT_BLOCK * 4} B "
-                "indexer keys), GB = 2^30 (SGLang 0.5.8.post1-0.5.9's NSATokenToKVPool, "
-                "memory_pool.py:1676-1836 in 0.5.8.post1)"))
+                _status(m["kv"], exact, how_b), how + how_b))
             continue
         if m["kv"] is not None:  # an MLA latent: SGLang's CELL_MLA per row
-            exact = (n + page) * sum(
-                cell_bytes(sg, "CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
-                                       "d_R": g.sizes.get("d_R", 0)}, tp, b)
-                for g in full if g.kind == CacheKind.LATENT)
+
+            def mla(c, n=n):
+                return (n + page) * sum(
+                    cell_bytes(sg, "CELL_MLA", {"N_L": g.layers, "d_L": g.sizes["d_L"],
+                                           "d_R": g.sizes.get("d_R", 0)}, tp, c)
+                    for g in full if g.kind == CacheKind.LATENT)
+
+            b, how_b = _which_b({"kv": m["kv"]}, lambda c: {"kv": mla(c)}, b_line)
+            exact = mla(b)
             e.checks.append(EngineCheck(
                 i, text, "KV size", f"{m['kv']} GB", f"{exact / GiB:.4f} GB",
-                "ok" if _gib_ok(m["kv"], exact) else "mismatch",
+                _status(m["kv"], exact, how_b),
                 f"(#tokens {n:,} + page {page}) x (kv_lora_rank + rope) x layers x {b} B, "
-                "GB = 2^30"))
+                "GB = 2^30" + how_b))
             continue
-        which = pool_of.get(i)
-        groups = by_pool[which] if which else full
-        layers = sum(g.layers for g in groups)
-        pool = (f"the {'sliding' if which == 'swa' else 'full'} pool's {layers} layers" if which
-                else "attention layers")
+        if tp is None:
+            _info(e, i, text, "K size", f"{m['k']} GB", _NO_TP)
+            continue
+        pool = by_pool[which] if which else full
+        # no dtype inferred here: at an unsaid TP, TP 2 at 2 B and TP 1 at 1 B print alike
+        b = b_line or 2
+        b_seen = b
+        layers = sum(g.layers for g in pool)
+        where = (f"the {'sliding' if which == 'swa' else 'full'} pool's {layers} layers" if which
+                 else "attention layers")
         for name, printed, dim in (("K size", m["k"], "d_QK"), ("V size", m["v"], "d_V")):
-            exact = _mha_bytes(groups, n, page, dim, b, tp)
+            exact = _mha_bytes(pool, n, page, dim, b, tp)
             rows = exact // ((n + page) * b)
             e.checks.append(EngineCheck(
                 i, text, name, f"{printed} GB", f"{exact / GiB:.4f} GB",
                 "ok" if _gib_ok(printed, exact) else "mismatch",
                 f"(#tokens {n:,} + page {page}) x {rows:,} (KV heads per rank x {dim} x "
-                f"{pool}) x {b} B, TP={tp}, GB = 2^30 (memory_pool.py:2574-2578)"))
+                f"{where}) x {b} B, TP={tp}, GB = 2^30 (memory_pool.py:2574-2578)"))
     return e

@@ -1,0 +1,138 @@
+"""What an SGLang start-up log says besides its KV lines, as people paste it (issue 43): the rank
+label of each line, the launch command pasted above the log, the KV dtype and the sliding-window
+pool sizes it prints, and which pool an unlabelled KV line is.
+
+SGLang prefixes each scheduler's lines with its ranks, "[2026-02-27 17:10:28 TP1]" or "[... DP0
+TP0 EP0]" (SGLang 0.5.23 managers/scheduler.py:6283-6292, " TPn" only where tp_size > 1); a log
+holding TP0 and TP1 comes from two TP ranks or more. Each model runner ends its pools
+with "Memory pool end" (mem_cache/kv_cache_configurator.py:499 in 0.5.23); a KV line a rank
+prints after its own "Memory pool end" is a second runner's: the draft model of speculative
+decoding (managers/tp_worker.py builds the target's runner, then the draft worker its own).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["rank_of", "tp_from_ranks", "command_settings", "kv_dtype_line", "swa_tokens",
+           "assign_pools", "KV", "SWA_POOL", "LABEL", "POOL_END"]
+
+KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?#tokens:\s*"
+                r"(?P<n>\d+),\s*(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
+                r"|KV size:\s*(?P<kv>[\d.]+) GB)")
+SWA_POOL = re.compile(r"SWAKVPool (?:mem usage|VA upper bound): (?P<gb>[\d.]+) GB, swa size: "
+                      r"(?P<swa>\d+), full size: (?P<full>\d+)")
+LABEL = re.compile(r"\b(?P<label>Full|SWA) KV Cache (?:is allocated|VA upper bound)")
+POOL_END = re.compile(r"Memory pool end\. avail mem=")
+#: "Use sliding window memory pool. full_layer_tokens=F, swa_layer_tokens=S" (0.5.23
+#: model_executor/pool_configurator.py:888-891; the posted 0.5.8-0.5.9 logs print the same)
+_SWA_TOKENS = re.compile(r"Use sliding window memory pool\. full_layer_tokens=(?P<full>\d+), "
+                         r"swa_layer_tokens=(?P<swa>\d+)")
+#: "Using KV cache dtype: torch.bfloat16" (printed by the 0.5.9 logs posted, ktransformers#1870
+#: and sglang#19718; gone from 0.5.23)
+_KV_DTYPE = re.compile(r"Using KV cache dtype: (?P<dtype>torch\.\w+)")
+_PREFIX = re.compile(r"^\s*\[(?P<p>[^\]]*)\]")
+_TP = re.compile(r"\bTP(?P<r>\d+)\b")
+#: a pasted launch command: python -m sglang.launch_server ... / sglang serve ...
+_COMMAND = re.compile(r"sglang(?:\.launch_server| serve)\b")
+_FLAGS = {"model_path": ("--model-path", "--model"), "tp_size": ("--tp-size", "--tp"),
+          "page_size": ("--page-size",), "kv_cache_dtype": ("--kv-cache-dtype",),
+          "dp_size": ("--dp-size", "--dp")}
+
+
+def rank_of(line: str) -> int | None:
+    """The TP rank in ``line``'s "[time TPn]" prefix; None where it has none."""
+    p = _PREFIX.match(line)
+    m = _TP.search(p["p"]) if p else None
+    return int(m["r"]) if m else None
+
+
+def tp_from_ranks(lines) -> tuple[int | None, list[int]]:
+    """(highest TP rank + 1, the ranks seen) over ``lines`` ((number, text) pairs); (None, [])
+    where no line carries a rank. A lower bound on TP where the paste holds some ranks only."""
+    seen = sorted({r for _, t in lines if (r := rank_of(t)) is not None})
+    return (seen[-1] + 1 if seen else None), seen
+
+
+def command_settings(text: str) -> tuple[dict[str, str], int | None]:
+    """The settings of a launch command pasted with the log (``--model-path``, ``--tp``,
+    ``--page-size``, ``--kv-cache-dtype``, ``--dp``), as server_args names, and its line
+    number; ({}, None) where none is pasted."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if not _COMMAND.search(line):
+            continue
+        words = line.replace("\\", " ").split()
+        out = {}
+        for key, flags in _FLAGS.items():
+            for j, w in enumerate(words[:-1]):
+                name, _, value = w.partition("=")
+                if name in flags:
+                    out[key] = value or words[j + 1]
+        if out:
+            return out, i
+    return {}, None
+
+
+def kv_dtype_line(lines) -> tuple[str | None, int | None]:
+    """The dtype of a "Using KV cache dtype: torch.X" line and its number, else (None, None)."""
+    for i, t in lines:
+        if (m := _KV_DTYPE.search(t)):
+            return m["dtype"], i
+    return None, None
+
+
+def swa_tokens(lines) -> tuple[int, int] | None:
+    """(swa, full) tokens of a "Use sliding window memory pool" line, else None."""
+    for _, t in lines:
+        if (m := _SWA_TOKENS.search(t)):
+            return int(m["swa"]), int(m["full"])
+    return None
+
+
+def assign_pools(lines, hybrid: bool) -> dict[int, str]:
+    """What each KV line is, by line number: "draft" (printed by a rank after its own "Memory
+    pool end": a second model runner's pool), and for a hybrid-SWA model "swa" or "full" (its
+    label, 0.5.23; else the pool sizes where the log's "Use sliding window memory pool" or
+    "SWAKVPool" line tells them apart; else its place among its rank's lines: releases before
+    0.5.23 print the sliding pool first, then the full pool, then "SWAKVPool",
+    swa_memory_pool.py:63-90 in 0.5.8.post1 and 0.5.9), or "unknown" where the place does not
+    say (one unlabelled line of a rank, neither followed by its SWAKVPool line nor preceded by
+    the other pool's). Lines of a one-pool model are not named."""
+    ended: set = set()
+    by_rank: dict = {}
+    out: dict[int, str] = {}
+    for i, t in lines:
+        r = rank_of(t)
+        if POOL_END.search(t):
+            ended.add(r)
+        elif (m := KV.search(t)):
+            if r in ended:
+                out[i] = "draft"
+            else:
+                by_rank.setdefault(r, []).append((i, t, m))
+        elif SWA_POOL.search(t) and r not in ended:
+            by_rank.setdefault(r, []).append((i, t, None))
+    if not hybrid:
+        return out
+    sizes = swa_tokens(lines)
+    if sizes is None:
+        sizes = next(((int(m["swa"]), int(m["full"])) for _, t in lines
+                      if (m := SWA_POOL.search(t))), None)
+    for rows in by_rank.values():
+        kv = [(i, t, m) for i, t, m in rows if m is not None]
+        before_total = [i for k, (i, _, m) in enumerate(rows) if m is not None
+                        and k + 1 < len(rows) and rows[k + 1][2] is None]
+        for k, (i, t, m) in enumerate(kv):
+            if (lab := LABEL.search(t)):
+                out[i] = "swa" if lab["label"] == "SWA" else "full"
+            elif sizes and sizes[0] != sizes[1] and int(m["n"]) in sizes:
+                out[i] = "swa" if int(m["n"]) == sizes[0] else "full"
+            elif i in before_total:
+                out[i] = "full"
+            elif k + 1 < len(kv):
+                out[i] = "swa"
+            elif k > 0:
+                out[i] = "full"
+            else:
+                out[i] = "unknown"
+    return out
