@@ -289,3 +289,16 @@ def test_step3p7_bad_mlp_layer_types_named():
     cfg = {**CORPUS["stepfun-ai--Step-3.7-Flash"]["config"], "mlp_layer_types": ["moe"] * 45}
     with pytest.raises(ValueError, match=r"mlp_layer_types must give one of \['dense', 'sparse'\]"):
         count_params(cfg)
+
+
+def test_kimi_k3_tower_defaults_are_vllm_config_class():
+    """Absent vision keys read as vLLM's KimiK3VisionConfig defaults (configs/kimi_k3.py:16-44:
+    1024 wide, 27 layers, MLP 4096, qkv 1536, patch 14, 64 x 64 positions, RMSNorms, no
+    biases, patchmergerv2), which K3's published vision_config repeats: the same tower."""
+    cfg = CORPUS["moonshotai--Kimi-K3"]["config"]
+    bare = count_params({**cfg, "vision_config": {}})
+    assert bare.parts["vision"] == count_params(cfg).parts["vision"] == 447_358_976
+    with_biases = count_params({**cfg, "vision_config": {"attn_bias": True, "linear_bias": True}})
+    # biases of wqkv (3 x 1536), wo (1024), fc0 (4096) and fc1 (1024) in each of 27 blocks
+    assert with_biases.parts["vision"] - bare.parts["vision"] == 27 * (3 * 1536 + 1024 + 4096
+                                                                       + 1024)

@@ -116,8 +116,9 @@ def _kimi_k3_vision(v: Fields, d_text: int) -> int:
     KimiK25MultiModalProjector over the m_h m_w d merged patches (kimi_k25_vit.py:871-925):
     "patchmergerv2" linear_1 (square) and linear_2 (-> the text width) without biases and a
     post RMSNorm of the text width; otherwise a LayerNorm of d and both linears with biases."""
-    d, p = v.int("vt_hidden_size", "hidden_size"), v.int("patch_size", required=False) or 14
-    i = v.int("vt_intermediate_size", "intermediate_size")
+    d = v.int("vt_hidden_size", "hidden_size", required=False) or 1024
+    i = v.int("vt_intermediate_size", "intermediate_size", required=False) or 4096
+    p = v.int("patch_size", required=False) or 14
     qkv = v.int("qkv_hidden_size", required=False) or 1536
     merge = v.data.get("merge_kernel_size") or [2, 2]
     if not (isinstance(merge, list) and len(merge) == 2
@@ -138,7 +139,8 @@ def _kimi_k3_vision(v: Fields, d_text: int) -> int:
     return (3 * p * p * d + (d if v.flag("patch_embed_proj_bias") else 0)
             + (v.int("init_pos_emb_height", required=False) or 64)
             * (v.int("init_pos_emb_width", required=False) or 64) * d
-            + v.int("vt_num_hidden_layers", "num_hidden_layers") * layer + norm + projector)
+            + (v.int("vt_num_hidden_layers", "num_hidden_layers", required=False) or 27) * layer
+            + norm + projector)
 
 
 _TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
