@@ -10,7 +10,10 @@ nothing downloaded) and its parameters (plus persistent buffers, params_meta.py)
 What cannot be compared is said, not hidden: a family kvlib has no counter for (pinned in
 NOT_COUNTED, so a new counter or a lost one shows), a model_type transformers has no class for
 (remote code), each a skip with its reason. MiMo-7B (remote code) is compared as the Qwen2
-model vLLM serves it as (mimo.py:57-93: MiMoModel is Qwen2Model, the MTP layers dropped).
+model vLLM serves it as (mimo.py:57-93: MiMoModel is Qwen2Model, the MTP layers dropped);
+Step 3.7's flat files as Step3p7Config's text_config (what vLLM serves); Kimi K3 (no
+transformers class) at its own shapes without its latent MoE, attention residuals, MLA output
+gate and full-rank KDA gate, which tests/test_params_families.py counts by hand.
 """
 
 from __future__ import annotations
