@@ -148,3 +148,32 @@ def test_kimi_k3_shapes_as_kimi_linear():
     total, _, cls = meta_params(text)
     assert (count.model_type, cls) == ("kimi_linear", "KimiLinearForCausalLM")
     assert count.total == total
+
+
+@pytest.mark.parametrize("extra", [
+    {"num_sliding_attention_heads": 32},
+    {"attention_other_setting": {"num_attention_heads": 16,
+                                 "attention_type": "sliding_attention"}},
+    {"moe_layers_enum": "5,6,7,44"},
+])
+def test_step3p7_variants_as_text_config(extra):
+    """The keys Step 3.7's counter reads beyond the published file (fewer heads on sliding
+    layers, the legacy MoE layer list) change kvlib's count as they change transformers'."""
+    config = {**published()["corpus/stepfun-ai--Step-3.7-Flash"], **extra}
+    text = {k: v for k, v in config.items() if k != "model_type"}
+    _, lm, _ = meta_params({"model_type": "step3p7", "text_config": text, "vision_config": {}})
+    assert count_params(config).total == lm
+
+
+def test_laguna_gating_variants():
+    """Laguna's gating: "per-element" is a gate per head and channel in vLLM and transformers
+    alike; gating false builds no g_proj in vLLM (laguna.py:331-349), where transformers still
+    builds the per-element one (modeling_laguna.py:354-356): kvlib counts vLLM's, less by
+    exactly that gate (40 layers, d 2048, 48 or 64 heads of 128)."""
+    base = published()["corpus/poolside--Laguna-XS.2-FP8"]
+    config = {**base, "gating": "per-element"}
+    assert count_params(config).total == meta_params(config)[0]
+    config = {**base, "gating": False}
+    heads = base["num_attention_heads_per_layer"]
+    assert meta_params(config)[0] - count_params(config).total == sum(
+        2048 * h * 128 for h in heads)
