@@ -72,14 +72,32 @@ def test_trtllm_backend_keeps_576_byte_fp8_rows(capsys, tmp_path):
     assert code == 1 and kv == [(f"{180_187_246_080 / GiB:.4f} GB", "mismatch")]
 
 
-def test_0523_form_is_shown_not_checked(capsys, tmp_path):
+def test_0523_form_is_checked_with_the_same_rows(capsys, tmp_path):
+    """0.5.23's DSATokenToKVPool prints its dtype and keeps the same bytes (656-byte fp8 rows,
+    132-byte keys in (N + page + 1) // page pages, memory_pool.py:5279-5663): 186.77 as above."""
     text = V32.read_text(encoding="utf-8").replace(
         "KV Cache is allocated. #tokens", "KV Cache is allocated. dtype: torch.float8_e4m3fn, "
         "#tokens")
     (tmp_path / "new.log").write_text(text, encoding="utf-8")
     code, kv, d = _kv(capsys, tmp_path / "new.log")
-    assert code == 1 and kv == [("not checked", "info")]
-    assert d["verdict"]["verdict"] == "nothing checked"
+    assert code == 0 and kv == [(f"{200_547_386_880 / GiB:.4f} GB", "ok")]
+
+
+def test_0523_keys_only_in_the_layers_with_their_own_topk(capsys, tmp_path):
+    """GLM-5.2: 78 latent layers, keys in the 21 indexer layers alone (the others reuse the
+    previous layer's top-k: a 0-row buffer, index_key_cache.py:56-59). 762,816 tokens, page 64:
+    latent 78 x 762,880 x 656 = 39,035,043,840 B; keys 21 x ((762,816 + 65) // 64 = 11,920) x 64
+    x 132 = 2,114,703,360 B; sum 41,149,747,200 B = 38.3237 GiB -> "38.32" (keys in all 78
+    layers would add 57 x 100,700,160 = 5,739,909,120 B: 43.67 GiB)."""
+    assert 78 * 762_880 * 656 == 39_035_043_840 and 21 * 11_920 * 64 * 132 == 2_114_703_360
+    assert 57 * 11_920 * 64 * 132 == 5_739_909_120
+    assert f"{41_149_747_200 / GiB:.2f}" == "38.32"
+    assert f"{(41_149_747_200 + 5_739_909_120) / GiB:.2f}" == "43.67"
+    line = ("[2026-09-01 10:00:00 TP0] KV Cache is allocated. dtype: torch.float8_e4m3fn, "
+            "#tokens: 762816, KV size: 38.32 GB\n")
+    (tmp_path / "g.log").write_text(line, encoding="utf-8")
+    code, kv, _ = _kv(capsys, tmp_path / "g.log", "--model", "glm-5.2", "--tp", "8")
+    assert code == 0 and kv == [(f"{41_149_747_200 / GiB:.4f} GB", "ok")]
 
 
 @given(st.integers(1, 10**5), st.sampled_from([1, 64]), st.integers(1, 100))

@@ -18,7 +18,8 @@ A sparse-indexer (DSA) model's KV line, in 0.5.8.post1 and 0.5.9's form (no dtyp
 recomputed as those releases allocated it (issue 43 item 2; :func:`dsa_058_bytes`): an fp8
 pool keeps 656-byte rows a layer (kv_lora_rank 512 + 512 / 128 x 4 B of scales + rope 64 x 2
 B), not 576, and the indexer's keys add 128 + 4 B a token in whole pages. 0.5.23's DSA pool
-(DSATokenToKVPool, kv_cache_configurator.py:3412) is not traced: its line is shown, not checked.
+(DSATokenToKVPool, memory_pool.py:5279-5663) keeps the same bytes (its keys only in the layers
+that compute their own top-k; index_kpool 1 assumed) and prints its dtype.
 Releases before sglang PR #11309 printed the latent rows alone; a line that only that form
 explains is read as it. A DSA model pages by 64 where the log does not say (CUDA's rule,
 arg_groups/model_overrides/deepseek_v2.py:169-173); where neither the log nor a flag names the
@@ -60,7 +61,8 @@ _SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 _SERVER_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)")
 _SETTINGS = ("model_path", "tp_size", "page_size", "kv_cache_dtype", "dtype",
              "speculative_algorithm", "nsa_prefill_backend", "nsa_decode_backend")
-_MORE = ("mamba_ssm_dtype",)  # read for the checks, not part of :func:`settings`' answer
+# read for the checks, not part of :func:`settings`' answer
+_MORE = ("mamba_ssm_dtype", "dsa_prefill_backend", "dsa_decode_backend")
 #: ``--kv-cache-dtype`` values and their bytes; "auto" is the model's dtype (None here: the
 #: KV line's own dtype, else 2 B)
 _KV_SETTING = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2, "fp16": 2,
@@ -162,7 +164,7 @@ _QUANT_BLOCK, _ROPE_BYTES = 128, 2
 
 
 def dsa_058_bytes(tokens: int, page: int, layers: int, d_l: int, d_r: int, d_i: int, b: int,
-                  trtllm: bool = False) -> tuple[int, int]:
+                  trtllm: bool = False, index_layers: int | None = None) -> tuple[int, int]:
     """What SGLang 0.5.8.post1 and 0.5.9 log as the "KV size" of a sparse-indexer (DSA) model's
     pool, in bytes, and the latent row's bytes a layer. Per layer: ``(tokens + page)`` latent rows
     (memory_pool.py:1387 in 0.5.8.post1, :1441 in 0.5.9) of ``d_l + d_r`` values x ``b``, except
@@ -170,13 +172,18 @@ def dsa_058_bytes(tokens: int, page: int, layers: int, d_l: int, d_r: int, d_i: 
     DeepSeek V3.2: 0.5.8.post1 :1699-1705; 0.5.9 model_runner_kv_cache_mixin.py:233-247, where a
     trtllm NSA backend keeps ``d_l + d_r``: :227-231); plus the indexer's ``(tokens + page + 1)
     // page`` pages of ``page x (d_i + d_i / 128 x 4)`` bytes (0.5.8.post1 :1744-1752; 0.5.9
-    :1791-1799), summed by get_kv_size_bytes (:1832-1836; 0.5.9 :1879-1883)."""
+    :1791-1799), summed by get_kv_size_bytes (:1832-1836; 0.5.9 :1879-1883). 0.5.23's
+    DSATokenToKVPool (memory_pool.py:5279-5378, 5659-5663; the row calculate_mla_kv_cache_dim's,
+    kv_cache_configurator.py:3411-3474; the keys' pages mem_cache/index_key_cache.py:22-47) keeps
+    the same bytes at index_kpool 1, its keys in ``index_layers`` layers only (the ones that do
+    not reuse the previous layer's top-k)."""
     if b == 1 and not trtllm:
         row = d_l + d_l // _QUANT_BLOCK * 4 + d_r * _ROPE_BYTES
     else:
         row = (d_l + d_r) * b
     index = (tokens + page + 1) // page * page * (d_i + d_i // _QUANT_BLOCK * 4)
-    return layers * ((tokens + page) * row + index), row
+    index_layers = layers if index_layers is None else index_layers
+    return layers * (tokens + page) * row + index_layers * index, row
 
 
 def _mha_bytes(groups, n: int, page: int, dim: str, b: int, tp: int) -> int:
@@ -221,7 +228,11 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
     found, _ = _server_args(text_all, _SETTINGS + _MORE)
     command, _ = ll.command_settings(text_all)
     # a trtllm NSA backend keeps 576-value fp8 rows (0.5.9 model_runner_kv_cache_mixin.py:227-231)
-    dsa_trtllm = "trtllm" in (found.get("nsa_prefill_backend"), found.get("nsa_decode_backend"))
+    # 0.5.23 names them dsa_*: a trtllm backend, or tilelang for both, keeps raw rows
+    # (kv_cache_configurator.py:3426-3456)
+    backends = [found.get(f"{w}_{r}_backend") for w in ("nsa", "dsa")
+                for r in ("prefill", "decode")]
+    dsa_trtllm = "trtllm" in backends or backends[2:] == ["tilelang", "tilelang"]
     groups = model.groups if model else ()
     full = [g for g in groups if g.kind in (CacheKind.FULL, CacheKind.SLIDING, CacheKind.CHUNKED,
                                             CacheKind.LATENT)]
@@ -305,17 +316,14 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                   "one unlabelled pool line of a hybrid-SWA model, with neither its rank's other "
                   "pool line nor its SWAKVPool line in the paste: which pool it is is not said")
             continue
-        if m["kv"] is not None and indexer and m["dtype"]:
-            _info(e, i, text, "KV size", f"{m['kv']} GB",
-                  "0.5.23's sparse-indexer pool (DSATokenToKVPool) is not traced")
-            continue
-        if m["kv"] is not None and indexer:  # 0.5.8.post1-0.5.9's NSATokenToKVPool
+        if m["kv"] is not None and indexer:  # NSATokenToKVPool / 0.5.23's DSATokenToKVPool
             lat = [g for g in full if g.kind == CacheKind.LATENT][0]
             d_i = indexer[0].sizes["d_I"]
 
             def dsa(c, n=n, lat=lat, d_i=d_i):
                 return dsa_058_bytes(n, page, lat.layers, lat.sizes["d_L"],
-                                     lat.sizes.get("d_R", 0), d_i, c, trtllm=dsa_trtllm)
+                                     lat.sizes.get("d_R", 0), d_i, c, trtllm=dsa_trtllm,
+                                     index_layers=indexer[0].layers)
 
             b, how_b = _which_b({"kv": m["kv"]}, lambda c: {"kv": dsa(c)[0]}, b_line)
             latent_only = False
@@ -334,10 +342,12 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                        "logged this pool, without the indexer's keys "
                        f"({lat.layers} x (#tokens + page + 1) // page x {page} x {keys} B)")
             else:
-                how = (f"{lat.layers} layers x ((#tokens {n:,} + page {page}) x {row} B latent "
-                       f"row + (#tokens + page + 1) // page x {page} x {keys} B indexer keys), "
-                       "GB = 2^30 (SGLang 0.5.8.post1-0.5.9's NSATokenToKVPool, "
-                       "memory_pool.py:1676-1836 in 0.5.8.post1)")
+                how = (f"{lat.layers} layers x (#tokens {n:,} + page {page}) x {row} B latent "
+                       f"row + {indexer[0].layers} indexer layers x (#tokens + page + 1) // page "
+                       f"x {page} x {keys} B keys, GB = 2^30 ("
+                       + ("SGLang 0.5.23's DSATokenToKVPool, memory_pool.py:5279-5663, index_kpool "
+                          "1 assumed" if m["dtype"] else "SGLang 0.5.8.post1-0.5.9's "
+                          "NSATokenToKVPool, memory_pool.py:1676-1836 in 0.5.8.post1") + ")")
             e.checks.append(EngineCheck(
                 i, text, "KV size", f"{m['kv']} GB", f"{exact / GiB:.4f} GB",
                 _status(m["kv"], exact, how_b), how + how_b))
