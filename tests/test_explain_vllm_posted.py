@@ -114,3 +114,43 @@ def test_one_number_changed_disagrees(capsys, tmp_path, name, argv, old, new):
     (tmp_path / name).write_text(text.replace(old, new, 1), encoding="utf-8")
     code, _, d = _run(capsys, name, *argv, path=tmp_path / name)
     assert code == 1 and d["verdict"]["disagree"] == 1
+
+
+TPU = "llama-3.1-8b-shape_tpu-v6e-x4_tp4_tpu-inference-PR145.log"
+
+
+def test_tpu_inference_pr_145_pages_shape_and_hbm(capsys):
+    """tpu-inference PR 145 (TPU v6e x 4, July 2025): "shape=32 * (3168, 256, 16, 128)" is 32
+    layers of 3,168 pages of 256 tokens, 16 = 2 x 8 KV heads side by side, head_dim 128 (Llama
+    3.1 8B's 32 x 8 x 128). Tokens 3,168 x 256 = 811,008 as printed; one request of 4,096
+    tokens needs 4,096 / 256 = 16 pages, 3,168 / 16 = 198.00x as printed. Bytes: 32 x 3,168 x
+    256 x 16 x 128 x 2 B = 106,300,440,576 B over the mesh's 'model': 4 = 26,575,110,144 B =
+    24.75 GiB a device, and each device's HBM went from 3.74 to 28.49: 24.75."""
+    assert 3168 * 256 == 811_008 and Fraction(3168, 4096 // 256) == 198
+    per = 32 * 3168 * 256 * 16 * 128 * 2 // 4
+    assert per == 26_575_110_144 and f"{per / 2**30:.2f}" == "24.75"
+    assert Fraction("28.49") - Fraction("3.74") == Fraction("24.75")
+    code, checks, d = _run(capsys, TPU, "--model", "llama-3.1-8b")
+    assert code == 0 and d["verdict"]["explained"] == 4
+    assert d["settings"]["block_size"] == 256 and d["settings"]["tensor_parallel_size"] == 4
+    ok = {c[1]: (c[2], c[3]) for c in checks if c[4] == "ok"}
+    assert ok["GPU KV cache size (blocks x page)"] == ("811,008", "811,008")
+    assert ok["maximum concurrency for 4,096 tokens"] == ("198.00x", "198.00x")
+    assert ok["TPU KV cache shape (layers, heads, head_dim)"] == ("32, 16, 128", "32, 16, 128")
+    assert ok["HBM the KV cache took (per device)"] == ("24.75 GiB", "24.75 GiB")
+    # GPU's 16-token blocks would need 811,008 / 16 = 50,688 blocks: the page is the shape's
+    assert 811_008 // 16 == 50_688
+
+
+@pytest.mark.parametrize(("old", "new", "quantities"), [
+    ("(28.49, 31.25), (28.49", "(28.59, 31.25), (28.49", ["HBM the KV cache took (per device)"]),
+    # 8 heads: the model's 2 x 8 no longer, and half the bytes (12.38 GiB, not 24.75)
+    ("shape=32 * (3168, 256, 16, 128)", "shape=32 * (3168, 256, 8, 128)",
+     ["TPU KV cache shape (layers, heads, head_dim)", "HBM the KV cache took (per device)"]),
+])
+def test_tpu_changed_number_disagrees(capsys, tmp_path, old, new, quantities):
+    text = (LOGS / TPU).read_text(encoding="utf-8")
+    assert old in text
+    (tmp_path / TPU).write_text(text.replace(old, new, 1), encoding="utf-8")
+    code, checks, _ = _run(capsys, TPU, "--model", "llama-3.1-8b", path=tmp_path / TPU)
+    assert code == 1 and [c[1] for c in checks if c[4] == "mismatch"] == quantities

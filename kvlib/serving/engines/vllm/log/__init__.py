@@ -60,6 +60,10 @@ checked; the tokens themselves are then not. V0's "total_gpu_memory (T) x
 gpu_memory_utilization (u) = R" prints u with two decimals too (0.945 prints "0.94": vLLM
 issue 15340), so R is checked against T ± 0.005 times u ± 0.005.
 
+**The TPU backend** (tpu-inference): "Init kv-cache | shape=L * (blocks, page, 2 x KV heads,
+head_dim) | sharding=... 'model': TP ... | hbm=[...]Gb" after "Init model | hbm=[...]Gb" gives the
+page (256), the TP, and the HBM the cache took on each device, all checked (:mod:`.tpu`).
+
 **Ranks.** Lines of several TP ranks pasted together (``(Worker_TP3 pid=...)``,
 ``rank=3``) are read as such: from 0.27 vLLM cuts every rank to the smallest rank's block
 count (``get_kv_cache_configs``), so different budgets are said to be different ranks', not

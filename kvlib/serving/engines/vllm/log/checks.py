@@ -24,6 +24,7 @@ from kvlib.serving.engines.vllm.log.reading import Found, VllmLog
 from kvlib.serving.engines.vllm.log.rules import (
     ENGINE_WIDE,
     _budget_blocks,
+    _bytes,
     _concurrency_of,
     _layout_words,
     _Setup,
@@ -31,6 +32,7 @@ from kvlib.serving.engines.vllm.log.rules import (
     _tokens_formula,
     _tokens_of,
 )
+from kvlib.serving.engines.vllm.log.tpu import shape_of_model, tpu_cache
 
 __all__ = ["explain"]
 
@@ -486,6 +488,52 @@ def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
             _explain_available(c, f, s)
 
 
+def _explain_tpu(log: VllmLog, c: _Checks, s: _Setup, model: ModelSpec | None) -> None:
+    """tpu-inference's "Init kv-cache | shape=..." line (:mod:`.tpu`): the page, the shape
+    against the model, the HBM the cache took on each device."""
+    lines = [f for f in log.found if f.kind == "tpu_kv"]
+    if not lines:
+        return
+    tok = next((f for f in log.found if f.kind == "tokens"), None)
+    tc = tpu_cache(log.found, int(tok.values[0].replace(",", "")) if tok else None)
+    f = lines[0]
+    if tc is None:
+        c.add(f, "TPU KV cache shape", "x".join(f.values[1:5]), "-", "", None,
+              "no \"GPU KV cache size\" line whose tokens tell the shape's blocks and page")
+        return
+    shape = f"{tc.layers} x ({', '.join(f.values[1:5])})"
+    c.add(tok, "GPU KV cache size (blocks x page)", tok.values[0], f"{tc.blocks * tc.page:,}",
+          f"line {f.line.number}'s {tc.blocks:,} blocks x {tc.page}-token pages (the TPU's "
+          "page, not the GPU's 16)", tc.blocks * tc.page == int(tok.values[0].replace(",", "")))
+    if model is not None:
+        want = shape_of_model(model, s.tp)
+        if want is None:
+            c.add(f, "TPU KV cache shape", shape, "-", "", None, "the model has more than one "
+                  "kind of attention layer: one shape per group is not what this line prints")
+        else:
+            layers, heads, d = want
+            h = heads if tc.separate_kv else 2 * heads
+            c.add(f, "TPU KV cache shape (layers, heads, head_dim)",
+                  f"{tc.layers}, {tc.heads}, {tc.head_dim}", f"{layers}, {h}, {d}",
+                  f"{model.name}: {layers} attention layers, " + (
+                      f"{heads} KV heads (K and V arrays apiece)" if tc.separate_kv else
+                      f"2 x {heads} KV heads (K and V side by side)") + f", head_dim {d}",
+                  (tc.layers, tc.heads, tc.head_dim) == (layers, h, d))
+    if tc.before and tc.after and (model is not None or s.kv_dtype):
+        b = _bytes(s.kv_dtype) if s.kv_dtype else None
+        if b is None:
+            return
+        per = tc.bytes_per_device(int(b))
+        delta = tc.after[0] - tc.before[0]
+        tp = tc.tp or 1
+        c.add(f, "HBM the KV cache took (per device)", f"{_g(delta)} GiB",
+              f"{_g(Fraction(per, GiB))} GiB", f"{tc.layers} x {tc.blocks:,} x {tc.page} x "
+              f"{tc.heads} x {tc.head_dim} x {b} B" + (" x 2 (K, V)" if tc.separate_kv else "")
+              + f" / TP {tp} (the mesh's 'model' axis) = {int(per):,} B; HBM in use after "
+              f"{_g(tc.after[0])} - before {_g(tc.before[0])} (each printed to 0.01)",
+              abs(delta - Fraction(per, GiB)) <= 2 * HALF)
+
+
 def _explain_mamba(log: VllmLog, c: _Checks, s: _Setup, model: ModelSpec | None) -> None:
     blocks = [f for f in log.found if f.kind == "mamba_block"]
     pads = [f for f in log.found if f.kind == "mamba_pad"]
@@ -600,6 +648,7 @@ def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
             avail_by_rank.setdefault(f.line.rank, f)
         elif f.kind in ("free_010", "free_033"):
             _explain_free(c, f, avail_by_rank, f.kind)
+    _explain_tpu(log, c, s, model)
     _explain_mamba(log, c, s, model)
     _explain_padding(log, c, s)
     _explain_loading(log, c, s, weights_bytes)

@@ -70,6 +70,10 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
     # V1 before "GPU KV cache size" (vLLM 0.7.x, PR 12569 to PR 13596, Jan-Feb 2025):
     # "# GPU blocks: N" alone, then "Maximum concurrency" = N x block / max_model_len
     ("v1_blocks", r"# GPU blocks: (\d+)\s*$"),
+    # the TPU backend (vllm-project/tpu-inference, tpu_jax_runner.py, PR 145): HBM in use per
+    # device before the cache, then the cache's shape, its mesh and HBM after it
+    ("tpu_model", r"Init model \| hbm=\[([^\]]*)\]Gb"),
+    ("tpu_kv", r"Init kv-cache \| shape=(\d+) \* \((\d+), (\d+), (\d+), (\d+)\)(.*)$"),
     ("blocks", r"(?:# )?(\w+) blocks: (\d+), # CPU blocks: (\d+)"),
     ("v0_requested", r"total_gpu_memory \(" + _NUM + r"GiB\) x gpu_memory_utilization \("
                      + _NUM + r"\) = " + _NUM + "GiB"),

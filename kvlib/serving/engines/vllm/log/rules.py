@@ -4,6 +4,7 @@ settings the log gives or the user supplies, and kvlib's layout on one rank."""
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -12,6 +13,7 @@ from kvlib.models.spec import STATEFUL, CacheKind, ModelSpec
 from kvlib.serving.engines.vllm.defaults import DEFAULT_BLOCK
 from kvlib.serving.engines.vllm.layout import vllm_layout
 from kvlib.serving.engines.vllm.log.reading import VllmLog, _version_key
+from kvlib.serving.engines.vllm.log.tpu import tpu_cache
 from kvlib.serving.engines.vllm.pages import VllmLayout
 from kvlib.serving.gpus import get_gpu
 from kvlib.serving.sharding import shard
@@ -107,6 +109,9 @@ def _platform(log: VllmLog) -> tuple[str | None, str]:
         if f.kind == "platform":
             return f.values[0].lower(), f"line {f.line.number}'s platform"
     for f in log.found:
+        if f.kind in ("tpu_kv", "tpu_model"):
+            return "tpu", f"line {f.line.number}'s tpu-inference runner"
+    for f in log.found:
         if f.kind == "capacity" and f.values[0].lower() in PLATFORM_BLOCK:
             return f.values[0].lower(), f"line {f.line.number}'s \"{f.values[0]} KV cache size\""
     return None, ""
@@ -120,6 +125,11 @@ def _block(log: VllmLog, model: ModelSpec | None, given: int | None,
     user_bs = log.engine.get("block_size") or log.args.get("block_size")
     from_log = int(bs_line[-1].values[0]) if bs_line else int(user_bs) if user_bs and \
         str(user_bs).isdigit() else None
+    tokens = next((int(f.values[0].replace(",", "")) for f in log.found if f.kind == "tokens"),
+                  None)
+    tpu = tpu_cache(log.found, tokens)
+    if from_log is None and tpu is not None:
+        from_log = tpu.page  # the TPU cache's shape names its page
     platform, where = _platform(log)
     default = PLATFORM_BLOCK.get(platform or "")
     if default == 128 and model is not None and any(g.kind == "latent"
@@ -174,9 +184,15 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     if model is not None:
         model = with_mtp_draft(log, model, notes)
     tp_ = _int_setting(log, "tensor_parallel_size", tp, 1)
+    mesh = next((m.group(1) for f in log.found if f.kind == "tpu_kv"
+                 and (m := re.search(r"'model':\s*(\d+)", f.values[5]))), None)
     if tp is None and "tensor_parallel_size" not in log.engine and \
             "tensor_parallel_size" not in log.args:
-        notes.append("tensor_parallel_size: the log does not say; 1 assumed (pass --tp)")
+        if mesh is not None:
+            tp_ = int(mesh)
+            notes.append(f"tensor_parallel_size {tp_}: the TPU mesh's 'model' axis")
+        else:
+            notes.append("tensor_parallel_size: the log does not say; 1 assumed (pass --tp)")
     pp = _int_setting(log, "pipeline_parallel_size", None, 1)
     dcp = _int_setting(log, "decode_context_parallel_size", None, 1)
     dtype = _kv_dtype(log, kv_dtype, notes) if model is not None else None
