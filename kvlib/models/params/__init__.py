@@ -14,6 +14,10 @@ checkpoint stores them) is apart and not in ``total``. ``active`` is what one te
 reads: everything but the routed experts, plus ``top_k`` of them per MoE layer (embedding
 and head included, vision tower not). A family without a counter raises ValueError naming
 its model_type: nothing is guessed.
+
+The counters sit by family group: :mod:`.dense` (attention and a dense MLP), :mod:`.moe`
+(attention with routed experts), :mod:`.latent` (MLA), :mod:`.hybrid` (state-space and
+linear-attention mixers), the towers in :mod:`.vision`, what they share in :mod:`.tally`.
 """
 
 from __future__ import annotations
