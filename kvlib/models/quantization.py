@@ -15,15 +15,24 @@ follow vLLM 0.33.0 ``vllm/model_executor/layers/quantization/``:
   the linears, and by ``expert_dtype`` (default "fp4", :88-108) either MXFP4 routed experts
   (4-bit, one e8m0 byte per 32 inputs: ``Mxfp4MoEMethod``, :222) with every FP8 block scale
   one e8m0 byte (``is_scale_e8m0``, :111-115), or FP8 block experts with fp32 scales.
+  With ``moe_quant_algo`` NVFP4 (ModelOpt's exports) the routed experts are NVFP4 instead
+  (models/deepseek_v41/quant_config.py:247-261).
 * ``modelopt`` / ``modelopt_fp4``: ``quant_algo`` NVFP4 (4-bit values, one fp8 scale per 16
-  inputs, fp32 ``weight_scale_2`` and ``input_scale``) or FP8 (per-tensor; modelopt.py).
+  inputs, fp32 ``weight_scale_2`` and ``input_scale``) or FP8 (per-tensor; modelopt.py);
+  MIXED_PRECISION: each module in the algorithm ``quantized_layers`` gives it (NVFP4,
+  W4A16_NVFP4, FP8, MXFP8), found as vLLM finds it for the module it builds.
 * ``awq`` (auto_awq.py): qweight int32 (in, out/8), qzeros int32 (in/g, out/8), fp16 scales
   (in/g, out). ``gptq`` (auto_gptq.py): qweight (in/8, out), qzeros (in/g, out/8), fp16
   scales (in/g, out), and the checkpoint's int32 ``g_idx`` (in,) that vLLM no longer loads.
-* ``compressed-tensors``: one config group of ``weights`` (num_bits, type, strategy,
+* ``compressed-tensors``: config groups of ``weights`` (num_bits, type, strategy,
   group_size / block_structure, symmetric); scales in the model dtype except NVFP4's fp8
   (plus its fp32 global scales); packed formats add ``weight_shape`` (2 x int64) and
-  asymmetric schemes zero points packed along the output dimension.
+  asymmetric schemes zero points packed along the output dimension. With several groups each
+  module is matched to its group by ``targets`` as vLLM matches it (names of the modules vLLM
+  builds, ``re:`` regexes, class names).
+
+A config without ``quant_method`` (from which vLLM derives none) is refused: vLLM 0.34.0
+serves it with no quantization method, and its quantized tensors do not load.
 * ``bitsandbytes`` (the bitsandbytes library's ``QuantState``): 4-bit with one fp32 absmax
   per 64 values (with double quant: uint8 absmax, an fp32 absmax per 256 blocks, a 256-entry
   code and an offset) and a 16-entry fp32 code; 8-bit with one fp32 ``SCB`` per output row.
@@ -40,8 +49,8 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from kvlib.models.params import ParamCount, count_params
@@ -50,7 +59,7 @@ from kvlib.models.readers.state import model_dtype_bytes
 
 __all__ = ["Scheme", "Quantization", "read_quantization", "quantization_entry",
            "checkpoint_bytes", "linear_bytes", "METHODS", "modelopt_method", "KVCacheRequest",
-           "kv_cache_request"]
+           "kv_cache_request", "unmatched", "vllm_module"]
 
 # Never quantized unless a config says so: lm_head, embeddings, routers, MTP and indexer
 # projections (module name's last segments).
@@ -121,7 +130,10 @@ class Quantization:
     config lists them) for those left in the model dtype (``dense_bytes`` per element).
     experts_only: only routed experts are quantized (mxfp4). experts: the scheme of the
     routed experts when it differs from ``scheme`` (DeepSeek V4's MXFP4), else None.
-    kv_cache: the KV-cache scheme the config names ("fp8", ...) or None."""
+    kv_cache: the KV-cache scheme the config names ("fp8", ...) or None. per_module: for a
+    checkpoint with an algorithm per module (several compressed-tensors groups, ModelOpt
+    MIXED_PRECISION), the :class:`Scheme` of a linear by its name and part (None: model
+    dtype); ``scheme`` and ``experts`` then name the other linears' and the experts' first."""
 
     method: str
     scheme: Scheme
@@ -132,24 +144,40 @@ class Quantization:
     kv_cache: str | None = None
     notes: tuple[str, ...] = field(default=())
     experts: Scheme | None = None
+    per_module: Callable[[str, str], Scheme | None] | None = None
+
+    def scheme_for(self, module_name: str, part: str = "") -> Scheme | None:
+        """The :class:`Scheme` the linear ``module_name`` (part from
+        :mod:`kvlib.models.params`) is stored in, or None where it stays in the model dtype.
+
+        A checkpoint with an algorithm per module (``per_module``: compressed-tensors with
+        several config groups, ModelOpt MIXED_PRECISION) answers module by module; routers
+        and the projections vLLM builds unquantized (:data:`_DENSE`) never are."""
+        head = module_name == "lm_head" or part == "lm_head"
+        if not head and (part == "router" or _DENSE.search(module_name)):
+            return None
+        if self.per_module is not None:
+            return self.per_module(module_name, part)
+        if head:
+            return self.scheme if self.quantize_lm_head else None
+        if self.experts_only and ".experts." not in module_name:
+            return None
+        if any(_matches(p, module_name) for p in self.skip):
+            return None
+        if self.experts is not None and ".experts." in module_name:
+            return self.experts
+        return self.scheme
 
     def quantized(self, module_name: str, part: str = "") -> bool:
         """Whether the linear ``module_name`` (part from :mod:`kvlib.models.params`) is stored
-        by ``scheme``."""
-        if module_name == "lm_head" or part == "lm_head":
-            return self.quantize_lm_head
-        if part == "router" or _DENSE.search(module_name):
-            return False
-        if self.experts_only and ".experts." not in module_name:
-            return False
-        return not any(_matches(p, module_name) for p in self.skip)
+        quantized (in ``scheme``, ``experts`` or its own module's scheme)."""
+        return self.scheme_for(module_name, part) is not None
 
     def bytes(self, in_features: int, out_features: int, module_name: str, part: str = "") -> int:
         """Exact stored bytes of the linear weight (out_features, in_features) ``module_name``."""
-        if self.quantized(module_name, part):
-            if self.experts is not None and ".experts." in module_name:
-                return self.experts.bytes(in_features, out_features)
-            return self.scheme.bytes(in_features, out_features)
+        scheme = self.scheme_for(module_name, part)
+        if scheme is not None:
+            return scheme.bytes(in_features, out_features)
         return in_features * out_features * self.dense_bytes
 
 
@@ -205,55 +233,123 @@ def _modelopt(q: Fields, d: int) -> tuple[Scheme, dict]:
     return _modelopt_scheme(inner, algo, inner.path("quant_algo")), skip
 
 
-def _modelopt_scheme(f: Fields, algo: str, where: str) -> Scheme:
+def _modelopt_scheme(f: Fields, algo: str, where: str, group: int | None = None) -> Scheme:
     """One ModelOpt linear algorithm: NVFP4 (4-bit values, one fp8 scale per ``group_size``
-    (16) inputs, fp32 weight_scale_2 and input_scale), FP8 (per-tensor, fp32 scale) or MXFP8
-    (e4m3 values, one e8m0 scale per 32 inputs: vLLM 0.34.0 modelopt.py:161,
+    (16) inputs, fp32 weight_scale_2 and input_scale), W4A16_NVFP4 (the same weights, no
+    input_scale: activations stay bf16), FP8 (per-tensor, fp32 weight_scale and input_scale)
+    or MXFP8 (e4m3 values, one e8m0 scale per 32 inputs: vLLM 0.34.0 modelopt.py:161,
     utils/mxfp8_utils.py:13)."""
-    if algo == "NVFP4":
-        g = f.int("group_size", required=False) or 16
-        return Scheme("nvfp4", 4, "group", group=g, scale_bytes=1, extra=8)
+    if algo in ("NVFP4", "W4A16_NVFP4"):
+        g = group or f.int("group_size", required=False) or 16
+        if algo == "NVFP4":
+            return Scheme("nvfp4", 4, "group", group=g, scale_bytes=1, extra=8)
+        return Scheme("w4a16 nvfp4", 4, "group", group=g, scale_bytes=1, extra=4)
     if algo == "FP8":
         return Scheme("fp8 per-tensor (modelopt)", 8, "tensor", extra=4)
     if algo == "MXFP8":
         return Scheme("mxfp8", 8, "group", group=32, scale_bytes=1)
-    raise ValueError(f"{where}={algo or None!r}: kvlib reads NVFP4, FP8 and MXFP8")
+    raise ValueError(f"{where}={algo or None!r}: kvlib reads NVFP4, W4A16_NVFP4, FP8 and MXFP8")
 
 
 def _modelopt_mixed(inner: Fields, skip: dict) -> tuple[Scheme, dict]:
-    """ModelOpt MIXED_PRECISION (vLLM 0.34.0 modelopt.py:1671-1700, ``quantized_layers``: an
-    algorithm per checkpoint module). kvlib reads one algorithm for the routed experts
-    (modules under ``.experts.``) and one for every other listed linear, and refuses a file
-    that mixes more; a linear that neither ``quantized_layers`` nor ``exclude_modules``
-    names is counted in the other linears' algorithm (said in the notes)."""
+    """ModelOpt MIXED_PRECISION: ``quantized_layers`` maps checkpoint modules to their
+    algorithm, each module counted in its own, found as vLLM 0.34.0's
+    ``ModelOptMixedPrecisionConfig._resolve_quant_algo`` finds it (modelopt.py:1865-1942) for
+    the module vLLM builds (:func:`vllm_module`): the module itself; else its shards (a fused
+    module's shards must agree, or vLLM refuses: :1896-1900); else a listed module under it;
+    else, for routed experts, any listed module under their parent; else, for qkv_proj /
+    gate_up_proj, its listed shards. A module not found, or one ``exclude_modules`` /
+    ``ignore`` matches, stays in the model dtype (UnquantizedLinearMethod). NVFP4's group
+    size is the config's ``group_size``, else the first NVFP4-family entry's (:1808-1820).
+    The multimodal prefixes (``model.language_model.``, ``language_model.model.``) are read
+    as one (:1944-1959)."""
     layers = inner.data.get("quantized_layers")
     where = inner.path("quantized_layers")
     if not isinstance(layers, Mapping) or not layers:
         raise ValueError(f"{where} must map module names to their algorithm, got "
                          f"{describe(layers)}")
-    found: dict[str, dict[str, tuple[str, Fields]]] = {"experts": {}, "other": {}}
+    group = inner.int("group_size", required=False)
+    algos: dict[str, str] = {}
     for name, recipe in layers.items():
         r = Fields(recipe if isinstance(recipe, Mapping) else {}, f"{where}.{name}.")
-        algo = r.text("quant_algo").upper()
-        kind = f"{algo} group_size {r.data.get('group_size')}"
-        found["experts" if ".experts." in name else "other"].setdefault(kind, (algo, r))
-    for side, algos in found.items():
-        if len(algos) > 1:
-            raise ValueError(f"{where}: the {side} modules mix {sorted(algos)}; kvlib reads one "
-                             "algorithm for the routed experts and one for the other linears")
-    if not found["other"]:
-        raise ValueError(f"{where} lists routed experts only; kvlib needs the other linears' "
-                         "algorithm too")
-    (algo, r), = found["other"].values()
-    scheme = _modelopt_scheme(r, algo, r.path("quant_algo"))
-    experts = None
-    if found["experts"]:
-        (ealgo, er), = found["experts"].values()
-        experts = _modelopt_scheme(er, ealgo, er.path("quant_algo"))
-    note = (f"MIXED_PRECISION: routed experts {experts.name if experts else scheme.name}, the "
-            f"other linears {scheme.name} ({where}); a linear it does not list and "
-            f"exclude_modules does not exclude is counted as {scheme.name}")
-    return scheme, {**skip, "experts": experts, "notes_extra": (note,)}
+        algos[_ct_norm(name)] = r.text("quant_algo").upper()
+        if group is None and algos[_ct_norm(name)] in ("NVFP4", "W4A16_NVFP4"):
+            group = r.int("group_size", required=False)
+    schemes = {a: _modelopt_scheme(inner, a, f"{where}.{n}.quant_algo", group)
+               for n, a in zip(layers, algos.values(), strict=True)}
+    # a fused module's shards in different algorithms: vLLM refuses (modelopt.py:1896-1900)
+    fused: dict[str, dict[str, str]] = {}
+    for name, algo in algos.items():
+        module, shards = vllm_module(name)
+        if shards:
+            fused.setdefault(module, {})[name.rpartition(".")[2]] = algo
+    for module, found in fused.items():
+        if len(set(found.values())) > 1:
+            kinds = sorted({f"{a} group_size {_layers_group(layers, a)}" for a in found.values()})
+            raise ValueError(f"{where}: the other modules mix {kinds} within the fused layer "
+                             f"{module} ({', '.join(sorted(found))}); vLLM 0.34.0 refuses "
+                             "shards of one layer in different algorithms "
+                             "(modelopt.py:1896-1900)")
+
+    def resolve(name: str, part: str) -> Scheme | None:
+        module, shards = vllm_module(_ct_norm(name))
+        if ".experts." in name:
+            module = module.rpartition(".0.")[0]  # vLLM's RoutedExperts prefix
+        if any(_matches(p, n) for p in skip["skip"] for n in (name, module)):
+            return None
+        algo = _mixed_algo(algos, module, shards)
+        if algo is None:
+            return None
+        scheme = schemes[algo]
+        if module == _ct_norm(name) and shards:  # one kvlib linear, several checkpoint modules
+            return _per_module_scales(scheme, sum(1 for s in shards if s in algos) or 1)
+        return scheme
+
+    listed = {a: sum(1 for x in algos.values() if x == a) for a in dict.fromkeys(algos.values())}
+    expert_algos = [a for n, a in algos.items() if ".experts" in n]
+    other = [a for n, a in algos.items() if ".experts" not in n] or expert_algos
+    note = (f"MIXED_PRECISION: {len(algos)} modules listed in {where} ("
+            + ", ".join(f"{n} {a}" for a, n in listed.items())
+            + "), each counted in its own algorithm as vLLM 0.34.0 finds it "
+            "(modelopt.py:1865-1942); a module it does not list stays in the model dtype")
+    return schemes[other[0]], {**skip, "per_module": resolve,
+                               "experts": schemes[expert_algos[0]] if expert_algos else None,
+                               "notes_extra": (note,)}
+
+
+def _per_module_scales(scheme: Scheme, modules: int) -> Scheme:
+    """``scheme`` for one kvlib linear the checkpoint stores as ``modules`` modules (Qwen3.5's
+    in_proj_qkvz as in_proj_qkv and in_proj_z): each module has its own per-tensor scales
+    (``extra``, and the one scale of a per-tensor scheme)."""
+    if modules == 1:
+        return scheme
+    per = scheme.extra + (scheme.scale_bytes if scheme.strategy == "tensor" else 0)
+    return replace(scheme, extra=scheme.extra + (modules - 1) * per)
+
+
+def _layers_group(layers: Mapping, algo: str):
+    """The ``group_size`` the first ``quantized_layers`` entry of ``algo`` names, or None."""
+    for recipe in layers.values():
+        if isinstance(recipe, Mapping) and str(recipe.get("quant_algo", "")).upper() == algo:
+            return recipe.get("group_size")
+    return None
+
+
+def _mixed_algo(algos: Mapping[str, str], module: str, shards: tuple[str, ...]) -> str | None:
+    """``_resolve_quant_algo`` (vLLM 0.34.0 modelopt.py:1865-1942) on kvlib's names (their
+    multimodal prefix already taken off)."""
+    if module in algos:
+        return algos[module]
+    found = {algos[s] for s in shards if s in algos}
+    if len(found) == 1:
+        return found.pop()
+    under = next((a for n, a in algos.items() if n.startswith(module + ".")), None)
+    if under is not None:
+        return under
+    if module.endswith(".experts"):
+        parent = module.rpartition(".experts")[0] + "."
+        return next((a for n, a in algos.items() if n.startswith(parent)), None)
+    return None
 
 
 def _awq_gptq(q: Fields, d: int, gptq: bool) -> tuple[Scheme, dict]:
@@ -273,44 +369,168 @@ def _awq_gptq(q: Fields, d: int, gptq: bool) -> tuple[Scheme, dict]:
     return scheme, {"skip": _skip(q, "modules_to_not_convert")}
 
 
+def _ct_scheme(group: Mapping, w: Fields, fmt: str, d: int) -> Scheme:
+    """One compressed-tensors config group's ``weights`` read into a :class:`Scheme`: scales
+    in the model dtype (``d`` bytes) except NVFP4's fp8 (plus its two fp32 global scales);
+    ``pack-quantized`` adds ``weight_shape`` (2 x int64) and packs values into int32."""
+    bits, kind, strategy = w.int("num_bits"), w.text("type") or "int", w.text("strategy")
+    nvfp4 = kind == "float" and bits == 4
+    extra = (8 if nvfp4 else 0) + (16 if fmt == "pack-quantized" else 0)
+    zero = 0 if w.flag("symmetric") is not False or kind == "float" else bits
+    if strategy in ("group", "tensor_group"):
+        return Scheme(f"compressed-tensors {kind}{bits} g{w.int('group_size')}", bits, "group",
+                      w.int("group_size"), scale_bytes=1 if nvfp4 else d, zero_bits=zero,
+                      pack="in" if fmt == "pack-quantized" else "", extra=extra)
+    if strategy == "block":
+        b = w.data.get("block_structure")
+        if not (isinstance(b, list) and len(b) == 2):
+            raise ValueError(f"{w.path('block_structure')} must be two ints, got {describe(b)}")
+        return Scheme(f"compressed-tensors {kind}{bits} block {b[0]}x{b[1]}", bits, "block",
+                      block=tuple(b), scale_bytes=d, extra=extra)
+    if strategy in ("channel", "tensor"):
+        return Scheme(f"compressed-tensors {kind}{bits} {strategy}", bits, strategy,
+                      scale_bytes=d, zero_bits=zero,
+                      pack="in" if fmt == "pack-quantized" else "", extra=extra)
+    raise ValueError(f"{w.path('strategy')}={strategy!r}: not counted")
+
+
 def _compressed(q: Fields, d: int) -> tuple[Scheme, dict]:
     sparsity = q.data.get("sparsity_config")
     if isinstance(sparsity, Mapping) and sparsity.get("format") not in (None, "dense"):
         raise ValueError(f"{q.path('sparsity_config.format')}={sparsity.get('format')!r}: "
                          "sparse checkpoints are not counted")
     groups = q.data.get("config_groups")
-    if not isinstance(groups, Mapping) or len(groups) != 1:
-        raise ValueError(f"{q.path('config_groups')} must hold exactly one group, got "
-                         f"{describe(groups)}")
-    (gname, group), = groups.items()
-    w = Fields(group.get("weights") or {}, q.path(f"config_groups.{gname}.weights."))
-    bits, kind, strategy = w.int("num_bits"), w.text("type") or "int", w.text("strategy")
-    fmt = q.text("format") or Fields(group, "").text("format")
-    nvfp4 = kind == "float" and bits == 4
-    extra = (8 if nvfp4 else 0) + (16 if fmt == "pack-quantized" else 0)
-    zero = 0 if w.flag("symmetric") is not False or kind == "float" else bits
-    if strategy in ("group", "tensor_group"):
-        s = Scheme(f"compressed-tensors {kind}{bits} g{w.int('group_size')}", bits, "group",
-                   w.int("group_size"), scale_bytes=1 if nvfp4 else d, zero_bits=zero,
-                   pack="in" if fmt == "pack-quantized" else "", extra=extra)
-    elif strategy == "block":
-        b = w.data.get("block_structure")
-        if not (isinstance(b, list) and len(b) == 2):
-            raise ValueError(f"{w.path('block_structure')} must be two ints, got {describe(b)}")
-        s = Scheme(f"compressed-tensors {kind}{bits} block", bits, "block", block=tuple(b),
-                   scale_bytes=d, extra=extra)
-    elif strategy in ("channel", "tensor"):
-        s = Scheme(f"compressed-tensors {kind}{bits} {strategy}", bits, strategy,
-                   scale_bytes=d, zero_bits=zero, pack="in" if fmt == "pack-quantized" else "",
-                   extra=extra)
-    else:
-        raise ValueError(f"{w.path('strategy')}={strategy!r}: not counted")
+    if not isinstance(groups, Mapping) or not groups:
+        raise ValueError(f"{q.path('config_groups')} must map group names to their scheme, "
+                         f"got {describe(groups)}")
     kv = q.data.get("kv_cache_scheme")
     kv_name = None
     if isinstance(kv, Mapping):
         k = Fields(kv, q.path("kv_cache_scheme."))
         kv_name = f"{'fp' if k.text('type') == 'float' else 'int'}{k.int('num_bits')}"
-    return s, {"skip": _skip(q, "ignore"), "kv_cache": kv_name}
+    out = {"skip": _skip(q, "ignore"), "kv_cache": kv_name}
+    top = q.text("format")
+    schemes: list[tuple[str, tuple[str, ...], Scheme]] = []
+    for gname, group in groups.items():
+        where = q.path(f"config_groups.{gname}.")
+        if not isinstance(group, Mapping):
+            raise ValueError(f"{where[:-1]} must be a JSON object, got {describe(group)}")
+        g = Fields(group, where)
+        targets = group.get("targets")
+        # vLLM 0.34.0 drops a group whose one target is an attention class: attention
+        # quantization goes with the KV cache (compressed_tensors.py:240-252)
+        if len(groups) > 1 and isinstance(targets, list) and len(targets) == 1 \
+                and isinstance(targets[0], str) and targets[0].endswith("Attention"):
+            continue
+        # a group's own format wins over the top level's ("mixed-precision" names no layout)
+        fmt = g.text("format") or top
+        w = Fields(group.get("weights") or {}, where + "weights.")
+        scheme = _ct_scheme(group, w, fmt, d)
+        if len(groups) == 1:  # one group: every linear not ignored (its targets: "Linear")
+            return scheme, out
+        if not (isinstance(targets, list) and targets
+                and all(isinstance(t, str) for t in targets)):
+            raise ValueError(f"{where}targets must be a list of module names, patterns or "
+                             f"classes, got {describe(targets)}")
+        schemes.append((gname, tuple(targets), scheme))
+    return _ct_groups(q, schemes, out)
+
+
+def _ct_norm(path: str) -> str:
+    """A module path with a multimodal wrapper's prefix taken off, as vLLM's weight mappers
+    take it off before matching (``model.language_model.`` / ``language_model.model.`` ->
+    ``model.``; ``language_model.lm_head`` -> ``lm_head``)."""
+    for pre in ("model.language_model.", "language_model.model."):
+        if path.startswith(pre):
+            return "model." + path[len(pre):]
+    return "lm_head" if path == "language_model.lm_head" else path
+
+
+def _ct_equal(value: str, target: str) -> bool:
+    """compressed-tensors' match of a name against one target or ignore entry: a ``re:``
+    regex by ``re.match``, else the same path (vLLM 0.34.0 utils/config_utils.py:501-521)."""
+    if target.startswith("re:"):
+        return re.match(target[3:], value) is not None
+    return _ct_norm(target) == _ct_norm(value)
+
+
+def _ct_groups(q: Fields, groups: list[tuple[str, tuple[str, ...], Scheme]],
+               out: dict) -> tuple[Scheme, dict]:
+    """Several compressed-tensors config groups, each module matched to one as vLLM 0.34.0's
+    ``CompressedTensorsConfig.get_scheme_dict`` does (compressed_tensors.py:998-1031;
+    utils.py:73-157): ``ignore`` first; then the first target equal to (or, for ``re:``, a
+    regex matching) the name of the module vLLM builds (:func:`vllm_module`); then, for a
+    fused module, a target for every one of its shards (the first shard's group); then a
+    class-name target contained in its class (``Linear`` is in every linear's class name and
+    is extended to the routed experts, compressed_tensors.py:221-232). Routed experts are
+    looked up as vLLM asks for them, ``<experts>.0.<projection>``
+    (compressed_tensors_moe/compressed_tensors_moe.py:36-58). A module no group matches stays
+    in the model dtype, as vLLM builds it (UnquantizedLinearMethod /
+    UnquantizedFusedMoEMethod)."""
+    ignore = out["skip"]
+    targets = [(t, gname, scheme) for gname, ts, scheme in groups for t in ts]
+
+    def find(name: str) -> tuple[str, Scheme] | None:
+        for t, gname, scheme in targets:
+            if _ct_equal(name, t):
+                return gname, scheme
+        return None
+
+    def resolve(name: str, part: str) -> Scheme | None:
+        module, shards = vllm_module(name)
+        expert = ".experts." in name
+        if any(_ct_equal(module, p) for p in ignore) or (
+                shards and all(any(_ct_equal(s, p) for p in ignore) for s in shards)):
+            return None
+        hit = find(module)
+        if hit is None and shards:
+            found = [find(s) for s in shards]
+            hit = found[0] if all(found) else None
+        if hit is None and part != "lm_head":  # ParallelLMHead's class holds no "Linear"
+            classes = ("Linear", "RoutedExperts") if expert else ("Linear",)
+            hit = next(((g, s) for t, g, s in targets if t in classes), None)
+        return hit[1] if hit else None
+
+    note = (f"compressed-tensors with {len(groups)} config groups ("
+            + "; ".join(f"{g}: {s.name} for {list(ts)}" for g, ts, s in groups)
+            + "), each module matched to its group as vLLM 0.34.0 matches it "
+            "(compressed_tensors.py:998-1031); a module no group matches stays in the model "
+            "dtype; routed experts are looked up as <experts>.0.<projection> "
+            "(compressed_tensors_moe.py:36-58)")
+    return groups[0][2], {**out, "per_module": resolve, "notes_extra": (note,)}
+
+
+# The fused modules vLLM 0.34.0 builds from kvlib's per-checkpoint linears (the models'
+# packed_modules_mapping: qwen3_5.py:305-313, 479-482; models/deepseek_v4/nvidia/
+# model.py:1332-1336): the fused name and its shards, by the linear's last name.
+_PACKED = {"q_proj": ("qkv_proj", ("q_proj", "k_proj", "v_proj")),
+           "k_proj": ("qkv_proj", ("q_proj", "k_proj", "v_proj")),
+           "v_proj": ("qkv_proj", ("q_proj", "k_proj", "v_proj")),
+           "gate_proj": ("gate_up_proj", ("gate_proj", "up_proj")),
+           "up_proj": ("gate_up_proj", ("gate_proj", "up_proj")),
+           "in_proj_qkvz": ("in_proj_qkvz", ("in_proj_qkv", "in_proj_z")),
+           "in_proj_ba": ("in_proj_ba", ("in_proj_b", "in_proj_a")),
+           "attn.wq_a": ("fused_wqa_wkv", ("wq_a", "wkv")),
+           "attn.wkv": ("fused_wqa_wkv", ("wq_a", "wkv")),
+           "compressor.wkv": ("fused_wkv_wgate", ("wkv", "wgate")),
+           "compressor.wgate": ("fused_wkv_wgate", ("wkv", "wgate"))}
+
+
+def vllm_module(name: str) -> tuple[str, tuple[str, ...]]:
+    """(the module vLLM 0.34.0 builds a kvlib linear into, that module's shards' names or ())
+    for a name from :mod:`kvlib.models.params`: ``...self_attn.q_proj`` -> ``...qkv_proj``
+    with shards ``q_proj``, ``k_proj``, ``v_proj``; DeepSeek V4's ``attn.wq_a`` / ``attn.wkv``
+    -> ``attn.fused_wqa_wkv``; a routed expert's ``...experts.w1`` -> ``...experts.0.w1``, as
+    vLLM asks for one expert's projection (no shards)."""
+    parent, _, last = name.rpartition(".")
+    if parent.endswith(".experts") or parent == "experts":
+        return f"{parent}.0.{last}", ()
+    key = last if last in _PACKED else f"{parent.rpartition('.')[2]}.{last}"
+    if key not in _PACKED:
+        return name, ()
+    fused, shards = _PACKED[key]
+    base = parent + "." if parent else ""
+    return base + fused, tuple(base + s for s in shards)
 
 
 def _bnb(q: Fields, d: int) -> tuple[Scheme, dict]:
@@ -342,13 +562,33 @@ def _deepseek_v4(cfg: Mapping, q: Fields, d: int) -> tuple[Scheme, dict]:
     if dtype not in ("fp4", "fp8"):
         raise ValueError(f"expert_dtype={dtype!r}: vLLM 0.34.0 knows fp4 and fp8 "
                          "(models/deepseek_v4/quant_config.py:22)")
-    if q.data.get("moe_quant_algo"):
-        raise ValueError(f"{q.path('moe_quant_algo')}={q.data['moe_quant_algo']!r}: DeepSeek V4 "
-                         "experts in another format are not counted")
-    if dtype == "fp8":  # fp32 block scales, Fp8MoEMethod for the experts (:228-230)
-        return scheme, extra
+    if dtype == "fp8":  # fp32 block scales, Fp8MoEMethod for the experts (:228-230);
+        return scheme, extra  # moe_quant_algo is read only for fp4 experts
     e8m0 = Scheme(f"{scheme.name}, e8m0 scales", 8, "block", block=scheme.block, scale_bytes=1)
-    return e8m0, {**extra, "experts": Scheme("mxfp4", 4, "group", group=32, scale_bytes=1)}
+    moe = q.data.get("moe_quant_algo")
+    if not (isinstance(moe, str) and moe.upper() == "NVFP4"):
+        # any other value (or none) keeps the MXFP4 experts (quant_config.py:214-227)
+        return e8m0, {**extra, "experts": Scheme("mxfp4", 4, "group", group=32, scale_bytes=1)}
+    # moe_quant_algo NVFP4 (ModelOpt's DeepSeek V4 exports): the routed experts are NVFP4 (two
+    # fp32 per-tensor scales and one fp8 scale per 16 inputs: ModelOptNvFp4FusedMoE with
+    # group_size 16) and every other linear stays FP8 128 x 128 with e8m0 scales; the config's
+    # own ignore list and quantized_layers are not read by this method (Fp8Config.from_config,
+    # fp8.py:155-172, reads ignored_layers / modules_to_not_convert), except that on CUDA an
+    # ignore pattern matching a layer's "layers.<i>.ffn.experts" keeps that layer's experts
+    # in MXFP4 (models/deepseek_v41/quant_config.py:111-124, 247-261).
+    layers = cfg.get("num_hidden_layers")
+    ignore = [p for p in (q.data.get("ignore") or []) if isinstance(p, str)]
+    hit = [p for p in ignore for i in range(layers if isinstance(layers, int) else 0)
+           if fnmatch.fnmatchcase(f"layers.{i}.ffn.experts", p)]
+    if hit:
+        raise ValueError(f"{q.path('ignore')} entry {hit[0]!r} keeps some routed experts in MXFP4 "
+                         "beside the NVFP4 ones (moe_quant_algo 'NVFP4'): experts in two "
+                         "formats are not counted")
+    nvfp4 = Scheme("nvfp4", 4, "group", group=16, scale_bytes=1, extra=8)
+    note = (f"{q.path('moe_quant_algo')}='{moe}': routed experts in NVFP4 (vLLM 0.34.0 "
+            "ModelOptNvFp4FusedMoE, models/deepseek_v41/quant_config.py:247-261), the other "
+            f"linears {e8m0.name}")
+    return e8m0, {**extra, "experts": nvfp4, "notes_extra": (note,)}
 
 
 METHODS = {"fp8": _fp8, "mxfp4": _mxfp4, "modelopt": _modelopt, "modelopt_fp4": _modelopt,
@@ -478,6 +718,30 @@ def kv_cache_request(config) -> KVCacheRequest | None:
     return None
 
 
+def _no_method(key: str, raw: Mapping) -> str:
+    """Why vLLM 0.34.0 cannot serve a quantization_config that names no method.
+
+    Without ``quant_method`` (and without the ``quantization.quant_algo`` from which vLLM
+    derives one for a ModelOpt producer, model_arch_config_convertor.py:241-283) no method's
+    ``override_quantization_method`` claims the config (config/model.py:1403-1470; ModelOpt's
+    needs a quant_method starting "modelopt", modelopt.py:292-309), so vLLM takes no
+    quantization (:1472) and builds every linear unquantized, where the checkpoint's scale
+    tensors have no parameter to load into (vLLM's own loader, run on the meta device with
+    Qwen3-32B-FP8-Static-PerTensor's config, fails on ``q_proj.weight_scale``: 'QKVParallelLinear'
+    object has no attribute 'data'); and any ``--quantization`` is refused as not matching the
+    config's None (:1473-1482)."""
+    producer = raw.get("producer")
+    name = producer.get("name") if isinstance(producer, Mapping) else None
+    why = (f" (producer.name {name!r} without a quantization.quant_algo, from which vLLM would "
+           "derive one; its top-level quant_algo and config_groups are not read for the method)"
+           if name == "modelopt" else "")
+    return (f"{key}.quant_method is missing{why}: vLLM 0.34.0 finds no quantization method for "
+            "this checkpoint (model_arch_config_convertor.py:241-283, config/model.py:1403-1482) "
+            "and builds its linears unquantized, into which the checkpoint's quantized weights "
+            "and scales do not load; any --quantization is refused as not matching the "
+            "config's (None)")
+
+
 def read_quantization(config) -> Quantization | None:
     """The storage of a config's (path or dict) weights, or None for an unquantized checkpoint.
 
@@ -507,7 +771,9 @@ def read_quantization(config) -> Quantization | None:
     # a hf_quant_config.json merged in (ModelOpt 0.29 and before) names no quant_method: vLLM
     # derives it from producer and quant_algo
     q.text("quant_method")  # a string, if there
-    method = modelopt_method(raw) or ("compressed-tensors" if "config_groups" in raw else "")
+    method = modelopt_method(raw)
+    if not method:
+        raise ValueError(_no_method(key, raw))
     if method not in METHODS:
         raise ValueError(f"{q.path('quant_method')}={method or None!r} is not a method kvlib "
                          f"counts ({', '.join(METHODS)}); refusing rather than assume bf16")
@@ -520,6 +786,27 @@ def read_quantization(config) -> Quantization | None:
         scheme, extra = METHODS[method](q, d)
     notes += extra.pop("notes_extra", ())
     return Quantization(method, scheme, dense_bytes=d, notes=tuple(notes), **extra)
+
+
+def unmatched(q: Quantization | None, linears) -> str | None:
+    """One line naming the linears (by part, with their count) that a per-module checkpoint
+    (several compressed-tensors groups, ModelOpt MIXED_PRECISION) leaves in the model dtype
+    because nothing in its config matches them as vLLM 0.34.0 looks them up; routers and the
+    projections vLLM always builds unquantized (:data:`_DENSE`) are not named. None when
+    every other linear is matched, or for another checkpoint."""
+    if q is None or q.per_module is None:
+        return None
+    parts: dict[str, int] = {}
+    for lin in linears:
+        if lin.part == "router" or (lin.part != "lm_head" and _DENSE.search(lin.name)):
+            continue
+        if q.scheme_for(lin.name, lin.part) is None:
+            parts[lin.part] = parts.get(lin.part, 0) + 1
+    if not parts:
+        return None
+    return ("kept in the model dtype, as vLLM 0.34.0 builds them, since the quantization config "
+            "matches none of them: " + ", ".join(f"{n} {p} linear{'s' if n > 1 else ''}"
+                                                  for p, n in parts.items()))
 
 
 def linear_bytes(q: Quantization | None, lin, dense_bytes: int) -> int:

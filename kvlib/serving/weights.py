@@ -90,7 +90,7 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     MTP / next-n layers are not counted: vLLM loads them only for speculative decoding.
     """
     from kvlib.models.params import count_params
-    from kvlib.models.quantization import linear_bytes, read_quantization
+    from kvlib.models.quantization import linear_bytes, read_quantization, unmatched
     from kvlib.models.readers.fields import Fields, load_config
     from kvlib.models.readers.state import model_dtype_bytes
 
@@ -141,6 +141,9 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     method = q.method if q else {2: "bf16", 1: "fp8"}.get(d, f"{d} B")
     if q:
         notes += list(q.notes)
+        kept = unmatched(q, count.linears)
+        if kept:
+            notes.append(kept)
     return CheckpointWeights(math.ceil(split) + by["whole"], total, by["whole"], method,
                              tuple(notes))
 
