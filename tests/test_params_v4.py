@@ -2,7 +2,7 @@
 
 Independent values: each tensor written out from vLLM 0.34.0's modules (vllm/models/
 deepseek_v4/attention.py, compressor.py, nvidia/model.py, nvidia/mtp.py; cited in
-kvlib.models.params._v4_layer) and the checkpoint's storage (quant_config.py: FP8 128 x 128
+kvlib.models.params.latent._v4_layer) and the checkpoint's storage (quant_config.py: FP8 128 x 128
 blocks with one e8m0 byte per block, MXFP4 experts with one e8m0 byte per 32 inputs; bf16
 compressor projections per transformers 5.25.0 modeling_deepseek_v4.py:1254-1263), not from
 kvlib's tally; DeepSeek's announced totals; the Hub's element count and download sizes.
