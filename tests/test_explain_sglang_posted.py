@@ -240,3 +240,51 @@ def test_command_settings_of_a_pasted_launch_command():
     assert ll.command_settings(text) == ({"model_path": "deepseek-ai/DeepSeek-V3.2-Exp",
                                           "tp_size": "8", "dp_size": "8"}, 1)
     assert ll.command_settings("vllm serve x --tp 2") == ({}, None)
+
+
+def _docker(text):
+    return "".join(f"sglang-1  | {line}\n" for line in text.splitlines())
+
+
+def _ansi(text):
+    return "".join(line.replace("[2026", "\x1b[32m[2026").replace("] ", "]\x1b[0m ", 1) + "\n"
+                   for line in text.splitlines())
+
+
+def _wrap(width):
+    def wrap(text):
+        return "".join("\n".join(line[k:k + width] for k in range(0, len(line), width)) + "\n"
+                       for line in text.splitlines())
+    return wrap
+
+
+def _wrap_words(text):
+    import textwrap
+
+    return "".join("\n".join(textwrap.wrap(line, 80)) + "\n" for line in text.splitlines())
+
+
+@pytest.mark.parametrize("paste", [_docker, _ansi, _wrap(80), _wrap(60), _wrap_words],
+                         ids=["docker", "ansi", "wrap80", "wrap60", "wrap-words"])
+def test_the_same_log_as_people_paste_it(capsys, tmp_path, paste):
+    """The Qwen3.5 log behind a docker-compose prefix, in colour, or wrapped at 80 or 60
+    columns (mid-word or at spaces): the same 8 numbers agree (worked out in
+    test_qwen35_state_pool_and_tp_from_the_rank_labels), TP 2 from its rank labels."""
+    (tmp_path / "p.log").write_text(paste(QWEN35.read_text(encoding="utf-8")), encoding="utf-8")
+    code, d, err = _run(capsys, tmp_path / "p.log", "--model", CONFIGS / "qwen3.5-397b-a17b.json")
+    assert code == 0, err
+    assert d["tp"] == 2 and d["verdict"]["explained"] == 8
+    assert {c["kvlib"] for c in d["checks"] if c["quantity"] == "ssm_state size"} == {
+        _gb(7_832_862_720)}
+
+
+def test_a_wrapped_settings_line_is_joined(capsys, tmp_path):
+    """server_args wrapped by the paste after 'tp_si' (as PR #11716's post wraps 'cpu_offl' /
+    'oad_gb'): tp_size=4 is still read, and the issue-21348 line explained at TP 4."""
+    text = (SG / "qwen3-235b-a22b-fp8_tp4_serverargs-repr_from-issue21348.log").read_text(
+        encoding="utf-8").replace("tp_size=4", "tp_si\nze=4", 1)
+    (tmp_path / "w.log").write_text(text, encoding="utf-8")
+    cfg = HERE / "fixtures" / "vllm_logs" / "configs" / "qwen3-235b-a22b-fp8.json"
+    code, d, err = _run(capsys, tmp_path / "w.log", "--model", cfg)
+    assert code == 0, err
+    assert d["tp"] == 4 and "TP 4: line 1's server_args" in d["settings"]

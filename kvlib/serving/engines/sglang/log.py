@@ -69,10 +69,18 @@ _KV_SETTING = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2,
                "float16": 2, "float32": 4}
 
 
-def _server_args(text: str, keys) -> tuple[dict[str, str], int | None]:
-    for i, line in enumerate(text.splitlines(), 1):
+def _server_args(text, keys) -> tuple[dict[str, str], int | None]:
+    """``keys`` of the settings line in ``text`` (a string, or (number, line) pairs), and its
+    number; a line the paste wrapped (it does not end in ")" or "}") is joined with the lines
+    after it, up to the one that does."""
+    lines = list(enumerate(text.splitlines(), 1)) if isinstance(text, str) else list(text)
+    for k, (i, line) in enumerate(lines):
         if not _SERVER_ARGS.search(line):
             continue
+        for _, more in lines[k + 1:k + 60]:
+            if line.rstrip().endswith((")", "}")):
+                break
+            line = line.rstrip("\n") + more
         out = {}
         for key in keys:
             m = re.search(rf"(?:\b{key}=|'{key}':\s*)('[^']*'|[^,)}}]*)", line)
@@ -99,11 +107,11 @@ def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
     TP is None where the lines carry the label TP0 alone (TP 2 or more, how many unsaid).
     Returns them, one sentence for each saying where it came from, and the log's settings
     (server_args', completed by the command's)."""
-    found, where = settings(text)
-    command, at = ll.command_settings(text)
+    lines, _ = ll.normalise(list(enumerate(text.splitlines(), 1)))
+    found, where = _server_args(lines, _SETTINGS)
+    command, at = ll.command_settings(lines)
     log_at = f"line {where}'s server_args" if where else ""
     words: list[str] = []
-    lines = list(enumerate(text.splitlines(), 1))
 
     def pick(name: str, given, key: str, default, parse, fallback=None):
         raw = found.get(key)
@@ -154,8 +162,13 @@ def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
 
 
 def detect(text: str) -> bool:
-    """Whether ``text`` holds SGLang's KV-cache line."""
-    return bool(_SG_KV.search(text))
+    """Whether ``text`` holds SGLang's KV-cache line (coloured or wrapped by the paste too)."""
+    if _SG_KV.search(text):
+        return True
+    if "KV Cache is allocated" not in text:
+        return False
+    lines, _ = ll.normalise(list(enumerate(text.splitlines(), 1)))
+    return any(_SG_KV.search(t) for _, t in lines)
 
 
 #: NSATokenToKVPool's quantisation block and the bytes of its bf16 rope (0.5.8.post1
@@ -224,9 +237,12 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
     """The checks of SGLang's lines (``lines``: (line number, text)); ``model`` (a ModelSpec)
     adds those that need its sizes."""
     e = EngineExplanation("sglang")
-    text_all = "\n".join(t for _, t in lines)
-    found, _ = _server_args(text_all, _SETTINGS + _MORE)
-    command, _ = ll.command_settings(text_all)
+    lines, joins = ll.normalise(lines, (("Mamba Cache is allocated", MAMBA),))
+    for note in joins:
+        i = int(note.split()[1].split("-")[0])
+        e.checks.append(EngineCheck(i, dict(lines)[i], "wrapped line", "joined", note, "info"))
+    found, _ = _server_args(lines, _SETTINGS + _MORE)
+    command, _ = ll.command_settings(lines)
     # a trtllm NSA backend keeps 576-value fp8 rows (0.5.9 model_runner_kv_cache_mixin.py:227-231)
     # 0.5.23 names them dsa_*: a trtllm backend, or tilelang for both, keeps raw rows
     # (kv_cache_configurator.py:3426-3456)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["rank_of", "tp_from_ranks", "command_settings", "kv_dtype_line", "swa_tokens",
-           "assign_pools", "KV", "SWA_POOL", "LABEL", "POOL_END"]
+__all__ = ["normalise", "rank_of", "tp_from_ranks", "command_settings", "kv_dtype_line",
+           "swa_tokens", "assign_pools", "KV", "SWA_POOL", "LABEL", "POOL_END"]
 
 KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?#tokens:\s*"
                 r"(?P<n>\d+),\s*(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
@@ -31,8 +31,13 @@ _SWA_TOKENS = re.compile(r"Use sliding window memory pool\. full_layer_tokens=(?
 #: "Using KV cache dtype: torch.bfloat16" (printed by the 0.5.9 logs posted, ktransformers#1870
 #: and sglang#19718; gone from 0.5.23)
 _KV_DTYPE = re.compile(r"Using KV cache dtype: (?P<dtype>torch\.\w+)")
-_PREFIX = re.compile(r"^\s*\[(?P<p>[^\]]*)\]")
+_PREFIX = re.compile(r"\[(?P<p>[^\]]*\bTP\d+\b[^\]]*)\]")
 _TP = re.compile(r"\bTP(?P<r>\d+)\b")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: the lines read, and the words that start each: a line holding these words that its pattern
+#: does not match is tried joined with the next ones (a paste wrapped at its width)
+_WRAPPED = (("KV Cache is allocated", KV), ("SWAKVPool ", SWA_POOL),
+            ("Use sliding window memory pool", _SWA_TOKENS))
 #: a pasted launch command: python -m sglang.launch_server ... / sglang serve ...
 _COMMAND = re.compile(r"sglang(?:\.launch_server| serve)\b")
 _FLAGS = {"model_path": ("--model-path", "--model"), "tp_size": ("--tp-size", "--tp"),
@@ -40,9 +45,38 @@ _FLAGS = {"model_path": ("--model-path", "--model"), "tp_size": ("--tp-size", "-
           "dp_size": ("--dp-size", "--dp")}
 
 
+def normalise(lines, patterns=()) -> tuple[list[tuple[int, str]], list[str]]:
+    """``lines`` ((number, text)) as SGLang printed them: ANSI colour codes dropped, and a line
+    that starts one of SGLang's pool lines but does not match its pattern (``patterns``: more
+    (words, regex) pairs, e.g. the state line's) joined with the lines after it (up to 3, with
+    no space, then with one) where the joined text matches: a paste wrapped at its width. The
+    joined line keeps the first one's number; the others are dropped. Returns the lines and one
+    sentence for each join."""
+    text = [(i, _ANSI.sub("", t)) for i, t in lines]
+    rules = [(w, r) for w, r in (*_WRAPPED, *patterns) if r is not None]
+    out, notes, skip = [], [], 0
+    for k, (i, t) in enumerate(text):
+        if skip:
+            skip -= 1
+            continue
+        rule = next((r for w, r in rules if w in t), None)
+        if rule is not None and not rule.search(t):
+            for extra in range(1, 4):
+                rest = [x for _, x in text[k + 1:k + 1 + extra]]
+                joined = next((j for sep in ("", " ")
+                               if rule.search(j := sep.join([t.rstrip("\n"), *rest]))), None)
+                if joined is not None and len(rest) == extra:
+                    notes.append(f"lines {i}-{i + extra} joined: one line wrapped by the paste")
+                    t, skip = joined, extra
+                    break
+        out.append((i, t))
+    return out, notes
+
+
 def rank_of(line: str) -> int | None:
-    """The TP rank in ``line``'s "[time TPn]" prefix; None where it has none."""
-    p = _PREFIX.match(line)
+    """The TP rank in ``line``'s "[time TPn]" prefix (wherever it stands: after a docker
+    "service |" prefix too); None where it has none."""
+    p = _PREFIX.search(line)
     m = _TP.search(p["p"]) if p else None
     return int(m["r"]) if m else None
 
@@ -54,11 +88,12 @@ def tp_from_ranks(lines) -> tuple[int | None, list[int]]:
     return (seen[-1] + 1 if seen else None), seen
 
 
-def command_settings(text: str) -> tuple[dict[str, str], int | None]:
+def command_settings(text) -> tuple[dict[str, str], int | None]:
     """The settings of a launch command pasted with the log (``--model-path``, ``--tp``,
     ``--page-size``, ``--kv-cache-dtype``, ``--dp``), as server_args names, and its line
-    number; ({}, None) where none is pasted."""
-    for i, line in enumerate(text.splitlines(), 1):
+    number; ({}, None) where none is pasted. ``text``: a string or (number, line) pairs."""
+    lines = enumerate(text.splitlines(), 1) if isinstance(text, str) else text
+    for i, line in lines:
         if not _COMMAND.search(line):
             continue
         words = line.replace("\\", " ").split()
