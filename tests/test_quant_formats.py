@@ -137,6 +137,17 @@ def test_compressed_tensors_match_order_as_vllm():
     assert read_quantization(cfg).scheme_for("model.layers.0.self_attn.o_proj") is None
 
 
+def test_compressed_tensors_expert_projections_in_two_groups_are_refused():
+    """vLLM asks for all three of an expert's projections and refuses differing schemes
+    (compressed_tensors_moe.py:45-55): w2 in group_1, w1 and w3 in none."""
+    cfg = _ct({"group_0": {"weights": INT8_CHANNEL, "targets": ["re:.*self_attn.*"]},
+               "group_1": {"weights": NVFP4, "targets": ["re:.*experts.*\\.w2$"]}})
+    with pytest.raises(ValueError, match=r"the routed experts model.layers.0.block_sparse_moe."
+                                         r"experts match w1: no group, w3: no group, w2: "
+                                         r"group_1; vLLM 0.34.0 refuses"):
+        checkpoint_bytes(cfg)
+
+
 def test_redhat_deepseek_v4_flash_nvfp4_fp8():
     """RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8: group_0 (FP8 128 x 128 blocks) targets
     ``re:.*attn.*(fused_wqa_wkv|wq_b|wo_a|wo_b)$``, group_1 (NVFP4) ``re:.*ffn.*(gate|up|down)

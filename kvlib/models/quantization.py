@@ -476,7 +476,7 @@ def _ct_groups(q: Fields, groups: list[tuple[str, tuple[str, ...], Scheme]],
                 return gname, scheme
         return None
 
-    def resolve(name: str, part: str) -> Scheme | None:
+    def match(name: str, part: str) -> tuple[str, Scheme] | None:
         module, shards = vllm_module(name)
         expert = ".experts." in name
         if any(_ct_equal(module, p) for p in ignore) or (
@@ -489,6 +489,23 @@ def _ct_groups(q: Fields, groups: list[tuple[str, tuple[str, ...], Scheme]],
         if hit is None and part != "lm_head":  # ParallelLMHead's class holds no "Linear"
             classes = ("Linear", "RoutedExperts") if expert else ("Linear",)
             hit = next(((g, s) for t, g, s in targets if t in classes), None)
+        return hit
+
+    def resolve(name: str, part: str) -> Scheme | None:
+        hit = match(name, part)
+        parent, _, last = name.rpartition(".")
+        siblings = next((p for p in _EXPERT_PROJECTIONS if last in p), ())
+        if ".experts." in name and siblings:
+            # one scheme for all of an expert's projections, or vLLM refuses
+            # (compressed_tensors_moe.py:45-55)
+            found = {s: match(f"{parent}.{s}", part) for s in siblings}
+            groups = {s: h[0] if h else None for s, h in found.items()}
+            if len(set(groups.values())) > 1:
+                raise ValueError(
+                    f"{q.path('config_groups')}: the routed experts {parent} match "
+                    + ", ".join(f"{s}: {g or 'no group'}" for s, g in groups.items())
+                    + "; vLLM 0.34.0 refuses MoE projections in different schemes "
+                    "(compressed_tensors_moe.py:45-55)")
         return hit[1] if hit else None
 
     note = (f"compressed-tensors with {len(groups)} config groups ("
@@ -499,6 +516,10 @@ def _ct_groups(q: Fields, groups: list[tuple[str, tuple[str, ...], Scheme]],
             "(compressed_tensors_moe.py:36-58)")
     return groups[0][2], {**out, "per_module": resolve, "notes_extra": (note,)}
 
+
+# An expert's projections as the families name them (vLLM looks up all three, :func:`_ct_groups`)
+_EXPERT_PROJECTIONS = (("w1", "w3", "w2"), ("gate_proj", "up_proj", "down_proj"),
+                       ("gate_up_proj", "down_proj"))
 
 # The fused modules vLLM 0.34.0 builds from kvlib's per-checkpoint linears (the models'
 # packed_modules_mapping: qwen3_5.py:305-313, 479-482; models/deepseek_v4/nvidia/
