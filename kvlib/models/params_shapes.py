@@ -13,9 +13,10 @@ differently, e.g. Command R's head, always the embedding: ``commandr.py:417``).
     >>> count_by_shape({"model_type": "granite", "vocab_size": 100, "hidden_size": 8,
     ...                 "intermediate_size": 16, "num_hidden_layers": 1,
     ...                 "num_attention_heads": 2, "num_key_value_heads": 1}).total
-    1960
+    2200
 
-(embedding 800, head 800, q 64, k 32, v 32, o 64, MLP 3 x 128, norms 3 x 8 = 1960.)
+(embedding 100 x 8 = 800, head 800, per layer q 8 x 8 = 64, k and v 8 x 4 = 32 each, o 64,
+MLP 3 x 8 x 16 = 384, two norms of 8; the final norm 8: 800 + 800 + 192 + 384 + 16 + 8.)
 
 :func:`count_by_shape` returns a :class:`kvlib.models.params.ParamCount` (elements, exact
 ints; every linear weight as a :class:`~kvlib.models.params.Linear` so the quantization code

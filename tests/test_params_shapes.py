@@ -1,0 +1,152 @@
+"""kvlib.models.params_shapes: hand counts of three published shapes, the table's rules, and
+the errors (issue 42). The comparison with transformers' own model of every family in the
+table is tests/crosscheck/test_params_shapes_meta.py."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvlib.models.params import ParamCount
+from kvlib.models.params_shapes import SHAPES, count_by_shape
+
+# OLMo-2-1124-7B's config.json (allenai/OLMo-2-1124-7B): no head_dim, no bias, head untied
+OLMO2_7B = {"model_type": "olmo2", "vocab_size": 100352, "hidden_size": 4096,
+            "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 32, "attention_bias": False, "tie_word_embeddings": False}
+# Qwen1.5-MoE-A2.7B's config.json (Qwen/Qwen1.5-MoE-A2.7B)
+QWEN15_MOE = {"model_type": "qwen2_moe", "vocab_size": 151936, "hidden_size": 2048,
+              "intermediate_size": 5632, "num_hidden_layers": 24, "num_attention_heads": 16,
+              "num_key_value_heads": 16, "num_experts": 60, "num_experts_per_tok": 4,
+              "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+              "decoder_sparse_step": 1, "tie_word_embeddings": False}
+# StarCoder2-3B's config.json (bigcode/starcoder2-3b): use_bias true, head tied
+STARCODER2_3B = {"model_type": "starcoder2", "vocab_size": 49152, "hidden_size": 3072,
+                 "intermediate_size": 12288, "num_hidden_layers": 30,
+                 "num_attention_heads": 24, "num_key_value_heads": 2, "use_bias": True}
+
+
+def test_olmo2_7b_by_hand():
+    d, v, i, n = 4096, 100352, 11008, 32
+    attention = 4 * d * d + 2 * d           # q, k, v, o (MHA, 32 x 128); q/k norms 32 x 128
+    mlp = 3 * d * i                         # gate, up, down
+    norms = 2 * d                           # post-attention, post-feedforward
+    total = v * d + v * d + n * (attention + mlp + norms) + d
+    assert total == 7_298_617_344
+    count = count_by_shape(OLMO2_7B)
+    assert count.total == total == count.active
+    assert count.parts["lm_head"] == v * d
+    assert count.parts["norms"] == n * 2 * d + d
+
+
+def test_qwen15_moe_by_hand():
+    d, v, n, e, k, w, s = 2048, 151936, 24, 60, 4, 1408, 5632
+    attention = 4 * d * d + 3 * d           # q, k, v with biases (qkv_bias default true), o
+    experts = e * 3 * d * w                 # 60 experts: gate, up (d -> 1408), down
+    router = e * d + d                      # gate d -> 60, shared_expert_gate d -> 1
+    shared = 3 * d * s                      # the shared expert, gated, 5632 wide
+    per_layer = attention + experts + router + shared + 2 * d
+    total = 2 * v * d + n * per_layer + d
+    assert total == 14_315_784_192          # "14.3B" on the model card
+    count = count_by_shape(QWEN15_MOE)
+    assert count.total == total
+    assert count.parts["experts"] == n * experts
+    assert count.parts["shared_experts"] == n * shared
+    # per token: all but 56 of the 60 routed experts
+    assert count.active == total - n * (e - k) * 3 * d * w == 2_689_173_504  # "A2.7B"
+
+
+def test_starcoder2_3b_by_hand():
+    d, v, i, n, h, kv = 3072, 49152, 12288, 30, 24, 2
+    hd = d // h                             # 128
+    attention = (d * d + d) + 2 * (d * kv * hd + kv * hd) + (d * d + d)  # biased q, k, v, o
+    mlp = (d * i + i) + (i * d + d)         # c_fc and c_proj with biases
+    norms = 2 * 2 * d                       # two LayerNorms, weight and bias
+    total = v * d + n * (attention + mlp + norms) + 2 * d  # head tied; final LayerNorm
+    assert total == 3_030_371_328
+    count = count_by_shape(STARCODER2_3B)
+    assert count.total == total
+    assert count.parts["lm_head"] == 0
+    assert {x.name for x in count.linears if "layers.0." in x.name} == {
+        f"model.layers.0.{m}" for m in ("self_attn.q_proj", "self_attn.k_proj",
+                                        "self_attn.v_proj", "self_attn.o_proj",
+                                        "mlp.c_fc", "mlp.c_proj")}
+
+
+def test_not_in_table_is_none():
+    assert count_by_shape({"model_type": "llama", "hidden_size": 8}) is None
+    assert count_by_shape({"hidden_size": 8}) is None
+
+
+def test_command_r_head_never_loaded():
+    """vLLM 0.34.0's CohereForCausalLM reads the embedding as the head (commandr.py:417):
+    an untied Command R file still counts one (V, d) matrix, and says why."""
+    cfg = {"model_type": "cohere", "vocab_size": 1000, "hidden_size": 64,
+           "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4}
+    tied = count_by_shape(cfg)
+    untied = count_by_shape({**cfg, "tie_word_embeddings": False})
+    assert tied.total == untied.total and untied.parts["lm_head"] == 0
+    assert any("loads no lm_head" in note and "commandr.py" in note for note in untied.notes)
+
+
+def test_head_dim_default_is_the_config_class_default():
+    """CwmConfig's head_dim defaults to 128 (configuration_cwm.py:81), not hidden / heads."""
+    cfg = {"model_type": "cwm", "vocab_size": 10, "hidden_size": 64, "intermediate_size": 8,
+           "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1}
+    q = next(x for x in count_by_shape(cfg).linears if x.name.endswith("q_proj"))
+    assert (q.in_features, q.out_features) == (64, 2 * 128)
+
+
+@pytest.mark.parametrize("patch, message", [
+    ({"vocab_size": None}, "config has no vocab_size"),
+    ({"hidden_size": "4k"}, "hidden_size"),
+    ({"num_hidden_layers": 0}, "num_hidden_layers"),
+    ({"num_experts_per_tok": 61}, "num_experts_per_tok=61 exceeds the 60 experts"),
+    ({"mlp_only_layers": [24]}, "mlp_only_layers must list layer indices below 24"),
+    ({"num_key_value_heads": 5}, "not a multiple of num_key_value_heads=5"),
+    ({"tie_word_embeddings": "no"}, "tie_word_embeddings must be true or false"),
+])
+def test_bad_fields_named(patch, message):
+    cfg = {k: v for k, v in {**QWEN15_MOE, **patch}.items() if v is not None}
+    with pytest.raises(ValueError, match=message):
+        count_by_shape(cfg)
+
+
+def test_internlm3_bias_mismatch_refused():
+    cfg = {"model_type": "internlm3", "vocab_size": 10, "hidden_size": 64,
+           "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+           "qkv_bias": True, "bias": False}
+    with pytest.raises(ValueError, match="qkv_bias=True differs from bias=False"):
+        count_by_shape(cfg)
+
+
+def _config(family: str, n: int, d: int, heads: int, kv_div: int) -> dict:
+    keys = (("n_embd", "n_layer", "n_head") if family == "gptj" else
+            ("hidden_size", "n_layer", "n_head") if family == "bloom" else
+            ("hidden_size", "num_hidden_layers", "num_attention_heads"))
+    cfg = {"model_type": family, "vocab_size": 96, keys[0]: d, keys[1]: n, keys[2]: heads,
+           "num_key_value_heads": heads // kv_div, "intermediate_size": 48,
+           "num_experts": 4, "num_local_experts": 4, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 24, "shared_expert_intermediate_size": 40,
+           "shared_intermediate_size": 40, "head_dim": 8}
+    return cfg
+
+
+@settings(max_examples=60, deadline=None)
+@given(family=st.sampled_from(sorted(SHAPES)), n=st.integers(1, 6),
+       heads=st.sampled_from([2, 4, 8]), kv_div=st.sampled_from([1, 2]))
+def test_layers_add_the_same_each(family, n, heads, kv_div):
+    """Every layer of these families is alike (all MoE or all dense with the defaults
+    above): n + 1 layers cost exactly one layer more than n, parts sum to total, linears
+    fit in their parts, and active never exceeds total."""
+    d = 8 * heads
+    one, two = (count_by_shape(_config(family, m, d, heads, kv_div)) for m in (n, n + 1))
+    three = count_by_shape(_config(family, n + 2, d, heads, kv_div))
+    assert isinstance(one, ParamCount)
+    assert three.total - two.total == two.total - one.total > 0
+    for c in (one, two, three):
+        assert c.total == sum(c.parts.values()) and 0 < c.active <= c.total
+        for part in ("attention", "mlp", "experts", "shared_experts", "router", "lm_head"):
+            assert sum(x.params for x in c.linears if x.part == part) <= c.parts[part]
+        assert (c.active < c.total) == (SHAPES[family].moe is not None)
