@@ -288,3 +288,25 @@ def test_a_wrapped_settings_line_is_joined(capsys, tmp_path):
     code, d, err = _run(capsys, tmp_path / "w.log", "--model", cfg)
     assert code == 0, err
     assert d["tp"] == 4 and "TP 4: line 1's server_args" in d["settings"]
+
+
+def test_mamba2_state_line(capsys, tmp_path):
+    """A Mamba2 hybrid's state line (no posted one found: built from the format string of
+    0.5.23 memory_pool.py:1004-1009, figures worked out here). Nemotron-H-56B at TP 8, 54 Mamba2
+    layers, 100 slots + 1: conv_dim = 256 x 64 + 2 x 8 x 256 = 20,480, / 8 = 2,560 channels x 3 x
+    2 B = 15,360 B -> 54 x 101 x 15,360 = 83,773,440 B = 0.0780 GiB -> "0.08"; ssm 256 / 8 = 32
+    heads x 64 x 256 x 4 B = 2,097,152 B -> 54 x 101 x 2,097,152 = 11,437,867,008 B = 10.6523 GiB
+    -> "10.65"."""
+    assert 54 * 101 * 2_560 * 3 * 2 == 83_773_440
+    assert 54 * 101 * 32 * 64 * 256 * 4 == 11_437_867_008
+    line = ("[2026-09-01 10:00:00 TP0] Mamba Cache is allocated. max_mamba_cache_size: 100, "
+            "conv_state size: 0.08GB, ssm_state size: 10.65GB \n"
+            "[2026-09-01 10:00:00 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: "
+            "1000, K size: 0.00 GB, V size: 0.00 GB\n")
+    (tmp_path / "n.log").write_text(line, encoding="utf-8")
+    code, d, err = _run(capsys, tmp_path / "n.log", "--model", "nemotron-h-56b", "--tp", "8")
+    assert _rows(d, "conv_state size") == [(1, _gb(83_773_440), "ok")]
+    assert _rows(d, "ssm_state size") == [(1, _gb(11_437_867_008), "ok")]
+    # the KV line: 10 attention layers x 1 head a rank x 128 x 2 B x 1,001 = 2,562,560 B: 0.00
+    assert 10 * 128 * 2 * 1_001 == 2_562_560
+    assert code == 0, err

@@ -53,6 +53,7 @@ _SLIDING = (CacheKind.SLIDING, CacheKind.CHUNKED)
 _DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float8_e4m3fn": 1,
                 "torch.float8_e5m2": 1, "torch.float32": 4, "torch.uint8": 1}
 _SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+_MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(?P<n>\d+)")
 
 
 #: the settings line: ``server_args=ServerArgs(model_path='...', ..., tp_size=4, ...)`` (the
@@ -304,6 +305,14 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                 f"K + V of the sliding pool ({int(m['swa']):,} + page {page} rows) and the full "
                 f"pool ({int(m['full']):,} + page {page} rows), GB = 2^30 "
                 "(swa_memory_pool.py:86-90, 0.5.8.post1)"))
+            continue
+        if (t := _MAX_TOTAL.search(text)):
+            kv_tokens = {int(k["n"]) for _, x in lines if (k := _SG_KV.search(x))}
+            e.checks.append(EngineCheck(
+                i, text, "max_total_num_tokens", t["n"],
+                "the #tokens of a KV line" if int(t["n"]) in kv_tokens else "no KV line's #tokens",
+                "info", "the scheduler's token budget (managers/scheduler.py:1269): the full "
+                "pool's #tokens, printed again"))
             continue
         m = _SG_KV.search(text)
         if not m:
