@@ -52,8 +52,9 @@ TABLE = {
     "trtllm_logs/gpt-oss-20b_dgx-spark_1.1.0rc3_from-source.log": (["--model", "gpt-oss-20b"],
                                                                    0, 2),
     "trtllm_logs/gpt-oss-120b_1.1.0rc3_from-source.log": (["--model", "gpt-oss-120b"], 0, 2),
-    # tokens from the primary pool and in whole blocks (the GiB is the dtype's inference)
-    "trtllm_logs/llama-3.1-8b_0.19.0_no-dtype_posted.log": (["--model", "llama-3.1-8b"], 0, 2),
+    # tokens from the primary pool and in whole blocks (the GiB is the dtype's inference), and
+    # the pool's 8,219 blocks from 0.9 x 17.83 GiB (test_explain_trtllm_posted.py's rule)
+    "trtllm_logs/llama-3.1-8b_0.19.0_no-dtype_posted.log": (["--model", "llama-3.1-8b"], 0, 3),
     # tokens from the blocks line and in whole blocks (the 0.00 GiB is a placeholder)
     "trtllm_logs/nemotron-3-nano_autodeploy_1.2.0rc5_posted.log": ([], 0, 2),
     # test_explain_trtllm_posted.py: the 0.5-0.8 lines and a 1.x PyTorch-backend excerpt
@@ -65,6 +66,10 @@ TABLE = {
         [], 0, 2),
     "trtllm_logs/llama-2-7b_A10_tpb16_0.5_issue224_posted.log": (
         ["--model", "llama-2-7b"], 1, 0),
+    # the C++ runtime's budget: primary-pool blocks (model) and the allocation (no model)
+    "trtllm_logs/qwen1.5-7b-sft_0.13.0.dev_issue2268_posted.log": (
+        ["--model", "llama-2-7b"], 0, 1),
+    "trtllm_logs/unnamed-7b-shape_int8kv_cpp-runtime_docs-memory-md.log": ([], 0, 3),
 }
 
 

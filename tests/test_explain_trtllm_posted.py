@@ -9,6 +9,7 @@ Mistral 7B v0.1 32 layers x 8 KV heads x 128. Every expected figure is worked ou
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,69 @@ def test_one_number_changed_disagrees(capsys, tmp_path, old, new):
     code = main(["explain-log", str(tmp_path / "x.log"), "--model", "llama-2-7b", "--json"])
     d = json.loads(capsys.readouterr().out)
     assert code == 1 and d["verdict"]["disagree"] == 1
+
+
+def test_issue_2268_primary_pool_blocks_from_the_budget(capsys):
+    """TensorRT-LLM issue 2268 (Qwen1.5-7B-sft, 0.13.0.dev): "available: 21.89 GiB", "Number of
+    blocks in KV cache primary pool: 631". calculateMaxNumBlocks: maxTokens = int(0.9 x
+    available / bytes per token), blocks = ceil(maxTokens / 64). Qwen1.5-7B's cache is Llama 2
+    7B's shape (32 layers x 32 KV heads x 128, fp16: 524,288 B a token), so maxTokens =
+    int(0.9 x 21.89 x 2^30 / 524,288) = int(0.9 x 21.89 x 2,048) = 40,347 (40,338 to 40,356 over
+    the rounding of 21.89), and ceil(40,347 / 64) = 631 (630.4 blocks: the answer to the
+    poster's "why only 631 blocks")."""
+    lo = int(Fraction(9, 10) * Fraction("21.885") * 2048)
+    hi = int(Fraction(9, 10) * Fraction("21.895") * 2048)
+    assert (lo, hi) == (40_338, 40_356)
+    assert -(-lo // 64) == -(-hi // 64) == 631
+    code, checks, _ = _run(capsys, "qwen1.5-7b-sft_0.13.0.dev_issue2268_posted.log",
+                           "--model", "llama-2-7b")
+    assert code == 0
+    assert checks == [(2, "blocks in the primary pool", "631", "631", "ok")]
+
+
+def test_docs_memory_md_allocation_against_the_budget(capsys):
+    """TensorRT-LLM's docs/source/reference/memory.md (its FAQ's C++-runtime log): available
+    70.48 GiB, 4,060 primary blocks of 64 = 259,840 tokens, "Allocated 63.44 GiB". Without a
+    model: 0.9 x 70.48 = 63.432 GiB, plus at most one block (64 x 63.44 GiB / 259,840 =
+    0.0156 GiB) as the tokens round up: 63.44 fits. With Llama 2 7B's shape at one byte (the
+    bytes say 262,154 B a token, 2 x 32 x 32 x 128 x 1 = 262,144): int(0.9 x 70.48 x 2^30 /
+    262,144) = 259,817 tokens (259,799 to 259,836), ceil(/ 64) = 4,060."""
+    assert 4060 * 64 == 259_840
+    assert Fraction(9, 10) * Fraction("70.48") == Fraction("63.432")
+    lo = int(Fraction(9, 10) * Fraction("70.475") * 4096)
+    hi = int(Fraction(9, 10) * Fraction("70.485") * 4096)
+    assert -(-lo // 64) == -(-hi // 64) == 4060
+    name = "unnamed-7b-shape_int8kv_cpp-runtime_docs-memory-md.log"
+    code, checks, _ = _run(capsys, name)
+    assert code == 0
+    assert (15, "GiB allocated vs the budget", "63.44 GiB",
+            "63.432 GiB + up to one block (0.0156 GiB)", "ok") in checks
+    assert (15, "tokens", "259,840", "259,840", "ok") in checks
+    code, checks, _ = _run(capsys, name, "--model", "llama-2-7b")
+    assert code == 0 and (11, "blocks in the primary pool", "4,060", "4,060", "ok") in checks
+
+
+def test_a_fraction_other_than_the_default_is_not_explained(capsys, tmp_path):
+    """kv_cache_free_gpu_mem_fraction set (the log cannot say): 0.5 x 21.89 GiB would give
+    ceil(int(0.5 x 21.89 x 2,048) / 64) = 351 blocks; 351 is shown as not the default's count,
+    neither agreeing nor disagreeing."""
+    text = (TRT / "qwen1.5-7b-sft_0.13.0.dev_issue2268_posted.log").read_text()
+    (tmp_path / "x.log").write_text(text.replace(": 631", ": 351"))
+    code = main(["explain-log", str(tmp_path / "x.log"), "--model", "llama-2-7b", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 1 and d["verdict"]["verdict"] == "nothing checked"
+    assert [c["status"] for c in d["checks"]] == ["info"]
+
+
+def test_issue_4275_primary_pool_from_the_budget(capsys):
+    """The 0.19.0 Llama 3.1 8B lines (issue 4275, one byte a value as inferred from its 16.05
+    GiB / 263,008 tokens): int(0.9 x 17.83 GiB / 65,536 B) = 0.9 x 17.83 x 16,384 = 262,914
+    tokens (262,840 to 262,987 over the rounding), ceil(/ 32) = 8,214 to 8,219: the printed
+    8,219 is among them."""
+    lo = int(Fraction(9, 10) * Fraction("17.825") * 16384)
+    hi = int(Fraction(9, 10) * Fraction("17.835") * 16384)
+    assert (-(-lo // 32), -(-hi // 32)) == (8214, 8219)
+    code, checks, _ = _run(capsys, "llama-3.1-8b_0.19.0_no-dtype_posted.log",
+                           "--model", "llama-3.1-8b")
+    assert code == 0
+    assert (2, "blocks in the primary pool", "8,219", "8,214 to 8,219", "ok") in checks

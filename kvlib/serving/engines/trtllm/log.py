@@ -37,6 +37,7 @@ from kvlib.serving.engines.log import HALF, EngineCheck, EngineExplanation, GiB
 from kvlib.serving.engines.log import gib_ok as _gib_ok
 from kvlib.serving.engines.trtllm import log_legacy, log_vswa
 from kvlib.serving.engines.trtllm import pools as trt
+from kvlib.serving.engines.trtllm.defaults import DEFAULT_FRACTION
 
 __all__ = ["detect", "explain", "release", "cell_bytes_per_token", "groups_cell"]
 
@@ -101,7 +102,7 @@ def _infer_bytes(lines, model, tp: int):
 def detect(text: str) -> bool:
     """Whether ``text`` holds one of TensorRT-LLM's KV-cache lines."""
     return bool(_TRT_ALLOC.search(text) or _TRT_EST.search(text) or _TRT_PEAK.search(text)
-                or log_legacy.detect(text))
+                or log_legacy.detect(text) or _TRT_PRIMARY.search(text))
 
 
 def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
@@ -243,6 +244,8 @@ def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
                     "ok" if lo_n <= n <= hi_n else "mismatch",
                     f"line {j}'s {est} GiB // {cell:,} B, rounded up to blocks of {block}"))
     e.checks.extend(log_legacy.explain_legacy(lines, cell, inferred_at))
+    e.checks.extend(log_legacy.explain_cpp_budget(lines, None if model is None else cell,
+                                                  DEFAULT_FRACTION))
     if vswa:
         e.checks.extend(log_vswa.explain_windows(
             lines, model, lambda groups: groups_cell(groups, tp, b)))

@@ -1,4 +1,4 @@
-"""TensorRT-LLM's KV-cache lines of the 0.5 to 0.8 releases (the C++ batch manager behind
+"""TensorRT-LLM's C++ runtime KV-cache lines: those of the 0.5 to 0.8 releases (the C++ batch manager behind
 Triton's ``tensorrtllm_backend`` and ``examples/run.py``), worked out again (issue 43).
 
 Those releases print, per rank, the bytes and the tokens of the paged KV cache instead of
@@ -26,15 +26,20 @@ an A100; tensorrtllm_backend issue 366, Mistral 7B at TP 4 on four A10G; TensorR
   maintainers' answer in issue 224: 10,718 tokens with 16-token blocks), so a log that names
   no block is not held to it.
 * the refusal: T is the tokens line's figure, m its "blocks per sequence", and T < w x n x m.
+
+From 0.9 the C++ runtime prints its budget, "Memory usage when calculating max tokens in paged
+kv cache: total: T GiB, available: A GiB", and the primary pool's blocks: :func:`
+explain_cpp_budget` (blocks = ceil(int(0.9 x A / bytes per token) / block)).
 """
 
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
-from kvlib.serving.engines.log import EngineCheck
+from kvlib.serving.engines.log import HALF, EngineCheck, GiB
 
-__all__ = ["detect", "explain_legacy", "infer_bytes"]
+__all__ = ["detect", "explain_legacy", "explain_cpp_budget", "infer_bytes"]
 
 _ALLOC = re.compile(r"Allocate (?P<n>\d+) bytes for k/v cache\.")
 _TOKENS = re.compile(r"Using (?P<t>\d+) (?:total )?tokens in paged KV cache"
@@ -44,11 +49,19 @@ _REFUSED = re.compile(r"maxTokensInPagedKvCache \((?P<t>\d+)\) must be large eno
                       r"beam_width \((?P<w>\d+)\) \* tokensPerBlock \((?P<n>\d+)\) \* "
                       r"maxBlocksPerSeq \((?P<m>\d+)\)\)")
 _TPB = re.compile(r"Number of tokens per block: (?P<b>\d+)")
+_MEMUSAGE = re.compile(r"Memory usage when calculating max tokens in paged kv cache: total: "
+                       r"(?P<t>[\d.]+) GiB, available: (?P<a>[\d.]+) GiB")
+_PRIMARY = re.compile(r"Number of blocks in KV cache primary pool: (?P<p>\d+)")
+_ALLOC_GIB = re.compile(r"\[MemUsageChange\] Allocated (?P<x>[\d.]+) GiB for max tokens in "
+                        r"paged KV cache \((?P<n>\d+)\)")
+#: trtllm-build's paged-KV block of the C++ runtime's engines (plugin config
+#: ``tokens_per_block: int = 64``), for a log that prints none
+ENGINE_TOKENS_PER_BLOCK = 64
 
 
 def detect(text: str) -> bool:
     """Whether ``text`` holds one of the 0.5-0.8 KV-cache lines."""
-    return bool(_ALLOC.search(text) or _TOKENS.search(text))
+    return bool(_ALLOC.search(text) or _TOKENS.search(text) or _MEMUSAGE.search(text))
 
 
 def _pairs(lines):
@@ -145,4 +158,67 @@ def explain_legacy(lines, cell: int | None, inferred_at: int | None) -> list[Eng
                 out.append(EngineCheck(i, text, "maxBlocksPerSeq", f"{m_:,}",
                                        f"{int(per_seq):,}", "ok" if m_ == int(per_seq)
                                        else "mismatch", f"line {j}'s blocks per sequence"))
+    return out
+
+
+def explain_cpp_budget(lines, cell: int | None, fraction) -> list[EngineCheck]:
+    """The C++ runtime's budget (engines of 0.9 on, ``KVCacheManager::calculateMaxNumBlocks``:
+    cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp as the search store holds it): it prints
+    "Memory usage when calculating max tokens in paged kv cache: total: T GiB, available: A
+    GiB" (A = free + the memory pool's free bytes), takes maxTokens = int(fraction x A /
+    bytes per token), and blocksInPrimaryPool = ceilDiv(maxTokens, tokens per block), printed as
+    "Number of blocks in KV cache primary pool: N". The fraction is the default 0.9 (a float32;
+    no line prints it), so where a number does not fit it the line is said not explained
+    (kv_cache_free_gpu_mem_fraction may have been set), never called a disagreement.
+
+    * with the model's cell: N within the blocks A ± 0.005 gives;
+    * without one: the allocation's X GiB within fraction x A and one block more (the blocks
+      round up), its block taken from the allocation's own bytes per token."""
+    out: list[EngineCheck] = []
+    usage = primary = None
+    block = None
+    printed_block = False
+    for _, text in lines:
+        if (m := _TPB.search(text)):
+            block, printed_block = int(m["b"]), True
+    if block is None:
+        block = ENGINE_TOKENS_PER_BLOCK
+    f = Fraction(fraction)
+    said = "" if printed_block else (f"; {block} tokens a block assumed (trtllm-build's "
+                                     "default; the log prints none)")
+    for i, text in lines:
+        if (m := _MEMUSAGE.search(text)):
+            usage = (i, Fraction(m["a"]), m["a"])
+        elif (m := _PRIMARY.search(text)) and usage is not None:
+            primary = (i, int(m["p"]))
+            if cell is not None:
+                lo = int(f * (usage[1] - HALF) * GiB // cell)
+                hi = int(f * (usage[1] + HALF) * GiB // cell)
+                blo, bhi = -(-lo // block), -(-hi // block)
+                n = primary[1]
+                fits = blo <= n <= bhi
+                out.append(EngineCheck(
+                    i, text, "blocks in the primary pool", f"{n:,}",
+                    f"{blo:,}" + (f" to {bhi:,}" if bhi != blo else ""),
+                    "ok" if fits else "info",
+                    f"ceil(int(0.9 x line {usage[0]}'s {usage[2]} GiB ± 0.005 / {cell:,} B per "
+                    f"token) / {block}) (calculateMaxNumBlocks, fraction 0.9 the default{said})"
+                    + ("" if fits else ": not the default fraction's count, so not explained "
+                       "(kv_cache_free_gpu_mem_fraction set?)")))
+        elif (m := _ALLOC_GIB.search(text)) and usage is not None and cell is None:
+            x, n = Fraction(m["x"]), int(m["n"])
+            if n == 0 or x == 0:
+                continue
+            one_block = x / n * block + HALF / n * block  # GiB of one block, from this line
+            lo = f * (usage[1] - HALF) - HALF
+            hi = f * (usage[1] + HALF) + one_block + HALF
+            fits = lo <= x <= hi
+            out.append(EngineCheck(
+                i, text, "GiB allocated vs the budget", f"{m['x']} GiB",
+                f"{float(f * usage[1]):.3f} GiB + up to one block ({float(one_block):.4f} GiB)",
+                "ok" if fits else "info",
+                f"0.9 x line {usage[0]}'s available {usage[2]} GiB, the tokens rounded up to "
+                f"whole blocks of {block}{said}" + ("" if fits else ": not the default fraction's "
+                                                    "size, so not explained")))
+            usage = None
     return out
