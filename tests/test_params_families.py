@@ -302,3 +302,32 @@ def test_kimi_k3_tower_defaults_are_vllm_config_class():
     # biases of wqkv (3 x 1536), wo (1024), fc0 (4096) and fc1 (1024) in each of 27 blocks
     assert with_biases.parts["vision"] - bare.parts["vision"] == 27 * (3 * 1536 + 1024 + 4096
                                                                        + 1024)
+
+
+def test_muse_glimmer_30b_by_hand():
+    """Muse-Glimmer-30B (corpus): the text model as vLLM 0.34.0 builds it (muse_glimmer.py),
+    d 6656, 52 layers, 32 q heads and 2 KV heads of 128, MLP 19968, vocab 202048, untied;
+    the tower 1536 wide, 50 layers, MLP 8960, patches 2 frames x 3 x 14 x 14, 32 x 32
+    positions, merged 2 x 2 to 6144, adapter to 4096, projection to 6656."""
+    d, n, v, i = 6656, 52, 202048, 19968
+    attn = 6656 * 4096 + 2 * 6656 * 256 + 4096 * 6656 + 6656 * 4096  # q, k+v, o, output gate
+    assert attn == 85_196_800
+    layer = attn + 3 * d * i + 4 * d                        # gated MLP, four sandwich norms
+    text = 2 * v * d + n * layer + d                        # embedding and head, final norm
+    w, wi = 1536, 8960
+    block = 4 * w + (w * 3 * w + 3 * w) + (w * w + w) + (w * wi + wi) + (wi * w + w)
+    tower = (2 * 3 * 14 * 14 * w + 32 * 32 * w + 4 * w + 50 * block
+             + 6144 * 4096 + 4096 * 4096 + 4096 * d)         # adapter fc1/fc2, projection
+    c = count_params(CORPUS["meta-models--Muse-Glimmer-30B"]["config"])
+    assert (c.text, c.parts["vision"]) == (text, tower) == (27_854_780_928, 1_921_845_760)
+    assert c.total == c.active + tower == 29_776_626_688 and c.towers == "counted"
+
+
+def test_muse_glimmer_refusals_name_the_field():
+    cfg = CORPUS["meta-models--Muse-Glimmer-30B"]["config"]
+    with pytest.raises(ValueError, match="out_hidden_size=4096 .* 6144"):
+        count_params({**cfg, "out_hidden_size": 4096})
+    with pytest.raises(ValueError, match="hidden_activation='gelu'"):
+        count_params({**cfg, "text_config": {**cfg["text_config"], "hidden_activation": "gelu"}})
+    with pytest.raises(ValueError, match=r"vision_config\.layer_types must list the 50"):
+        count_params({**cfg, "vision_config": {**cfg["vision_config"], "layer_types": []}})

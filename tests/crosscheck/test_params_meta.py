@@ -34,7 +34,7 @@ MINIMAX_M3 = "corpus/MiniMaxAI--MiniMax-M3"
 KIMI_K3 = "corpus/moonshotai--Kimi-K3"
 
 # families kvlib still has no counter for, by the model_type count_params names
-NOT_COUNTED = {"gemma3n", "muse_glimmer"}
+NOT_COUNTED = {"gemma3n"}
 # counted families no test config here lets transformers build: their remote code only
 NOT_BUILT = {"nemotron-nas": "DeciLM: remote code (Llama-3.3-Nemotron-Super files)",
              "mimo": "MiMo: remote code; compared as Qwen2 (test_mimo_as_qwen2)",

@@ -24,7 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from kvlib.models.params.dense import _STANDARD, _falcon, _gemma4, _gpt2, _nemotron_nas, _standard
+from kvlib.models.params.dense import (
+    _STANDARD,
+    _falcon,
+    _gemma4,
+    _gpt2,
+    _muse_glimmer,
+    _nemotron_nas,
+    _standard,
+)
 from kvlib.models.params.hybrid import _jamba, _kimi_linear, _nemotron_h, _qwen3_next
 from kvlib.models.params.latent import _deepseek, _deepseek_v4, _glm4_moe_lite
 from kvlib.models.params.moe import (
@@ -69,6 +77,8 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     # issue 42: Laguna, Step 3.7 (flat file, or its step3p5 text model), Kimi Linear and
     # Kimi K3's text model
     "laguna": _laguna, "step3p7": _step3p7, "step3p5": _step3p7, "kimi_linear": _kimi_linear,
+    # Muse Glimmer's text model (muse_glimmer_text) and its tower (vision.py)
+    "muse_glimmer": _muse_glimmer,
 }
 
 

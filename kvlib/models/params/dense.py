@@ -159,3 +159,28 @@ def _gemma4(t: _Tally) -> None:
         t.add(embedding=c.int("vocab_size_per_layer_input") * n * ple, norms=ple)
         t.lin("mlp", "model.language_model.per_layer_model_projection", d, n * ple)
     t.add(norms=d)
+
+
+def _muse_glimmer(t: _Tally) -> None:
+    """Muse Glimmer's text model as vLLM 0.34.0 builds it (model_executor/models/
+    muse_glimmer.py): an untied head (:1245-1250), the embedding and its weightless norm
+    (:1038-1047), per layer q/k/v and o without biases whatever ``attention_bias`` says
+    (:891-906), the sigmoid output gate d -> h hd (checkpoint ``self_attn.gate_proj``,
+    :908-915), a weightless q/k norm (:888), a SiLU-gated MLP (:825-843) and four sandwich
+    norms (:995-1006); the final norm (:1056-1058). Only ``silu`` is built (:839-843)."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    act = c.data.get("hidden_activation", "silu")
+    if act != "silu":
+        raise ValueError(f"{c.path('hidden_activation')}={act!r}: vLLM builds Muse Glimmer "
+                         "with silu only (muse_glimmer.py:839-843)")
+    hd, inter = _head_dim(t, d, h, 128), c.int("intermediate_size")
+    _embed(t, d, False)
+    for i in range(n):
+        p = f"model.language_model.layers.{i}.self_attn"
+        _gqa(t, p, d, h, kv or h, hd)
+        t.lin("attention", f"{p}.gate_proj", d, h * hd)
+        t.glu("mlp", f"model.language_model.layers.{i}.mlp", d, inter)
+    # the final norm is fp32 in vLLM (:1056-1058): counted here at the model's dtype, as the
+    # weights' bytes treat every norm (2 B less per element: 13,312 B for the 30B)
+    t.add(norms=4 * n * d + d)

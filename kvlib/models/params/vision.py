@@ -143,7 +143,43 @@ def _kimi_k3_vision(v: Fields, d_text: int) -> int:
             + norm + projector)
 
 
+def _muse_glimmer_vision(v: Fields, d_text: int) -> int:
+    """Muse Glimmer's tower as vLLM 0.34.0 loads it (model_executor/models/muse_glimmer.py),
+    absent keys read as MuseGlimmerVisionConfig's / MuseGlimmerConfig's defaults (vLLM reads
+    the config through transformers' class): MuseGlimmerVisionEncoder (:484-535) with the
+    patch linear (``patch_temporal`` x 3 x p x p -> d, no bias), the learned positions
+    (``pos_emb_height`` x ``pos_emb_width`` x d), ln_pre and ln_post (LayerNorms), and
+    ``num_hidden_layers`` blocks (:443-459: two LayerNorms, qkv d -> 3d and o_proj with
+    biases :366-381, c_fc / c_proj of ``intermediate_size`` with biases :433-437); the adapter
+    (``out_hidden_size`` -> ``projector_hidden_size`` -> itself, no biases, :801-809), the
+    projection to the text width (no bias, :1229-1233) and a weightless norm (:1234-1238).
+    vLLM refuses a tower whose ``out_hidden_size`` is not d ``merge_size``^2 (:530-535) or
+    whose ``layer_types`` do not list its layers (:498-502)."""
+    w = v.outer
+    d = v.int("hidden_size", required=False) or 1536
+    i = v.int("intermediate_size", required=False) or 8960
+    p = v.int("patch_size", required=False) or 14
+    n = v.int("num_hidden_layers", required=False) or 50
+    m = v.int("merge_size", required=False) or 2
+    out = w.int("out_hidden_size", required=False) or 6144
+    proj = w.int("projector_hidden_size", required=False) or 4096
+    if out != d * m * m:
+        raise ValueError(f"{w.path('out_hidden_size')}={out} is not {v.path('hidden_size')} "
+                         f"x {v.path('merge_size')}^2 = {d * m * m}: vLLM refuses it "
+                         "(muse_glimmer.py:530-535)")
+    types = v.data.get("layer_types")
+    if types is not None and (not isinstance(types, list) or len(types) != n):
+        raise ValueError(f"{v.path('layer_types')} must list the {n} layers "
+                         f"(muse_glimmer.py:498-502), got {describe(types)[:80]}")
+    layer = 4 * d + _lin(d, 3 * d, True) + _lin(d, d, True) + _lin(d, i, True) \
+        + _lin(i, d, True)
+    return ((v.int("patch_temporal", required=False) or 2) * 3 * p * p * d
+            + (v.int("pos_emb_height", required=False) or 32)
+            * (v.int("pos_emb_width", required=False) or 32) * d
+            + 4 * d + n * layer + out * proj + proj * proj + proj * d_text)
+
+
 _TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
            "qwen3_vl": _qwen3_vl_vision, "qwen3_vl_moe": _qwen3_vl_vision,
            "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision,
-           "kimi_k3": _kimi_k3_vision}
+           "kimi_k3": _kimi_k3_vision, "muse_glimmer": _muse_glimmer_vision}
