@@ -46,6 +46,7 @@ TABLE = {
         ["--model", str(FIX / "sglang_logs" / "configs" / "qwen3.6-27b-nvfp4.json")], 0, 4),
     "sglang_logs/llama-3.1-70b-shape_8xH200_tp8_sglang-pr11716.log": (
         ["--model", "llama-3.1-70b"], 0, 8),
+    "sglang_logs/qwen2.5-7b-shape_B200_tp1_sglang-pr11830.log": (["--model", "qwen2.5-7b"], 0, 2),
     "sglang_logs/qwen3-235b-a22b-fp8_4xH100_tp4_line-only_vllm-issue21348.log": (
         ["--model", Q235, "--tp", "4"], 0, 2),
     # test_explain_trtllm_logs.py: whole blocks + GiB at full length

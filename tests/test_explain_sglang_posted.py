@@ -27,6 +27,7 @@ DSA_MAIN = SG / "deepseek-v3.2-exp_8xB200_dsa_latent-only_sglang-pr11309-main.lo
 MUSA = SG / "qwen3-30b-a3b-fp8_musa-s5000_tp2_0.5.6_sglang-pr27537.log"
 DRAFT = SG / "qwen3.6-27b-nvfp4_2x5090_tp2_fp8kv_mtp-draft_club3090-1261.log"
 H200 = SG / "llama-3.1-70b-shape_8xH200_tp8_sglang-pr11716.log"
+B200 = SG / "qwen2.5-7b-shape_B200_tp1_sglang-pr11830.log"
 ONE_LINE = SG / "qwen3-235b-a22b-fp8_4xH100_tp4_line-only_vllm-issue21348.log"
 
 
@@ -310,3 +311,13 @@ def test_mamba2_state_line(capsys, tmp_path):
     # the KV line: 10 attention layers x 1 head a rank x 128 x 2 B x 1,001 = 2,562,560 B: 0.00
     assert 10 * 128 * 2 * 1_001 == 2_562_560
     assert code == 0, err
+
+
+def test_one_gpu_no_rank_labels(capsys):
+    """No rank label (tp_size 1 prints none), bf16 from "Using KV cache dtype": Qwen2.5-7B's
+    shape, 28 layers x 4 KV heads x 128 x 2 B = 28,672 B x (2,243,474 + 1) = 64,324,915,200 B =
+    59.9072 GiB -> "59.91"."""
+    assert 28 * 4 * 128 * 2 * 2_243_475 == 64_324_915_200
+    code, d, err = _run(capsys, B200, "--model", "qwen2.5-7b")
+    assert code == 0, err
+    assert d["tp"] == 1 and _rows(d, "K size") == [(2, _gb(64_324_915_200), "ok")]
