@@ -154,3 +154,26 @@ def test_tpu_changed_number_disagrees(capsys, tmp_path, old, new, quantities):
     (tmp_path / TPU).write_text(text.replace(old, new, 1), encoding="utf-8")
     code, checks, _ = _run(capsys, TPU, "--model", "llama-3.1-8b", path=tmp_path / TPU)
     assert code == 1 and [c[1] for c in checks if c[4] == "mismatch"] == quantities
+
+
+def test_issue_27508_needed_memory_depends_on_unprinted_batched_tokens(capsys):
+    """vLLM issue 27508 (gpt-oss-120b on an H100, the poster's `--max-num-batched-tokens 1024`
+    not in the log): "4.54 GiB KV cache is needed" for 131,072 tokens. gpt-oss-120b: 18 full
+    + 18 sliding (window 128) layers, 8 KV heads of 64, bf16: a block of 16 tokens over 18
+    layers is 18 x 16 x 2 x 8 x 64 x 2 B = 589,824 B. Full: 131,072 / 16 = 8,192 blocks. Sliding:
+    cdiv(127 + F, 16) + 1 blocks for F in-flight tokens: F = 1,024 gives 73, and (8,192 + 73) x
+    589,824 B = 4,874,895,360 B = 4.540 GiB, as printed; kvlib's default F = 16,384 gives 1,033
+    blocks, 5.07 GiB. So the figure is said not explained (with the F that fit), not a
+    disagreement."""
+    blk = 18 * 16 * 2 * 8 * 64 * 2
+    assert blk == 589_824
+    sliding = -(-(127 + 1024) // 16) + 1
+    assert sliding == 73 and f"{(8192 + sliding) * blk / 2**30:.2f}" == "4.54"
+    assert f"{(8192 + 1033) * blk / 2**30:.2f}" == "5.07"
+    code, checks, d = _run(capsys, "gpt-oss-120b_H100_v0.11_failure_issue27508.log",
+                           "--model", "gpt-oss-120b", "--gpu", "H100-80GB")
+    assert d["verdict"]["disagree"] == 0
+    row = [c for c in checks if c[1] == "KV cache one request needs"]
+    assert row == [(20, "KV cache one request needs", "4.54 GiB", "5.07 GiB", "unexplained")]
+    reason = [c["reason"] for c in d["checks"] if c["quantity"] == "KV cache one request needs"]
+    assert "866 to 1,153 in-flight tokens" in reason[0]  # 1,024 among them

@@ -87,6 +87,36 @@ def explain_failures(log: VllmLog, c, s, gpu: str | None) -> None:
                   "activations and non-torch memory took all of total x utilization", True)
 
 
+def _in_flight_unknown(log: VllmLog, lay, x: str) -> str:
+    """Why a needed figure kvlib does not reproduce is not a disagreement: a sliding-window
+    group's blocks a request are cdiv(window - 1 + in-flight tokens, block) + 1 (0.34.0
+    v1/kv_cache_interface.py:932-958; max_num_batched_tokens in earlier releases), and the log
+    prints no max_num_batched_tokens (kvlib took its default). Said with the in-flight tokens
+    that would give the printed figure; "" when none would, or when the log prints it."""
+    if any(f.kind == "batched" for f in log.found) or "max_num_batched_tokens" in log.args:
+        return ""
+    slid = [g for g in lay.groups if g.kind == "sliding" and g.window]
+    if not slid or len({(g.window, g.block_size) for g in slid}) != 1:
+        return ""
+    fixed = sum(g.blocks_per_request for g in lay.groups if g not in slid)
+    lo, hi = _bytes_range(x)
+    bpb = lay.bytes_per_block
+    ks = [k for k in range(max(2, (-(-lo // bpb) - fixed) // len(slid)),
+                           (hi // bpb - fixed) // len(slid) + 1)
+          if lo <= (fixed + k * len(slid)) * bpb <= hi]
+    if not ks:
+        return ""
+    w, b = slid[0].window, slid[0].block_size
+    f_lo, f_hi = (ks[0] - 2) * b - w + 2, (ks[-1] - 1) * b - w + 1
+    if f_hi < 1:
+        return ""
+    return (f"the {len(slid)} sliding-window group(s) (window {w:,}) hold cdiv({w:,} - 1 + "
+            f"in-flight tokens, {b}) + 1 blocks a request, and the log prints no "
+            f"max_num_batched_tokens (kvlib took {lay.in_flight_tokens:,} in-flight tokens: "
+            f"{slid[0].blocks_per_request:,} blocks); {ks[0]:,} to {ks[-1]:,} blocks, "
+            f"{max(f_lo, 1):,} to {f_hi:,} in-flight tokens, give the printed {x} GiB")
+
+
 def _explain_one(log: VllmLog, c, s, gpu: str | None, f: Found) -> None:
     n, x, y, m = int(f.values[0]), f.values[1], f.values[2], f.values[3]
     if s.relayout is None:
@@ -115,8 +145,10 @@ def _explain_one(log: VllmLog, c, s, gpu: str | None, f: Found) -> None:
              f"{lay.blocks_per_request:,} blocks for {n:,} tokens"
              + (f" ({groups} over {len(lay.groups)} groups)" if len(lay.groups) > 1 else "")
              + f" = {need:,} B = {need / GiB:.4f} GiB (GiB = 2^30 B)")
+    agrees = _round2_matches(x, Fraction(need, GiB))
+    why = "" if agrees else _in_flight_unknown(log, lay, x)
     c.add(f, "KV cache one request needs", x + " GiB", f"{_g(Fraction(need, GiB))} GiB", words,
-          _round2_matches(x, Fraction(need, GiB)))
+          None if why else agrees, why)
     lo, hi = _bytes_range(y)
     c.info(f, "available KV cache memory", y + " GiB", f"{lo // bpb:,} to {hi // bpb:,} blocks",
            "measured by vLLM (the budget"
