@@ -137,6 +137,15 @@ def test_compressed_tensors_match_order_as_vllm():
     assert read_quantization(cfg).scheme_for("model.layers.0.self_attn.o_proj") is None
 
 
+def test_one_compressed_tensors_group_quantizes_only_its_targets():
+    """One group is matched the same way: targeting the experts alone leaves attention in
+    bf16 (q, k, v, o: 4,096 + 2,048 + 2,048 + 4,096 elements x 2 B = 24,576), the experts NVFP4
+    (6,960 as above)."""
+    cfg = _ct({"group_0": {"format": "nvfp4-pack-quantized", "weights": NVFP4,
+                           "targets": ["re:.*experts.*"]}})
+    assert checkpoint_bytes(cfg) == EMBED + HEAD + 24_576 + 6960 + ROUTER + NORMS == 57_776
+
+
 def test_compressed_tensors_expert_projections_in_two_groups_are_refused():
     """vLLM asks for all three of an expert's projections and refuses differing schemes
     (compressed_tensors_moe.py:45-55): w2 in group_1, w1 and w3 in none."""

@@ -133,7 +133,8 @@ class Quantization:
     kv_cache: the KV-cache scheme the config names ("fp8", ...) or None. per_module: for a
     checkpoint with an algorithm per module (several compressed-tensors groups, ModelOpt
     MIXED_PRECISION), the :class:`Scheme` of a linear by its name and part (None: model
-    dtype); ``scheme`` and ``experts`` then name the other linears' and the experts' first."""
+    dtype); ``scheme`` and ``experts`` then name the other linears' and the experts' first.
+    mixed: the modules are in more than one scheme by the config's own mapping."""
 
     method: str
     scheme: Scheme
@@ -145,6 +146,7 @@ class Quantization:
     notes: tuple[str, ...] = field(default=())
     experts: Scheme | None = None
     per_module: Callable[[str, str], Scheme | None] | None = None
+    mixed: bool = False
 
     def scheme_for(self, module_name: str, part: str = "") -> Scheme | None:
         """The :class:`Scheme` the linear ``module_name`` (part from
@@ -312,7 +314,7 @@ def _modelopt_mixed(inner: Fields, skip: dict) -> tuple[Scheme, dict]:
             + ", ".join(f"{n} {a}" for a, n in listed.items())
             + "), each counted in its own algorithm as vLLM 0.34.0 finds it "
             "(modelopt.py:1865-1942); a module it does not list stays in the model dtype")
-    return schemes[other[0]], {**skip, "per_module": resolve,
+    return schemes[other[0]], {**skip, "per_module": resolve, "mixed": True,
                                "experts": schemes[expert_algos[0]] if expert_algos else None,
                                "notes_extra": (note,)}
 
@@ -369,7 +371,7 @@ def _awq_gptq(q: Fields, d: int, gptq: bool) -> tuple[Scheme, dict]:
     return scheme, {"skip": _skip(q, "modules_to_not_convert")}
 
 
-def _ct_scheme(group: Mapping, w: Fields, fmt: str, d: int) -> Scheme:
+def _ct_scheme(w: Fields, fmt: str, d: int) -> Scheme:
     """One compressed-tensors config group's ``weights`` read into a :class:`Scheme`: scales
     in the model dtype (``d`` bytes) except NVFP4's fp8 (plus its two fp32 global scales);
     ``pack-quantized`` adds ``weight_shape`` (2 x int64) and packs values into int32."""
@@ -417,22 +419,25 @@ def _compressed(q: Fields, d: int) -> tuple[Scheme, dict]:
             raise ValueError(f"{where[:-1]} must be a JSON object, got {describe(group)}")
         g = Fields(group, where)
         targets = group.get("targets")
-        # vLLM 0.34.0 drops a group whose one target is an attention class: attention
-        # quantization goes with the KV cache (compressed_tensors.py:240-252)
-        if len(groups) > 1 and isinstance(targets, list) and len(targets) == 1 \
-                and isinstance(targets[0], str) and targets[0].endswith("Attention"):
-            continue
-        # a group's own format wins over the top level's ("mixed-precision" names no layout)
-        fmt = g.text("format") or top
-        w = Fields(group.get("weights") or {}, where + "weights.")
-        scheme = _ct_scheme(group, w, fmt, d)
-        if len(groups) == 1:  # one group: every linear not ignored (its targets: "Linear")
-            return scheme, out
         if not (isinstance(targets, list) and targets
                 and all(isinstance(t, str) for t in targets)):
             raise ValueError(f"{where}targets must be a list of module names, patterns or "
                              f"classes, got {describe(targets)}")
+        # a group's own format wins over the top level's ("mixed-precision" names no layout)
+        fmt = g.text("format") or top
+        w = Fields(group.get("weights") or {}, where + "weights.")
+        scheme = _ct_scheme(w, fmt, d)
+        # vLLM 0.34.0 drops a group whose one target is an attention class: attention
+        # quantization goes with the KV cache (compressed_tensors.py:240-252)
+        if len(targets) == 1 and targets[0].endswith("Attention"):
+            out["notes_extra"] = out.get("notes_extra", ()) + (
+                f"{where}targets={targets}: dropped, as vLLM 0.34.0 drops an attention "
+                "class's group (compressed_tensors.py:240-252)",)
+            dropped = scheme
+            continue
         schemes.append((gname, tuple(targets), scheme))
+    if not schemes:  # every group dropped: every linear in the model dtype
+        return dropped, {**out, "per_module": lambda name, part: None}
     return _ct_groups(q, schemes, out)
 
 
@@ -508,13 +513,16 @@ def _ct_groups(q: Fields, groups: list[tuple[str, tuple[str, ...], Scheme]],
                     "(compressed_tensors_moe.py:45-55)")
         return hit[1] if hit else None
 
+    if len(groups) == 1:
+        return groups[0][2], {**out, "per_module": resolve}
     note = (f"compressed-tensors with {len(groups)} config groups ("
             + "; ".join(f"{g}: {s.name} for {list(ts)}" for g, ts, s in groups)
             + "), each module matched to its group as vLLM 0.34.0 matches it "
             "(compressed_tensors.py:998-1031); a module no group matches stays in the model "
             "dtype; routed experts are looked up as <experts>.0.<projection> "
             "(compressed_tensors_moe.py:36-58)")
-    return groups[0][2], {**out, "per_module": resolve, "notes_extra": (note,)}
+    return groups[0][2], {**out, "per_module": resolve, "mixed": True,
+                          "notes_extra": out.get("notes_extra", ()) + (note,)}
 
 
 # An expert's projections as the families name them (vLLM looks up all three, :func:`_ct_groups`)
@@ -810,12 +818,12 @@ def read_quantization(config) -> Quantization | None:
 
 
 def unmatched(q: Quantization | None, linears) -> str | None:
-    """One line naming the linears (by part, with their count) that a per-module checkpoint
-    (several compressed-tensors groups, ModelOpt MIXED_PRECISION) leaves in the model dtype
-    because nothing in its config matches them as vLLM 0.34.0 looks them up; routers and the
+    """One line naming the linears (by part, with their count) that a mixed checkpoint
+    (several compressed-tensors groups, ModelOpt MIXED_PRECISION) leaves in the model dtype,
+    ignored or matched by nothing in its config as vLLM 0.34.0 looks them up; routers and the
     projections vLLM always builds unquantized (:data:`_DENSE`) are not named. None when
     every other linear is matched, or for another checkpoint."""
-    if q is None or q.per_module is None:
+    if q is None or not q.mixed:
         return None
     parts: dict[str, int] = {}
     for lin in linears:
@@ -825,9 +833,9 @@ def unmatched(q: Quantization | None, linears) -> str | None:
             parts[lin.part] = parts.get(lin.part, 0) + 1
     if not parts:
         return None
-    return ("kept in the model dtype, as vLLM 0.34.0 builds them, since the quantization config "
-            "matches none of them: " + ", ".join(f"{n} {p} linear{'s' if n > 1 else ''}"
-                                                  for p, n in parts.items()))
+    named = ", ".join(f"{n} {p} linear{'s' if n > 1 else ''}" for p, n in parts.items())
+    return ("kept in the model dtype, as vLLM 0.34.0 builds them (ignored, or matched by no "
+            f"group or entry of the quantization config): {named}")
 
 
 def linear_bytes(q: Quantization | None, lin, dense_bytes: int) -> int:
