@@ -80,5 +80,7 @@ def run_engine_log(args) -> int | None:
               f"kvlib {c.kvlib}", file=sys.stderr)
     if not e.checked:
         print(f"kvlib explain-log: {args.log}: nothing checked: no number of it could be "
-              "worked out again (pass --model)", file=sys.stderr)
+              "worked out again (" + ("pass what the log leaves unsaid, "
+                                       "e.g. --tp or --kv-dtype" if model else
+                                       "pass --model") + ")", file=sys.stderr)
     return 0 if e.ok else 1
