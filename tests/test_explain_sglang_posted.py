@@ -142,7 +142,9 @@ def test_dsa_pool_with_the_indexer_keys(capsys):
     assert code == 0, err
     (row,) = [c for c in d["checks"] if c["quantity"] == "KV size"]
     assert (row["line"], row["kvlib"], row["status"]) == (3, _gb(46_889_757_184), "ok")
-    assert d["tp"] == 8  # --tp 8 of the pasted launch command
+    # --tp 8 --dp 8 --enable-dp-attention of the pasted command: attention TP 8 / 8 = 1 (the
+    # latent row is not split by TP either way)
+    assert d["tp"] == 1 and "TP 8: line 1's launch command" in d["settings"]
     assert _rows(d, "page size") == [(3, "64", "info")]
 
 
@@ -239,7 +241,8 @@ def test_command_settings_of_a_pasted_launch_command():
     text = ("$ python -m sglang.launch_server --model deepseek-ai/DeepSeek-V3.2-Exp --tp 8 --dp 8 "
             "--enable-dp-attention\n[2025-10-07 23:17:19 DP0 TP0] KV Cache is allocated.")
     assert ll.command_settings(text) == ({"model_path": "deepseek-ai/DeepSeek-V3.2-Exp",
-                                          "tp_size": "8", "dp_size": "8"}, 1)
+                                          "tp_size": "8", "dp_size": "8",
+                                          "enable_dp_attention": "True"}, 1)
     assert ll.command_settings("vllm serve x --tp 2") == ({}, None)
 
 
@@ -321,3 +324,21 @@ def test_one_gpu_no_rank_labels(capsys):
     code, d, err = _run(capsys, B200, "--model", "qwen2.5-7b")
     assert code == 0, err
     assert d["tp"] == 1 and _rows(d, "K size") == [(2, _gb(64_324_915_200), "ok")]
+
+
+def test_dp_attention_splits_the_kv_heads_over_tp_over_dp(capsys, tmp_path):
+    """The issue-21348 line under a launch command "--tp 8 --dp 2 --enable-dp-attention": the
+    attention TP is 8 / 2 = 4 (runtime_context.py:73-76), 1 KV head a rank, so 94 x 1 x 128 x 2 B
+    x 367,405 = 8,841,233,920 B -> "8.23". Under "--tp 4 --dp 2" the attention TP is 2, 2 KV heads
+    a rank: 17,682,467,840 B = 16.47 GiB, which disagrees with the line (the control)."""
+    cfg = HERE / "fixtures" / "vllm_logs" / "configs" / "qwen3-235b-a22b-fp8.json"
+    cmd = "python3 -m sglang.launch_server --model-path {m} --tp {t} --dp 2 --enable-dp-attention\n"
+    line = ONE_LINE.read_text(encoding="utf-8")
+    (tmp_path / "a.log").write_text(cmd.format(m=cfg, t=8) + line, encoding="utf-8")
+    code, d, err = _run(capsys, tmp_path / "a.log")
+    assert code == 0, err
+    assert d["tp"] == 4 and _rows(d, "K size") == [(2, _gb(8_841_233_920), "ok")]
+    assert 94 * 2 * 128 * 2 * 367_405 == 17_682_467_840 and f"{17_682_467_840 / GiB:.2f}" == "16.47"
+    (tmp_path / "b.log").write_text(cmd.format(m=cfg, t=4) + line, encoding="utf-8")
+    code, d, _ = _run(capsys, tmp_path / "b.log")
+    assert code == 1 and _rows(d, "K size") == [(2, _gb(17_682_467_840), "mismatch")]

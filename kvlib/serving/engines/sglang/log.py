@@ -151,6 +151,15 @@ def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
         words[-1] = ("TP unknown: the lines carry the rank label TP0, printed only where "
                      "tp_size > 1 (scheduler.py:6289-6290), and no other rank: pass --tp")
         tp_ = None
+    dp_found, _ = _server_args(lines, ("enable_dp_attention", "dp_size"))
+    dp_on = (dp_found.get("enable_dp_attention") == "True"
+             or (not where and "enable_dp_attention" in command))
+    dp = integer(dp_found.get("dp_size") or command.get("dp_size") or "")
+    if tp_ is not None and tp is None and dp_on and dp and dp > 1 and tp_ % dp == 0:
+        # runtime_context.py:73-76: attn_tp_size = tp_size // attn_dp_size
+        words.append(f"attention TP {tp_ // dp}: tp_size {tp_} / dp_size {dp} with DP attention "
+                     "(runtime_context.py:73-76, SGLang 0.5.23); KV heads are split over it")
+        tp_ = tp_ // dp
     page_ = pick("page", page, "page_size", 1, integer)
     dtype, dline = ll.kv_dtype_line(lines)
     kv = pick("kv", kv_bytes, "kv_cache_dtype", None, _KV_SETTING.get,

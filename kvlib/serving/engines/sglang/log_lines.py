@@ -103,6 +103,8 @@ def command_settings(text) -> tuple[dict[str, str], int | None]:
                 name, _, value = w.partition("=")
                 if name in flags:
                     out[key] = value or words[j + 1]
+        if "--enable-dp-attention" in words:
+            out["enable_dp_attention"] = "True"
         if out:
             return out, i
     return {}, None
