@@ -150,3 +150,33 @@ def test_layers_add_the_same_each(family, n, heads, kv_div):
         for part in ("attention", "mlp", "experts", "shared_experts", "router", "lm_head"):
             assert sum(x.params for x in c.linears if x.part == part) <= c.parts[part]
         assert (c.active < c.total) == (SHAPES[family].moe is not None)
+
+
+_TINY = {"vocab_size": 10, "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1,
+         "num_attention_heads": 4, "num_key_value_heads": 2}
+
+
+@pytest.mark.parametrize("family, patch, message", [
+    ("ernie4_5", {"use_bias": True}, r"use_bias=True \(bool\): transformers gives ERNIE"),
+    ("hunyuan_v1_dense", {}, "config has no head_dim"),
+    ("ministral", {}, "config has no head_dim"),
+    ("nemotron", {"num_key_value_heads": None}, "config has no num_key_value_heads"),
+])
+def test_refused_where_the_engines_differ_or_cannot_build(family, patch, message):
+    cfg = {k: v for k, v in {"model_type": family, **_TINY, **patch}.items() if v is not None}
+    with pytest.raises(ValueError, match=message):
+        count_by_shape(cfg)
+
+
+def test_exaone_num_layers_and_helium_o_proj():
+    """ExaoneConfig reads num_layers as num_hidden_layers (configuration_exaone.py:83-87);
+    Helium's o_proj is hidden -> hidden whatever the heads (modeling_helium.py:223)."""
+    exaone = {k: v for k, v in _TINY.items() if k != "num_hidden_layers"}
+    two = count_by_shape({"model_type": "exaone", **exaone, "num_layers": 2})
+    one = count_by_shape({"model_type": "exaone", **exaone, "num_layers": 1})
+    per_layer = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 8 + 2 * 64  # q k v o, MLP, norms
+    assert two.total - one.total == per_layer
+    helium = count_by_shape({"model_type": "helium", **_TINY, "head_dim": 32})
+    o = next(x for x in helium.linears if x.name.endswith("o_proj"))
+    q = next(x for x in helium.linears if x.name.endswith("q_proj"))
+    assert (o.in_features, o.out_features, q.out_features) == (64, 64, 4 * 32)

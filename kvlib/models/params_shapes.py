@@ -77,7 +77,11 @@ class Shape:
     always reads the embedding as the head (no lm_head loaded whatever the config says).
     embed_norm: a LayerNorm right after the embedding (BLOOM). head_dim_key: the family
     reads ``head_dim`` (else it is always hidden_size / heads); hd_default: the config class's
-    ``head_dim`` when the file has none (0: hidden_size / heads; a null is that too).
+    ``head_dim`` when the file has none (0: hidden_size / heads; a null is that too);
+    hd_required: transformers cannot build the family without one. kv_default: the class's
+    ``num_key_value_heads`` when the file has none (0: the heads; -1: required).
+    layer_keys: the keys of the layer count. o_from_hidden: o_proj is hidden -> hidden.
+    refuse: ((key, value, why), ...): a value vLLM builds differently from transformers.
     """
 
     cite: str
@@ -108,6 +112,11 @@ class Shape:
     embed_norm: bool = False
     head_dim_key: bool = True
     hd_default: int = 0
+    hd_required: bool = False
+    kv_default: int = 0
+    layer_keys: tuple[str, ...] = ("num_hidden_layers", "n_layer")
+    o_from_hidden: bool = False
+    refuse: tuple[tuple[str, object, str], ...] = ()
     moe: Moe | None = None
 
 
@@ -117,6 +126,9 @@ _V = "vllm/model_executor/models"
 # _TRANSFORMERS_SUPPORTED_MODELS): it builds transformers' own module and loads what that
 # module has, so transformers' count is vLLM's
 _BACKEND = f"{_V}/registry.py:782-806 (Transformers backend: transformers' module)"
+# vLLM falls back to the Transformers backend for an architecture transformers has and that
+# supports its attention interface (registry.py:1341-1400, _try_resolve_transformers)
+_FALLBACK = f"{_V}/registry.py:1341-1400 (Transformers backend fallback: transformers' module)"
 _LLAMA = f"{_V}/llama.py:267-305 (LlamaForCausalLM, registry.py:142-155)"
 
 SHAPES: dict[str, Shape] = {
@@ -141,15 +153,18 @@ SHAPES: dict[str, Shape] = {
                      "the head never loaded)",
                      norms=1, tied=True, vllm_tied=True),
     "cwm": Shape(f"{_T}/cwm/modeling_cwm.py:175-178,245-253,268-269,339,420 (no biases in "
-                 "attention)", _BACKEND, qkv_bias=False, o_bias=False, hd_default=128),
+                 "attention)", _BACKEND, qkv_bias=False, o_bias=False, hd_default=128,
+                 kv_default=8),
     "glm": Shape(f"{_T}/glm/modeling_glm.py:48-54,211-220,293-294,358,433 (q/k/v bias "
                  "attention_bias, o none; gate_up fused)", _BACKEND,
                  qkv_bias=("attention_bias", True), o_bias=False, mlp="glu_fused",
-                 mlp_names=("gate_up_proj", "down_proj"), mlp_bias=False, hd_default=128),
+                 mlp_names=("gate_up_proj", "down_proj"), mlp_bias=False, hd_default=128,
+                 kv_default=2),
     "glm4": Shape(f"{_T}/glm4/modeling_glm4.py:49-55,74-77,211-220,362,437 (GLM's layer "
                   "with 4 norms)", f"{_V}/glm4.py:257 (registry.py:122)",
                   qkv_bias=("attention_bias", True), o_bias=False, mlp="glu_fused",
-                  mlp_names=("gate_up_proj", "down_proj"), mlp_bias=False, norms=4, hd_default=128),
+                  mlp_names=("gate_up_proj", "down_proj"), mlp_bias=False, norms=4,
+                  hd_default=128, kv_default=2),
     "granite": Shape(f"{_T}/granite/modeling_granite.py:128-139,210-212,227-228,360,439",
                      f"{_V}/granite.py:339,444 (registry.py:130)"),
     "hyperclovax": Shape(f"{_T}/hyperclovax/modeling_hyperclovax.py:194-205,255-257,272-280,"
@@ -161,15 +176,16 @@ SHAPES: dict[str, Shape] = {
                        "reads qkv_bias as attention_bias, bias as mlp_bias)",
                        f"{_LLAMA}: qkv_bias for q/k/v, attention_bias or bias for o",
                        qkv_bias=("qkv_bias", False), o_bias=("bias", False),
-                       mlp_bias=("bias", False), hd_default=128),
+                       mlp_bias=("bias", False), hd_default=128, kv_default=2),
     "iquestcoder": Shape(f"{_T}/llama/modeling_llama.py:219-230,158-160,282-283,347,422 "
-                         "(auto/modeling_auto.py:892: LlamaForCausalLM)", _LLAMA, hd_default=128),
+                         "(auto/modeling_auto.py:892: LlamaForCausalLM)", _LLAMA, hd_default=128,
+                         kv_default=8),
     "jais2": Shape(f"{_T}/jais2/modeling_jais2.py:44-51,142-153,205-206,316,391 (LayerNorm "
                    "with bias, plain MLP)", _BACKEND, mlp="plain",
                    mlp_names=("up_proj", "down_proj"), norm_bias=True),
     "ministral3": Shape(f"{_T}/ministral3/modeling_ministral3.py:123-126,184-186,221-222,332,"
                         "407", f"{_V}/registry.py:178 (MistralForCausalLM: Llama's layer)",
-                        qkv_bias=False, o_bias=False, mlp_bias=False, hd_default=128),
+                        qkv_bias=False, o_bias=False, mlp_bias=False, hd_default=128, kv_default=8),
     "nanochat": Shape(f"{_T}/nanochat/modeling_nanochat.py:44,187-201,254-255,273-274,348 "
                       "(RMSNorms without weights: no norm parameters)", _BACKEND,
                       mlp="plain", mlp_names=("fc1", "fc2"), mlp_bias=False, norms=0,
@@ -177,7 +193,8 @@ SHAPES: dict[str, Shape] = {
     "nemotron": Shape(f"{_T}/nemotron/modeling_nemotron.py:62,178-179,244-247,299-300,380,"
                       "454 (LayerNorm1P: weight and bias; plain MLP)",
                       f"{_V}/nemotron.py:82-90,279-295,355 (registry.py:189)",
-                      mlp="plain", mlp_names=("up_proj", "down_proj"), norm_bias=True),
+                      mlp="plain", mlp_names=("up_proj", "down_proj"), norm_bias=True,
+                      kv_default=-1),
     "olmo": Shape(f"{_T}/olmo/modeling_olmo.py:48,68-70,206-217,277-278,342 (LayerNorm "
                   "without parameters)", _BACKEND, norms=0, final_norm=False),
     "olmo2": Shape(f"{_T}/olmo2/modeling_olmo2.py:197-210,264-266,281-282,345,420 (q/k norms "
@@ -186,22 +203,45 @@ SHAPES: dict[str, Shape] = {
                    qk_norm="heads"),
     "seed_oss": Shape(f"{_T}/seed_oss/modeling_seed_oss.py:75-77,170-181,237-238,348,423 "
                       "(o bias: attention_out_bias)", _BACKEND,
-                      o_bias=("attention_out_bias", False), hd_default=128),
+                      o_bias=("attention_out_bias", False), hd_default=128, kv_default=8),
     "vaultgemma": Shape(f"{_T}/vaultgemma/modeling_vaultgemma.py:72-74,176-187,242-244,376,460"
-                        " (input and pre-feedforward norms)", _BACKEND, tied=True, hd_default=256),
+                        " (input and pre-feedforward norms)", _BACKEND, tied=True, hd_default=256,
+                        kv_default=4),
+    "helium": Shape(f"{_T}/helium/modeling_helium.py:110-118,208-223,275-276,340,415 (o_proj "
+                    "hidden -> hidden, no bias)", _FALLBACK, o_bias=False, o_from_hidden=True,
+                    hd_default=128, kv_default=20),
+    "ministral": Shape(f"{_T}/ministral/modeling_ministral.py:50-58,145-154,229-230,340,423",
+                       _FALLBACK, qkv_bias=False, o_bias=False, mlp_bias=False, kv_default=8,
+                       hd_required=True),
+    "hunyuan_v1_dense": Shape(f"{_T}/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py:66-74,161-180,"
+                              "234-235,373,448 (query/key RMSNorms of head_dim; head_dim read as "
+                              "given: the class's default None does not build)", _BACKEND,
+                              qk_norm="head", mlp_bias=False, hd_required=True),
+    "ernie4_5": Shape(f"{_T}/ernie4_5/modeling_ernie4_5.py:90-99,192-202,275-276,340,415",
+                      f"{_V}/ernie45.py:42-53 (registry.py:102: Llama's layer without biases)",
+                      qkv_bias=False, o_bias=False, mlp_bias=False, tied=True, hd_default=128,
+                      kv_default=2, refuse=(("use_bias", True, "transformers gives ERNIE 4.5's "
+                                             "linears biases, vLLM 0.34.0 builds it as Llama "
+                                             "without them (ernie45.py:42-53, llama.py:267-305);"
+                                             " kvlib refuses rather than pick one"),)),
+    "exaone": Shape(f"{_T}/llama/modeling_llama.py:219-230,158-160,282-283,347,422 "
+                    "(auto/modeling_auto.py:839: LlamaForCausalLM; ExaoneConfig reads "
+                    "num_layers as num_hidden_layers, configuration_exaone.py:83-87)",
+                    f"{_V}/exaone.py:237-265 (registry.py:104: the same shapes)",
+                    layer_keys=("num_hidden_layers", "num_layers"), kv_default=8),
     # --- biases everywhere, LayerNorms, plain MLPs ------------------------------------
     "starcoder2": Shape(f"{_T}/starcoder2/modeling_starcoder2.py:57-58,153-156,212-213,323,403"
                         " (use_bias on every linear; LayerNorms)", _BACKEND,
                         qkv_bias=("use_bias", True), o_bias=("use_bias", True), mlp="plain",
                         mlp_names=("c_fc", "c_proj"), mlp_bias=("use_bias", True),
-                        norm_bias=True, tied=True),
+                        norm_bias=True, tied=True, kv_default=2),
     "stablelm": Shape(f"{_T}/stablelm/modeling_stablelm.py:146-148,156-161,239-248,327-330,"
                       "410,486 (LayerNorms; per-head q/k LayerNorms without bias with "
                       "qk_layernorm; no post-attention norm with use_parallel_residual)",
                       _BACKEND, qkv_bias=("use_qkv_bias", False), o_bias=False,
                       qk_norm="heads", qk_norm_if=("qk_layernorm", False), mlp_bias=False,
                       more_norms=((("use_parallel_residual", False), -1),), norm_bias=True,
-                      head_dim_key=False),
+                      head_dim_key=False, kv_default=32),
     "phi": Shape(f"{_T}/phi/modeling_phi.py:164-176,243-244,258,325,400 (biases on every "
                  "linear and the head; one LayerNorm per layer; q/k LayerNorms of hd with "
                  "qk_layernorm)", _BACKEND, qkv_bias=True, o_bias=True, o="dense",
@@ -236,12 +276,13 @@ SHAPES: dict[str, Shape] = {
                        f"{_V}/qwen2_moe.py:469 (registry.py:204)",
                        qkv_bias=("qkv_bias", True), o_bias=False,
                        moe=Moe(("num_experts",), shared="shared_expert_intermediate_size",
-                               shared_gate=True, dense="qwen")),
+                               shared_gate=True, dense="qwen"), kv_default=16),
     "olmoe": Shape(f"{_T}/olmoe/modeling_olmoe.py:210-226,279-288,318-325,361-362,433,583 "
                    "(q norm d, k norm kv d / h)", _BACKEND, qk_norm="olmoe",
                    moe=Moe(("num_experts",), width=("intermediate_size",))),
-    "flex_olmo": Shape(f"{_T}/flex_olmo/modeling_flex_olmo.py (OLMoE's experts with OLMo 2's "
-                       "norms: q/k norms h hd and kv hd, post-attention and post-feedforward)",
+    "flex_olmo": Shape(f"{_T}/flex_olmo/modeling_flex_olmo.py:210-223,278,301-302,354-355,428,"
+                       "578 (OLMoE's experts with OLMo 2's q/k norms over h hd and kv hd, "
+                       "post-attention and post-feedforward norms)",
                        _BACKEND, qk_norm="heads",
                        moe=Moe(("num_experts",), width=("intermediate_size",))),
     "granitemoe": Shape(f"{_T}/granitemoe/modeling_granitemoe.py:113-145,276-287,336-337,404,"
@@ -252,7 +293,7 @@ SHAPES: dict[str, Shape] = {
     "granitemoeshared": Shape(f"{_T}/granitemoeshared/modeling_granitemoeshared.py:70-86,"
                               "117-149,280-291,335-344,470,621 (shared_mlp of "
                               "shared_intermediate_size unless 0)",
-                              f"{_V}/granitemoeshared.py (registry.py:133)",
+                              f"{_V}/granitemoeshared.py:110-114 (registry.py:133)",
                               moe=Moe(("num_local_experts",), width=("intermediate_size",),
                                       block="block_sparse_moe", router="router",
                                       shared="shared_intermediate_size",
@@ -358,12 +399,21 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
     s, c = SHAPES[family], Fields(config)
     t = _Count(c)
     d = c.int("hidden_size", "n_embd", "n_embed")
-    n = c.int("num_hidden_layers", "n_layer")
+    n = c.int(*s.layer_keys)
     h = c.int("num_attention_heads", "n_head")
-    kv = c.int("num_key_value_heads", required=False) or h
+    for key, bad, why in s.refuse:
+        if c.data.get(key) == bad:
+            raise ValueError(f"{key}={describe(bad)}: {why}")
+    kv = c.int("num_key_value_heads", required=s.kv_default < 0,
+               why=f"{family}'s attention divides by it")
+    if kv is None:
+        kv = s.kv_default or h
+        if s.kv_default:
+            t.notes.append(f"no num_key_value_heads: {family}'s config class default {kv}")
     if h % kv:
         raise ValueError(f"num_attention_heads={h} is not a multiple of num_key_value_heads={kv}")
-    hd = c.int("head_dim", required=False) if s.head_dim_key else None
+    hd = c.int("head_dim", required=s.hd_required,
+               why=f"transformers builds {family} from it") if s.head_dim_key else None
     if hd is None and s.head_dim_key and "head_dim" not in config and s.hd_default:
         hd = s.hd_default
         t.notes.append(f"no head_dim: {family}'s config class default {hd}")
@@ -398,7 +448,7 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
             t.lin("attention", f"{a}.{q}", d, h * hd, qkv_b)
             t.lin("attention", f"{a}.{k_}", d, kv * hd, qkv_b)
             t.lin("attention", f"{a}.{v_}", d, kv * hd, qkv_b)
-        t.lin("attention", f"{a}.{s.o}", h * hd, d, o_b)
+        t.lin("attention", f"{a}.{s.o}", d if s.o_from_hidden else h * hd, d, o_b)
         qb = 2 if s.qk_norm_bias else 1
         t.parts["attention"] += qb * {"": 0, "head": 2 * hd, "heads": (h + kv) * hd,
                                       "olmoe": d + kv * (d // h)}[qk]

@@ -27,7 +27,11 @@ from kvlib.models.params_shapes import SHAPES, count_by_shape
 # the class's defaults do not build for these: the key given (NemotronConfig's
 # num_key_value_heads defaults to None, which NemotronAttention divides by,
 # modeling_nemotron.py:238)
-DEFAULT_FIX = {"nemotron": {"num_key_value_heads": 8}}
+DEFAULT_FIX = {"nemotron": {"num_key_value_heads": 8},
+               # HunYuanDenseV1Config's and MinistralConfig's head_dim default to None, which
+               # the attention raises to a power (modeling_hunyuan_v1_dense.py:161-163,
+               # modeling_ministral.py:145-147)
+               "hunyuan_v1_dense": {"head_dim": 128}, "ministral": {"head_dim": 128}}
 
 _SMALL = {"hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 8,
           "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000}
@@ -38,9 +42,10 @@ SMALL = {
     "arcee": {"attention_bias": True, "mlp_bias": True, "head_dim": 48},
     "cohere": {"use_qk_norm": True, "tie_word_embeddings": False, "attention_bias": True},
     "cohere2": {"tie_word_embeddings": False, "head_dim": 64},
-    "cwm": {"mlp_bias": True, "tie_word_embeddings": True},
+    "cwm": {"mlp_bias": True, "tie_word_embeddings": True, "num_key_value_heads": None},
     "glm": {"attention_bias": False, "head_dim": 64, "pad_token_id": 0},
-    "glm4": {"attention_bias": True, "tie_word_embeddings": True, "pad_token_id": 0},
+    "glm4": {"attention_bias": True, "tie_word_embeddings": True, "pad_token_id": 0,
+             "num_key_value_heads": None},
     "granite": {"attention_bias": True, "mlp_bias": True},
     "hyperclovax": {"use_post_norm": False, "attention_bias": True},
     "internlm3": {"qkv_bias": True, "bias": True, "head_dim": 32},
@@ -53,7 +58,14 @@ SMALL = {
     "olmo2": {"attention_bias": True, "head_dim": 64},
     "olmo3": {"head_dim": 16},
     "seed_oss": {"attention_bias": True, "attention_out_bias": True, "head_dim": 64},
-    "vaultgemma": {"tie_word_embeddings": False, "head_dim": 64},
+    "vaultgemma": {"tie_word_embeddings": False, "head_dim": 64, "num_key_value_heads": None},
+    "helium": {"attention_bias": True, "mlp_bias": True, "head_dim": 64,
+               "num_attention_heads": 20, "num_key_value_heads": None},
+    "ministral": {"head_dim": 64, "num_key_value_heads": None},
+    "hunyuan_v1_dense": {"attention_bias": True, "head_dim": 64},
+    "ernie4_5": {"num_key_value_heads": None, "tie_word_embeddings": False},
+    "exaone": {"num_hidden_layers": None, "num_layers": 4, "attention_bias": True,
+               "num_key_value_heads": None},
     "starcoder2": {"use_bias": False, "tie_word_embeddings": False},
     "stablelm": {"use_qkv_bias": True, "qk_layernorm": True, "use_parallel_residual": True,
                  "num_hidden_layers": 4},
@@ -65,7 +77,7 @@ SMALL = {
               "tie_word_embeddings": False},
     "qwen2_moe": {**_MOE, "num_hidden_layers": 4, "decoder_sparse_step": 2,
                   "mlp_only_layers": [3], "shared_expert_intermediate_size": 384,
-                  "qkv_bias": False},
+                  "qkv_bias": False, "num_attention_heads": 16, "num_key_value_heads": None},
     "olmoe": {**_MOE, "attention_bias": True},
     "flex_olmo": {**_MOE, "tie_word_embeddings": True, "pad_token_id": 0},
     "granitemoe": {**_MOE, "num_local_experts": 5, "intermediate_size": 96},
