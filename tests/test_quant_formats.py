@@ -59,9 +59,16 @@ def test_vllm_module_names():
         "model.layers.3.self_attn.qkv_proj", ("model.layers.3.self_attn.q_proj",
                                               "model.layers.3.self_attn.k_proj",
                                               "model.layers.3.self_attn.v_proj"))
-    assert vllm_module("model.layers.0.attn.wkv")[0] == "model.layers.0.attn.fused_wqa_wkv"
-    assert vllm_module("model.layers.2.attn.compressor.wkv")[0] == \
+    assert vllm_module("model.layers.0.attn.wkv", "deepseek_v4")[0] == \
+        "model.layers.0.attn.fused_wqa_wkv"
+    assert vllm_module("model.layers.2.attn.compressor.wkv", "deepseek_v4")[0] == \
         "model.layers.2.attn.compressor.fused_wkv_wgate"
+    # MiniMax M3's one qkv_proj GEMM holds the indexer's k (models/minimax_m3/nvidia/
+    # model.py:900-912); DeepSeek V3.2's indexer.wk is a linear of its own
+    assert vllm_module("model.layers.3.self_attn.indexer.wk", "minimax_m3")[0] == \
+        "model.layers.3.self_attn.qkv_proj"
+    assert vllm_module("model.layers.3.self_attn.indexer.wk", "deepseek_v32") == \
+        ("model.layers.3.self_attn.indexer.wk", ())
     assert vllm_module("model.layers.0.ffn.experts.w1") == ("model.layers.0.ffn.experts.0.w1",
                                                             ())
     assert vllm_module("model.layers.0.linear_attn.in_proj_qkvz")[1] == (

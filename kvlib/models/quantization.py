@@ -224,14 +224,14 @@ def _mxfp4(q: Fields, d: int) -> tuple[Scheme, dict]:
             {"skip": _skip(q, "modules_to_not_convert", "ignored_layers"), "experts_only": True})
 
 
-def _modelopt(q: Fields, d: int) -> tuple[Scheme, dict]:
+def _modelopt(q: Fields, d: int, family: str = "") -> tuple[Scheme, dict]:
     inner = Fields(q.data["quantization"], q.path("quantization.")) \
         if isinstance(q.data.get("quantization"), Mapping) else q
     algo = inner.text("quant_algo").upper()
     kv = inner.text("kv_cache_quant_algo") or None
     skip = {"skip": _skip(inner, "exclude_modules", "ignore"), "kv_cache": kv and kv.lower()}
     if algo == "MIXED_PRECISION":
-        return _modelopt_mixed(inner, skip)
+        return _modelopt_mixed(inner, skip, family)
     return _modelopt_scheme(inner, algo, inner.path("quant_algo")), skip
 
 
@@ -253,7 +253,7 @@ def _modelopt_scheme(f: Fields, algo: str, where: str, group: int | None = None)
     raise ValueError(f"{where}={algo or None!r}: kvlib reads NVFP4, W4A16_NVFP4, FP8 and MXFP8")
 
 
-def _modelopt_mixed(inner: Fields, skip: dict) -> tuple[Scheme, dict]:
+def _modelopt_mixed(inner: Fields, skip: dict, family: str = "") -> tuple[Scheme, dict]:
     """ModelOpt MIXED_PRECISION: ``quantized_layers`` maps checkpoint modules to their
     algorithm, each module counted in its own, found as vLLM 0.34.0's
     ``ModelOptMixedPrecisionConfig._resolve_quant_algo`` finds it (modelopt.py:1865-1942) for
@@ -282,7 +282,7 @@ def _modelopt_mixed(inner: Fields, skip: dict) -> tuple[Scheme, dict]:
     # a fused module's shards in different algorithms: vLLM refuses (modelopt.py:1896-1900)
     fused: dict[str, dict[str, str]] = {}
     for name, algo in algos.items():
-        module, shards = vllm_module(name)
+        module, shards = vllm_module(name, family)
         if shards:
             fused.setdefault(module, {})[name.rpartition(".")[2]] = algo
     for module, found in fused.items():
@@ -294,7 +294,7 @@ def _modelopt_mixed(inner: Fields, skip: dict) -> tuple[Scheme, dict]:
                              "(modelopt.py:1896-1900)")
 
     def resolve(name: str, part: str) -> Scheme | None:
-        module, shards = vllm_module(_ct_norm(name))
+        module, shards = vllm_module(_ct_norm(name), family)
         if ".experts." in name:
             module = module.rpartition(".0.")[0]  # vLLM's RoutedExperts prefix
         if any(_matches(p, n) for p in skip["skip"] for n in (name, module)):
@@ -396,7 +396,7 @@ def _ct_scheme(w: Fields, fmt: str, d: int) -> Scheme:
     raise ValueError(f"{w.path('strategy')}={strategy!r}: not counted")
 
 
-def _compressed(q: Fields, d: int) -> tuple[Scheme, dict]:
+def _compressed(q: Fields, d: int, family: str = "") -> tuple[Scheme, dict]:
     sparsity = q.data.get("sparsity_config")
     if isinstance(sparsity, Mapping) and sparsity.get("format") not in (None, "dense"):
         raise ValueError(f"{q.path('sparsity_config.format')}={sparsity.get('format')!r}: "
@@ -438,7 +438,7 @@ def _compressed(q: Fields, d: int) -> tuple[Scheme, dict]:
         schemes.append((gname, tuple(targets), scheme))
     if not schemes:  # every group dropped: every linear in the model dtype
         return dropped, {**out, "per_module": lambda name, part: None}
-    return _ct_groups(q, schemes, out)
+    return _ct_groups(q, schemes, out, family)
 
 
 def _ct_norm(path: str) -> str:
@@ -460,7 +460,7 @@ def _ct_equal(value: str, target: str) -> bool:
 
 
 def _ct_groups(q: Fields, groups: list[tuple[str, tuple[str, ...], Scheme]],
-               out: dict) -> tuple[Scheme, dict]:
+               out: dict, family: str = "") -> tuple[Scheme, dict]:
     """Several compressed-tensors config groups, each module matched to one as vLLM 0.34.0's
     ``CompressedTensorsConfig.get_scheme_dict`` does (compressed_tensors.py:998-1031;
     utils.py:73-157): ``ignore`` first; then the first target equal to (or, for ``re:``, a
@@ -482,7 +482,7 @@ def _ct_groups(q: Fields, groups: list[tuple[str, tuple[str, ...], Scheme]],
         return None
 
     def match(name: str, part: str) -> tuple[str, Scheme] | None:
-        module, shards = vllm_module(name)
+        module, shards = vllm_module(name, family)
         expert = ".experts." in name
         if any(_ct_equal(module, p) for p in ignore) or (
                 shards and all(any(_ct_equal(s, p) for p in ignore) for s in shards)):
@@ -531,34 +531,43 @@ _EXPERT_PROJECTIONS = (("w1", "w3", "w2"), ("gate_proj", "up_proj", "down_proj")
 
 # The fused modules vLLM 0.34.0 builds from kvlib's per-checkpoint linears (the models'
 # packed_modules_mapping: qwen3_5.py:305-313, 479-482; models/deepseek_v4/nvidia/
-# model.py:1332-1336): the fused name and its shards, by the linear's last name.
-_PACKED = {"q_proj": ("qkv_proj", ("q_proj", "k_proj", "v_proj")),
-           "k_proj": ("qkv_proj", ("q_proj", "k_proj", "v_proj")),
-           "v_proj": ("qkv_proj", ("q_proj", "k_proj", "v_proj")),
-           "gate_proj": ("gate_up_proj", ("gate_proj", "up_proj")),
-           "up_proj": ("gate_up_proj", ("gate_proj", "up_proj")),
+# model.py:1332-1336; models/minimax_m3/nvidia/model.py:1770-1773, 900-912): the fused name
+# and its shards, by the linear's last name (or its last two), for every family and for one.
+_QKV = ("qkv_proj", ("q_proj", "k_proj", "v_proj"))
+_GATE_UP = ("gate_up_proj", ("gate_proj", "up_proj"))
+_PACKED = {"q_proj": _QKV, "k_proj": _QKV, "v_proj": _QKV, "qkv_proj": _QKV,
+           "gate_proj": _GATE_UP, "up_proj": _GATE_UP, "gate_up_proj": _GATE_UP,
            "in_proj_qkvz": ("in_proj_qkvz", ("in_proj_qkv", "in_proj_z")),
-           "in_proj_ba": ("in_proj_ba", ("in_proj_b", "in_proj_a")),
-           "attn.wq_a": ("fused_wqa_wkv", ("wq_a", "wkv")),
-           "attn.wkv": ("fused_wqa_wkv", ("wq_a", "wkv")),
-           "compressor.wkv": ("fused_wkv_wgate", ("wkv", "wgate")),
-           "compressor.wgate": ("fused_wkv_wgate", ("wkv", "wgate"))}
+           "in_proj_ba": ("in_proj_ba", ("in_proj_b", "in_proj_a"))}
+_PACKED_FAMILY = {
+    "deepseek_v4": {"attn.wq_a": ("fused_wqa_wkv", ("wq_a", "wkv")),
+                    "attn.wkv": ("fused_wqa_wkv", ("wq_a", "wkv")),
+                    "compressor.wkv": ("fused_wkv_wgate", ("wkv", "wgate")),
+                    "compressor.wgate": ("fused_wkv_wgate", ("wkv", "wgate"))},
+    # one qkv_proj GEMM holds q, k, v and the indexer's q and k (MinimaxM3QKVParallelLinear
+    # WithIndexer); its shards by the packed mapping are q, k, v
+    "minimax_m3": {"index_q_proj": _QKV, "indexer.wk": _QKV}}
+_PACKED_FAMILY["minimax_m3_vl"] = _PACKED_FAMILY["minimax_m3"]
 
 
-def vllm_module(name: str) -> tuple[str, tuple[str, ...]]:
+def vllm_module(name: str, family: str = "") -> tuple[str, tuple[str, ...]]:
     """(the module vLLM 0.34.0 builds a kvlib linear into, that module's shards' names or ())
-    for a name from :mod:`kvlib.models.params`: ``...self_attn.q_proj`` -> ``...qkv_proj``
-    with shards ``q_proj``, ``k_proj``, ``v_proj``; DeepSeek V4's ``attn.wq_a`` / ``attn.wkv``
-    -> ``attn.fused_wqa_wkv``; a routed expert's ``...experts.w1`` -> ``...experts.0.w1``, as
-    vLLM asks for one expert's projection (no shards)."""
+    for a name from :mod:`kvlib.models.params` of a ``family`` (model_type):
+    ``...self_attn.q_proj`` -> ``...qkv_proj`` with shards ``q_proj``, ``k_proj``, ``v_proj``;
+    DeepSeek V4's ``attn.wq_a`` / ``attn.wkv`` -> ``attn.fused_wqa_wkv``; a routed expert's
+    ``...experts.w1`` -> ``...experts.0.w1``, as vLLM asks for one expert's projection (no
+    shards)."""
     parent, _, last = name.rpartition(".")
     if parent.endswith(".experts") or parent == "experts":
         return f"{parent}.0.{last}", ()
-    key = last if last in _PACKED else f"{parent.rpartition('.')[2]}.{last}"
-    if key not in _PACKED:
+    table = {**_PACKED, **_PACKED_FAMILY.get(family, {})}
+    key = f"{parent.rpartition('.')[2]}.{last}"
+    key = key if key in table else last
+    if key not in table:
         return name, ()
-    fused, shards = _PACKED[key]
-    base = parent + "." if parent else ""
+    fused, shards = table[key]
+    base = parent.removesuffix(".indexer") if key == "indexer.wk" else parent
+    base = base + "." if base else ""
     return base + fused, tuple(base + s for s in shards)
 
 
@@ -811,6 +820,9 @@ def read_quantization(config) -> Quantization | None:
     if method == "fp8" and c.text("model_type") == "deepseek_v4":
         scheme, extra = _deepseek_v4(c.data, q, d)
         method = "deepseek_v4_fp8"
+    elif METHODS[method] in (_compressed, _modelopt):  # modules matched by their names
+        family = c.text("model_type") or outer.text("model_type")
+        scheme, extra = METHODS[method](q, d, family=family)
     else:
         scheme, extra = METHODS[method](q, d)
     notes += extra.pop("notes_extra", ())
