@@ -180,3 +180,24 @@ def test_exaone_num_layers_and_helium_o_proj():
     o = next(x for x in helium.linears if x.name.endswith("o_proj"))
     q = next(x for x in helium.linears if x.name.endswith("q_proj"))
     assert (o.in_features, o.out_features, q.out_features) == (64, 64, 4 * 32)
+
+
+def test_solar_open_router_kept_in_fp32_and_shared_experts():
+    """Solar Open (modeling_solar_open.py:100-114, 185-196, 383): the router's weight (E, d)
+    and its e_score_correction_bias (E,) stay fp32 (Fixed tensors of 4 bytes); one shared
+    expert of n_shared_experts x moe_intermediate_size when the file leaves the key out."""
+    d, e, w, n = 64, 6, 24, 2
+    cfg = {"model_type": "solar_open", "vocab_size": 10, "hidden_size": d,
+           "num_hidden_layers": n, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 16, "n_routed_experts": e, "num_experts_per_tok": 2,
+           "moe_intermediate_size": w}
+    count = count_by_shape(cfg)
+    assert [(f.name, f.elements, f.bytes_per) for f in count.fixed[:2]] == [
+        ("model.layers.0.mlp.gate.weight", e * d, 4),
+        ("model.layers.0.mlp.gate.e_score_correction_bias", e, 4)]
+    assert count.parts["router"] == n * (e * d + e)
+    assert count.parts["shared_experts"] == n * 3 * d * w      # n_shared_experts: 1
+    assert count.parts["experts"] == n * e * 3 * d * w
+    assert count.active == count.total - n * (e - 2) * 3 * d * w
+    two = count_by_shape({**cfg, "n_shared_experts": 2})
+    assert two.parts["shared_experts"] == 2 * count.parts["shared_experts"]

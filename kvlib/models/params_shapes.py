@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kvlib.models.params import PARTS, Linear, ParamCount
+# the leaf module, not the package: kvlib.models.params dispatches here (count_params)
+from kvlib.models.params.tally import PARTS, Fixed, Linear, ParamCount
 from kvlib.models.readers.fields import Fields, describe
 
 __all__ = ["SHAPES", "Moe", "Shape", "count_by_shape"]
@@ -42,11 +43,14 @@ Switch = bool | tuple[str, bool]
 class Moe:
     """A family's MoE block. experts / top_k / width: the keys (first present) of the routed
     expert count, experts per token, expert width (gate and up d -> width, down back).
-    block: module name of the block. router: its name (d -> E, no bias). shared: "" (none)
-    or the key giving the shared expert's width (0: none), a gated MLP named
+    block: module name of the block. router: its name (d -> E, no bias). shared: "" (none),
+    the key giving the shared expert's width (0: none), or "x:KEY": KEY shared experts of
+    the routed width as one MLP (``shared_default`` when KEY is absent); a gated MLP named
     ``shared_name``. shared_gate: a d -> 1 gate beside the shared expert. dense: which
     layers keep a dense MLP of ``intermediate_size``: "" none, "qwen" (those in
-    ``mlp_only_layers``, and those where (i + 1) % ``decoder_sparse_step`` != 0)."""
+    ``mlp_only_layers``, and those where (i + 1) % ``decoder_sparse_step`` != 0).
+    router_fp32: the router's weight is kept in fp32 (a Fixed tensor, not a Linear);
+    score_bias: an fp32 ``e_score_correction_bias`` of E beside it."""
 
     experts: tuple[str, ...]
     top_k: tuple[str, ...] = ("num_experts_per_tok",)
@@ -56,7 +60,10 @@ class Moe:
     shared: str = ""
     shared_name: str = "shared_expert"
     shared_gate: bool = False
+    shared_default: int = 0
     dense: str = ""
+    router_fp32: bool = False
+    score_bias: bool = False
 
 
 @dataclass(frozen=True)
@@ -277,6 +284,16 @@ SHAPES: dict[str, Shape] = {
                        qkv_bias=("qkv_bias", True), o_bias=False,
                        moe=Moe(("num_experts",), shared="shared_expert_intermediate_size",
                                shared_gate=True, dense="qwen"), kv_default=16),
+    "solar_open": Shape(f"{_T}/solar_open/modeling_solar_open.py:44-52,93-114,185-196,292-301,"
+                        "383,454,532 (q/k/v bias attention_bias, o none; every layer MoE: "
+                        "n_routed_experts, the router's weight and e_score_correction_bias "
+                        "kept in fp32, n_shared_experts x moe_intermediate_size shared)",
+                        _FALLBACK, o_bias=False, mlp_bias=False,
+                        hd_default=128, kv_default=8,
+                        moe=Moe(("n_routed_experts", "num_local_experts"),
+                                shared="x:n_shared_experts", shared_default=1,
+                                shared_name="shared_experts", router_fp32=True,
+                                score_bias=True)),
     "olmoe": Shape(f"{_T}/olmoe/modeling_olmoe.py:210-226,279-288,318-325,361-362,433,583 "
                    "(q norm d, k norm kv d / h)", _BACKEND, qk_norm="olmoe",
                    moe=Moe(("num_experts",), width=("intermediate_size",))),
@@ -304,10 +321,11 @@ SHAPES: dict[str, Shape] = {
 class _Count:
     """Running count: parts, linears, routed-expert elements not read per token."""
 
-    def __init__(self, c: Fields):
-        self.c = c
+    def __init__(self, c: Fields, family: str):
+        self.c, self.family = c, family
         self.parts = dict.fromkeys(PARTS, 0)
         self.linears: list[Linear] = []
+        self.fixed: list[Fixed] = []
         self.idle = 0
         self.notes: list[str] = []
 
@@ -315,6 +333,11 @@ class _Count:
         """A Linear(i -> o): weight (o, i) and bias (o,), ``count`` copies."""
         self.linears.append(Linear(name, part, i, o, count))
         self.parts[part] += count * (i * o + (o if bias else 0))
+
+    def keep(self, part: str, name: str, elements: int, bytes_per: int = 4) -> None:
+        """A tensor vLLM and transformers keep in fp32 whatever the model's dtype."""
+        self.fixed.append(Fixed(name, part, elements, bytes_per))
+        self.parts[part] += elements
 
     def switch(self, s: Switch) -> bool:
         if isinstance(s, bool):
@@ -363,15 +386,38 @@ def _moe(t: _Count, s: Shape, m: Moe, p: str, d: int) -> None:
     for name, a, o in (("gate_proj", d, w), ("up_proj", d, w), ("down_proj", w, d)):
         t.lin("experts", f"{b}.experts.{name}", a, o, False, e)
     t.idle += (t.parts["experts"] - before) * (e - k) // e
-    t.lin("router", f"{b}.{m.router}", d, e)
-    if m.shared:
+    if m.router_fp32:
+        t.keep("router", f"{b}.{m.router}.weight", e * d)
+    else:
+        t.lin("router", f"{b}.{m.router}", d, e)
+    if m.score_bias:
+        t.keep("router", f"{b}.{m.router}.e_score_correction_bias", e)
+    if m.shared.startswith("x:"):
+        key = m.shared[2:]
+        many = c.int(key, required=False, allow_zero=True)
+        if many is None:
+            many = m.shared_default
+            t.notes.append(f"no {key}: {t.family}'s config class default {many}")
+        width = w * many
+    elif m.shared:
         width = c.int(m.shared, allow_zero=True)
+    if m.shared:
         if width:
             q = f"{p}.{m.shared_name}" if m.block != "mlp" else f"{b}.{m.shared_name}"
             _mlp(t, s, q, d, width, "shared_experts", names=("gate_proj", "up_proj",
                                                                "down_proj"))
             if m.shared_gate:
                 t.lin("router", f"{b}.shared_expert_gate", d, 1)
+
+
+def _dense_width(t: _Count, s: Shape, d: int) -> int:
+    """The dense MLP's width: its key, else ``inter_x`` x hidden_size (said in the notes)."""
+    c = t.c
+    width = c.int(*s.inter, required=not s.inter_x) if s.inter else None
+    if width is None:
+        width = s.inter_x * d
+        t.notes.append(f"MLP width {s.inter_x} x hidden_size = {width} ({t.family}'s default)")
+    return width
 
 
 def _is_moe(t: _Count, m: Moe, i: int, n: int) -> bool:
@@ -397,7 +443,7 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
     if not isinstance(family, str) or family not in SHAPES:
         return None
     s, c = SHAPES[family], Fields(config)
-    t = _Count(c)
+    t = _Count(c, family)
     d = c.int("hidden_size", "n_embd", "n_embed")
     n = c.int(*s.layer_keys)
     h = c.int("num_attention_heads", "n_head")
@@ -423,9 +469,7 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
                              f"{c.path('num_attention_heads')}={h}; the config needs a head_dim")
         hd = d // h
     v = c.int("vocab_size")
-    inter = (c.int(*s.inter, required=not s.inter_x) if s.inter else None) or s.inter_x * d
-    if s.inter_x and not (s.inter and c.first(*s.inter)):
-        t.notes.append(f"MLP width {s.inter_x} x hidden_size = {inter} ({family}'s default)")
+    inter = 0  # the dense MLP's width, read when a layer has one
     tie = c.flag("tie_word_embeddings")
     tied = s.tied if tie is None else tie
     qkv_b, o_b, mlp_b = t.switch(s.qkv_bias), t.switch(s.o_bias), t.switch(s.mlp_bias)
@@ -455,6 +499,7 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
         if s.moe is not None and _is_moe(t, s.moe, i, n):
             _moe(t, s, s.moe, p, d)
         else:
+            inter = inter or _dense_width(t, s, d)
             _mlp(t, s, f"{p}.mlp", d, inter, bias=mlp_b)
         norms = s.norms + sum(k for sw, k in s.more_norms if t.switch(sw))
         t.parts["norms"] += nb * norms * d
@@ -470,4 +515,4 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
         t.parts["lm_head"] += v
     active = sum(t.parts.values()) - t.idle
     return ParamCount(family, dict(t.parts), active, tuple(t.linears), towers="none",
-                      notes=tuple(t.notes))
+                      notes=tuple(t.notes), fixed=tuple(t.fixed))
