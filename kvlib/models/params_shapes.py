@@ -134,15 +134,16 @@ _V = "vllm/model_executor/models"
 # module has, so transformers' count is vLLM's
 _BACKEND = f"{_V}/registry.py:782-806 (Transformers backend: transformers' module)"
 # vLLM falls back to the Transformers backend for an architecture transformers has and that
-# supports its attention interface (registry.py:1341-1400, _try_resolve_transformers)
-_FALLBACK = f"{_V}/registry.py:1341-1400 (Transformers backend fallback: transformers' module)"
+# supports its attention interface (registry.py:1345-1400, _try_resolve_transformers)
+_FALLBACK = (f"{_V}/registry.py:1345-1400,1468-1478 (an architecture vLLM has no file for: "
+             "the Transformers backend fallback, transformers' module)")
 _LLAMA = f"{_V}/llama.py:267-305 (LlamaForCausalLM, registry.py:142-155)"
 
 SHAPES: dict[str, Shape] = {
     # --- dense, Llama's shape -------------------------------------------------------
     "apertus": Shape(f"{_T}/apertus/modeling_apertus.py:43-50,197-223,269-278,341,416 "
                      "(plain MLP with xIELU: alpha_p, alpha_n and the buffers beta, eps)",
-                     f"{_V}/apertus.py:104-109 (XIELU: the same 4 tensors, "
+                     f"{_V}/apertus.py:104-109 (registry.py:77; XIELU: the same 4 tensors, "
                      "layers/activation.py:699-710)",
                      qk_norm="head", mlp="plain", mlp_names=("up_proj", "down_proj"),
                      scalars=4),
@@ -251,7 +252,8 @@ SHAPES: dict[str, Shape] = {
                       head_dim_key=False, kv_default=32),
     "phi": Shape(f"{_T}/phi/modeling_phi.py:164-176,243-244,258,325,400 (biases on every "
                  "linear and the head; one LayerNorm per layer; q/k LayerNorms of hd with "
-                 "qk_layernorm)", _BACKEND, qkv_bias=True, o_bias=True, o="dense",
+                 "qk_layernorm)", f"{_BACKEND}; the head's bias loaded too "
+                 "(transformers/causal.py:69-85)", qkv_bias=True, o_bias=True, o="dense",
                  qk_norm="head", qk_norm_if=("qk_layernorm", False), qk_norm_bias=True,
                  mlp="plain", mlp_names=("fc1", "fc2"), mlp_bias=True, norms=1,
                  norm_bias=True, head_bias=True),
