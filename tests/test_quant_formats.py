@@ -340,6 +340,33 @@ def test_qwen36_mixed_fp8_and_w4a16_nvfp4(name):
         1 + 2 * 48 + 4 * 16 + 3 * 64 if "27B" in name else 1 + 2 * 30 + 4 * 10 + 6 * 40)
 
 
+MINIMAX = "nvidia--MiniMax-M3-NVFP4"
+MINIMAX_M3_VLLM_META = 248_625_535_936
+
+
+def test_minimax_m3_mixed_as_vllm_resolves_it():
+    """nvidia/MiniMax-M3-NVFP4 lists q/k/v/o, the indexer's q and k, the shared experts and
+    the dense MLPs in MXFP8 and every expert's w1, w2, w3 in NVFP4. vLLM 0.34.0 resolves its
+    fused modules through their shards: qkv_proj (which also holds the indexer's q and k),
+    gate_up_proj of the shared experts and the MLPs, all MXFP8; kvlib's fused expert
+    gate_up_proj is two checkpoint modules per expert (w1, w3), each with its two fp32 scales.
+    vLLM's own classes on the meta device hold kvlib's bytes plus its RoPE cache (1,048,576 x 64
+    fp32), the routers in fp32 where kvlib counts bf16 (57 x 128 x 6144 x 2 B more), their
+    e_score_correction_bias likewise (57 x 128 x 2) and the attention's 4 fp32 scales (60 x
+    16); and one fp32 input_scale and weight_scale_2 per fused w13 shard, as the checkpoint."""
+    cfg = corpus(MINIMAX)
+    q = read_quantization(cfg)
+    assert q.scheme_for("model.layers.5.self_attn.indexer.wk", "attention").name == "mxfp8"
+    assert q.scheme_for("model.layers.5.block_sparse_moe.shared_experts.gate_up_proj",
+                        "shared_experts").name == "mxfp8"
+    gate_up = q.scheme_for("model.layers.5.block_sparse_moe.experts.gate_up_proj", "experts")
+    assert (gate_up.name, gate_up.extra) == ("nvfp4", 16)  # 2 modules x 8 B
+    total = checkpoint_bytes(cfg)
+    assert MINIMAX_M3_VLLM_META == (total + 1_048_576 * 64 * 4 + 57 * 128 * 6144 * 2
+                                    + 57 * 128 * 2 + 60 * 16)
+    assert total == 248_267_431_680
+
+
 # --- no quant_method ------------------------------------------------------------------------
 
 def test_no_quant_method_is_refused_as_vllm_cannot_serve_it():

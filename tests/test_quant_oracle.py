@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_quant_formats import QWEN36, corpus
+from test_quant_formats import MINIMAX, MINIMAX_M3_VLLM_META, QWEN36, corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".venv-oracle" / "bin" / "python"
@@ -39,6 +39,8 @@ EXPECTED = {
 SCRIPT = r'''
 import json, os, sys, tempfile
 sys.path.insert(0, sys.argv[3])
+if sys.argv[4:] == ["minimax_m3"]:
+    import minimax_m3  # noqa: F401  (its CuTe DSL stand-ins, then boot)
 import boot  # noqa: F401  (first: vLLM's CUDA platform, kernel stand-ins, meta tensors)
 import drive
 import torch
@@ -120,6 +122,15 @@ def test_vllm_builds_what_kvlib_reads(tmp_path):
                     str(tmp_path / "out.json"), str(ENGINE)], check=True, env=env,
                    timeout=1500, cwd=tmp_path)
     measured = {m["id"]: m for m in json.loads((tmp_path / "out.json").read_text())}
+    # MiniMax M3's model modules import CuTe DSL kernels: built in a process of its own with
+    # the stand-ins of the oracle's minimax_m3.py
+    (tmp_path / "m3.json").write_text(json.dumps([{"id": MINIMAX, "config": corpus(MINIMAX)}]))
+    subprocess.run([str(PYTHON), str(tmp_path / "measure.py"), str(tmp_path / "m3.json"),
+                    str(tmp_path / "m3_out.json"), str(ENGINE), "minimax_m3"], check=True,
+                   env=env, timeout=900, cwd=tmp_path)
+    measured.update({m["id"]: m for m in json.loads((tmp_path / "m3_out.json").read_text())})
+    assert (measured[MINIMAX]["quantization"], measured[MINIMAX]["bytes"]) == (
+        "modelopt_mixed", MINIMAX_M3_VLLM_META)
     for name, (method, total) in EXPECTED.items():
         assert (measured[name]["quantization"], measured[name]["bytes"]) == (method, total), name
     # no method claims the config; the FP8 scales have nowhere to load

@@ -305,6 +305,9 @@ def _modelopt_mixed(inner: Fields, skip: dict, family: str = "") -> tuple[Scheme
         scheme = schemes[algo]
         if module == _ct_norm(name) and shards:  # one kvlib linear, several checkpoint modules
             return _per_module_scales(scheme, sum(1 for s in shards if s in algos) or 1)
+        if ".experts." in name and name.endswith(".gate_up_proj") and any(
+                n.startswith(module + ".") and n.endswith((".w1", ".gate_proj")) for n in algos):
+            return _per_module_scales(scheme, 2)  # stored as w1 and w3 (gate and up) per expert
         return scheme
 
     listed = {a: sum(1 for x in algos.values() if x == a) for a in dict.fromkeys(algos.values())}
