@@ -89,6 +89,7 @@ class Shape:
     ``num_key_value_heads`` when the file has none (0: the heads; -1: required).
     layer_keys: the keys of the layer count. o_from_hidden: o_proj is hidden -> hidden.
     refuse: ((key, value, why), ...): a value vLLM builds differently from transformers.
+    sinks: a learned attention sink per head and layer (as vLLM loads it).
     """
 
     cite: str
@@ -124,6 +125,7 @@ class Shape:
     layer_keys: tuple[str, ...] = ("num_hidden_layers", "n_layer")
     o_from_hidden: bool = False
     refuse: tuple[tuple[str, object, str], ...] = ()
+    sinks: Switch = False
     moe: Moe | None = None
 
 
@@ -279,6 +281,19 @@ SHAPES: dict[str, Shape] = {
                    mlp_names=("dense_h_to_4h", "dense_4h_to_h"), mlp_bias=True, inter=(),
                    inter_x=4, norm_bias=True, tied=True, embed_norm=True, head_dim_key=False),
     # --- MoE --------------------------------------------------------------------------
+    "granite_swa": Shape(f"{_T}/granite_swa/modeling_granite_swa.py:137-153,227-229,244 "
+                         "(Granite's layer with a sink per head)",
+                         f"{_V}/granite.py:109,208-223 (registry.py:135: sinks unless "
+                         "attention_sinks is false)", tied=True, kv_default=4,
+                         sinks=("attention_sinks", True)),
+    "granitemoe_swa": Shape(f"{_T}/granitemoe_swa/modeling_granitemoe_swa.py:217-233,319-320,"
+                            "356-360,493,665 (GraniteMoeShared's layer with a sink per head)",
+                            f"{_V}/granitemoeshared.py:1-11, granitemoe.py:195-212 "
+                            "(registry.py:134)", sinks=("attention_sinks", True),
+                            moe=Moe(("num_local_experts",), width=("intermediate_size",),
+                                    block="block_sparse_moe", router="router",
+                                    shared="shared_intermediate_size",
+                                    shared_name="shared_mlp")),
     "qwen2_moe": Shape(f"{_T}/qwen2_moe/modeling_qwen2_moe.py:222-225,272-281,311-318,332-338,"
                        "354-365,440,596 (qkv bias qkv_bias; shared expert and its gate; "
                        "dense layers by mlp_only_layers / decoder_sparse_step)",
@@ -479,6 +494,10 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
         raise ValueError(f"qkv_bias={qkv_b} differs from bias={mlp_b}: InternLM3Config "
                          "rejects it (configuration_internlm3.py:99-103)")
     qk = s.qk_norm if t.switch(s.qk_norm_if) else ""
+    sinks = t.switch(s.sinks)
+    if not sinks and s.sinks:
+        t.notes.append("attention_sinks=False: vLLM 0.34.0 builds no sinks (granite.py:109), "
+                       "though transformers' module has them")
     nb = 2 if s.norm_bias else 1
     root = s.root
     t.parts["embedding"] += v * d
@@ -495,6 +514,7 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
             t.lin("attention", f"{a}.{k_}", d, kv * hd, qkv_b)
             t.lin("attention", f"{a}.{v_}", d, kv * hd, qkv_b)
         t.lin("attention", f"{a}.{s.o}", d if s.o_from_hidden else h * hd, d, o_b)
+        t.parts["attention"] += h if sinks else 0
         qb = 2 if s.qk_norm_bias else 1
         t.parts["attention"] += qb * {"": 0, "head": 2 * hd, "heads": (h + kv) * hd,
                                       "olmoe": d + kv * (d // h)}[qk]

@@ -13,7 +13,8 @@ once, plus persistent buffers) from
 
 kvlib's count must EQUAL transformers' exactly, less what vLLM 0.34.0 does not load, written
 out in ``_not_loaded``: Command R / Command A's ``lm_head`` (vLLM's CohereForCausalLM reads the
-embedding as the head and drops any lm_head, commandr.py:417).
+embedding as the head and drops any lm_head, commandr.py:417); Granite SWA's attention sinks
+where the file sets ``attention_sinks`` false (vLLM's granite.py:109 then builds none).
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ SMALL = {
                    "tie_word_embeddings": True},
     "flex_olmo": {**_MOE, "tie_word_embeddings": True, "pad_token_id": 0},
     "granitemoe": {**_MOE, "num_local_experts": 5, "intermediate_size": 96},
+    "granite_swa": {"attention_bias": True, "num_key_value_heads": None,
+                    "attention_sinks": False},
+    "granitemoe_swa": {**_MOE, "num_local_experts": 5, "intermediate_size": 96,
+                       "shared_intermediate_size": 160},
     "granitemoeshared": {**_MOE, "num_local_experts": 5, "intermediate_size": 96,
                          "shared_intermediate_size": 160},
 }
@@ -94,6 +99,9 @@ def _not_loaded(config: dict, count) -> int:
     fam = config["model_type"]
     if SHAPES[fam].vllm_tied and config.get("tie_word_embeddings") is False:
         return config["vocab_size"] * config["hidden_size"]  # lm_head (V, d)
+    if SHAPES[fam].sinks and config.get("attention_sinks") is False:
+        # transformers' sinks (one per head and layer); vLLM builds none (granite.py:109)
+        return config["num_hidden_layers"] * config["num_attention_heads"]
     return 0
 
 
