@@ -311,6 +311,14 @@ SHAPES: dict[str, Shape] = {
                                 shared="x:n_shared_experts", shared_default=1,
                                 shared_name="shared_experts", router_fp32=True,
                                 score_bias=True)),
+    "kolibri1": Shape(f"{_T}/kolibri1/modeling_kolibri1.py:154-160,274-275,307,325-328,453,"
+                      "536 (no attention biases, q/k norms of head_dim, 4 norms a layer; every "
+                      "layer MoE with an fp32 e_score_correction_bias and a shared expert)",
+                      f"{_V}/registry.py:794 (Transformers MoE backend)", qkv_bias=False,
+                      o_bias=False, qk_norm="head", norms=4, hd_default=128, kv_default=4,
+                      moe=Moe(("num_local_experts", "num_experts"),
+                              shared="shared_expert_intermediate_size",
+                              shared_name="shared_experts", score_bias=True)),
     "olmoe": Shape(f"{_T}/olmoe/modeling_olmoe.py:210-226,279-288,318-325,361-362,433,583 "
                    "(q norm d, k norm kv d / h)", _BACKEND, qk_norm="olmoe",
                    moe=Moe(("num_experts",), width=("intermediate_size",))),

@@ -80,6 +80,8 @@ SMALL = {
                   "mlp_only_layers": [3], "shared_expert_intermediate_size": 384,
                   "qkv_bias": False, "num_attention_heads": 16, "num_key_value_heads": None},
     "olmoe": {**_MOE, "attention_bias": True},
+    "kolibri1": {**_MOE, "num_key_value_heads": None, "shared_expert_intermediate_size": 80,
+                 "tie_word_embeddings": True},
     "solar_open": {"n_routed_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 96,
                    "attention_bias": True, "num_key_value_heads": None,
                    "tie_word_embeddings": True},
