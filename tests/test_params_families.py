@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kvlib.models.catalog import bundled_config
 from kvlib.models.params import count_params
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
@@ -331,3 +332,68 @@ def test_muse_glimmer_refusals_name_the_field():
         count_params({**cfg, "text_config": {**cfg["text_config"], "hidden_activation": "gelu"}})
     with pytest.raises(ValueError, match=r"vision_config\.layer_types must list the 50"):
         count_params({**cfg, "vision_config": {**cfg["vision_config"], "layer_types": []}})
+
+
+def test_gemma_3n_e4b_by_hand():
+    """Gemma 3n E4B (bundled; Gemma3nConfig's defaults, google/gemma-3n-E4B's shapes) as vLLM
+    0.34.0 loads it (gemma3n.py, gemma3n_mm.py): text d 2048, 35 layers, 8 q heads and 2 KV
+    heads of 256, MLP 16384, vocab 262400 (head tied), per-layer embeddings 262144 x 35 x
+    256, AltUp of 4 inputs, LAuReL rank 64, the last 15 layers sharing KV (q and o only);
+    the audio tower 1536 wide, 12 conformer blocks; the timm encoder (MobileNetV5-300M,
+    294,126,912 in timm 1.0.31); the two embedders."""
+    d, n, hd, k, ple = 2048, 35, 256, 4, 256
+    altup = k * k + k * k * k + d * k + d                   # coefs, router, fp32 output scale
+    common = altup + 3 * d * 16384 + 2 * d * 64 + 2 * d * ple + 7 * d  # MLP, LAuReL, PLE, norms
+    full = d * 8 * hd + 2 * d * 2 * hd + 8 * hd * d + 2 * hd  # q, k, v, o, q/k norms
+    shared = d * 8 * hd + 8 * hd * d + hd                   # q, o, q norm
+    text = (262400 * d + 262144 * n * ple + d * n * ple + 2 * 3 * d * d
+            + 20 * (common + full) + 15 * (common + shared) + ple + d)
+    a = 1536
+    sscp = (1 * 128 * 9 + 128) + (128 * 32 * 9 + 32) + 32 * 32 * a  # 128 -> 64 -> 32 bins
+    block = (2 * (a * 4 * a + 4 * a * a + 2 * a)             # two feed-forwards
+             + a + 3 * a * a + a * a + a // 8 + a * a + a   # attention: q/k/v, pos, post
+             + a + a * 2 * a + a * 5 + a + a * a + a)      # light conv, block norm
+    audio = sscp + 12 * block
+    embedders = (128 * 2048 + 2 * 2048 + 2048 * d) + (128 * a + 2 * a + a * d)
+    c = count_params(bundled_config("gemma-3n-e4b"))
+    assert (c.text, audio) == (text, 681_348_640) and text == 6_835_235_568
+    assert c.parts["vision"] == audio + embedders + 294_126_912
+    assert c.total == 7_818_517_072 and c.towers == "counted"
+    # the audio tower and the timm encoder are plain modules, whole on every TP rank
+    whole = {f.name: f.elements for f in c.fixed if f.part == "vision"}
+    assert whole == {"model.vision_tower": 294_126_912, "model.audio_tower": audio}
+
+
+def test_gemma_3n_refusals_name_the_field():
+    cfg = bundled_config("gemma-3n-e4b")
+    with pytest.raises(ValueError, match=r"vision_config\.architecture='mobilenetv5_base'"):
+        count_params({**cfg, "vision_config": {**cfg["vision_config"],
+                                               "architecture": "mobilenetv5_base"}})
+    with pytest.raises(ValueError, match=r"text_config\.intermediate_size must be"):
+        count_params({**cfg, "text_config": {**cfg["text_config"], "intermediate_size": [1]}})
+    with pytest.raises(ValueError, match=r"audio_config\.sscp_conv_kernel_size"):
+        count_params({**cfg, "audio_config": {**cfg["audio_config"],
+                                              "sscp_conv_kernel_size": [3, 3]}})
+
+
+def test_kimi_k2_5_tower_by_hand():
+    """Kimi K2.5's MoonViT tower and projector, which vLLM 0.34.0 loads (kimi_k25.py:349-371),
+    read as its Kimi_K25VisionConfig gives them: width 1152, MLP 4304, patch 14, 27 layers,
+    64 x 64 positions, qkv the width, LayerNorms and biases (vLLM's defaults), the
+    "patchmerger" projector over 2 x 2 merged patches (4608) to the text width 7168."""
+    d, i, w, t = 1152, 4304, 4608, 7168
+    patch = 3 * 14 * 14 * d + d
+    layer = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * i + i) + (i * d + d)
+    projector = 2 * d + (w * w + w) + (w * t + t)
+    tower = patch + 64 * 64 * d + 27 * layer + 2 * d + projector
+    for name in ("moonshotai--Kimi-K2.5", "nvidia--Kimi-K2.6-NVFP4"):
+        c = count_params(CORPUS[name]["config"])
+        assert (c.towers, c.parts["vision"]) == ("counted", tower) and tower == 471_143_920
+    c = count_params(bundled_config("kimi-k2.5"))
+    assert c.total - c.text == 471_143_920 and c.active == 32_861_500_928  # tower not active
+
+
+def test_kimi_k2_5_legacy_key_that_vllm_does_not_read_is_refused():
+    cfg = CORPUS["moonshotai--Kimi-K2.5"]["config"]
+    with pytest.raises(ValueError, match=r"vision_config\.vt_hidden_size=1024, but vLLM"):
+        count_params({**cfg, "vision_config": {**cfg["vision_config"], "vt_hidden_size": 1024}})

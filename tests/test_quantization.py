@@ -160,8 +160,9 @@ def test_kimi_k25_int4_experts_are_read_from_text_config_as_vllm_does():
       expert 3 x 7168 x 2048, router 384 x 7168 and its bias 384 = 46,793,088, x 60 =
       2,807,585,280; the final norm 7168.
     Sum: 594,206,411,776 B (594.2 GB) for the text model, against 2,052,816,464,896 B in bf16
-    (1,026,408,232,448 parameters x 2). vision_config (MoonViT, about 400M parameters per the
-    model card) is not counted. No published total_size of moonshotai/Kimi-K2.5 was found with
+    (1,026,408,232,448 parameters x 2). The MoonViT tower and projector vLLM 0.34.0 loads
+    (kimi_k25.py:349-371), 471,143,920 parameters (by hand in tests/test_params_families.py),
+    add 942,287,840 B in bf16. No published total_size of moonshotai/Kimi-K2.5 was found with
     the search tool; third-party pages quote ~0.6 TB, which agrees only roughly.
     """
     c = bundled_config("kimi-k2.5")
@@ -175,8 +176,9 @@ def test_kimi_k25_int4_experts_are_read_from_text_config_as_vllm_does():
     dense = 2 * (2 * 163_840 * 7168 + 61 * (101_124_096 + 2 * 7168) + 3 * 7168 * 18_432
                  + 60 * (3 * 7168 * 2048 + 384 * 7168 + 384) + 7168)
     assert (experts, dense) == (570_761_994_240, 23_444_417_536)
-    assert checkpoint_bytes(c) == experts + dense == 594_206_411_776
-    assert count_params(c).total * 2 == 2_052_816_464_896
+    tower = 471_143_920 * 2
+    assert checkpoint_bytes(c) == experts + dense + tower == 595_148_699_616
+    assert count_params(c).total * 2 == 2_052_816_464_896 + tower
 
 
 def test_a_top_level_quantization_config_wins_over_text_config():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import gzip
+import importlib.util
 import json
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-__all__ = ["meta_params", "buildable", "published", "DEFAULTS"]
+__all__ = ["meta_params", "buildable", "published", "DEFAULTS", "gemma3n_parts", "HAVE_TIMM"]
 
 _TESTS = Path(__file__).resolve().parents[1]
 # keys that name remote code or a checkpoint's quantization: not the model's shapes
@@ -72,11 +73,18 @@ def buildable(config: dict) -> str | None:
     if mt not in CONFIG_MAPPING_NAMES:
         return (f"transformers has no config class for model_type {mt!r} (the checkpoint's "
                 "own code needs trust_remote_code and the Hub)")
+    if mt == "gemma3n" and not HAVE_TIMM:
+        return ("Gemma 3n's vision tower is a timm model (TimmWrapperModel) and timm is not "
+                "installed: its other parts are compared in test_gemma3n_parts")
     if mt == "step3p7" and "text_config" not in config:
         return ("a flat Step 3.7 file: transformers' Step3p7Config reads the text model from "
                 "text_config only (it would build its defaults); compared as a text_config "
                 "in test_step3p7_flat_as_text_config")
     return None
+
+
+# Gemma 3n's vision encoder is timm's (transformers' TimmWrapperModel, as vLLM builds it)
+HAVE_TIMM = importlib.util.find_spec("timm") is not None
 
 
 def _config(config: dict):
@@ -131,3 +139,22 @@ def published() -> dict[str, dict]:
         out[f"fixtures/{f.name}"] = json.loads(f.read_text(encoding="utf-8"))
     out.update({f"corpus/{k}": v for k, v in _corpus().items()})
     return out
+
+
+def gemma3n_parts(config: dict) -> dict[str, int]:
+    """Gemma 3n's parts that transformers builds without timm, on the meta device: the text
+    model (Gemma3nForCausalLM from text_config, its head tied), the audio tower
+    (Gemma3nAudioEncoder) and the two Gemma3nMultimodalEmbedder, each's parameters."""
+    from transformers.models.gemma3n.modeling_gemma3n import (
+        Gemma3nAudioEncoder,
+        Gemma3nMultimodalEmbedder,
+    )
+
+    cfg = _config(config)
+    with torch.device("meta"):
+        audio = Gemma3nAudioEncoder(cfg.audio_config)
+        embedders = [Gemma3nMultimodalEmbedder(cfg.vision_config, cfg.text_config),
+                     Gemma3nMultimodalEmbedder(cfg.audio_config, cfg.text_config)]
+    return {"text": meta_params({**config["text_config"], "model_type": "gemma3n_text"})[0],
+            "audio": sum(p.numel() for p in audio.parameters()),
+            "embedders": sum(p.numel() for m in embedders for p in m.parameters())}

@@ -13,7 +13,9 @@ NOT_COUNTED, so a new counter or a lost one shows), a model_type transformers ha
 model vLLM serves it as (mimo.py:57-93: MiMoModel is Qwen2Model, the MTP layers dropped);
 Step 3.7's flat files as Step3p7Config's text_config (what vLLM serves); Kimi K3 (no
 transformers class) at its own shapes without its latent MoE, attention residuals, MLA output
-gate and full-rank KDA gate, which tests/test_params_families.py counts by hand.
+gate and full-rank KDA gate, which tests/test_params_families.py counts by hand. Gemma 3n's
+vision tower is timm's (TimmWrapperModel): without timm installed, its text model, audio tower
+and embedders are compared apart (test_gemma3n_parts).
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from __future__ import annotations
 import copy
 
 import pytest
-from params_meta import DEFAULTS, buildable, default_config, meta_params, published
+from params_meta import (
+    DEFAULTS,
+    HAVE_TIMM,
+    buildable,
+    default_config,
+    gemma3n_parts,
+    meta_params,
+    published,
+)
 
 from kvlib.models.catalog import BUNDLED, bundled_config
 from kvlib.models.params import COUNTERS, count_params
@@ -34,7 +44,7 @@ MINIMAX_M3 = "corpus/MiniMaxAI--MiniMax-M3"
 KIMI_K3 = "corpus/moonshotai--Kimi-K3"
 
 # families kvlib still has no counter for, by the model_type count_params names
-NOT_COUNTED = {"gemma3n"}
+NOT_COUNTED: set[str] = set()
 # counted families no test config here lets transformers build: their remote code only
 NOT_BUILT = {"nemotron-nas": "DeciLM: remote code (Llama-3.3-Nemotron-Super files)",
              "mimo": "MiMo: remote code; compared as Qwen2 (test_mimo_as_qwen2)",
@@ -42,6 +52,9 @@ NOT_BUILT = {"nemotron-nas": "DeciLM: remote code (Llama-3.3-Nemotron-Super file
                            "minimax_m3_vl_text (test_minimax_m3_as_vl_text)",
              "step3p7": "flat files only; compared as Step3p7Config's text_config "
                         "(test_step3p7_flat_as_text_config)"}
+if not HAVE_TIMM:  # then Gemma 3n is compared part by part (test_gemma3n_parts)
+    NOT_BUILT["gemma3n"] = "vision tower is timm's, not installed: test_gemma3n_parts"
+GEMMA3N = "bundled/gemma-3n-e4b"
 
 
 def _config(name: str) -> dict:
@@ -177,3 +190,27 @@ def test_laguna_gating_variants():
     heads = base["num_attention_heads_per_layer"]
     assert meta_params(config)[0] - count_params(config).total == sum(
         2048 * h * 128 for h in heads)
+
+
+@pytest.mark.parametrize("variant", [{}, {
+    # E2B's shapes: 30 layers, MLP 8192 each, the last 10 sharing KV
+    "num_hidden_layers": 30, "intermediate_size": [8192] * 30, "num_kv_shared_layers": 10,
+    "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 6,
+    "activation_sparsity_pattern": [0.95] * 10 + [0.0] * 20}])
+def test_gemma3n_parts(variant):
+    """Gemma 3n (bundled E4B, and E2B's text shapes) part by part, as transformers builds each
+    without timm: the text model (tied head), the audio tower (a Fixed tensor in kvlib's
+    count: held whole on every rank) and the two embedders equal kvlib's; the rest of
+    kvlib's towers is the timm encoder's table entry (compared whole in
+    test_params_equal_transformers_meta_count where timm is installed)."""
+    from kvlib.models.params.vision import TIMM_PARAMS
+
+    config = copy.deepcopy(_config(GEMMA3N))
+    config["text_config"].update(variant)
+    count = count_params(config)
+    parts = gemma3n_parts(config)
+    audio = sum(f.elements for f in count.fixed if f.name == "model.audio_tower")
+    assert count.text == parts["text"]
+    assert audio == parts["audio"]
+    assert count.parts["vision"] == (parts["audio"] + parts["embedders"]
+                                     + TIMM_PARAMS["mobilenetv5_300m_enc"])

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from kvlib.models.params.dense import (
     _STANDARD,
     _falcon,
+    _gemma3n,
     _gemma4,
     _gpt2,
     _muse_glimmer,
@@ -48,7 +49,7 @@ from kvlib.models.params.moe import (
     _step3p7,
 )
 from kvlib.models.params.tally import PARTS, Fixed, Linear, ParamCount, _Tally
-from kvlib.models.params.vision import _TOWERS
+from kvlib.models.params.vision import _TALLY_TOWERS, _TOWERS
 from kvlib.models.readers.fields import Fields, load_config
 
 __all__ = ["PARTS", "Fixed", "Linear", "ParamCount", "count_params", "COUNTERS", "BY_ARCHITECTURE"]
@@ -79,6 +80,8 @@ COUNTERS: dict[str, Callable[[_Tally], None]] = {
     "laguna": _laguna, "step3p7": _step3p7, "step3p5": _step3p7, "kimi_linear": _kimi_linear,
     # Muse Glimmer's text model (muse_glimmer_text) and its tower (vision.py)
     "muse_glimmer": _muse_glimmer,
+    # Gemma 3n's text model (gemma3n_text); its vision and audio towers in vision.py
+    "gemma3n": _gemma3n,
 }
 
 
@@ -112,7 +115,10 @@ def count_params(config) -> ParamCount:
     COUNTERS[family](t)
     towers = "none"
     extra = [k for k in ("vision_config", "audio_config") if isinstance(cfg.get(k), Mapping)]
-    if extra:
+    if extra and outer.text("model_type") in _TALLY_TOWERS:
+        _TALLY_TOWERS[outer.text("model_type")](t, outer, c.int("hidden_size"))
+        towers = "counted"
+    elif extra:
         tower = _TOWERS.get(outer.text("model_type"))
         if extra == ["vision_config"] and tower is not None:
             t.add(vision=tower(Fields(cfg["vision_config"], "vision_config.", outer),

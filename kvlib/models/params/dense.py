@@ -184,3 +184,68 @@ def _muse_glimmer(t: _Tally) -> None:
     # the final norm is fp32 in vLLM (:1056-1058): counted here at the model's dtype, as the
     # weights' bytes treat every norm (2 B less per element: 13,312 B for the 30B)
     t.add(norms=4 * n * d + d)
+
+
+def _gemma3n(t: _Tally) -> None:
+    """Gemma 3n's text model as vLLM 0.34.0 builds it (model_executor/models/gemma3n.py),
+    absent keys read as Gemma3nTextConfig's defaults (transformers' class, which vLLM reads):
+    the embedding, its head tied (logits from embed_tokens, :1160-1163); the per-layer
+    embeddings (``vocab_size_per_layer_input`` x n ``hidden_size_per_layer_input``), their
+    projection d -> n ple and its norm, and AltUp's ``altup_num_inputs`` - 1 projections in and
+    out (:604-673, :857-871); per layer AltUp (correction k -> k, prediction k -> k^2, the
+    modality router d -> k and its norm, the fp32 ``correct_output_scale`` of d, :89-124),
+    attention (q/k/v/o with ``attention_bias``, q and k norms; the last
+    ``num_kv_shared_layers`` only q_proj, q_norm and o_proj, :316-347; vLLM drops the K/V
+    the original checkpoints still ship for them, :803-823), a gated MLP of the layer's
+    ``intermediate_size`` (:240-252), LAuReL (d -> ``laurel_rank`` -> d and a norm,
+    :201-220), the per-layer input gate d -> ple and projection back, five norms
+    (:493-530); the final norm (:907-910). ``active`` leaves out the per-layer embeddings: a
+    token gathers its own rows of them, as of the input embedding (the head is tied to
+    embed_tokens, so that one is read whole)."""
+    c = t.c
+    d, n, h, kv = _sizes(c)
+    kv = kv or h
+    hd = _head_dim(t, d, h, 256)
+    act = c.data.get("hidden_activation", "gelu_pytorch_tanh")
+    if act != "gelu_pytorch_tanh":
+        raise ValueError(f"{c.path('hidden_activation')}={act!r}: vLLM builds Gemma 3n with "
+                         "gelu_pytorch_tanh only (gemma3n.py:254-259)")
+    inter = c.data.get("intermediate_size")
+    if not isinstance(inter, list):
+        inter = [c.int("intermediate_size", required=False) or 16384] * n
+    if len(inter) != n or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0
+                                  for x in inter):
+        raise ValueError(f"{c.path('intermediate_size')} must be a positive int or one for "
+                         f"each of the {n} layers, got {describe(inter)[:80]}")
+    ple, k = t.opt("hidden_size_per_layer_input", 256), t.opt("altup_num_inputs", 4)
+    rank, shared = t.opt("laurel_rank", 64), t.opt("num_kv_shared_layers", 15)
+    if shared > n:
+        raise ValueError(f"{c.path('num_kv_shared_layers')}={shared} exceeds the {n} layers")
+    bias = bool(c.flag("attention_bias"))
+    per_layer = t.opt("vocab_size_per_layer_input", 262144) * n * ple
+    t.add(embedding=c.int("vocab_size") * d + per_layer)
+    t.idle += per_layer  # a token gathers one row of it: not read whole per token (active)
+    m = "model.language_model"
+    t.lin("mlp", f"{m}.per_layer_model_projection", d, n * ple)
+    for j in range(k - 1):
+        t.lin("mlp", f"{m}.altup_projections.{j}", d, d)
+        t.lin("mlp", f"{m}.altup_unembed_projections.{j}", d, d)
+    for i in range(n):
+        p = f"{m}.layers.{i}"
+        t.lin("router", f"{p}.altup.correction_coefs", k, k)
+        t.lin("router", f"{p}.altup.prediction_coefs", k, k * k)
+        t.lin("router", f"{p}.altup.modality_router", d, k)
+        t.keep("router", f"{p}.altup.correct_output_scale", d)  # fp32 (:122-124)
+        if i < n - shared:
+            _gqa(t, f"{p}.self_attn", d, h, kv, hd, bias, bias, True)
+        else:  # KV-shared: q_proj, q_norm and o_proj only
+            t.lin("attention", f"{p}.self_attn.q_proj", d, h * hd, bias)
+            t.lin("attention", f"{p}.self_attn.o_proj", h * hd, d, bias)
+            t.add(attention=hd)
+        t.glu("mlp", f"{p}.mlp", d, inter[i])
+        t.lin("mlp", f"{p}.laurel.linear_left", d, rank)
+        t.lin("mlp", f"{p}.laurel.linear_right", rank, d)
+        t.lin("mlp", f"{p}.per_layer_input_gate", d, ple)
+        t.lin("mlp", f"{p}.per_layer_projection", ple, d)
+        t.add(norms=7 * d)  # five layer norms, AltUp's router norm, LAuReL's norm
+    t.add(norms=ple + d)

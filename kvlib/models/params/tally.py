@@ -49,7 +49,8 @@ class ParamCount:
     """Parameter counts (elements) of one checkpoint.
 
     parts: elements per part (:data:`PARTS`); ``vision`` holds a multimodal wrapper's vision
-    tower and projector when ``towers == "counted"``. towers: "none" (text model),
+    tower and projector (and Gemma 3n's audio tower and embedders) when ``towers ==
+    "counted"``. towers: "none" (text model),
     "counted" (every tower counted exactly) or "text only" (a tower exists, not counted).
     linears: every linear weight of the text model (vision excluded), in ``parts`` too.
     mtp, mtp_linears: next-n / MTP layers as stored, excluded from ``total``.

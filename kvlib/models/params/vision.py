@@ -1,5 +1,7 @@
 """Vision towers counted as vLLM loads them (:mod:`kvlib.models.params`), by the wrapper's
-``model_type``: each takes the ``vision_config`` fields and the text width, returns elements."""
+``model_type``: each takes the ``vision_config`` fields and the text width, returns elements
+(:data:`_TOWERS`); Gemma 3n's vision and audio towers, held whole on every rank, are added to
+the tally itself (:data:`_TALLY_TOWERS`)."""
 
 from __future__ import annotations
 
@@ -102,45 +104,89 @@ def _glm4v_vision(v: Fields, d_text: int) -> int:
             + d * out * m * m + out + out * out + 2 * out + 3 * out * i)
 
 
-def _kimi_k3_vision(v: Fields, d_text: int) -> int:
-    """Kimi K3's tower as vLLM 0.34.0 loads it (models/kimi_k3/nvidia/model.py:1731-1783),
-    read through vLLM's KimiK3VisionConfig, whose defaults stand for absent keys
-    (transformers_utils/configs/kimi_k3.py:16-83): MoonViT3dPretrainedModel
-    (model_executor/models/kimi_k25_vit.py:689-735) with the patch Conv2d (3 x p x p -> d,
-    a bias when ``patch_embed_proj_bias``; kimi_k25_vit.py:193-199), the learned positions
-    (``init_pos_emb_height`` x ``init_pos_emb_width`` x d; the temporal table is a
-    non-persistent buffer, kimi_k25_vit.py:121-128), ``vt_num_hidden_layers`` blocks (two
-    norms; wqkv d -> 3 ``qkv_hidden_size`` and wo back, biases when ``attn_bias``; fc0
-    d -> ``vt_intermediate_size`` and fc1 back, biases when ``linear_bias``;
-    kimi_k25_vit.py:381-410), a final norm (``norm_type`` rmsnorm: d; layernorm: 2 d), and
-    KimiK25MultiModalProjector over the m_h m_w d merged patches (kimi_k25_vit.py:871-925):
-    "patchmergerv2" linear_1 (square) and linear_2 (-> the text width) without biases and a
-    post RMSNorm of the text width; otherwise a LayerNorm of d and both linears with biases."""
-    d = v.int("vt_hidden_size", "hidden_size", required=False) or 1024
-    i = v.int("vt_intermediate_size", "intermediate_size", required=False) or 4096
-    p = v.int("patch_size", required=False) or 14
-    qkv = v.int("qkv_hidden_size", required=False) or 1536
+def _moonvit(v: Fields, d_text: int, *, d: int, i: int, p: int, layers: int, qkv: int,
+             norm: str, attn_bias: bool, linear_bias: bool, patch_bias: bool, pos: int,
+             projector: str) -> int:
+    """MoonViT3dPretrainedModel and KimiK25MultiModalProjector as vLLM 0.34.0 builds them
+    (model_executor/models/kimi_k25_vit.py:689-735, :871-925), from the values the caller
+    read with its config class's defaults: the patch Conv2d (3 x p x p -> d, a bias when
+    ``patch_bias``; :193-199), the learned positions (``pos`` = height x width of them, x d;
+    the temporal table is a non-persistent buffer, :121-128), ``layers`` blocks (two norms;
+    wqkv d -> 3 qkv and wo back, biases when ``attn_bias``; fc0 d -> i and fc1 back, biases
+    when ``linear_bias``; :381-410), a final norm (rmsnorm: d; layernorm: 2 d, :341-346), the
+    projector over the m_h m_w d merged patches: "patchmergerv2" linear_1 (square) and
+    linear_2 (-> the text width) without biases and a post RMSNorm of the text width;
+    otherwise a LayerNorm of d and both linears with biases."""
     merge = v.data.get("merge_kernel_size") or [2, 2]
-    if not (isinstance(merge, list) and len(merge) == 2
+    if not (isinstance(merge, list | tuple) and len(merge) == 2
             and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in merge)):
         raise ValueError(f"{v.path('merge_kernel_size')} must be two positive ints, got "
                          f"{describe(merge)}")
-    norm = {"rmsnorm": d, "layernorm": 2 * d}.get(v.data.get("norm_type") or "rmsnorm")
-    if norm is None:
+    norm_size = {"rmsnorm": d, "layernorm": 2 * d}.get(norm)
+    if norm_size is None:
         raise ValueError(f"{v.path('norm_type')} must be rmsnorm or layernorm, got "
-                         f"{describe(v.data.get('norm_type'))}")
-    ab, lb = bool(v.flag("attn_bias")), bool(v.flag("linear_bias"))
-    layer = 2 * norm + _lin(d, 3 * qkv, ab) + _lin(qkv, d, ab) + _lin(d, i, lb) + _lin(i, d, lb)
+                         f"{describe(norm)}")
+    layer = (2 * norm_size + _lin(d, 3 * qkv, attn_bias) + _lin(qkv, d, attn_bias)
+             + _lin(d, i, linear_bias) + _lin(i, d, linear_bias))
     w = d * merge[0] * merge[1]
-    if (v.data.get("mm_projector_type") or "patchmergerv2") == "patchmergerv2":
-        projector = w * w + w * d_text + d_text
+    if projector == "patchmergerv2":
+        proj = w * w + w * d_text + d_text
     else:
-        projector = 2 * d + _lin(w, w, True) + _lin(w, d_text, True)
-    return (3 * p * p * d + (d if v.flag("patch_embed_proj_bias") else 0)
-            + (v.int("init_pos_emb_height", required=False) or 64)
-            * (v.int("init_pos_emb_width", required=False) or 64) * d
-            + (v.int("vt_num_hidden_layers", "num_hidden_layers", required=False) or 27) * layer
-            + norm + projector)
+        proj = 2 * d + _lin(w, w, True) + _lin(w, d_text, True)
+    return 3 * p * p * d + (d if patch_bias else 0) + pos * d + layers * layer + norm_size + proj
+
+
+def _kimi_k3_vision(v: Fields, d_text: int) -> int:
+    """Kimi K3's tower as vLLM 0.34.0 loads it (models/kimi_k3/nvidia/model.py:1731-1783):
+    :func:`_moonvit`, read through vLLM's KimiK3VisionConfig, whose defaults stand for
+    absent keys (transformers_utils/configs/kimi_k3.py:16-83): width 1024, MLP 4096, patch
+    14, 27 layers, qkv 1536, rmsnorm, no biases, 64 x 64 positions, "patchmergerv2"."""
+    d = v.int("vt_hidden_size", "hidden_size", required=False) or 1024
+    return _moonvit(
+        v, d_text, d=d,
+        i=v.int("vt_intermediate_size", "intermediate_size", required=False) or 4096,
+        p=v.int("patch_size", required=False) or 14,
+        layers=v.int("vt_num_hidden_layers", "num_hidden_layers", required=False) or 27,
+        qkv=v.int("qkv_hidden_size", required=False) or 1536,
+        norm=v.data.get("norm_type") or "rmsnorm", attn_bias=bool(v.flag("attn_bias")),
+        linear_bias=bool(v.flag("linear_bias")),
+        patch_bias=bool(v.flag("patch_embed_proj_bias")),
+        pos=(v.int("init_pos_emb_height", required=False) or 64)
+        * (v.int("init_pos_emb_width", required=False) or 64),
+        projector=v.data.get("mm_projector_type") or "patchmergerv2")
+
+
+def _kimi_k25_vision(v: Fields, d_text: int) -> int:
+    """Kimi K2.5's tower as vLLM 0.34.0 loads it (kimi_k25.py:349-371, vision_tower and
+    mm_projector, not left out by default): :func:`_moonvit`, read through transformers'
+    Kimi_K25VisionConfig (vLLM's config class for kimi_k25, transformers_utils/config.py:145),
+    so by its new-schema keys, absent ones at the class's defaults (configuration_kimi_k25.py:
+    width 1152, MLP 4304, patch 14, 27 layers) and vLLM's getattr defaults (kimi_k25_vit.py:
+    706-735, 884: qkv the width, layernorm, biases, "patchmerger"); the positions
+    ``init_pos_emb_*`` (the published files' legacy keys) else ``pos_emb_*`` (:50-55).
+    The published files' ``vt_*`` keys are not read by vLLM: where one disagrees with what
+    vLLM builds, the count refuses the file rather than pick."""
+    d = v.int("hidden_size", required=False) or 1152
+    i = v.int("intermediate_size", required=False) or 4304
+    layers = v.int("num_hidden_layers", required=False) or 27
+    for old, value in (("vt_hidden_size", d), ("vt_intermediate_size", i),
+                       ("vt_num_hidden_layers", layers)):
+        legacy = v.int(old, required=False)
+        if legacy is not None and legacy != value:
+            raise ValueError(f"{v.path(old)}={legacy}, but vLLM builds the tower from "
+                             f"{v.path(old[3:])}={value} (Kimi_K25VisionConfig)")
+    pos = 1
+    for dim in ("height", "width"):
+        pos *= (v.int(f"init_pos_emb_{dim}", required=False)
+                or v.int(f"pos_emb_{dim}", required=False) or 64)
+    flags = {k: v.flag(k) is not False for k in ("attn_bias", "linear_bias",
+                                                   "patch_embed_proj_bias")}
+    return _moonvit(v, d_text, d=d, i=i, p=v.int("patch_size", required=False) or 14,
+                    layers=layers, qkv=v.int("qkv_hidden_size", required=False) or d,
+                    norm=v.data.get("norm_type") or "layernorm",
+                    attn_bias=flags["attn_bias"], linear_bias=flags["linear_bias"],
+                    patch_bias=flags["patch_embed_proj_bias"], pos=pos,
+                    projector=v.data.get("mm_projector_type") or "patchmerger")
 
 
 def _muse_glimmer_vision(v: Fields, d_text: int) -> int:
@@ -179,7 +225,83 @@ def _muse_glimmer_vision(v: Fields, d_text: int) -> int:
             + 4 * d + n * layer + out * proj + proj * proj + proj * d_text)
 
 
+
+# timm encoders by the ``architecture`` a vision_config names, as timm 1.0.31 builds them
+# (vLLM builds Gemma 3n's tower with AutoModel -> transformers' TimmWrapperModel ->
+# timm.create_model; the architecture, not the config's numbers, sets its shapes): parameters
+# of ``timm.create_model(name)`` on the meta device, no buffers; make crosscheck compares
+# them with transformers' model where timm is installed (tests/crosscheck/test_params_meta.py)
+TIMM_PARAMS = {"mobilenetv5_300m_enc": 294_126_912}
+
+
+def _gemma3n_audio(a: Fields) -> int:
+    """Gemma 3n's audio tower as vLLM 0.34.0 loads it: transformers' Gemma3nAudioEncoder
+    (gemma3n_mm.py:622-627 builds it with AutoModel; absent keys are Gemma3nAudioConfig's
+    defaults), modeling_gemma3n.py: two SSCP convolutions (no bias, kernels and channels
+    from ``sscp_conv_*``, each with a per-channel group-norm weight) over the
+    ``input_feat_size`` mel bins padded by 1 each side, the projection of c x f -> d
+    (:641-781); ``conf_num_hidden_layers`` conformer blocks (:783-905): two feed-forwards
+    (d -> 4d -> d and two norms each), attention (pre-norm, q/k/v, the relative-position
+    projection, a per-dim scale of d / heads, post d -> d and its norm), the light conv
+    (norm, d -> 2d, the depthwise kernel of ``conf_conv_kernel_size``, norm, d -> d) and a
+    block norm."""
+    d = a.int("hidden_size", required=False) or 1536
+    heads = a.int("conf_num_attention_heads", required=False) or 8
+    kernel = a.int("conf_conv_kernel_size", required=False) or 5
+    chans = a.data.get("sscp_conv_channel_size") or [128, 32]
+    kernels = a.data.get("sscp_conv_kernel_size") or [[3, 3], [3, 3]]
+    strides = a.data.get("sscp_conv_stride_size") or [[2, 2], [2, 2]]
+
+    def pos(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x > 0
+
+    for key, v, pair in (("sscp_conv_channel_size", chans, False),
+                         ("sscp_conv_kernel_size", kernels, True),
+                         ("sscp_conv_stride_size", strides, True)):
+        if not (isinstance(v, list | tuple) and len(v) == 2 and all(
+                (isinstance(x, list | tuple) and len(x) == 2 and all(map(pos, x))) if pair
+                else pos(x) for x in v)):
+            raise ValueError(f"{a.path(key)} must give the two SSCP convolutions' "
+                             f"{'(height, width) pairs' if pair else 'channels'}, got "
+                             f"{describe(v)}")
+    f, c_in, convs = a.int("input_feat_size", required=False) or 128, 1, 0
+    for c, (kh, kw), (_, sw) in zip(chans, kernels, strides, strict=True):
+        convs += c_in * c * kh * kw + c
+        f, c_in = (f + 2 - kw) // sw + 1, c
+    block = (2 * (8 * d * d + 2 * d)                   # feed-forwards
+             + 5 * d * d + d // heads + 2 * d           # attention
+             + 3 * d * d + d * kernel + 2 * d + d)      # light conv, block norm
+    return convs + c_in * f * d + (a.int("conf_num_hidden_layers", required=False) or 12) * block
+
+
+def _gemma3n_towers(t, outer: Fields, d_text: int) -> None:
+    """Gemma 3n's towers as vLLM 0.34.0 loads them (gemma3n_mm.py:616-627): the timm vision
+    encoder its ``vision_config.architecture`` names (:data:`TIMM_PARAMS`) and the audio
+    tower (:func:`_gemma3n_audio`), both plain torch modules held whole on every TP rank (a
+    :class:`~kvlib.models.params.tally.Fixed` of 2 bytes: the model's dtype, bf16 under
+    ``auto``), and the two Gemma3nMultimodalEmbedder (:494-538: an embedding of the tower's
+    ``vocab_size`` x its width, two norms, a projection to the text width; split as
+    vLLM's parallel layers are)."""
+    v = Fields(outer.data.get("vision_config") or {}, "vision_config.", outer)
+    a = Fields(outer.data.get("audio_config") or {}, "audio_config.", outer)
+    arch = v.data.get("architecture") or "mobilenetv5_300m_enc"
+    if arch not in TIMM_PARAMS:
+        raise ValueError(f"{v.path('architecture')}={arch!r}: kvlib counts the timm encoders "
+                         f"{', '.join(sorted(TIMM_PARAMS))} only")
+    if v.data.get("model_args"):
+        raise ValueError(f"{v.path('model_args')}={describe(v.data.get('model_args'))[:60]}: "
+                         "timm arguments that reshape the encoder are not counted")
+    t.keep("vision", "model.vision_tower", TIMM_PARAMS[arch], 2)
+    t.keep("vision", "model.audio_tower", _gemma3n_audio(a), 2)
+    for tower, default in ((v, 2048), (a, 1536)):
+        w = tower.int("hidden_size", required=False) or default
+        t.add(vision=(tower.int("vocab_size", required=False) or 128) * w + 2 * w + w * d_text)
+
+
 _TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
            "qwen3_vl": _qwen3_vl_vision, "qwen3_vl_moe": _qwen3_vl_vision,
            "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision,
-           "kimi_k3": _kimi_k3_vision, "muse_glimmer": _muse_glimmer_vision}
+           "kimi_k3": _kimi_k3_vision, "kimi_k25": _kimi_k25_vision,
+           "muse_glimmer": _muse_glimmer_vision}
+# wrappers whose towers (vision and audio) are added to the tally itself
+_TALLY_TOWERS = {"gemma3n": _gemma3n_towers}
