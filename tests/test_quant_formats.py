@@ -367,6 +367,43 @@ def test_minimax_m3_mixed_as_vllm_resolves_it():
     assert total == 248_267_431_680
 
 
+# NVFP4 checkpoints whose exclusions name the multimodal wrapper's paths: vLLM 0.34.0's own
+# classes on the meta device (text model only), and what they hold beyond kvlib's text model:
+# the RoPE cache (262,144 x 64 fp32), the attention's 4 fp32 + 4 bf16 scales (24 B a layer),
+# Qwen3.5's A_log in fp32 (36 linear-attention layers x 64 heads x 2 B more), Kimi's
+# e_score_correction_bias in fp32 (60 MoE layers x 384 x 2 B more)
+PREFIXED = {"nvidia--Qwen3.5-122B-A10B-NVFP4": (77_592_044_320,
+                                                67_108_864 + 12 * 24 + 36 * 64 * 2),
+            "nvidia--Kimi-K2.6-NVFP4": (594_273_015_224, 67_108_864 + 61 * 24 + 60 * 384 * 2)}
+
+
+def test_exclusions_under_a_multimodal_prefix_by_hand():
+    """``language_model.model.layers.0.self_attn*`` excludes kvlib's ``model.layers.0.self_attn.
+    q_proj``: vLLM maps the wrapper's paths onto its modules, and its own exclusion test also
+    drops ``language_model.`` (modelopt.py:198-233). Attention stays bf16 (24,576 B as in
+    test_one_compressed_tensors_group_quantizes_only_its_targets), the experts NVFP4 (6,960)."""
+    cfg = {**TINY, "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+        "ignore": ["language_model.lm_head", "language_model.model.layers.0.self_attn*"]}}
+    assert checkpoint_bytes(cfg) == EMBED + HEAD + 24_576 + 6960 + ROUTER + NORMS == 57_776
+    cfg["quantization_config"]["ignore"] = ["model.language_model.layers.0.self_attn*"]
+    assert not read_quantization(cfg).quantized("model.layers.0.self_attn.o_proj")
+
+
+@pytest.mark.parametrize("name", sorted(PREFIXED))
+def test_prefixed_exclusions_as_vllm_builds_them(name):
+    """nvidia/Qwen3.5-122B-A10B-NVFP4 excludes ``model.language_model.layers.N.linear_attn*``
+    and the shared experts, nvidia/Kimi-K2.6-NVFP4 ``language_model.model.layers.0*`` and every
+    layer's self_attn and shared experts: matched against kvlib's ``model.layers.N`` names,
+    counted bf16 as vLLM builds them (before: NVFP4, 6.59 GB and 13.24 GB short of vLLM's text
+    model)."""
+    vllm_meta, more = PREFIXED[name]
+    cfg = corpus(name)
+    r = count_params(cfg)
+    text = checkpoint_bytes(cfg) - (r.parts["vision"] * 2 if r.towers == "counted" else 0)
+    assert vllm_meta == text + more
+
+
 # --- no quant_method ------------------------------------------------------------------------
 
 def test_no_quant_method_is_refused_as_vllm_cannot_serve_it():

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_quant_formats import MINIMAX, MINIMAX_M3_VLLM_META, QWEN36, corpus
+from test_quant_formats import MINIMAX, MINIMAX_M3_VLLM_META, PREFIXED, QWEN36, corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".venv-oracle" / "bin" / "python"
@@ -34,6 +34,7 @@ EXPECTED = {
                                   QWEN36["nvidia--Qwen3.6-27B-NVFP4"]["vllm_meta"]),
     "nvidia--Qwen3.6-35B-A3B-NVFP4": ("modelopt_mixed",
                                       QWEN36["nvidia--Qwen3.6-35B-A3B-NVFP4"]["vllm_meta"]),
+    **{name: ("modelopt_fp4", total) for name, (total, _) in PREFIXED.items()},
 }
 
 SCRIPT = r'''

@@ -185,9 +185,13 @@ class Quantization:
 
 def _matches(pattern: str, name: str) -> bool:
     """A skip entry as the methods write them: ``re:`` regex (compressed-tensors), a
-    wildcard (modelopt, gpt-oss), else a module name or any part of one (AWQ, fp8)."""
+    wildcard (modelopt, gpt-oss), else a module name or any part of one (AWQ, fp8). A path
+    under a multimodal wrapper (``model.language_model.``, ``language_model.model.``) is
+    read as the text model's (``model.``), as vLLM maps both onto its own modules
+    (modelopt.py:198-233 tests ``language_model.``-less prefixes too)."""
     if pattern.startswith("re:"):
         return re.match(pattern[3:], name) is not None
+    pattern, name = _ct_norm(pattern), _ct_norm(name)
     if "*" in pattern or "?" in pattern:
         parts = name.split(".")
         return any(fnmatch.fnmatchcase(".".join(parts[:k]), pattern)
