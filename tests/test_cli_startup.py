@@ -3,9 +3,10 @@ command's module alone (kvlib.cli.MODULES), and kvlib.cli.args reads vLLM's rele
 when ``--vllm`` is parsed, so estimate imports no engine's planner: only vLLM's resolver of
 ``--kv-dtype auto`` (kvlib.serving.engines.vllm.dtypes), which ``kvlib plan`` uses too.
 
-No command that only evaluates imports SymPy: the formulas, vLLM's budget and the decode floor
-are evaluated by their kept code (kvlib.core.keep), printed from the SymPy expressions, which
-are built only when something asks for one (a notebook, the formula sheet)."""
+No command that only evaluates imports SymPy, under any engine: the formulas, the decode floor
+and every engine's budgets, pools and sessions are evaluated by their kept code
+(kvlib.core.keep), printed from the SymPy expressions, which are built only when something asks
+for one (a notebook, the formula sheet, the book's page)."""
 
 import subprocess
 import sys
@@ -58,6 +59,16 @@ def _sympy_loaded(argv) -> tuple[int, list[str]]:
     ["plan", "deepseek-v3", "--gpu", "H200", "--gpus", "8", "--tp", "8", "--context", "8K",
      "--json"],
     ["plan", "gemma-3-27b", "--gpu", "H100-80GB", "--context", "32K", "--vllm", "0.33"],
+    ["plan", "llama-3.1-8b", "--gpu", "H200", "--engine", "sglang"],
+    ["plan", "deepseek-v4-flash", "--gpu", "H200", "--gpus", "8", "--tp", "8", "--context",
+     "8K", "--engine", "sglang"],
+    ["plan", "qwen3-next-80b-a3b", "--gpu", "H200", "--gpus", "2", "--tp", "2", "--context",
+     "8K", "--engine", "sglang"],
+    ["plan", "llama-3.1-8b", "--gpu", "H200", "--engine", "trtllm"],
+    ["plan", "gpt-oss-120b", "--gpu", "H200", "--context", "32K", "--engine", "trtllm"],
+    ["plan", "deepseek-v3", "--gpu", "H200", "--gpus", "8", "--tp", "8", "--context", "8K",
+     "--engine", "trtllm", "--kv-dtype", "fp8"],
+    ["plan", "gemma-3-27b", "--gpu", "H200", "--context", "8K", "--engine", "all", "--json"],
     ["--help"],
     ["plan", "--help"],
 ], ids=" ".join)

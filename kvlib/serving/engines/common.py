@@ -5,7 +5,6 @@ engine but vLLM makes for what kvlib has not traced in it.
 
 from __future__ import annotations
 
-from kvlib.core.numeric import evaluate
 from kvlib.core.units import fmt_bytes
 from kvlib.models.spec import STATEFUL, CacheKind
 
@@ -39,9 +38,10 @@ def kv_heads(group) -> int:
 
 def cell_bytes(engine, key: str, values: dict, tp: int, b: int) -> int:
     """One layer group's bytes per token: ``engine``'s cell expression ``key`` at the group's
-    values, TP (the MHA cell's heads per rank) and b."""
+    values, TP (the MHA cell's heads per rank) and b, by the engine's kept code
+    (``engine.evaluate_cell``: an engine's pools module or its package; no SymPy)."""
     extra = {"TP": tp} if key == "CELL_MHA" else {}
-    return evaluate(getattr(engine, key), **values, **extra, b=b)
+    return engine.evaluate_cell(key, **values, **extra, b=b)
 
 
 def gib(n) -> str:

@@ -73,8 +73,11 @@ Every term cites the released wheel (``pip download sglang==0.5.23 --no-deps``),
   rows (memory_pool.py:2574-2578): ``K_SIZE`` = (N + page) x the cell's K part, heads x
   head_dim x layers x b.
 
-Python evaluates these expressions (:func:`kvlib.core.numeric.evaluate`: code generated from
-each, exact); the one step done in floats on purpose, SGLang's own, is :func:`kv_budget`'s.
+Python evaluates these expressions by their kept code (:mod:`kvlib.serving.engines.sglang.kept`,
+printed from each by ``python -m kvlib.core.keep`` as :func:`kvlib.core.numeric.evaluate`
+generates it, exact, so that a plan imports no SymPy; each module builds its expressions on
+first use, ``symbolic()``); the one step done in floats on purpose, SGLang's own, is
+:func:`kv_budget`'s.
 What kvlib assumes SGLang measures at start-up (the memory in use before the weights) is the
 engines' shared assumption, :mod:`kvlib.serving.engines.startup`.
 
@@ -87,15 +90,9 @@ Kimi K2.5, Qwen3-VL, Qwen3.5 and 3.6.
 
 from __future__ import annotations
 
-from kvlib.serving.engines.sglang.budget import (
-    KV_BUDGET,
-    KV_BUDGET_MEASURED,
-    KV_BUDGET_MM,
-    kv_budget,
-)
+from kvlib.serving.engines.sglang.budget import kv_budget
 from kvlib.serving.engines.sglang.defaults import (
     HYBRID_SWA_ARCHS,
-    MEM_FRACTION,
     RELEASE,
     SWA_FULL_TOKENS_RATIO,
     default_mem_fraction,
@@ -108,26 +105,33 @@ from kvlib.serving.engines.sglang.defaults import (
 )
 from kvlib.serving.engines.sglang.planner import engine_plan, refuse_model
 from kvlib.serving.engines.sglang.pools import (
-    CELL_MHA,
-    CELL_MLA,
-    CELL_SWA,
-    FULL_TOKENS_SWA,
-    HEADS_PER_RANK,
-    K_SIZE,
-    SWA_TOKENS,
-    TOKENS,
     SGLangPool,
+    evaluate_cell,
     k_size_bytes,
     pool,
     sglang_groups,
 )
-from kvlib.serving.engines.sglang.sessions import MAX_RUNNING, SESSIONS, SESSIONS_SWA
-from kvlib.serving.engines.sglang.symbols import SYMBOLS, SYMBOLS_BY_NAME
 
-__all__ = ["RELEASE", "SYMBOLS", "KV_BUDGET", "HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "TOKENS",
-           "CELL_SWA", "FULL_TOKENS_SWA", "SWA_TOKENS", "MAX_RUNNING", "SESSIONS", "SESSIONS_SWA",
-           "K_SIZE", "MEM_FRACTION", "KV_BUDGET_MEASURED", "SYMBOLS_BY_NAME",
-           "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS", "SGLangPool", "default_mem_fraction",
-           "prefill_graph_sizes", "kv_budget", "pool", "k_size_bytes", "kv_bytes", "untraced_swa",
-           "sglang_page", "sglang_fraction", "sglang_groups", "model_path", "engine_plan",
-           "refuse_model", "KV_BUDGET_MM"]
+# the SymPy expressions and symbols, by the module that builds them on first use (their code
+# is kept in kvlib.serving.engines.sglang.kept, so that a plan imports no SymPy)
+_SYMBOLIC = {
+    "KV_BUDGET": "budget", "KV_BUDGET_MEASURED": "budget", "KV_BUDGET_MM": "budget",
+    "MEM_FRACTION": "defaults",
+    **dict.fromkeys(("HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "TOKENS", "CELL_SWA",
+                     "FULL_TOKENS_SWA", "SWA_TOKENS", "K_SIZE"), "pools"),
+    **dict.fromkeys(("MAX_RUNNING", "SESSIONS", "SESSIONS_SWA"), "sessions"),
+    "SYMBOLS": "symbols", "SYMBOLS_BY_NAME": "symbols",
+}
+
+__all__ = ["RELEASE", *_SYMBOLIC, "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS", "SGLangPool",
+           "default_mem_fraction", "prefill_graph_sizes", "kv_budget", "pool", "k_size_bytes",
+           "kv_bytes", "untraced_swa", "sglang_page", "sglang_fraction", "sglang_groups",
+           "model_path", "engine_plan", "refuse_model", "evaluate_cell"]
+
+
+def __getattr__(name: str):  # an expression or symbol table, built with SymPy on first use
+    if name in _SYMBOLIC:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_SYMBOLIC[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,20 +8,39 @@ distributed/bootstrap.py:193-223), in bytes per GPU; the sources are cited in fu
 from __future__ import annotations
 
 import struct
+from functools import cache
 
-import sympy as sp
+from kvlib.serving.engines.sglang import kept
 
-from kvlib.core.numeric import evaluate_floats
-from kvlib.serving.engines.sglang.symbols import F0, F1, M_mm, W, X, f
+# kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use. REST_MEASURED and REST_MM: the
+# two budgets before their floor (kv_rest)
+KEPT = ("KV_BUDGET", "KV_BUDGET_MEASURED", "KV_BUDGET_MM", "REST_MEASURED", "REST_MM")
+_SYMBOLIC = KEPT
+__all__ = ["kv_budget", "kv_rest", *_SYMBOLIC, "KEPT", "symbolic"]
 
-__all__ = ["KV_BUDGET", "KV_BUDGET_MEASURED", "KV_BUDGET_MM", "kv_budget", "kv_rest"]
 
-KV_BUDGET = sp.floor(sp.Add(F0, -W, -X, -F0 * (1 - f), evaluate=False))
-# the same budget from the two free memories SGLang measures (what kv_budget evaluates)
-KV_BUDGET_MEASURED = KV_BUDGET.subs({W: F0 - F1, X: 0})
-# a multimodal model's: less M_mm, the embedding cache mm_runtime_reservation_gb holds back
-# (kv_cache_configurator.py:3034-3038; :mod:`~kvlib.serving.engines.sglang.multimodal`)
-KV_BUDGET_MM = sp.floor(KV_BUDGET_MEASURED.args[0] - M_mm)
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.serving.engines.sglang.symbols import F0, F1, M_mm, W, X, f
+
+    kv_budget = sp.floor(sp.Add(F0, -W, -X, -F0 * (1 - f), evaluate=False))
+    # the same budget from the two free memories SGLang measures (what kv_budget evaluates)
+    measured = kv_budget.subs({W: F0 - F1, X: 0})
+    # a multimodal model's: less M_mm, the embedding cache mm_runtime_reservation_gb holds
+    # back (kv_cache_configurator.py:3034-3038; :mod:`~kvlib.serving.engines.sglang.multimodal`)
+    mm = sp.floor(measured.args[0] - M_mm)
+    return {"KV_BUDGET": kv_budget, "KV_BUDGET_MEASURED": measured, "KV_BUDGET_MM": mm,
+            "REST_MEASURED": measured.args[0], "REST_MM": mm.args[0]}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _float32(x) -> float:
@@ -39,7 +58,8 @@ def kv_budget(free_before: int, weights: int, other: int, fraction, world: int =
               reserve: int = 0) -> int:
     """``KV_BUDGET``, F_0 - W - X - F_0 (1 - f) bytes, the budget SGLang 0.5.23 sizes its pools
     from, in its own floating point: ``KV_BUDGET_MEASURED`` evaluated in floats
-    (:func:`~kvlib.core.numeric.evaluate_floats`) on the free memories before and after the
+    (its kept code, :func:`~kvlib.core.numeric.evaluate_floats`'s arithmetic) on the free
+    memories before and after the
     weights as SGLang measures them (:func:`_measured`) and float(f)
     (kv_cache_configurator.py:2990-3060: GB floats, utils/common.py:427-576, whose scaling by
     2^30 is exact). Within a few KiB of the exact floor; negative (floored) where SGLang
@@ -47,8 +67,8 @@ def kv_budget(free_before: int, weights: int, other: int, fraction, world: int =
     free = {"F_0": _measured(free_before, world),
             "F_1": _measured(free_before - weights - other, world), "f": fraction}
     if reserve:
-        return evaluate_floats(KV_BUDGET_MM, M_mm=reserve, **free)
-    return evaluate_floats(KV_BUDGET_MEASURED, **free)
+        return kept.evaluate_floats("budget.KV_BUDGET_MM", M_mm=reserve, **free)
+    return kept.evaluate_floats("budget.KV_BUDGET_MEASURED", **free)
 
 
 def kv_rest(free_before: int, weights: int, other: int, fraction, world: int = 1,
@@ -58,5 +78,5 @@ def kv_rest(free_before: int, weights: int, other: int, fraction, world: int = 1
     free = {"F_0": _measured(free_before, world),
             "F_1": _measured(free_before - weights - other, world), "f": fraction}
     if reserve:
-        return evaluate_floats(KV_BUDGET_MM.args[0], M_mm=reserve, **free)
-    return evaluate_floats(KV_BUDGET_MEASURED.args[0], **free)
+        return kept.evaluate_floats("budget.REST_MM", M_mm=reserve, **free)
+    return kept.evaluate_floats("budget.REST_MEASURED", **free)

@@ -7,22 +7,41 @@ in the 0.5.23 wheel.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cache
 
-from kvlib.core.numeric import evaluate
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import arch
 from kvlib.serving.engines.sglang import indexer as ix
+from kvlib.serving.engines.sglang import kept
 from kvlib.serving.engines.sglang import multimodal as mm
-from kvlib.serving.engines.sglang.symbols import G, R_mib
 
-__all__ = ["RELEASE", "MEM_FRACTION", "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS",
-           "prefill_graph_sizes", "default_mem_fraction", "kv_bytes", "untraced_swa",
-           "sglang_page", "sglang_fraction", "model_path"]
+__all__ = ["RELEASE", "SWA_FULL_TOKENS_RATIO", "HYBRID_SWA_ARCHS", "prefill_graph_sizes",
+           "default_mem_fraction", "kv_bytes", "untraced_swa", "sglang_page", "sglang_fraction",
+           "model_path"]
 
 RELEASE = "0.5.23"
 MiB = 1 << 20
 GiB = 1 << 30
-MEM_FRACTION = (G - R_mib) / G  # then rounded to 3 decimals
+# kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
+# expression itself is built with SymPy on first use
+KEPT = ("MEM_FRACTION",)
+_SYMBOLIC = KEPT
+__all__ += [*_SYMBOLIC, "KEPT", "symbolic"]
+
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    from kvlib.serving.engines.sglang.symbols import G, R_mib
+
+    return {"MEM_FRACTION": (G - R_mib) / G}  # then rounded to 3 decimals
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)  # arg_groups/fields/schedule.py:160 (fallback=0.8)
 # configs/model_config.py:2655-2679: the architectures whose sliding layers get a pool of
@@ -82,7 +101,7 @@ def default_mem_fraction(gpu_mib, tp_size: int = 1, mla: bool = False,
     reserve = 512 + Fraction(3, 2) * max(chunk, 2048) + Fraction(tp_size, 8) * 1024 + graph
     if gpu_mib > 60 * 1024:
         reserve = max(reserve, Fraction(10 * 1024))
-    value = Fraction(round(float(evaluate(MEM_FRACTION, G=gpu_mib, R=reserve)), 3)
+    value = Fraction(round(float(kept.evaluate("defaults.MEM_FRACTION", G=gpu_mib, R=reserve)), 3)
                      ).limit_denominator(1000)
     how = (f"round((G - R) / G, 3), G = {float(gpu_mib):g} MiB (nvidia-smi), R = "
            f"{float(reserve):g} MiB: 512 + 1.5 x chunked_prefill_size {chunk} + TP {tp_size}/8 "

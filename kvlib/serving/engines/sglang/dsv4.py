@@ -40,14 +40,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
 
-import sympy as sp
+from kvlib.serving.engines.sglang import kept
 
-from kvlib.core.numeric import evaluate
-
-__all__ = ["V4_ARCHS", "PAGE", "RATIO", "MAX_RUNNING_V4", "RING_C4", "RING_C128", "ENTRY",
-           "ROW", "INDEX", "SWA_TOKEN", "FULL_TOKEN", "C128_STATE", "FULL_TOKENS_V4",
-           "SWA_TOKENS_V4", "RUNNING_V4", "V4Pool", "is_v4", "v4_pool"]
+__all__ = ["V4_ARCHS", "PAGE", "RATIO", "MAX_RUNNING_V4", "RING_C4", "RING_C128", "V4Pool",
+           "is_v4", "v4_pool"]
 
 # configs/model_config.py:395-400
 V4_ARCHS = frozenset({"DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN",
@@ -59,22 +57,43 @@ RING_C4, RING_C128 = 8, 128  # get_compress_state_ring_size, no speculation (:61
 STATE_BYTES = 4  # fp32 compressor state (environ.py:1832; pool_configurator.py:136-146)
 V4_DATA, V4_SCALE, V4_ALIGN = 576, 8, 576  # KVLayout.V4 (kv_layout.py:49-97)
 
-d_nope, d_R, d_I, P, q = sp.symbols("d_nope d_R d_I P q", positive=True)
-N_L, N_4, N_128, R, r, B_KV, T = sp.symbols("N_L N_4 N_128 R r B_KV T", positive=True)
-ENTRY = d_nope + 2 * d_R + 8  # kv_bytes, pool_configurator.py:1106-1108
-# bytes a row takes in pages of q rows: KVLayout.V4.page_bytes(q) / q (kv_layout.py:103-105)
-ROW = sp.ceiling(q * (V4_DATA + V4_SCALE) / V4_ALIGN) * V4_ALIGN / q
-INDEX = d_I + sp.floor(d_I / 128) * 4  # get_dsv4_indexer_bytes_per_token (:53-58)
-d_attn = d_nope + d_R
-SWA_TOKEN = (ROW.subs(q, P) * N_L
-             + sp.Rational(RING_C4) / P * 2 * 2 * (d_attn + d_I) * STATE_BYTES * N_4)
-FULL_TOKEN = (r * SWA_TOKEN + N_4 * (ROW.subs(q, P / 4) + INDEX) / 4
-              + N_128 * ROW.subs(q, P / 128) / 128)
-C128_STATE = (sp.ceiling(((R + 1) * RING_C128 + RING_C128 + 1) / 128) * 128
-              * 2 * d_attn * STATE_BYTES * N_128)
-FULL_TOKENS_V4 = sp.floor(sp.floor((B_KV - C128_STATE) / FULL_TOKEN) / P) * P
-SWA_TOKENS_V4 = sp.floor(sp.floor(T * r) / P) * P
-RUNNING_V4 = sp.Min(R, sp.floor(T / 2))
+# kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("ENTRY", "ROW", "INDEX", "SWA_TOKEN", "FULL_TOKEN", "C128_STATE", "FULL_TOKENS_V4",
+        "SWA_TOKENS_V4", "RUNNING_V4")
+_SYMBOLIC = KEPT
+__all__ += [*_SYMBOLIC, "KEPT", "symbolic"]
+
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    d_nope, d_R, d_I, P, q = sp.symbols("d_nope d_R d_I P q", positive=True)
+    N_L, N_4, N_128, R, r, B_KV, T = sp.symbols("N_L N_4 N_128 R r B_KV T", positive=True)
+    entry = d_nope + 2 * d_R + 8  # kv_bytes, pool_configurator.py:1106-1108
+    # bytes a row takes in pages of q rows: KVLayout.V4.page_bytes(q) / q (kv_layout.py:103-105)
+    row = sp.ceiling(q * (V4_DATA + V4_SCALE) / V4_ALIGN) * V4_ALIGN / q
+    index = d_I + sp.floor(d_I / 128) * 4  # get_dsv4_indexer_bytes_per_token (:53-58)
+    d_attn = d_nope + d_R
+    swa_token = (row.subs(q, P) * N_L
+                 + sp.Rational(RING_C4) / P * 2 * 2 * (d_attn + d_I) * STATE_BYTES * N_4)
+    full_token = (r * swa_token + N_4 * (row.subs(q, P / 4) + index) / 4
+                  + N_128 * row.subs(q, P / 128) / 128)
+    c128_state = (sp.ceiling(((R + 1) * RING_C128 + RING_C128 + 1) / 128) * 128
+                  * 2 * d_attn * STATE_BYTES * N_128)
+    return {"ENTRY": entry, "ROW": row, "INDEX": index, "SWA_TOKEN": swa_token,
+            "FULL_TOKEN": full_token, "C128_STATE": c128_state,
+            "FULL_TOKENS_V4": sp.floor(sp.floor((B_KV - c128_state) / full_token) / P) * P,
+            "SWA_TOKENS_V4": sp.floor(sp.floor(T * r) / P) * P,
+            "RUNNING_V4": sp.Min(R, sp.floor(T / 2))}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_v4(config: dict | None) -> bool:
@@ -119,10 +138,11 @@ def _values(config: dict, page: int, ratio, running: int) -> dict:
             "R": running, "r": Fraction(ratio)}
 
 
-def _ev(expr, **values):
-    """``expr`` exactly at the values of its own symbols among ``values``."""
-    names = {x.name for x in expr.free_symbols}
-    return evaluate(expr, **{k: v for k, v in values.items() if k in names})
+def _ev(name: str, **values):
+    """Expression ``name`` exactly, by its kept code, at the values of its own symbols among
+    ``values``."""
+    names, _ = kept.EXPRESSIONS[f"dsv4.{name}"]
+    return kept.evaluate(f"dsv4.{name}", **{k: v for k, v in values.items() if k in names})
 
 
 def v4_pool(config: dict, budget: int, page: int = PAGE, ratio=RATIO,
@@ -131,19 +151,19 @@ def v4_pool(config: dict, budget: int, page: int = PAGE, ratio=RATIO,
     ValueError where the budget holds no page or the SWA pool cannot admit one request
     (validate_swa_pool_size, pool_configurator.py:198-216)."""
     v = _values(config, page, ratio, running)
-    state = _ev(C128_STATE, **v)
-    tokens = max(0, _ev(FULL_TOKENS_V4, B_KV=budget, **v))
-    swa = _ev(SWA_TOKENS_V4, T=tokens, **v)
+    state = _ev("C128_STATE", **v)
+    tokens = max(0, _ev("FULL_TOKENS_V4", B_KV=budget, **v))
+    swa = _ev("SWA_TOKENS_V4", T=tokens, **v)
     window = config.get("sliding_window")
     if window is not None and window + page >= swa:
         raise ValueError(f"SGLang would stop: its DeepSeek V4 SWA pool ({swa} tokens) cannot hold "
                          f"one request, sliding_window {window} + page {page} "
                          "(pool_configurator.py:198-216): a budget of "
                          f"{budget:,} B is too small")
-    return V4Pool(entry=_ev(ENTRY, **v), swa_row=_ev(ROW, q=page),
-                  swa_token=_ev(SWA_TOKEN, **v), full_token=_ev(FULL_TOKEN, **v),
+    return V4Pool(entry=_ev("ENTRY", **v), swa_row=_ev("ROW", q=page),
+                  swa_token=_ev("SWA_TOKEN", **v), full_token=_ev("FULL_TOKEN", **v),
                   c128_state=state, tokens=tokens, swa_tokens=swa, c4_tokens=tokens // 4,
                   c128_tokens=tokens // 128, c4_state_rows=swa // page * RING_C4,
                   c128_state_rows=(running + 1) * RING_C128 if v["N_128"] else 0,
-                  max_running_requests=_ev(RUNNING_V4, T=tokens, **v),
+                  max_running_requests=_ev("RUNNING_V4", T=tokens, **v),
                   layers=v["N_L"], c4_layers=v["N_4"], c128_layers=v["N_128"])

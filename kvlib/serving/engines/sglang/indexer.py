@@ -23,21 +23,40 @@ the 0.5.23 wheel.
 
 from __future__ import annotations
 
-import sympy as sp
+from functools import cache
 
-from kvlib.core.numeric import evaluate
+from kvlib.serving.engines.sglang import kept
 
-__all__ = ["DSA_ARCHS", "QUANT_BLOCK", "CELL_DSA_MLA_BF16", "CELL_DSA_MLA_FP8",
-           "CELL_DSA_INDEXER", "is_dsa", "dsa_page", "dsa_cells"]
+__all__ = ["DSA_ARCHS", "QUANT_BLOCK", "is_dsa", "dsa_page", "dsa_cells"]
 
 # configs/model_config.py:191-212, the ones kvlib reads (their configs carry index_topk)
 DSA_ARCHS = frozenset({"DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"})
 QUANT_BLOCK = 128  # DSATokenToKVPool.quant_block_size, memory_pool.py:5280
 
-d_L, d_R, N_L, d_I, kp, N_I = sp.symbols("d_L d_R N_L d_I k_pool N_I", positive=True)
-CELL_DSA_MLA_BF16 = (d_L + d_R) * N_L * 2
-CELL_DSA_MLA_FP8 = (d_L + sp.floor(d_L / QUANT_BLOCK) * 4 + 2 * d_R) * N_L
-CELL_DSA_INDEXER = sp.ceiling((d_I + sp.floor(d_I / QUANT_BLOCK) * 4) / kp) * N_I
+# kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("CELL_DSA_MLA_BF16", "CELL_DSA_MLA_FP8", "CELL_DSA_INDEXER")
+_SYMBOLIC = KEPT
+__all__ += [*_SYMBOLIC, "KEPT", "symbolic"]
+
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    d_L, d_R, N_L, d_I, kp, N_I = sp.symbols("d_L d_R N_L d_I k_pool N_I", positive=True)
+    return {
+        "CELL_DSA_MLA_BF16": (d_L + d_R) * N_L * 2,
+        "CELL_DSA_MLA_FP8": (d_L + sp.floor(d_L / QUANT_BLOCK) * 4 + 2 * d_R) * N_L,
+        "CELL_DSA_INDEXER": sp.ceiling((d_I + sp.floor(d_I / QUANT_BLOCK) * 4) / kp) * N_I,
+    }
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_dsa(config: dict | None) -> bool:
@@ -66,6 +85,7 @@ def dsa_cells(model, config: dict, kv_bytes: int) -> tuple[int, int]:
                          "KV caches of one latent and one indexer group")
     lat, idx = latent[0], indexer[0]
     values = {"d_L": lat.sizes["d_L"], "d_R": lat.sizes.get("d_R", 0), "N_L": lat.layers}
-    mla = evaluate(CELL_DSA_MLA_BF16 if kv_bytes == 2 else CELL_DSA_MLA_FP8, **values)
-    return mla, evaluate(CELL_DSA_INDEXER, d_I=idx.sizes["d_I"], k_pool=_kpool(config),
-                         N_I=idx.layers)
+    mla = kept.evaluate("indexer.CELL_DSA_MLA_BF16" if kv_bytes == 2 else
+                        "indexer.CELL_DSA_MLA_FP8", **values)
+    return mla, kept.evaluate("indexer.CELL_DSA_INDEXER", d_I=idx.sizes["d_I"],
+                              k_pool=_kpool(config), N_I=idx.layers)

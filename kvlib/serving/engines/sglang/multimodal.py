@@ -22,11 +22,11 @@ back for the embedding cache (``MM_RESERVE``). Paths under sglang/srt/ in the 0.
 
 from __future__ import annotations
 
-import sympy as sp
+from functools import cache
 
-__all__ = ["TRACED_MM_ARCHS", "MM_ARCHS", "MM_DISABLED", "BREAKABLE_GRAPH_ARCHS", "VLM_FACTOR",
-           "VLM_FRACTION", "MM_RESERVE", "MM_RESERVE_MIB", "HOPPER_FEATURE_CACHE_MIB",
-           "is_multimodal", "vision_shape", "vlm_fraction", "mm_reserve"]
+__all__ = ["TRACED_MM_ARCHS", "MM_ARCHS", "MM_DISABLED", "BREAKABLE_GRAPH_ARCHS", "MM_RESERVE",
+           "MM_RESERVE_MIB", "HOPPER_FEATURE_CACHE_MIB", "is_multimodal", "vision_shape",
+           "vlm_fraction", "mm_reserve"]
 
 # configs/model_config.py:2391-2473 (multimodal_model_archs)
 MM_ARCHS = frozenset("""
@@ -92,11 +92,29 @@ BREAKABLE_GRAPH_ARCHS = frozenset({
     "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
     "MiniMaxM3SparseForCausalLM"})
 
-L_v, H_v, f0 = sp.symbols("L_v H_v f_0", positive=True)
-_RATIO = L_v * H_v**2 / (24 * 1024**2)  # memory_hook.py:443-453
-VLM_FACTOR = sp.Rational(95, 100) * sp.Max(sp.Rational(4, 5), sp.Min(
-    sp.Rational(21, 20), 1 - sp.Rational(1, 10) * (_RATIO - 1)))  # :456-460
-VLM_FRACTION = f0 * VLM_FACTOR  # :460, f0 the fraction rounded to 3 decimals
+# built with SymPy on first use (vlm_fraction computes in SGLang's floats; tests check it
+# against VLM_FRACTION)
+_SYMBOLIC = ("VLM_FACTOR", "VLM_FRACTION")
+__all__ += [*_SYMBOLIC, "symbolic"]
+
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    L_v, H_v, f0 = sp.symbols("L_v H_v f_0", positive=True)
+    ratio = L_v * H_v**2 / (24 * 1024**2)  # memory_hook.py:443-453
+    factor = sp.Rational(95, 100) * sp.Max(sp.Rational(4, 5), sp.Min(
+        sp.Rational(21, 20), 1 - sp.Rational(1, 10) * (ratio - 1)))  # :456-460
+    # :460, f0 the fraction rounded to 3 decimals
+    return {"VLM_FACTOR": factor, "VLM_FRACTION": f0 * factor}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 MM_RESERVE_MIB = 100  # environ.py:1598 SGLANG_VLM_CACHE_SIZE_MB
 MM_RESERVE = MM_RESERVE_MIB << 20  # bytes: reserved_mb / 1024 GB, kv_cache_configurator.py:221
 

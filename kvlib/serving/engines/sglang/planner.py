@@ -8,12 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from kvlib.core.numeric import evaluate
 from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines import common
 from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import arch, cell_bytes, gib
-from kvlib.serving.engines.sglang import dsv4, pools
+from kvlib.serving.engines.sglang import dsv4, kept, pools
 from kvlib.serving.engines.sglang import indexer as ix
 from kvlib.serving.engines.sglang import multimodal as mm
 from kvlib.serving.engines.sglang import state as st
@@ -28,7 +27,7 @@ from kvlib.serving.engines.sglang.defaults import (
     sglang_page,
     untraced_swa,
 )
-from kvlib.serving.engines.sglang.pools import CELL_SWA, HEADS_PER_RANK, k_size_bytes, sglang_groups
+from kvlib.serving.engines.sglang.pools import k_size_bytes, sglang_groups
 from kvlib.serving.engines.startup import STARTUP_BYTES
 
 __all__ = ["engine_plan", "refuse_model"]
@@ -179,7 +178,7 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                    window=window, terms=terms, notes=notes)
     if states:
         ratio = st.mamba_ratio(arch_)
-        cap = evaluate(st.MAMBA_CAP, K=slots, q=ratio)
+        cap = kept.evaluate("state.MAMBA_CAP", K=slots, q=ratio)
         uncapped = p.max_running_requests
         running = min(uncapped, cap)
         p = replace(p, max_running_requests=running, sessions=min(p.sessions, running))
@@ -187,7 +186,7 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                      f"slots ({ratio} a request: 3 + 2 extra-buffer tracking slots, "
                      "kv_cache_configurator.py:3062-3088, 3134-3150)")
     if hybrid and swa:
-        both = evaluate(CELL_SWA, c_full=full, c_swa=swa, r=SWA_FULL_TOKENS_RATIO)
+        both = kept.evaluate("pools.CELL_SWA", c_full=full, c_swa=swa, r=SWA_FULL_TOKENS_RATIO)
         notes.append(f"sliding-window pool: {p.swa_tokens:,} tokens = int(full x 0.8) in pages "
                      f"(swa_full_tokens_ratio, pool_configurator.py:881); full pool from "
                      f"budget // (full cell {full:,} + 0.8 x SWA cell {swa:,} = "
@@ -197,7 +196,7 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                  f"{context:,} x 512), 4096), 2048), tokens // 2) (kv_cache_configurator.py:"
                  "3119-3132)")
     if kv_heads is not None and head_dim is not None and not (hybrid and swa):
-        heads_rank = evaluate(HEADS_PER_RANK, N_kv=kv_heads, TP=tp)
+        heads_rank = kept.evaluate("pools.HEADS_PER_RANK", N_kv=kv_heads, TP=tp)
         k = k_size_bytes(p.tokens, page, kv_heads, head_dim, layers_kv, b, tp)
         notes.append(f"SGLang would log: KV Cache is allocated. #tokens: {p.tokens}, K size: "
                      f"{k / GiB:.2f} GB (GB = 2^30; (tokens + {page}) x {heads_rank} heads x "

@@ -8,29 +8,68 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cache
 
-import sympy as sp
-
-from kvlib.core.formulas import GQA, MLA_ROPE
-from kvlib.core.numeric import evaluate
 from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines.common import arch, kv_heads
-from kvlib.serving.engines.sglang import dsv4
+from kvlib.serving.engines.sglang import dsv4, kept
 from kvlib.serving.engines.sglang.defaults import HYBRID_SWA_ARCHS, SWA_FULL_TOKENS_RATIO
-from kvlib.serving.engines.sglang.sessions import MAX_RUNNING, SESSIONS, SESSIONS_SWA
-from kvlib.serving.engines.sglang.symbols import B_KV, N_g, N_kv, T, c, c_full, c_swa, d_v, p, r, tp
 
-__all__ = ["HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "TOKENS", "CELL_SWA", "FULL_TOKENS_SWA",
-           "SWA_TOKENS", "K_SIZE", "SGLangPool", "k_size_bytes", "pool", "sglang_groups"]
+# kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "TOKENS", "CELL_SWA", "FULL_TOKENS_SWA",
+        "SWA_TOKENS", "K_SIZE")
+_SYMBOLIC = KEPT
+__all__ = [*KEPT, "SGLangPool", "k_size_bytes", "pool", "sglang_groups", "evaluate_cell", "KEPT",
+           "symbolic"]
 
-HEADS_PER_RANK = sp.Max(1, sp.floor(N_kv / tp))  # get_num_kv_heads
-CELL_MHA = GQA.symbolic.bytes_per_token.subs(N_g, HEADS_PER_RANK)
-CELL_MLA = MLA_ROPE.symbolic.bytes_per_token
-TOKENS = sp.floor(sp.floor(B_KV / c) / p) * p
-CELL_SWA = c_full + r * c_swa
-FULL_TOKENS_SWA = sp.floor(sp.floor(B_KV / CELL_SWA) / p) * p
-SWA_TOKENS = sp.floor(sp.floor(T * r) / p) * p
-K_SIZE = (T + p) * CELL_MHA.subs(d_v, 0)  # the K buffer: T + one page rows of the cell's K
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.core.formulas import GQA, MLA_ROPE
+    from kvlib.serving.engines.sglang.symbols import (
+        B_KV,
+        N_g,
+        N_kv,
+        T,
+        c,
+        c_full,
+        c_swa,
+        d_v,
+        p,
+        r,
+        tp,
+    )
+
+    heads_per_rank = sp.Max(1, sp.floor(N_kv / tp))  # get_num_kv_heads
+    cell_mha = GQA.symbolic.bytes_per_token.subs(N_g, heads_per_rank)
+    cell_swa = c_full + r * c_swa
+    return {
+        "HEADS_PER_RANK": heads_per_rank,
+        "CELL_MHA": cell_mha,
+        "CELL_MLA": MLA_ROPE.symbolic.bytes_per_token,
+        "TOKENS": sp.floor(sp.floor(B_KV / c) / p) * p,
+        "CELL_SWA": cell_swa,
+        "FULL_TOKENS_SWA": sp.floor(sp.floor(B_KV / cell_swa) / p) * p,
+        "SWA_TOKENS": sp.floor(sp.floor(T * r) / p) * p,
+        # the K buffer: T + one page rows of the cell's K
+        "K_SIZE": (T + p) * cell_mha.subs(d_v, 0),
+    }
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def evaluate_cell(key: str, **values) -> int:
+    """The cell expression ``key`` ("CELL_MHA", "CELL_MLA") at ``values``, by its kept code
+    (:func:`kvlib.serving.engines.common.cell_bytes`)."""
+    return kept.evaluate(f"pools.{key}", **values)
 
 
 @dataclass(frozen=True)
@@ -55,8 +94,8 @@ def k_size_bytes(tokens_: int, page: int, kv_heads: int, head_dim: int, layers: 
                  b: int, tp: int = 1) -> int:
     """``K_SIZE``, the K buffer SGLang logs: (N + page) rows x max(1, kv_heads // tp) x
     head_dim x layers x b (mem_cache/memory_pool.py:2574-2578)."""
-    return evaluate(K_SIZE, T=tokens_, p=page, N_kv=kv_heads, TP=tp, d_QK=head_dim, N_L=layers,
-                    b=b)
+    return kept.evaluate("pools.K_SIZE", T=tokens_, p=page, N_kv=kv_heads, TP=tp, d_QK=head_dim,
+                         N_L=layers, b=b)
 
 
 def pool(*, kind: str, budget: int, page: int, context: int, fraction, full_cell: int,
@@ -67,19 +106,20 @@ def pool(*, kind: str, budget: int, page: int, context: int, fraction, full_cell
     budget_in = max(0, budget)
     ratio = Fraction(ratio)
     if kind == "single":
-        n = evaluate(TOKENS, B_KV=budget_in, c=full_cell, p=page)
+        n = kept.evaluate("pools.TOKENS", B_KV=budget_in, c=full_cell, p=page)
         swa_n = None
     else:
-        n = evaluate(FULL_TOKENS_SWA, B_KV=budget_in, c_full=full_cell, c_swa=swa_cell, r=ratio,
-                     p=page)
-        swa_n = evaluate(SWA_TOKENS, T=n, r=ratio, p=page)
-    running = evaluate(MAX_RUNNING, T=n, C=context)
+        n = kept.evaluate("pools.FULL_TOKENS_SWA", B_KV=budget_in, c_full=full_cell,
+                          c_swa=swa_cell, r=ratio, p=page)
+        swa_n = kept.evaluate("pools.SWA_TOKENS", T=n, r=ratio, p=page)
+    running = kept.evaluate("sessions.MAX_RUNNING", T=n, C=context)
     if swa_n is not None and window is not None:
         # the admission floor: min(tokens, window) + one page per request (pool_configurator.py:
         # 198-216)
-        sessions = evaluate(SESSIONS_SWA, T=n, C=context, p=page, T_SWA=swa_n, w=window)
+        sessions = kept.evaluate("sessions.SESSIONS_SWA", T=n, C=context, p=page, T_SWA=swa_n,
+                                 w=window)
     else:
-        sessions = evaluate(SESSIONS, T=n, C=context, p=page)
+        sessions = kept.evaluate("sessions.SESSIONS", T=n, C=context, p=page)
     return SGLangPool(kv_budget=budget, cell=full_cell, page=page, tokens=n,
                       max_running_requests=running, sessions=sessions, context=context,
                       mem_fraction_static=Fraction(fraction),

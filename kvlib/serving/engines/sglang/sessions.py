@@ -6,17 +6,34 @@ model_executor/pool_configurator.py:198-216); counts of requests.
 
 from __future__ import annotations
 
-import sympy as sp
+from functools import cache
 
-from kvlib.serving.engines.sglang.symbols import C, T, T_swa, p, w
+# kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("MAX_RUNNING", "SESSIONS", "SESSIONS_SWA")
+_SYMBOLIC = KEPT
+__all__ = [*KEPT, "KEPT", "symbolic"]
 
-__all__ = ["MAX_RUNNING", "SESSIONS", "SESSIONS_SWA"]
 
-# SGLang's int(T / C x 512) is a float's; the exact floor is the same (T x 512 / C is a whole
-# number exactly when T / C is a multiple of 1/512, which a float holds exactly)
-MAX_RUNNING = sp.Min(sp.Max(sp.Min(sp.floor(T / C * 512), 4096), 2048), sp.floor(T / 2))
-# requests of C tokens at once: whole pages each, at most max_running_requests (pool()); with
-# a sliding-window pool of T_SWA tokens, also min(C, window w) + one page each (the admission
-# floor, pool_configurator.py:198-216)
-SESSIONS = sp.Min(MAX_RUNNING, sp.floor(T / (sp.ceiling(C / p) * p)))
-SESSIONS_SWA = sp.Min(SESSIONS, sp.floor(T_swa / (sp.Min(C, w) + p)))
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.serving.engines.sglang.symbols import C, T, T_swa, p, w
+
+    # SGLang's int(T / C x 512) is a float's; the exact floor is the same (T x 512 / C is a
+    # whole number exactly when T / C is a multiple of 1/512, which a float holds exactly)
+    max_running = sp.Min(sp.Max(sp.Min(sp.floor(T / C * 512), 4096), 2048), sp.floor(T / 2))
+    # requests of C tokens at once: whole pages each, at most max_running_requests (pool());
+    # with a sliding-window pool of T_SWA tokens, also min(C, window w) + one page each (the
+    # admission floor, pool_configurator.py:198-216)
+    sessions = sp.Min(max_running, sp.floor(T / (sp.ceiling(C / p) * p)))
+    return {"MAX_RUNNING": max_running, "SESSIONS": sessions,
+            "SESSIONS_SWA": sp.Min(sessions, sp.floor(T_swa / (sp.Min(C, w) + p)))}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

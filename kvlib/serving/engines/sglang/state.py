@@ -35,15 +35,13 @@ sglang/srt/ in the 0.5.23 wheel.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cache
 
-import sympy as sp
-
-from kvlib.core.numeric import evaluate
 from kvlib.models.spec import CacheKind
+from kvlib.serving.engines.sglang import kept
 
-__all__ = ["MAMBA_FULL_MEMORY_RATIO", "TRACED_STATE_ARCHS", "STATE_PER_REQ", "MAMBA_SLOTS",
-           "KV_AFTER_STATE", "MAMBA_CAP", "state_per_request", "split_budget", "mamba_ratio",
-           "state_dtype_bytes", "is_state_group"]
+__all__ = ["MAMBA_FULL_MEMORY_RATIO", "TRACED_STATE_ARCHS", "state_per_request", "split_budget",
+           "mamba_ratio", "state_dtype_bytes", "is_state_group"]
 
 MAMBA_FULL_MEMORY_RATIO = Fraction(9, 10)  # arg_groups/fields/schedule.py:220-227 (fallback)
 # the state-pool architectures traced, by the state layers they hold: Gated DeltaNet hybrids
@@ -59,15 +57,35 @@ _EXTRA_BUFFER_ARCHS = frozenset({"Qwen3NextForCausalLM", "NemotronHForCausalLM",
                                  "Qwen3_5MoeForConditionalGeneration"})
 _SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
-L_s, d_in, n_g, h_s, d_h, d_st, k_c, b_c, b_s, TP = sp.symbols(
-    "L_s d_inner n_g h_s d_h d_state K_conv b_c b_s TP", positive=True)
-B_rest, S, r, K_slots, q = sp.symbols("B_rest S r K q", positive=True)
-_groups = n_g + sp.Piecewise((0, sp.Eq(sp.Mod(n_g, TP), 0)), (TP - n_g, True))
-STATE_PER_REQ = L_s * ((d_in + 2 * _groups * d_st) / TP * (k_c - 1) * b_c
-                       + h_s / TP * d_h * d_st * b_s)
-MAMBA_SLOTS = sp.floor((B_rest * r / (1 + r) - S) / S)
-KV_AFTER_STATE = sp.floor(B_rest - (K_slots + 1) * S)
-MAMBA_CAP = sp.floor(K_slots / q)
+# kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("STATE_PER_REQ", "MAMBA_SLOTS", "KV_AFTER_STATE", "MAMBA_CAP")
+_SYMBOLIC = KEPT
+__all__ += [*_SYMBOLIC, "KEPT", "symbolic"]
+
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    L_s, d_in, n_g, h_s, d_h, d_st, k_c, b_c, b_s, TP = sp.symbols(
+        "L_s d_inner n_g h_s d_h d_state K_conv b_c b_s TP", positive=True)
+    B_rest, S, r, K_slots, q = sp.symbols("B_rest S r K q", positive=True)
+    groups = n_g + sp.Piecewise((0, sp.Eq(sp.Mod(n_g, TP), 0)), (TP - n_g, True))
+    return {
+        "STATE_PER_REQ": L_s * ((d_in + 2 * groups * d_st) / TP * (k_c - 1) * b_c
+                                + h_s / TP * d_h * d_st * b_s),
+        "MAMBA_SLOTS": sp.floor((B_rest * r / (1 + r) - S) / S),
+        "KV_AFTER_STATE": sp.floor(B_rest - (K_slots + 1) * S),
+        "MAMBA_CAP": sp.floor(K_slots / q),
+    }
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def state_dtype_bytes(config: dict) -> int:
@@ -111,8 +129,8 @@ def state_per_request(group, config: dict, tp: int) -> int:
         raise ValueError(f"TP={tp}: SGLang 0.5.23 shards {v['h_s']} state heads and a conv "
                          f"state of {conv_dim} channels evenly (configs/mamba_utils.py "
                          "Mamba2StateShape.create, divide)")
-    return evaluate(STATE_PER_REQ, L_s=group.layers, **v, b_c=2, b_s=state_dtype_bytes(config),
-                    TP=tp)
+    return kept.evaluate("state.STATE_PER_REQ", L_s=group.layers, **v, b_c=2,
+                         b_s=state_dtype_bytes(config), TP=tp)
 
 
 def split_budget(rest_bytes: float, per_req: int, ratio=MAMBA_FULL_MEMORY_RATIO

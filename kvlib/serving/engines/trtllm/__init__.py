@@ -35,8 +35,11 @@ the commit (:mod:`~kvlib.serving.engines.trtllm.sources`):
   cell / 2^30; "Estimated max memory in KV cache : X GiB" = the budget / 2^30
   (``configure_kv_cache_capacity``; GB = 1 << 30 in _util.py).
 
-Python evaluates these expressions (:func:`kvlib.core.numeric.evaluate`: code generated from
-each, exact); the one float step, the float32 fraction, is :func:`float32` on its input.
+Python evaluates these expressions by their kept code (:mod:`kvlib.serving.engines.trtllm.kept`,
+printed from each by ``python -m kvlib.core.keep`` as :func:`kvlib.core.numeric.evaluate`
+generates it, exact, so that a plan imports no SymPy; each module builds its expressions on
+first use, ``symbolic()``); the one float step, the float32 fraction, is :func:`float32` on
+its input.
 
 Sliding windows, Mamba hybrids and the fp8 context-MLA workspace (issue 41 item 4):
 :mod:`~kvlib.serving.engines.trtllm.windows` (every layer at full length by default, as
@@ -55,7 +58,7 @@ the query heads (Falcon), FP4 caches; at 1.1.0rc3, the Mamba state and the fp8 M
 
 from __future__ import annotations
 
-from kvlib.serving.engines.trtllm.budget import KV_BUDGET, kv_budget
+from kvlib.serving.engines.trtllm.budget import kv_budget
 from kvlib.serving.engines.trtllm.defaults import (
     DEFAULT_FRACTION,
     MAX_BATCH_SIZE,
@@ -65,26 +68,33 @@ from kvlib.serving.engines.trtllm.defaults import (
     float32,
     kv_bytes,
 )
-from kvlib.serving.engines.trtllm.mamba import MAMBA_MAX_TOKENS
 from kvlib.serving.engines.trtllm.planner import RELEASES, engine_plan, refuse_model
 from kvlib.serving.engines.trtllm.pools import (
-    BLOCKS,
-    CELL_MHA,
-    CELL_MLA,
-    HEADS_PER_RANK,
-    MAX_TOKENS,
-    TOKENS,
     TRTLLMPool,
+    evaluate_cell,
     pool,
     tokens,
     trtllm_groups,
 )
-from kvlib.serving.engines.trtllm.sessions import SESSIONS
-from kvlib.serving.engines.trtllm.symbols import SYMBOLS, SYMBOLS_BY_NAME
-from kvlib.serving.engines.trtllm.workspace import B_AFTER, W_MLA
 
-__all__ = ["SOURCE", "SYMBOLS", "SYMBOLS_BY_NAME", "KV_BUDGET", "HEADS_PER_RANK", "CELL_MHA",
-           "CELL_MLA", "MAX_TOKENS", "BLOCKS", "TOKENS", "SESSIONS",
-           "DEFAULT_FRACTION", "TOKENS_PER_BLOCK", "MAX_BATCH_SIZE", "TRTLLMPool", "float32",
-           "kv_budget", "tokens", "pool", "kv_bytes", "trtllm_groups", "TRTLLM_OTHER_PEAK",
-           "engine_plan", "refuse_model", "RELEASES", "W_MLA", "B_AFTER", "MAMBA_MAX_TOKENS"]
+# the SymPy expressions and symbols, by the module that builds them on first use (their code
+# is kept in kvlib.serving.engines.trtllm.kept, so that a plan imports no SymPy)
+_SYMBOLIC = {
+    "KV_BUDGET": "budget", "MAMBA_MAX_TOKENS": "mamba",
+    **dict.fromkeys(("HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "MAX_TOKENS", "BLOCKS", "TOKENS"),
+                    "pools"),
+    "SESSIONS": "sessions", "SYMBOLS": "symbols", "SYMBOLS_BY_NAME": "symbols",
+    "W_MLA": "workspace", "B_AFTER": "workspace",
+}
+
+__all__ = ["SOURCE", *_SYMBOLIC, "DEFAULT_FRACTION", "TOKENS_PER_BLOCK", "MAX_BATCH_SIZE",
+           "TRTLLMPool", "float32", "kv_budget", "tokens", "pool", "kv_bytes", "trtllm_groups",
+           "TRTLLM_OTHER_PEAK", "engine_plan", "refuse_model", "RELEASES", "evaluate_cell"]
+
+
+def __getattr__(name: str):  # an expression or symbol table, built with SymPy on first use
+    if name in _SYMBOLIC:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_SYMBOLIC[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,18 +5,36 @@ sources in :mod:`kvlib.serving.engines.trtllm`).
 
 from __future__ import annotations
 
-import sympy as sp
+from functools import cache
 
-from kvlib.core.numeric import evaluate
+from kvlib.serving.engines.trtllm import kept
 from kvlib.serving.engines.trtllm.defaults import DEFAULT_FRACTION
-from kvlib.serving.engines.trtllm.symbols import M, O, W, phi
 
-__all__ = ["KV_BUDGET", "kv_budget"]
+# kept as code in kvlib.serving.engines.trtllm.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("KV_BUDGET",)
+_SYMBOLIC = KEPT
+__all__ = [*KEPT, "kv_budget", "KEPT", "symbolic"]
 
-KV_BUDGET = sp.floor(sp.Add(M, -W, -O, evaluate=False) * phi)
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.serving.engines.trtllm.symbols import M, O, W, phi
+
+    return {"KV_BUDGET": sp.floor(sp.Add(M, -W, -O, evaluate=False) * phi)}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def kv_budget(total: int, weights: int, other_peak: int, fraction=DEFAULT_FRACTION) -> int:
     """``KV_BUDGET``: int((M - peak + temporary) x fraction) with peak - temporary = W + O_T;
     ``fraction`` as given (pass it through :func:`float32`, as TensorRT-LLM holds it)."""
-    return evaluate(KV_BUDGET, M=total, W_GPU=weights, O_T=other_peak, phi=fraction)
+    return kept.evaluate("budget.KV_BUDGET", M=total, W_GPU=weights, O_T=other_peak,
+                         phi=fraction)

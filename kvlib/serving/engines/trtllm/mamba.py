@@ -29,23 +29,42 @@ and the V2 manager's (mamba_cache_manager_v2.py@28295084972c) both call
 
 from __future__ import annotations
 
-import sympy as sp
+from functools import cache
 
-from kvlib.core.numeric import evaluate
 from kvlib.serving.engines.common import text_config
-from kvlib.serving.engines.trtllm.symbols import B_KV, S_max, c, tp
+from kvlib.serving.engines.trtllm import kept
 
-__all__ = ["D_HEAD", "N_HEADS", "N_GROUPS", "D_STATE", "K_CONV", "B_C", "B_S", "L_M",
-           "STATE_PER_LAYER", "INTERCEPT", "MAMBA_MAX_TOKENS", "MambaParams", "mamba_params",
-           "state_bytes", "intercept", "max_tokens", "largest_batch"]
+# kept as code in kvlib.serving.engines.trtllm.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("STATE_PER_LAYER", "INTERCEPT", "MAMBA_MAX_TOKENS")
+_SYMBOLIC = ("D_HEAD", "N_HEADS", "N_GROUPS", "D_STATE", "K_CONV", "B_C", "B_S", "L_M",
+             "CONV_DIM", *KEPT)
+__all__ = [*_SYMBOLIC, "MambaParams", "mamba_params", "state_bytes", "intercept", "max_tokens",
+           "largest_batch", "KEPT", "symbolic"]
 
-D_HEAD, N_HEADS, N_GROUPS, D_STATE, K_CONV, B_C, B_S, L_M = sp.symbols(
-    "d_mh N_mh N_mg d_ss k_conv b_c b_s L_M", positive=True, integer=True)
-CONV_DIM = sp.floor((D_HEAD * N_HEADS + 2 * N_GROUPS * D_STATE) / tp)
-STATE_PER_LAYER = (CONV_DIM * (K_CONV - 1) * B_C
-                   + sp.floor(N_HEADS / tp) * D_HEAD * D_STATE * B_S)
-INTERCEPT = (S_max + 1) * L_M * STATE_PER_LAYER
-MAMBA_MAX_TOKENS = sp.Max(0, sp.floor((B_KV - INTERCEPT) / c))
+
+@cache
+def symbolic() -> dict:
+    """The expressions and this module's symbols by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.serving.engines.trtllm.symbols import B_KV, S_max, c, tp
+
+    D_HEAD, N_HEADS, N_GROUPS, D_STATE, K_CONV, B_C, B_S, L_M = sp.symbols(
+        "d_mh N_mh N_mg d_ss k_conv b_c b_s L_M", positive=True, integer=True)
+    CONV_DIM = sp.floor((D_HEAD * N_HEADS + 2 * N_GROUPS * D_STATE) / tp)
+    STATE_PER_LAYER = (CONV_DIM * (K_CONV - 1) * B_C
+                       + sp.floor(N_HEADS / tp) * D_HEAD * D_STATE * B_S)
+    INTERCEPT = (S_max + 1) * L_M * STATE_PER_LAYER
+    MAMBA_MAX_TOKENS = sp.Max(0, sp.floor((B_KV - INTERCEPT) / c))
+    found = locals()
+    return {name: found[name] for name in _SYMBOLIC}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 
@@ -90,18 +109,18 @@ def _state_values(p: MambaParams) -> dict:
 def state_bytes(p: MambaParams, tp_: int) -> int:
     """One request slot's state on one rank: L_M x ``STATE_PER_LAYER``."""
     values = _state_values(p)
-    return values.pop("L_M") * evaluate(STATE_PER_LAYER, **values, TP=tp_)
+    return values.pop("L_M") * kept.evaluate("mamba.STATE_PER_LAYER", **values, TP=tp_)
 
 
 def intercept(p: MambaParams, tp_: int, max_batch_size: int) -> int:
     """``INTERCEPT``: (max_batch_size + 1) slots of state, in bytes."""
-    return evaluate(INTERCEPT, **_state_values(p), TP=tp_, S_max=max_batch_size)
+    return kept.evaluate("mamba.INTERCEPT", **_state_values(p), TP=tp_, S_max=max_batch_size)
 
 
 def max_tokens(p: MambaParams, tp_: int, max_batch_size: int, budget: int, cell: int) -> int:
     """``MAMBA_MAX_TOKENS``: ``tokens_for_budget`` with the state's intercept."""
-    return evaluate(MAMBA_MAX_TOKENS, **_state_values(p), TP=tp_, S_max=max_batch_size,
-                    B_KV=budget, c=cell)
+    return kept.evaluate("mamba.MAMBA_MAX_TOKENS", **_state_values(p), TP=tp_,
+                         S_max=max_batch_size, B_KV=budget, c=cell)
 
 
 def largest_batch(p: MambaParams, tp_: int, budget: int, cell: int, tokens_per_request: int

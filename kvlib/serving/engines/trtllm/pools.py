@@ -8,26 +8,52 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cache
 
-import sympy as sp
-
-from kvlib.core.formulas import GQA, MLA_ROPE
-from kvlib.core.numeric import evaluate
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import kv_heads, text_config
+from kvlib.serving.engines.trtllm import kept
 from kvlib.serving.engines.trtllm.defaults import DEFAULT_FRACTION, MAX_BATCH_SIZE, TOKENS_PER_BLOCK
-from kvlib.serving.engines.trtllm.sessions import SESSIONS
-from kvlib.serving.engines.trtllm.symbols import B_KV, N_g, N_kv, c, d, d_V, n, tp
 
-__all__ = ["HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "MAX_TOKENS", "BLOCKS", "TOKENS",
-           "TRTLLMPool", "tokens", "pool", "trtllm_groups"]
+# kept as code in kvlib.serving.engines.trtllm.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("HEADS_PER_RANK", "CELL_MHA", "CELL_MLA", "MAX_TOKENS", "BLOCKS", "TOKENS")
+_SYMBOLIC = KEPT
+__all__ = [*KEPT, "TRTLLMPool", "tokens", "pool", "trtllm_groups", "evaluate_cell", "KEPT",
+           "symbolic"]
 
-HEADS_PER_RANK = sp.floor(d * N_kv / tp) / d  # head_dim x heads // TP, in heads
-CELL_MHA = GQA.symbolic.bytes_per_token.subs(d_V, d).subs(N_g, HEADS_PER_RANK)
-CELL_MLA = MLA_ROPE.symbolic.bytes_per_token  # kv_factor 1, not split by TP
-MAX_TOKENS = sp.floor(B_KV / c)
-BLOCKS = sp.ceiling(MAX_TOKENS / n)
-TOKENS = BLOCKS * n
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.core.formulas import GQA, MLA_ROPE
+    from kvlib.serving.engines.trtllm.symbols import B_KV, N_g, N_kv, c, d, d_V, n, tp
+
+    heads_per_rank = sp.floor(d * N_kv / tp) / d  # head_dim x heads // TP, in heads
+    max_tokens = sp.floor(B_KV / c)
+    blocks = sp.ceiling(max_tokens / n)
+    return {
+        "HEADS_PER_RANK": heads_per_rank,
+        "CELL_MHA": GQA.symbolic.bytes_per_token.subs(d_V, d).subs(N_g, heads_per_rank),
+        "CELL_MLA": MLA_ROPE.symbolic.bytes_per_token,  # kv_factor 1, not split by TP
+        "MAX_TOKENS": max_tokens,
+        "BLOCKS": blocks,
+        "TOKENS": blocks * n,
+    }
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def evaluate_cell(key: str, **values) -> int:
+    """The cell expression ``key`` ("CELL_MHA", "CELL_MLA") at ``values``, by its kept code
+    (:func:`kvlib.serving.engines.common.cell_bytes`)."""
+    return kept.evaluate(f"pools.{key}", **values)
 
 
 @dataclass(frozen=True)
@@ -51,15 +77,17 @@ def tokens(budget: int, cell: int, block: int = TOKENS_PER_BLOCK) -> tuple[int, 
     """(``MAX_TOKENS``, ``BLOCKS``, ``TOKENS``: tokens in whole blocks) for a budget (none
     below 0)."""
     values = {"B_KV": max(0, budget), "c": cell}
-    return (evaluate(MAX_TOKENS, **values), evaluate(BLOCKS, **values, n=block),
-            evaluate(TOKENS, **values, n=block))
+    return (kept.evaluate("pools.MAX_TOKENS", **values),
+            kept.evaluate("pools.BLOCKS", **values, n=block),
+            kept.evaluate("pools.TOKENS", **values, n=block))
 
 
 def pool(*, budget: int, cell: int, context: int, block: int = TOKENS_PER_BLOCK,
          fraction=DEFAULT_FRACTION, max_batch_size: int = MAX_BATCH_SIZE, terms=(),
          notes=()) -> TRTLLMPool:
     max_tokens, blocks, n_ = tokens(budget, cell, block)
-    sessions = evaluate(SESSIONS, T=n_, C=context, n=block, S_max=max_batch_size)
+    sessions = kept.evaluate("sessions.SESSIONS", T=n_, C=context, n=block,
+                             S_max=max_batch_size)
     return TRTLLMPool(kv_budget=budget, cell=cell, block=block, max_tokens=max_tokens,
                       tokens=n_, blocks=blocks, sessions=sessions, context=context,
                       fraction=Fraction(fraction), terms=tuple(terms), notes=tuple(notes))

@@ -4,10 +4,26 @@ max_batch_size S_max (``SESSIONS``); a count of requests.
 
 from __future__ import annotations
 
-import sympy as sp
+from functools import cache
 
-from kvlib.serving.engines.trtllm.symbols import C, S_max, T, n
+# kept as code in kvlib.serving.engines.trtllm.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("SESSIONS",)
+_SYMBOLIC = KEPT
+__all__ = [*KEPT, "KEPT", "symbolic"]
 
-__all__ = ["SESSIONS"]
 
-SESSIONS = sp.Min(S_max, sp.floor(T / (sp.ceiling(C / n) * n)))
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.serving.engines.trtllm.symbols import C, S_max, T, n
+
+    return {"SESSIONS": sp.Min(S_max, sp.floor(T / (sp.ceiling(C / n) * n)))}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

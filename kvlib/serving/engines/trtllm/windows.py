@@ -30,25 +30,44 @@ among window sizes when it gets one pool per window (VSWA). Bytes per GPU (TP ra
 
 from __future__ import annotations
 
-import sympy as sp
+from functools import cache
 
-from kvlib.core.numeric import evaluate
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import kv_heads
-from kvlib.serving.engines.trtllm.symbols import B_KV, C, N_kv, S_max, b, d, n, tp
+from kvlib.serving.engines.trtllm import kept
 
-__all__ = ["L_W", "N_W", "CELL_W", "BLOCKS_W", "SESSIONS_W", "WindowPool", "window_layers",
-           "vswa_pools", "vswa_sessions"]
+# kept as code in kvlib.serving.engines.trtllm.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("CELL_W", "BLOCKS_W", "SESSIONS_W")
+_SYMBOLIC = ("L_W", "N_W", "W", "N_B", *KEPT)
+__all__ = [*_SYMBOLIC, "WindowPool", "window_layers", "vswa_pools", "vswa_sessions", "KEPT",
+           "symbolic"]
 
-L_W = sp.Symbol("L_w", positive=True, integer=True)  # layers with window w
-N_W = sp.Symbol("N_w", positive=True, integer=True)  # distinct window sizes
-W = sp.Symbol("w", positive=True, integer=True)  # the window, clamped to max_seq_len
-CELL_W = L_W * sp.ceiling(N_kv / tp) * 2 * d * b  # calculate_cache_size_per_token x b
-BLOCKS_W = sp.floor(B_KV / (N_W * CELL_W * n))  # int(pool / N_w / cell_w // n)
-N_B = sp.Symbol("N_b", positive=True, integer=True)  # one window's blocks
-# requests of C tokens one window's pool holds: ceil(min(C, w) / n) blocks each (kvlib's count,
-# assumed: the scheduler's per-window need is not traced)
-SESSIONS_W = sp.Min(S_max, sp.floor(N_B / sp.ceiling(sp.Min(C, W) / n)))
+
+@cache
+def symbolic() -> dict:
+    """The expressions and this module's symbols by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.serving.engines.trtllm.symbols import B_KV, C, N_kv, S_max, b, d, n, tp
+
+    L_W = sp.Symbol("L_w", positive=True, integer=True)  # layers with window w
+    N_W = sp.Symbol("N_w", positive=True, integer=True)  # distinct window sizes
+    W = sp.Symbol("w", positive=True, integer=True)  # the window, clamped to max_seq_len
+    CELL_W = L_W * sp.ceiling(N_kv / tp) * 2 * d * b  # calculate_cache_size_per_token x b
+    BLOCKS_W = sp.floor(B_KV / (N_W * CELL_W * n))  # int(pool / N_w / cell_w // n)
+    N_B = sp.Symbol("N_b", positive=True, integer=True)  # one window's blocks
+    # requests of C tokens one window's pool holds: ceil(min(C, w) / n) blocks each (kvlib's
+    # count, assumed: the scheduler's per-window need is not traced)
+    SESSIONS_W = sp.Min(S_max, sp.floor(N_B / sp.ceiling(sp.Min(C, W) / n)))
+    found = locals()
+    return {name: found[name] for name in _SYMBOLIC}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class WindowPool(tuple):
@@ -87,7 +106,7 @@ def vswa_pools(model, context: int, budget: int, tp_: int, b_: int, block: int
     (max_gpu_total_bytes), ascending window; ValueError where one sequence of every window
     does not fit (``adjust_window_sizes_for_vswa``'s case, not traced)."""
     groups = window_layers(model, context)
-    cells = {w: evaluate(CELL_W, L_w=layers, N_kv=heads, TP=tp_, d_QK=dim, b=b_)
+    cells = {w: kept.evaluate("windows.CELL_W", L_w=layers, N_kv=heads, TP=tp_, d_QK=dim, b=b_)
              for w, (layers, heads, dim) in groups.items()}
     required = sum(w * cells[w] for w in groups)
     if required >= budget:
@@ -95,13 +114,14 @@ def vswa_pools(model, context: int, budget: int, tp_: int, b_: int, block: int
                          f"not below the {budget:,} B pool; TensorRT-LLM then shrinks the "
                          "windows (adjust_window_sizes_for_vswa), which kvlib has not traced")
     return [WindowPool(w, groups[w][0], cells[w],
-                       evaluate(BLOCKS_W, B_KV=budget, N_w=len(groups), L_w=groups[w][0],
-                                N_kv=groups[w][1], TP=tp_, d_QK=groups[w][2], b=b_, n=block))
+                       kept.evaluate("windows.BLOCKS_W", B_KV=budget, N_w=len(groups),
+                                     L_w=groups[w][0], N_kv=groups[w][1], TP=tp_,
+                                     d_QK=groups[w][2], b=b_, n=block))
             for w in groups]
 
 
 def vswa_sessions(pools: list[WindowPool], context: int, block: int, max_batch_size: int
                   ) -> int:
     """``SESSIONS_W`` for each window's pool; the smallest (every layer holds each request)."""
-    return min(evaluate(SESSIONS_W, N_b=p.blocks, C=context, w=p.window, n=block,
-                        S_max=max_batch_size) for p in pools)
+    return min(kept.evaluate("windows.SESSIONS_W", N_b=p.blocks, C=context, w=p.window, n=block,
+                             S_max=max_batch_size) for p in pools)

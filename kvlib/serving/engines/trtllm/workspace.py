@@ -27,24 +27,42 @@ exactly, which can differ from the float by under a byte before the floor.
 
 from __future__ import annotations
 
-import sympy as sp
+from functools import cache
 
-from kvlib.core.numeric import evaluate
 from kvlib.serving.engines.common import text_config
-from kvlib.serving.engines.trtllm.symbols import B_KV, C, S_max, c, tp
+from kvlib.serving.engines.trtllm import kept
 
-__all__ = ["FP8_CONTEXT_MLA_SMS", "MAX_NUM_TOKENS", "W_MLA", "L_CAP", "RESERVE", "B_AFTER",
-           "workspace_bytes_per_token", "reserve"]
+# kept as code in kvlib.serving.engines.trtllm.kept (python -m kvlib.core.keep); the
+# expressions themselves are built with SymPy on first use
+KEPT = ("W_MLA", "L_CAP", "RESERVE", "B_AFTER")
+_SYMBOLIC = KEPT
+__all__ = ["FP8_CONTEXT_MLA_SMS", "MAX_NUM_TOKENS", *KEPT, "workspace_bytes_per_token",
+           "reserve", "KEPT", "symbolic"]
 
 FP8_CONTEXT_MLA_SMS = frozenset({90, 100, 103, 107, 120})
 MAX_NUM_TOKENS = 8192  # TensorRT-LLM's default max_num_tokens
 
-N_HQ, D_ROPE, D_NOPE, D_VH, W_TOK, M_TOK = sp.symbols("N_hq d_rope d_nope d_vh w M_tok",
-                                                     positive=True, integer=True)
-W_MLA = sp.floor(N_HQ / tp) * (D_ROPE + D_NOPE + D_VH)  # bytes a token, fp8
-L_CAP = sp.Min(S_max, M_TOK) * C
-RESERVE = sp.Min(W_TOK * L_CAP, B_KV * W_TOK / (c + W_TOK))
-B_AFTER = sp.floor(B_KV - RESERVE)
+
+
+@cache
+def symbolic() -> dict:
+    """The expressions by name (imports SymPy)."""
+    import sympy as sp
+
+    from kvlib.serving.engines.trtllm.symbols import B_KV, C, S_max, c, tp
+
+    N_HQ, D_ROPE, D_NOPE, D_VH, W_TOK, M_TOK = sp.symbols("N_hq d_rope d_nope d_vh w M_tok",
+                                                         positive=True, integer=True)
+    l_cap = sp.Min(S_max, M_TOK) * C
+    reserve = sp.Min(W_TOK * l_cap, B_KV * W_TOK / (c + W_TOK))
+    return {"W_MLA": sp.floor(N_HQ / tp) * (D_ROPE + D_NOPE + D_VH),  # bytes a token, fp8
+            "L_CAP": l_cap, "RESERVE": reserve, "B_AFTER": sp.floor(B_KV - reserve)}
+
+
+def __getattr__(name: str):  # the expressions, built with SymPy on first use
+    if name in _SYMBOLIC:
+        return symbolic()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def workspace_bytes_per_token(model_name: str, config: dict | None, tp_: int, kv_dtype: str,
@@ -58,8 +76,9 @@ def workspace_bytes_per_token(model_name: str, config: dict | None, tp_: int, kv
     missing = [k for k in keys if not isinstance(t.get(k), int)]
     if missing:
         raise ValueError(f"{model_name}: MLA config has no integer {', '.join(missing)}")
-    return evaluate(W_MLA, N_hq=t["num_attention_heads"], d_rope=t["qk_rope_head_dim"],
-                    d_nope=t["qk_nope_head_dim"], d_vh=t["v_head_dim"], TP=tp_)
+    return kept.evaluate("workspace.W_MLA", N_hq=t["num_attention_heads"],
+                         d_rope=t["qk_rope_head_dim"], d_nope=t["qk_nope_head_dim"],
+                         d_vh=t["v_head_dim"], TP=tp_)
 
 
 def reserve(budget: int, cell: int, w: int, context: int, max_batch_size: int,
@@ -67,6 +86,6 @@ def reserve(budget: int, cell: int, w: int, context: int, max_batch_size: int,
     """(the budget after the reserve, ``B_AFTER``; the reserve in whole bytes, budget - that)."""
     if w <= 0 or budget <= 0:
         return budget, 0
-    after = evaluate(B_AFTER, B_KV=budget, c=cell, w=w, C=context, S_max=max_batch_size,
-                     M_tok=max_num_tokens)
+    after = kept.evaluate("workspace.B_AFTER", B_KV=budget, c=cell, w=w, C=context,
+                          S_max=max_batch_size, M_tok=max_num_tokens)
     return after, budget - after
