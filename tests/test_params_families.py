@@ -322,6 +322,9 @@ def test_muse_glimmer_30b_by_hand():
     c = count_params(CORPUS["meta-models--Muse-Glimmer-30B"]["config"])
     assert (c.text, c.parts["vision"]) == (text, tower) == (27_854_780_928, 1_921_845_760)
     assert c.total == c.active + tower == 29_776_626_688 and c.towers == "counted"
+    # only the tower's q/k/v and o are vLLM's parallel layers; the rest is whole on each rank
+    split = 50 * ((w * 3 * w + 3 * w) + (w * w + w))
+    assert [(f.elements, f.bytes_per, f.whole) for f in c.fixed] == [(tower - split, 2, True)]
 
 
 def test_muse_glimmer_refusals_name_the_field():

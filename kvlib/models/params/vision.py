@@ -189,7 +189,7 @@ def _kimi_k25_vision(v: Fields, d_text: int) -> int:
                     projector=v.data.get("mm_projector_type") or "patchmerger")
 
 
-def _muse_glimmer_vision(v: Fields, d_text: int) -> int:
+def _muse_glimmer_vision(v: Fields, d_text: int) -> tuple[int, int]:
     """Muse Glimmer's tower as vLLM 0.34.0 loads it (model_executor/models/muse_glimmer.py),
     absent keys read as MuseGlimmerVisionConfig's / MuseGlimmerConfig's defaults (vLLM reads
     the config through transformers' class): MuseGlimmerVisionEncoder (:484-535) with the
@@ -200,7 +200,8 @@ def _muse_glimmer_vision(v: Fields, d_text: int) -> int:
     (``out_hidden_size`` -> ``projector_hidden_size`` -> itself, no biases, :801-809), the
     projection to the text width (no bias, :1229-1233) and a weightless norm (:1234-1238).
     vLLM refuses a tower whose ``out_hidden_size`` is not d ``merge_size``^2 (:530-535) or
-    whose ``layer_types`` do not list its layers (:498-502)."""
+    whose ``layer_types`` do not list its layers (:498-502). Returns (elements held whole on
+    every rank, elements split by TP: the attention projections)."""
     w = v.outer
     d = v.int("hidden_size", required=False) or 1536
     i = v.int("intermediate_size", required=False) or 8960
@@ -217,12 +218,25 @@ def _muse_glimmer_vision(v: Fields, d_text: int) -> int:
     if types is not None and (not isinstance(types, list) or len(types) != n):
         raise ValueError(f"{v.path('layer_types')} must list the {n} layers "
                          f"(muse_glimmer.py:498-502), got {describe(types)[:80]}")
-    layer = 4 * d + _lin(d, 3 * d, True) + _lin(d, d, True) + _lin(d, i, True) \
-        + _lin(i, d, True)
-    return ((v.int("patch_temporal", required=False) or 2) * 3 * p * p * d
-            + (v.int("pos_emb_height", required=False) or 32)
-            * (v.int("pos_emb_width", required=False) or 32) * d
-            + 4 * d + n * layer + out * proj + proj * proj + proj * d_text)
+    attention = _lin(d, 3 * d, True) + _lin(d, d, True)
+    whole = ((v.int("patch_temporal", required=False) or 2) * 3 * p * p * d
+             + (v.int("pos_emb_height", required=False) or 32)
+             * (v.int("pos_emb_width", required=False) or 32) * d
+             + 4 * d + n * (4 * d + _lin(d, i, True) + _lin(i, d, True))
+             + out * proj + proj * proj + proj * d_text)
+    return whole, n * attention
+
+
+def _muse_glimmer_towers(t, outer: Fields, d_text: int) -> None:
+    """:func:`_muse_glimmer_vision` into the tally: the tower's q/k/v and o projections are
+    vLLM's parallel layers (split by TP, :366-381), everything else plain torch modules
+    (nn.Linear, nn.Parameter, nn.LayerNorm: :436-437, :452-458, :506-510, :804-809,
+    :1229-1233), whole on every rank: a :class:`~kvlib.models.params.tally.Fixed` of 2 bytes,
+    the model's dtype (bf16 under ``auto``; no quantization reaches them)."""
+    v = Fields(outer.data.get("vision_config") or {}, "vision_config.", outer)
+    whole, split = _muse_glimmer_vision(v, d_text)
+    t.keep("vision", "vision_encoder+vision_adapter+vision_projection", whole, 2)
+    t.add(vision=split)
 
 
 
@@ -301,7 +315,6 @@ def _gemma3n_towers(t, outer: Fields, d_text: int) -> None:
 _TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
            "qwen3_vl": _qwen3_vl_vision, "qwen3_vl_moe": _qwen3_vl_vision,
            "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision,
-           "kimi_k3": _kimi_k3_vision, "kimi_k25": _kimi_k25_vision,
-           "muse_glimmer": _muse_glimmer_vision}
+           "kimi_k3": _kimi_k3_vision, "kimi_k25": _kimi_k25_vision}
 # wrappers whose towers (vision and audio) are added to the tally itself
-_TALLY_TOWERS = {"gemma3n": _gemma3n_towers}
+_TALLY_TOWERS = {"gemma3n": _gemma3n_towers, "muse_glimmer": _muse_glimmer_towers}
