@@ -49,6 +49,23 @@ TABLE = {
     "sglang_logs/qwen2.5-7b-shape_B200_tp1_sglang-pr11830.log": (["--model", "qwen2.5-7b"], 0, 2),
     "sglang_logs/qwen3-235b-a22b-fp8_4xH100_tp4_line-only_vllm-issue21348.log": (
         ["--model", Q235, "--tp", "4"], 0, 2),
+    # test_explain_sglang_posted_more.py: K and V per rank, and the budget from the free memory
+    # before and after the weights; the 0.3 log without a KV line; a run that overrides its model
+    "sglang_logs/qwq-32b_4xL4_tp4_0.4.3.post4_llms-in-clouds.log": (
+        ["--model", str(FIX / "sglang_logs" / "configs" / "qwen2.5-32b.json")], 0, 9),
+    "sglang_logs/llama-3.1-8b_H100_0.3.5-era_no-kv-line_sglang-docs-send-request.log": ([], 0, 1),
+    "sglang_logs/llama-3.1-8b_0.4.1-era_kv-K-V-no-tokens_docs-send-request-clipping.log": (
+        [], 0, 3),
+    "sglang_logs/qwen3-0.6b_wsl_0.4.6.post2_zh-notes.log": (
+        ["--model", str(FIX / "sglang_logs" / "configs" / "qwen3-0.6b.json")], 0, 3),
+    "sglang_logs/kimi-k2.5_8xMI355X_tp8_rocm_0.5.8.post1_mla_ajith-sirra-amd-issues.log": (
+        ["--model", "kimi-k2.5"], 0, 8),
+    "sglang_logs/deepseek-r1-channel-fp8_hygon-dcu_2-nodes_tp16-dp16_fp8kv_0.5.10rc0-das_pd-"
+    "decode.log": (["--model", "deepseek-v3"], 0, 8),
+    "sglang_logs/gpt-oss-20b_1-layer-override_H100-shape_fp8e5m2_bench-one-batch_sglang-pr11024"
+    ".log": (["--model", "gpt-oss-20b"], 1, 0),
+    "sglang_logs/deepseek-r1-distill-qwen-7b_rtx3090_docker-desktop-prefix_0.4.2-era_my-deepseek"
+    "-r1.log": (["--model", "qwen2.5-7b"], 0, 3),
     # test_explain_trtllm_logs.py: whole blocks + GiB at full length
     "trtllm_logs/gpt-oss-20b_dgx-spark_1.1.0rc3_from-source.log": (["--model", "gpt-oss-20b"],
                                                                    0, 2),
@@ -71,6 +88,12 @@ TABLE = {
     "trtllm_logs/qwen1.5-7b-sft_0.13.0.dev_issue2268_posted.log": (
         ["--model", "llama-2-7b"], 0, 1),
     "trtllm_logs/unnamed-7b-shape_int8kv_cpp-runtime_docs-memory-md.log": ([], 0, 3),
+    # test_explain_trtllm_posted.py: two ranks' primary pools; 0.8's bytes at a 13B shape
+    "trtllm_logs/unnamed-8b-shape_tp2_secondary-pool_backend-issue576_posted.log": (
+        ["--model", "llama-3.1-8b", "--tp", "2"], 0, 2),
+    "trtllm_logs/unnamed-13b-shape_tp2_0.8_triton-24.02_backend-issue361_posted.log": (
+        ["--model", str(FIX / "trtllm_logs" / "configs" / "llama-2-13b.json"), "--tp", "2"],
+        0, 1),
 }
 
 

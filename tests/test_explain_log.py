@@ -188,11 +188,8 @@ def test_v028_one_line_form(capsys, tmp_path):
     ([str(LOGS / "gpt-oss-120b_H100_v0.10.1_issue23278.log"), "--gpu", "V100"], ""),
 ])
 def test_bad_input_exit_2(capsys, tmp_path, argv, words):
-    import gzip
-
     from kvlib.models.catalog import bundled_config
 
-    corpus = json.loads(gzip.open(HERE / "fixtures" / "configs" / "corpus-2026.json.gz").read())
     configs = {"{refused}": {**bundled_config("qwen2.5-7b"), "dual_chunk_attention_config": {
                    "chunk_size": 262144, "local_size": 8192}},
                "{mistyped}": {**bundled_config("mimo-v2-flash"), "swa_num_key_value_heads": "8"}}

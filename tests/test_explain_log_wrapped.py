@@ -167,7 +167,12 @@ def test_tpu_backend_pages_by_256():
     assert e.settings["blocks_per_request"] == 16
 
 
-@pytest.mark.parametrize("path", sorted((SRC.parent).glob("*.log")), ids=lambda p: p.stem)
+#: posted logs whose poster split a record over lines (held in test_explain_vllm_posted_2026.py)
+SPLIT_BY_POSTER = {"minimax-m2.7-awq_2xDGX-Spark_tp2_v0.29.1_failure_spark-vllm-docker396.log"}
+
+
+@pytest.mark.parametrize("path", sorted(p for p in SRC.parent.glob("*.log")
+                                        if p.name not in SPLIT_BY_POSTER), ids=lambda p: p.stem)
 def test_posted_logs_have_no_false_joins(path):
     """The posted logs (one record a line, some bare) keep one record a line."""
     assert all(f.line.spans == 1 for f in read_log(path).found)

@@ -176,3 +176,39 @@ def test_issue_4275_primary_pool_from_the_budget(capsys):
                            "--model", "llama-3.1-8b")
     assert code == 0
     assert (2, "blocks in the primary pool", "8,219", "8,214 to 8,219", "ok") in checks
+
+
+def test_backend_issue_576_primary_pool_of_two_ranks(capsys):
+    """triton-inference-server/tensorrtllm_backend issue 576 (the C++ runtime, TP 2, a 1M-token
+    engine of 8,231 MiB a rank: Llama 3 8B's shape, 32 layers x 8 KV heads x 128, inferred):
+    each rank prints "available: 74.69 GiB" and 17,210 primary blocks. At TP 2, 4 KV heads:
+    2 x 32 x 4 x 128 x 2 B = 65,536 B a token; int(0.9 x 74.695 GiB / 65,536) = 1,101,422
+    tokens -> ceil(/ 64) = 17,210 blocks (the budget's upper end: 74.685 GiB gives 17,208).
+    The secondary (host) pool's 10,728 blocks depend on a host cache size the log never prints:
+    not read."""
+    cell = 2 * 32 * 4 * 128 * 2
+    hi = int(Fraction(9, 10) * (Fraction("74.69") + Fraction(5, 1000)) * 1024**3 // cell)
+    lo = int(Fraction(9, 10) * (Fraction("74.69") - Fraction(5, 1000)) * 1024**3 // cell)
+    assert cell == 65_536 and -(-hi // 64) == 17_210 and -(-lo // 64) == 17_208
+    name = "unnamed-8b-shape_tp2_secondary-pool_backend-issue576_posted.log"
+    code, checks, _ = _run(capsys, name, "--model", "llama-3.1-8b", "--tp", "2")
+    assert code == 0
+    assert [(c[0], c[2], c[4]) for c in checks] == [(9, "17,210", "ok"), (11, "17,210", "ok")]
+    code, _, d = _run(capsys, name)
+    assert code == 1 and d["verdict"]["verdict"] == "nothing checked"
+
+
+def test_backend_issue_361_bytes_fit_a_13b_shape_at_tp_2(capsys):
+    """triton-inference-server/tensorrtllm_backend issue 361 (0.8 in the 24.02 image):
+    14,575,206,400 B for 35,584 tokens = 409,600 B a token = 2 x 40 layers x 20 KV heads
+    (40 / TP 2) x 128 x 2 B, Llama 2 13B's shape at TP 2 (its 6,867 MiB engine a rank fits it
+    too): inferred, not stated. Llama 2 7B's 524,288 B a token would give 18,656,264,192 B:
+    a disagreement."""
+    assert 2 * 40 * 20 * 128 * 2 == 409_600 and 35_584 * 409_600 == 14_575_206_400
+    name = "unnamed-13b-shape_tp2_0.8_triton-24.02_backend-issue361_posted.log"
+    code, checks, _ = _run(capsys, name, "--model", str(TRT / "configs" / "llama-2-13b.json"),
+                           "--tp", "2")
+    assert code == 0
+    assert (10, "bytes for k/v cache", "14,575,206,400", "14,575,206,400", "ok") in checks
+    code, checks, _ = _run(capsys, name, "--model", "llama-2-7b")
+    assert code == 1 and checks[0][3] == f"{35_584 * 524_288:,}"

@@ -98,6 +98,8 @@ def _v1_capacity(c: _Checks, s: _Setup, avail: Found | None, exact: int | None,
     if printed_tokens is not None:
         want = int(printed_tokens.replace(",", ""))
         fits = [b for b in blocks if _tokens_of(s, b, max_len) == want]
+        s, fits, said = _either_tokens_rule(s, fits, want, max_len, blocks)
+        note += said
         kv = [_tokens_of(s, b, max_len) for b in blocks]
         c.add(tok_f, "GPU KV cache size (tokens)", printed_tokens, _span(kv),
               f"blocks = {per_block} = {_span(blocks)}; {words}; tokens = "
@@ -116,6 +118,22 @@ def _v1_capacity(c: _Checks, s: _Setup, avail: Found | None, exact: int | None,
                    f"{s.layout.blocks_per_request:,})")
         c.add(conc_f, f"maximum concurrency for {max_len:,} tokens", printed_conc + "x",
               kvlib + "x", f"{how}, blocks = {_span(pool)}", ok)
+
+
+def _either_tokens_rule(s: _Setup, fits: list[int], want: int, max_len: int | None,
+                        blocks: list[int]) -> tuple[_Setup, list[int], str]:
+    """A log that prints no release and whose tokens no block count gives by 0.11-0.19's rule
+    (blocks // groups x block) is tried by 0.20's (int(concurrency x max_model_len),
+    :data:`~kvlib.serving.engines.vllm.log.rules.TOKENS_FROM_CONCURRENCY`): the setup whose
+    rule some block count meets, those blocks, and the words saying which rule it was."""
+    if fits or s.version_known or s.rules != "v1-0.11" or max_len is None:
+        return s, fits, ""
+    alt = replace(s, rules="v1-0.20")
+    alt_fits = [b for b in blocks if _tokens_of(alt, b, max_len) == want]
+    if not alt_fits:
+        return s, fits, ""
+    return alt, alt_fits, ("; the log prints no release and its tokens follow vLLM 0.20+'s "
+                           "rule (0.11-0.19 divided the blocks among the groups)")
 
 
 def _from_tokens(c: _Checks, s: _Setup, tokens: Found | None, conc: Found | None,
@@ -150,6 +168,12 @@ def _from_tokens(c: _Checks, s: _Setup, tokens: Found | None, conc: Found | None
         base = want // lay.block_size * groups
         span = range(base, base + groups)
     pool = [b for b in span if _tokens_of(s, b, max_len) == want]
+    if not pool and not s.version_known and s.rules == "v1-0.11":
+        alt = replace(s, rules="v1-0.20")  # the 0.20+ rule, inverted as above
+        lo = want * lay.blocks_per_request // max_len
+        hi = -(-(want + 1) * lay.blocks_per_request // max_len)
+        pool = [b for b in range(max(lo - 1, 0), hi + 2) if _tokens_of(alt, b, max_len) == want]
+        s = alt if pool else s
     if not pool:
         c.add(f, "GPU KV cache size (tokens)", printed_tokens, "no whole block count",
               f"tokens = {_tokens_formula(s, max_len)}", False)
@@ -342,6 +366,10 @@ def _explain_available(c: _Checks, f: Found, s: _Setup) -> None:
         c.add(f, "Available KV cache memory", f.values[0] + " GiB", "0 blocks",
               "negative: weights + activation peak + non-torch memory exceed "
               "total x gpu_memory_utilization, so no block fits and vLLM refuses to start", True)
+    elif "kv_cache_memory_bytes" in f.line.text:
+        c.info(f, "KV cache memory (kv_cache_memory_bytes)", f.values[0] + " GiB",
+               "taken as given", "the budget the user fixed with --kv-cache-memory (vLLM skips "
+               "its profiling run): the blocks, tokens and concurrency below start from it")
     else:
         c.info(f, "Available KV cache memory", f.values[0] + " GiB", "taken as given",
                "measured by vLLM's profiling run: the blocks, tokens and concurrency below "
@@ -618,6 +646,23 @@ def _explain_graphs(log: VllmLog, c: _Checks) -> None:
               abs(_frac(f.values[0]) - _frac(graph)) <= 2 * HALF)
 
 
+#: the settings a cut-off ``non-default args`` dict may have held that change the layout
+_CUT_SETTINGS = ("tensor_parallel_size", "kv_cache_dtype", "block_size", "speculative_config",
+                 "max_num_batched_tokens", "enable_prefix_caching")
+
+
+def _unknown_settings(checks: list[Check], line: int, notes: list[str]) -> list[Check]:
+    """Where the log's ``non-default args`` dict is cut off (line ``line``), the settings after
+    the cut (TP, KV dtype, block, speculative decoding) are unknown: a layout figure that
+    disagrees is said not explained for that reason, never a disagreement; agreeing ones stand
+    (the settings used are printed with them)."""
+    notes.append(f"line {line}'s non-default args are cut off: the settings after the cut "
+                 f"({', '.join(_CUT_SETTINGS)}) are unknown unless a flag gives them")
+    return [replace(x, status="unexplained", reason="the log's settings are cut off (line "
+                    f"{line}): kvlib's figure used defaults or flags for what it does not print")
+            if x.status == "mismatch" else x for x in checks]
+
+
 def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
             kv_dtype: str | None = None, gpu: str | None = None,
             weights_bytes: int | None = None, block_size: int | None = None) -> Explanation:
@@ -668,6 +713,8 @@ def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
         c.add(f, "engine start", "failed", "expected" if why else "-", why,
               True if why else None, "" if why else "no negative budget before it: another cause")
     checks = sorted(c.out, key=lambda x: x.line.number)
+    if log.args_cut is not None:
+        checks = _unknown_settings(checks, log.args_cut, notes)
     settings = {"tensor_parallel_size": s.tp, "kv_dtype": s.kv_dtype,
                 "block_size": s.block_size, "version": log.version, "rules": s.rules}
     if s.layout is not None:

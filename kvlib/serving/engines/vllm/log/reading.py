@@ -47,6 +47,9 @@ class VllmLog:
     engine: dict = field(default_factory=dict)
     args: dict = field(default_factory=dict)
     v0: bool = False
+    #: the line whose ``non-default args`` dict is cut off (a paste or the poster's excerpt
+    #: ended inside it): only the settings before the cut were read, the rest are unknown
+    args_cut: int | None = None
 
 # ------------------------------------------------------------------------------- reading
 
@@ -57,6 +60,7 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
                r"config: (.*)"),
     ("version", r"vLLM API server version (\d[\w.+-]*)"),
     ("args", r"non-default args: (\{.*\})\s*$"),
+    ("args_cut", r"non-default args: (\{.*)$"),
     ("capacity", r"(\w+(?: \+ host)?) KV cache size: " + _INT + r" tokens, Maximum concurrency "
                  r"for " + _INT + r" tokens per request: " + _NUM + "x"),
     ("tokens", r"GPU KV cache size: " + _INT + r" tokens\s*$"),
@@ -65,6 +69,10 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
     # the CPU backend's budget: 0.34.0 v1/worker/cpu_worker.py:210-214 (explicit) and :246-253
     ("available", r"(?:Explicitly|Auto) set \(" + _NUM + "/" + _NUM + r"\) GiB for KV cache "
                   r"on node \d+"),
+    # a budget the user fixed with --kv-cache-memory (kv_cache_memory_bytes), profiling
+    # skipped: 0.34.0 v1/worker/gpu_worker.py:688-699 (format_gib: "49.0")
+    ("available", r"Initial free memory -?\d+(?:\.\d+)? GiB, reserved " + _NUM + r" GiB memory "
+                  r"for KV Cache as specified by kv_cache_memory_bytes config"),
     # 0.34.0 platforms/__init__.py:286-288 (debug there; info in earlier releases)
     ("platform", r"Automatically detected platform (\w+)\."),
     # V1 before "GPU KV cache size" (vLLM 0.7.x, PR 12569 to PR 13596, Jan-Feb 2025):
@@ -162,6 +170,22 @@ def _engine_settings(text: str) -> dict:
     return out
 
 
+_ARG = re.compile(r"'(\w+)': ('(?:[^'\\]|\\.)*'|True|False|None|-?\d+(?:\.\d+)?|"
+                  r"\{[^{}]*\}|\[[^\[\]]*\])(?=[,}])")
+
+
+def _leading_args(text: str) -> dict:
+    """The settings of a ``non-default args`` dict cut off before its end: every
+    ``'key': value`` pair whole before the cut (a literal, a flat dict or list)."""
+    out = {}
+    for m in _ARG.finditer(text):
+        try:
+            out[m.group(1)] = ast.literal_eval(m.group(2))
+        except (ValueError, SyntaxError):
+            continue
+    return out
+
+
 def _version_key(version: str | None) -> tuple[int, ...] | None:
     m = re.match(r"(\d+)\.(\d+)", version or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
@@ -174,13 +198,15 @@ _START = re.compile(r"^\s*(?:[\w.-]+\s+\|\s*)?(?:\x1b\[[\d;]*m)*(?:\([^)]*pid=\d
                     r"(?:\x1b\[[\d;]*m)*(?:(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|"
                     r"\[?\d{4}-\d\d-\d\d|\d\d-\d\d \d\d:\d\d|Traceback\b)"
                     r"|\s\[[\w./-]+\.py:\d+\]\s")
+#: a quote marker a poster put before each line (Markdown's "> ", a "▎ " bar), dropped
+_QUOTE = re.compile(r"^\s*(?:[>\u258e\u258d\u258c\u2502\u2503]\s?)+")
 #: a process prefix repeated on each line of a message split by the poster
 _PROCESS = re.compile(r"^\s*\([^)]*pid=\d+\)\s?")
 #: words one of kvlib's lines holds, spaces removed (a cheap test before trying joins)
 _CUES = re.compile(r"kvcache|concurr|freememory|maxseqlen|blocks|padding|blocksize|graphcaptur|"
                    r"modelloading|weightstook|args|engine|serverversion|chunkedprefill|memory",
                    re.IGNORECASE)
-_GREEDY = {"engine", "args"}  # patterns whose tail runs to the end of the record
+_GREEDY = {"engine", "args_cut"}  # patterns whose tail runs to the end of the record
 _MAX_JOIN = 12  # a 1,000-character line at 80 columns
 
 
@@ -246,7 +272,7 @@ def read_log_text(text: str) -> VllmLog:
     the lines after it that start no record of their own and match nothing alone are joined
     to it when the joined text matches a pattern that starts in the first and reaches the
     last (a space or nothing at each break, whichever reads)."""
-    raw = [t.rstrip("\r") for t in text.split("\n")]
+    raw = [_QUOTE.sub("", t.rstrip("\r")) for t in text.split("\n")]
     log = VllmLog(lines=[], found=[])
     table = False
     skip = 0
@@ -268,7 +294,16 @@ def read_log_text(text: str) -> VllmLog:
                 break
             tails.append(tail)
         joined = None
-        if tails and greedy:
+        if tails and greedy and hit[0] == "args_cut":
+            # a settings dict a paste wrapped: the fewest tails that close it; none closes it:
+            # the dict was cut where the paste ends, its line read alone
+            for k in range(1, len(tails) + 1):
+                cand = next((c for c in _joins([t, *tails[:k]])
+                             if (x := _match(c, table)) is not None and x[0] == "args"), None)
+                if cand is not None:
+                    joined = (cand, k)
+                    break
+        elif tails and greedy:
             joined = (_joins([t, *tails])[1], len(tails))
         elif tails and _CUES.search(re.sub(r"\s", "", " ".join([t, *tails]))):
             for k in range(len(tails), 0, -1):
@@ -279,7 +314,8 @@ def read_log_text(text: str) -> VllmLog:
                 for cand in _joins(parts):
                     last = len(cand) - len(parts[-1])
                     found = _match(cand, table, start_before=len(t), end_after=last)
-                    if found is not None and (alone is None or found[0] != alone[0]):
+                    if found is not None and found[0] != "args_cut" and (
+                            alone is None or found[0] != alone[0]):
                         joined = (cand, k)
                         break
                 if joined:
@@ -305,11 +341,12 @@ def read_log_text(text: str) -> VllmLog:
                 parsed = ast.literal_eval(m.group(1))
             except (ValueError, SyntaxError):
                 parsed = None
-            if isinstance(parsed, dict):
-                log.args = parsed
+            log.args = parsed if isinstance(parsed, dict) else _leading_args(m.group(1))
+        elif kind == "args_cut":
+            log.args, log.args_cut = _leading_args(m.group(1)), i + 1
         table = kind in ("v0_table_start", "v0_row") or (table and kind == "v0_row")
         log.found.append(Found(kind, line, values))
-    numbers = [f for f in log.found if f.kind not in ("version", "args", "failed")]
+    numbers = [f for f in log.found if f.kind not in ("version", "args", "args_cut", "failed")]
     if not numbers:
         raise ValueError("not a vLLM start-up log: no line of it reports KV-cache memory, "
                          "blocks or concurrency")

@@ -23,7 +23,7 @@ __all__ = ["RULES"]
 #: whether kvlib's vLLM layout takes a release (0.33 or 0.34 rules)
 _RELEASES = "release" in inspect.signature(vllm_layout).parameters
 
-RULES = ("v0", "v1-0.8", "v1-0.11", "v1-0.27", "v1-0.28")
+RULES = ("v0", "v1-0.8", "v1-0.11", "v1-0.20", "v1-0.27", "v1-0.28")
 
 
 # ------------------------------------------------------------------------------ the model
@@ -42,6 +42,9 @@ class _Setup:
     #: kvlib's layout at another (max_model_len, kv dtype, TP) with the log's other settings
     #: (same GPU, batched tokens, prefix caching, block size); ValueError where it cannot say
     relayout: Callable[[int, str, int], VllmLayout] | None = None
+    #: whether the log printed its release (else the tokens rule is one of two: see
+    #: :data:`TOKENS_FROM_CONCURRENCY`)
+    version_known: bool = True
 
 
 _KV_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16",
@@ -87,12 +90,23 @@ def _rules(log: VllmLog) -> str:
         return "v1-0.8"
     if key is not None and key >= (0, 27):
         return "v1-0.27"
+    if key is not None and key >= (0, 20):
+        return "v1-0.20"  # tokens = int(concurrency x max_model_len): see TOKENS_FROM_CONCURRENCY
     return "v1-0.11"
 
 
 #: The rules that print one capacity figure for the engine, after every rank's blocks are cut
 #: to the smallest rank's (0.27.0 kv_cache_utils.py:2210-2240; 0.28.0 :2213-2221)
-ENGINE_WIDE = ("v1-0.27", "v1-0.28")
+ENGINE_WIDE = ("v1-0.20", "v1-0.27", "v1-0.28")
+
+#: Where vLLM's "GPU KV cache size: N tokens" became ``int(max_concurrency x max_model_len)``
+#: instead of ``num_blocks // groups x smallest block`` (vLLM PR 38364, "Fix incorrect KV cache
+#: log output", March-April 2026). Fixed by posted logs, not by a wheel: 0.19.0 still divides
+#: the blocks (vLLM issue 40691: Qwen3.5, 290,864 tokens beside 33.04x at 32,768), 0.20.1 prints
+#: 619,479 tokens beside 2.36x at 262,144 (club-3090 issue 91: no whole number of blocks), and
+#: 0.24.0's 569,878 tokens are int(300 / 69 x 131,072) (club-3090 issue 652). A log that prints no
+#: release is checked against both rules, and the output says which one its tokens follow.
+TOKENS_FROM_CONCURRENCY = (0, 20)
 
 
 #: the block a backend other than CUDA's takes when none is set: vLLM 0.34.0
@@ -155,14 +169,69 @@ def _block(log: VllmLog, model: ModelSpec | None, given: int | None,
 MTP_LAYERS = 1
 
 
+def spec_tokens(log: VllmLog) -> tuple[str | None, int | str]:
+    """(method, k) of the log's speculative decoding: the engine line's
+    ``speculative_config=SpeculativeConfig(method=..., num_spec_tokens=k)``, else the
+    non-default args' ``'speculative_config': {'method': ..., 'num_speculative_tokens': k}``;
+    (None, 0) when neither shows one."""
+    method = log.engine.get("speculative_method")
+    if method:
+        return method, int(log.engine.get("num_spec_tokens", 0))
+    cfg = log.args.get("speculative_config")
+    if isinstance(cfg, dict) and cfg.get("method"):
+        return str(cfg["method"]), int(cfg.get("num_speculative_tokens") or 0)
+    return None, 0
+
+
+def with_spec_states(log: VllmLog, model: ModelSpec, notes: list[str]) -> ModelSpec:
+    """``model`` with each Gated DeltaNet layer's convolution state k rows longer when the log
+    shows speculative decoding with k tokens: vLLM keeps ``conv_kernel_size - 1 + num_spec``
+    rows (0.34.0 model_executor/layers/mamba/mamba_utils.py:280-294, num_spec from
+    ``speculative_config.num_speculative_tokens``: models/qwen3_5.py:400-415), which widens the
+    state page and so the hybrid attention block."""
+    method, k = spec_tokens(log)
+    if not method or not k:
+        return model
+    groups = list(model.groups)
+    changed = False
+    for i, g in enumerate(groups):
+        if g.kind in STATEFUL and g.attention == "Gated DeltaNet" and "d_conv" in g.sizes:
+            groups[i] = replace(g, sizes={**g.sizes, "d_conv": g.sizes["d_conv"] + int(k)})
+            changed = True
+    if changed:
+        notes.append(f"speculative decoding, k = {k}: each Gated DeltaNet conv state keeps "
+                     f"{k} more rows (kernel - 1 + k: vLLM 0.34.0 mamba_utils.py:280-294)")
+    return replace(model, groups=tuple(groups))
+
+
+def with_spec_blocks(log: VllmLog, lay: VllmLayout) -> VllmLayout:
+    """``lay`` with each state group needing k more blocks per request when the log shows
+    speculative decoding with k tokens: ``MambaSpec.max_memory_usage_bytes`` is
+    ``page x (2 + num_speculative_blocks + checkpoints)`` with prefix caching ("align") and
+    ``page x (1 + num_speculative_blocks)`` without, num_speculative_blocks = k (0.34.0
+    v1/kv_cache_interface.py:1168-1174; layers/mamba/abstract.py:94-98)."""
+    method, k = spec_tokens(log)
+    if not method or not k:
+        return lay
+    states = {"mamba", "linear", "conv"}
+    groups = tuple(replace(g, blocks_per_request=g.blocks_per_request + int(k))
+                   if g.kind in states else g for g in lay.groups)
+    if groups == lay.groups:
+        return lay
+    return replace(lay, groups=groups,
+                   blocks_per_request=sum(g.blocks_per_request for g in groups),
+                   notes=(*lay.notes, f"speculative decoding, k = {k}: each state group needs "
+                          f"{k} more blocks per request (num_speculative_blocks, vLLM 0.34.0 "
+                          "v1/kv_cache_interface.py:1168-1174)"))
+
+
 def with_mtp_draft(log: VllmLog, model: ModelSpec, notes: list[str]) -> ModelSpec:
     """``model`` with the MTP draft's full-attention layer added to its first full-attention
     group, when the log's engine line shows ``speculative_config`` with method 'mtp' (said in
     ``notes``); ``model`` unchanged otherwise (another drafter is said, not counted)."""
-    method = log.engine.get("speculative_method")
+    method, k = spec_tokens(log)
     if not method:
         return model
-    k = log.engine.get("num_spec_tokens", "?")
     full = [i for i, g in enumerate(model.groups) if g.kind is CacheKind.FULL]
     if "mtp" not in method or not full:
         notes.append(f"speculative decoding ({method}, k = {k}): the drafter's layers are not "
@@ -171,10 +240,10 @@ def with_mtp_draft(log: VllmLog, model: ModelSpec, notes: list[str]) -> ModelSpe
     i = full[0]
     groups = list(model.groups)
     groups[i] = replace(groups[i], layers=groups[i].layers + MTP_LAYERS)
-    notes.append(f"speculative decoding (method {method}, k = {k}, the engine line): the MTP "
-                 f"draft adds {MTP_LAYERS} full-attention layer (mtp_num_hidden_layers, vLLM "
-                 f"0.34.0 qwen3_5_mtp.py:84, 120-127): {groups[i].layers} attention layers, "
-                 "grouped and padded with the target's")
+    notes.append(f"speculative decoding (method {method}, k = {k}, the log's "
+                 f"speculative_config): the MTP draft adds {MTP_LAYERS} full-attention layer "
+                 "(mtp_num_hidden_layers, vLLM 0.34.0 qwen3_5_mtp.py:84, 120-127): "
+                 f"{groups[i].layers} attention layers, grouped and padded with the target's")
     return replace(model, groups=tuple(groups))
 
 
@@ -182,7 +251,7 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
            gpu: str | None, notes: list[str], block_size: int | None = None) -> _Setup:
     rules = _rules(log)
     if model is not None:
-        model = with_mtp_draft(log, model, notes)
+        model = with_spec_states(log, with_mtp_draft(log, model, notes), notes)
     tp_ = _int_setting(log, "tensor_parallel_size", tp, 1)
     mesh = next((m.group(1) for f in log.found if f.kind == "tpu_kv"
                  and (m := re.search(r"'model':\s*(\d+)", f.values[5]))), None)
@@ -191,6 +260,9 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
         if mesh is not None:
             tp_ = int(mesh)
             notes.append(f"tensor_parallel_size {tp_}: the TPU mesh's 'model' axis")
+        elif log.args and log.args_cut is None:
+            notes.append("tensor_parallel_size 1: vLLM's default, not among the log's "
+                         "non-default args")
         else:
             notes.append("tensor_parallel_size: the log does not say; 1 assumed (pass --tp)")
     pp = _int_setting(log, "pipeline_parallel_size", None, 1)
@@ -235,7 +307,7 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
         kwargs["release"] = release
 
     def layout(g, n=None, d=dtype, t=tp_):
-        return vllm_layout(model, n or _max_len(log), d, t, g, **kwargs)
+        return with_spec_blocks(log, vllm_layout(model, n or _max_len(log), d, t, g, **kwargs))
 
     def relayout(n: int, d: str, t: int) -> VllmLayout:
         if gpu:
@@ -263,7 +335,8 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     if rules not in ENGINE_WIDE and any(g.kind == "sliding" for g in lay.groups):
         notes.append("sliding-window blocks per request follow vLLM 0.27-0.34's rule (window + "
                      "in-flight tokens); older releases counted them differently")
-    return _Setup(rules, tp_, dtype, lay, None, "", lay.block_size, relayout)
+    return _Setup(rules, tp_, dtype, lay, None, "", lay.block_size, relayout,
+                  version_known=key is not None)
 
 
 def _bytes(kv_dtype: str) -> Fraction:
@@ -307,7 +380,7 @@ def _tokens_formula(s: _Setup, max_len: int | None) -> str:
     lay = s.layout
     if s.rules in ENGINE_WIDE:
         return (f"int(blocks / {lay.blocks_per_request:,} blocks per request x {max_len:,}) "
-                "(vLLM 0.27 on)")
+                f"(vLLM {'0.20' if s.rules == 'v1-0.20' else '0.27'} on)")
     if s.rules == "v1-0.8":
         return f"blocks x block size {lay.block_size:,}"
     return (f"blocks // {len(lay.groups)} KV-cache group{'s' if len(lay.groups) > 1 else ''} "
