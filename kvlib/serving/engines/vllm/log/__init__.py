@@ -33,7 +33,12 @@ carry each term's half-step.
 * ``v1-0.11``: two lines per rank; ``num_blocks = avail // page // group size``; tokens =
   ``num_blocks // groups x block``; concurrency = blocks / blocks one request needs summed
   over groups (0.11.0 v1/core/kv_cache_utils.py:780-795, 1076-1092). Used for a V1 log that
-  prints "GPU KV cache size" and "Maximum concurrency" on two lines and no release from 0.27.
+  prints "GPU KV cache size" and "Maximum concurrency" on two lines and a release before 0.20;
+  a log that prints no release is also tried by 0.20's tokens rule, and the output says which
+  one its tokens follow.
+* ``v1-0.20``: the same two lines; tokens = ``int(concurrency x max_model_len)`` (vLLM PR 38364:
+  0.19.0 still divided the blocks, vLLM issue 40691; 0.20.1 and 0.24.0 logs print tokens that
+  are no whole number of blocks: club-3090 issues 91 and 652).
 * ``v1-0.27``: the same two lines, printed once for the engine after every rank's blocks are
   cut to the smallest rank's; tokens = ``int(concurrency x max_model_len)`` (0.27.0
   kv_cache_utils.py:2210-2240).
@@ -48,7 +53,17 @@ carry each term's half-step.
   (config/cache.py:185).
 
 **Logs as people paste them** (issue 43). A record wrapped at 80 columns, or split by its
-poster, is read as one (:func:`read_log_text`; the output says which lines were joined).
+poster, is read as one (:func:`read_log_text`; the output says which lines were joined); a
+quote bar before each line ("> ", "▎ ") is dropped. A ``non-default args`` dict cut off by the
+paste is read up to the cut, and a layout figure that disagrees is then said not explained
+(the settings after the cut are unknown), never a disagreement. A budget the user fixed
+(``--kv-cache-memory``: "reserved X GiB memory for KV Cache as specified by
+kv_cache_memory_bytes") is read as the budget.
+
+**Speculative decoding** (``speculative_config`` on the engine line or in the non-default
+args, k tokens): an MTP drafter's full-attention layer joins the target's groups; each Gated
+DeltaNet state keeps k more conv rows (0.34.0 mamba_utils.py:280-294), which widens the hybrid
+block, and each state group needs k more blocks a request (kv_cache_interface.py:1168-1174).
 The block is ``--block-size``, else the log's, else the backend's: CPU 128 (0.34.0
 platforms/cpu.py:560-562), TPU 256, named by the platform line or by "CPU KV cache size".
 The CPU backend's budget line "Explicitly set (X/Y) GiB for KV cache" (cpu_worker.py:210-214)
