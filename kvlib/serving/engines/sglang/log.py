@@ -25,6 +25,13 @@ explains is read as it. A DSA model pages by 64 where the log does not say (CUDA
 arg_groups/model_overrides/deepseek_v2.py:169-173); where neither the log nor a flag names the
 KV dtype, a DSA or MLA line that only 1 B explains is shown with that inference, not counted.
 
+Older releases (issue 43, second round): the 0.3 logs print no KV line (the scheduler's
+max_total_num_tokens is their one pool figure); the logs of early 2025 print "KV Cache is
+allocated. K size: X GB, V size: Y GB." without #tokens (the count is the scheduler's line). The
+pool's token count is also worked out from the budget where the log prints the free memory
+before and after the weights and the fraction (:mod:`~kvlib.serving.engines.sglang.log_budget`);
+a run whose json_model_override_args changes the model is not checked against its config.
+
 Logs as pasted (issue 43; :mod:`~kvlib.serving.engines.sglang.log_lines`): settings from
 server_args, else a pasted launch command, else TP from the rank labels; pools told apart per
 rank; a second model runner's pool (the draft's) shown, not checked; the state pool's line
@@ -42,6 +49,7 @@ from kvlib.serving.engines.log import EngineCheck, EngineExplanation, GiB
 from kvlib.serving.engines.log import gib_ok as _gib_ok
 from kvlib.serving.engines.sglang import log_lines as ll
 from kvlib.serving.engines.sglang import pools as sg
+from kvlib.serving.engines.sglang.log_budget import budget_checks, overridden
 from kvlib.serving.engines.sglang.log_state import MAMBA, mamba_line_bytes
 from kvlib.serving.engines.sglang.pools import k_size_bytes
 
@@ -53,7 +61,7 @@ _SLIDING = (CacheKind.SLIDING, CacheKind.CHUNKED)
 _DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float8_e4m3fn": 1,
                 "torch.float8_e5m2": 1, "torch.float32": 4, "torch.uint8": 1}
 _SSM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-_MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(?P<n>\d+)")
+_MAX_TOTAL = ll.MAX_TOTAL
 
 
 #: the settings line: ``server_args=ServerArgs(model_path='...', ..., tp_size=4, ...)`` (the
@@ -63,7 +71,8 @@ _SERVER_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)")
 _SETTINGS = ("model_path", "tp_size", "page_size", "kv_cache_dtype", "dtype",
              "speculative_algorithm", "nsa_prefill_backend", "nsa_decode_backend")
 # read for the checks, not part of :func:`settings`' answer
-_MORE = ("mamba_ssm_dtype", "dsa_prefill_backend", "dsa_decode_backend")
+_MORE = ("mamba_ssm_dtype", "dsa_prefill_backend", "dsa_decode_backend", "mem_fraction_static",
+         "max_total_tokens", "json_model_override_args", "pp_size")
 #: ``--kv-cache-dtype`` values and their bytes; "auto" is the model's dtype (None here: the
 #: KV line's own dtype, else 2 B)
 _KV_SETTING = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2, "fp16": 2,
@@ -146,10 +155,17 @@ def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
                 f"inferred from the rank labels TP{seen[0]}-TP{seen[-1]} (highest + 1; more "
                 "where the paste holds some ranks only)" if seen else "")
     tp_ = pick("TP", tp, "tp_size", 1, integer, by_ranks)
-    if seen == [0] and tp is None and words[-1].startswith("TP 1:"):
-        # " TP0" is printed only where tp_size > 1 (managers/scheduler.py:6289-6290)
-        words[-1] = ("TP unknown: the lines carry the rank label TP0, printed only where "
-                     "tp_size > 1 (scheduler.py:6289-6290), and no other rank: pass --tp")
+    by_default = tp is None and words[-1].startswith("TP 1:") and (
+        "does not say" in words[-1] or "leaves it" in words[-1])
+    if by_default and at is not None:
+        # a pasted command without --tp runs at SGLang's default tp_size 1
+        words[-1] = (f"TP 1: line {at}'s command passes no --tp (SGLang's default tp_size 1)")
+    elif seen == [0] and by_default:
+        # 0.5.x prints " TP0" only where tp_size > 1 (managers/scheduler.py:6289-6290); older
+        # releases and bench_one_batch print it at TP 1 too: either way TP is not said
+        words[-1] = ("TP unknown: the lines carry the rank label TP0 and no other rank (0.5.x "
+                     "prints it only where tp_size > 1, scheduler.py:6289-6290; earlier releases "
+                     "at TP 1 too): pass --tp")
         tp_ = None
     dp_found, _ = _server_args(lines, ("enable_dp_attention", "dp_size"))
     dp_on = (dp_found.get("enable_dp_attention") == "True"
@@ -175,6 +191,8 @@ def detect(text: str) -> bool:
     """Whether ``text`` holds SGLang's KV-cache line (coloured or wrapped by the paste too)."""
     if _SG_KV.search(text):
         return True
+    if ll.MAX_TOTAL.search(text) and any(r.search(text) for r in ll.SGLANG_ONLY):
+        return True  # the 0.3 releases print no KV line
     if "KV Cache is allocated" not in text:
         return False
     lines, _ = ll.normalise(list(enumerate(text.splitlines(), 1)))
@@ -279,6 +297,10 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
             "DeepSeek DSA\" (arg_groups/model_overrides/deepseek_v2.py:169-173)"))
     ssm_b = _SSM_BYTES.get(found.get("mamba_ssm_dtype"), 4)
     b_seen = None
+    settings_ = {**command, **{k: v for k, v in found.items() if v not in (None, "None", "")}}
+    override = overridden(settings_.get("json_model_override_args"))
+    kv_lines: dict[int, int] = {}  # the target's KV lines and their token counts
+    b_budget: int | None = kv_bytes
     for i, text in lines:
         if states and (m := MAMBA.search(text)):
             size = int(m["size"])
@@ -316,7 +338,9 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                 "(swa_memory_pool.py:86-90, 0.5.8.post1)"))
             continue
         if (t := _MAX_TOTAL.search(text)):
-            kv_tokens = {int(k["n"]) for _, x in lines if (k := _SG_KV.search(x))}
+            kv_tokens = {int(k["n"]) for _, x in lines if (k := _SG_KV.search(x)) and k["n"]}
+            if not kv_tokens and any(_SG_KV.search(x) for _, x in lines):
+                kv_tokens = {int(t["n"])}  # the KV lines print no count: this line is theirs
             e.checks.append(EngineCheck(
                 i, text, "max_total_num_tokens", t["n"],
                 "the #tokens of a KV line" if int(t["n"]) in kv_tokens else "no KV line's #tokens",
@@ -326,8 +350,22 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
         m = _SG_KV.search(text)
         if not m:
             continue
-        n = int(m["n"])
+        if m["n"] is None:  # the early-2025 form: no #tokens; the scheduler's line has it
+            n_ = ll.tokens_of(lines, i, ll.rank_of(text))
+            if n_ is None:
+                _info(e, i, text, "K size" if m["k"] else "KV size", f"{m['k'] or m['kv']} GB",
+                      "the line prints no #tokens (the form of early 2025) and no single "
+                      "max_total_num_tokens line gives it")
+                continue
+            e.checks.append(EngineCheck(i, text, "#tokens", "not printed", f"{n_:,}", "info",
+                                        "the line's form of early 2025 prints no count: the "
+                                        "scheduler's max_total_num_tokens line gives it"))
+            n = n_
+        else:
+            n = int(m["n"])
         b_line = _DTYPE_BYTES.get(m["dtype"]) if m["dtype"] else kv_bytes
+        if b_line is not None and b_budget is None:
+            b_budget = b_line
         if m["k"] is not None and m["k"] == m["v"]:
             e.checks.append(EngineCheck(i, text, "K size = V size", f"{m['k']} GB",
                                         f"{m['v']} GB", "info",
@@ -340,6 +378,13 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
         if not full:
             continue
         which = pool_of.get(i)
+        if which != "draft":
+            kv_lines[i] = n
+        if override and which != "draft":
+            _info(e, i, text, "KV size" if m["kv"] else "K size", f"{m['k'] or m['kv']} GB",
+                  f"the run overrides the model's config (json_model_override_args {override}): "
+                  "the config's shape is not the run's, so the line is not worked out from it")
+            continue
         if which == "draft":
             _info(e, i, text, "KV size" if m["kv"] else "K size", f"{m['k'] or m['kv']} GB",
                   "a second model runner's pool (printed after this rank's \"Memory pool end\": "
@@ -420,4 +465,7 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                 "ok" if _gib_ok(printed, exact) else "mismatch",
                 f"(#tokens {n:,} + page {page}) x {rows:,} (KV heads per rank x {dim} x "
                 f"{where}) x {b} B, TP={tp}, GB = 2^30 (memory_pool.py:2574-2578)"))
+    if full:
+        e.checks.extend(budget_checks(lines, groups, tp, page, b_budget or 2, settings_,
+                                      kv_lines))
     return e

@@ -3,11 +3,13 @@ label of each line, the launch command pasted above the log, the KV dtype and th
 pool sizes it prints, and which pool an unlabelled KV line is.
 
 SGLang prefixes each scheduler's lines with its ranks, "[2026-02-27 17:10:28 TP1]" or "[... DP0
-TP0 EP0]" (SGLang 0.5.23 managers/scheduler.py:6283-6292, " TPn" only where tp_size > 1); a log
-holding TP0 and TP1 comes from two TP ranks or more. Each model runner ends its pools
-with "Memory pool end" (mem_cache/kv_cache_configurator.py:499 in 0.5.23); a KV line a rank
-prints after its own "Memory pool end" is a second runner's: the draft model of speculative
-decoding (managers/tp_worker.py builds the target's runner, then the draft worker its own).
+TP0 EP0]" (SGLang 0.5.23 managers/scheduler.py:6283-6292, " TPn" only where tp_size > 1; the
+releases before 0.5, and bench_one_batch, label TP0 at TP 1 too, as the docs' logs of November
+2024 and January 2025 show); a log holding TP0 and TP1 comes from two TP ranks or more. Each
+model runner ends its pools with "Memory pool end" (mem_cache/kv_cache_configurator.py:499 in
+0.5.23); a KV line a rank prints after its own "Memory pool end" is a second runner's: the draft
+model of speculative decoding (managers/tp_worker.py builds the target's runner, then the draft
+worker its own).
 """
 
 from __future__ import annotations
@@ -15,11 +17,24 @@ from __future__ import annotations
 import re
 
 __all__ = ["normalise", "rank_of", "tp_from_ranks", "command_settings", "kv_dtype_line",
-           "swa_tokens", "assign_pools", "KV", "SWA_POOL", "LABEL", "POOL_END"]
+           "swa_tokens", "assign_pools", "tokens_of", "KV", "SWA_POOL", "LABEL", "POOL_END",
+           "MAX_TOTAL", "LOAD_BEGIN", "LOAD_END", "REDUCED_FRACTION", "SGLANG_ONLY"]
 
-KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?#tokens:\s*"
-                r"(?P<n>\d+),\s*(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
+#: the KV line; "#tokens" is absent from the releases of late 2024 to early 2025 ("KV Cache is
+#: allocated. K size: X GB, V size: Y GB.", the docs' logs of January 2025): their count is the
+#: rank's max_total_num_tokens line (:data:`MAX_TOTAL`)
+KV = re.compile(r"KV Cache is allocated\.\s*(?:dtype:\s*(?P<dtype>[\w.]+),\s*)?(?:#tokens:\s*"
+                r"(?P<n>\d+),\s*)?(?:K size:\s*(?P<k>[\d.]+) GB,\s*V size:\s*(?P<v>[\d.]+) GB"
                 r"|KV size:\s*(?P<kv>[\d.]+) GB)")
+#: the scheduler's "max_total_num_tokens=N, ..." (managers/scheduler.py:1269 in 0.5.23; printed
+#: since the 0.1 releases, the one pool figure of the 0.3 logs, which have no KV line)
+MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(?P<n>\d+)")
+#: the free memory before and after the weights load ("Load weight begin. avail mem=A GB",
+#: "Load weight end. type=..., avail mem=B GB"; model_runner.py, every release since 0.3) and
+#: a multimodal model's lowered fraction (0.4.5-0.4.x server_args.py)
+LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=(?P<gb>[\d.]+) GB")
+LOAD_END = re.compile(r"Load weight end\..*?\bavail mem=(?P<gb>[\d.]+) GB")
+REDUCED_FRACTION = re.compile(r"Automatically reduce --mem-fraction-static to (?P<f>[\d.]+)")
 SWA_POOL = re.compile(r"SWAKVPool (?:mem usage|VA upper bound): (?P<gb>[\d.]+) GB, swa size: "
                       r"(?P<swa>\d+), full size: (?P<full>\d+)")
 LABEL = re.compile(r"\b(?P<label>Full|SWA) KV Cache (?:is allocated|VA upper bound)")
@@ -38,11 +53,22 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: does not match is tried joined with the next ones (a paste wrapped at its width)
 _WRAPPED = (("KV Cache is allocated", KV), ("SWAKVPool ", SWA_POOL),
             ("Use sliding window memory pool", _SWA_TOKENS))
-#: a pasted launch command: python -m sglang.launch_server ... / sglang serve ...
-_COMMAND = re.compile(r"sglang(?:\.launch_server| serve)\b")
+#: a pasted launch command: python -m sglang.launch_server ... / sglang serve ... / the
+#: benchmarks that start the same model runner (sglang.bench_one_batch, bench_offline_throughput)
+_COMMAND = re.compile(r"sglang(?:\.launch_server|\.bench_one_batch|\.bench_offline_throughput"
+                      r"| serve)\b")
 _FLAGS = {"model_path": ("--model-path", "--model"), "tp_size": ("--tp-size", "--tp"),
           "page_size": ("--page-size",), "kv_cache_dtype": ("--kv-cache-dtype",),
-          "dp_size": ("--dp-size", "--dp")}
+          "dp_size": ("--dp-size", "--dp"), "mem_fraction_static": ("--mem-fraction-static",),
+          "max_total_tokens": ("--max-total-tokens",), "pp_size": ("--pp-size", "--pp"),
+          "speculative_algorithm": ("--speculative-algorithm",)}
+_OVERRIDE = re.compile(r"--json-model-override-args[= ]+"
+                       r"(?:'(?P<a>[^']*)'|\"(?P<b>(?:[^\"\\]|\\.)*)\")")
+#: a line that starts a log record (the command's continuation lines do not)
+_RECORD = re.compile(r"^\s*(?:\[|\x1b|INFO|WARNING|ERROR|DEBUG|\d{4}-\d\d-\d\d|[\w-]+\s+\|)")
+#: phrases only SGLang prints: with the scheduler's token line, a log that has no KV line (the
+#: 0.3 releases) is still SGLang's
+SGLANG_ONLY = (re.compile(r"Memory pool end\. avail mem="), re.compile(r"Load weight end\. type="))
 
 
 def normalise(lines, patterns=()) -> tuple[list[tuple[int, str]], list[str]]:
@@ -92,10 +118,11 @@ def command_settings(text) -> tuple[dict[str, str], int | None]:
     """The settings of a launch command pasted with the log (``--model-path``, ``--tp``,
     ``--page-size``, ``--kv-cache-dtype``, ``--dp``), as server_args names, and its line
     number; ({}, None) where none is pasted. ``text``: a string or (number, line) pairs."""
-    lines = enumerate(text.splitlines(), 1) if isinstance(text, str) else text
-    for i, line in lines:
+    lines = list(enumerate(text.splitlines(), 1) if isinstance(text, str) else text)
+    for k, (i, line) in enumerate(lines):
         if not _COMMAND.search(line):
             continue
+        line = _joined_command(line, [t for _, t in lines[k + 1:k + 12]])
         words = line.replace("\\", " ").split()
         out = {}
         for key, flags in _FLAGS.items():
@@ -105,9 +132,38 @@ def command_settings(text) -> tuple[dict[str, str], int | None]:
                     out[key] = value or words[j + 1]
         if "--enable-dp-attention" in words:
             out["enable_dp_attention"] = "True"
-        if out:
-            return out, i
+        if (m := _OVERRIDE.search(line)):
+            out["json_model_override_args"] = m["a"] if m["a"] is not None else m["b"]
+        return out, i
     return {}, None
+
+
+def _joined_command(line: str, after: list[str]) -> str:
+    """A launch command with the lines that continue it: after a trailing "\\" (joined with a
+    space), or, where the paste wrapped it at its width, the lines up to the first that starts
+    a log record (joined as they were cut: with nothing between, or a space where the next
+    line starts with one or with a flag)."""
+    for nxt in after:
+        if _RECORD.match(nxt) or not nxt.strip():
+            break
+        if line.rstrip().endswith("\\") or nxt[:1].isspace() or nxt.lstrip().startswith("--"):
+            line = line.rstrip().rstrip("\\") + " " + nxt
+        elif " --" in nxt or line.rstrip() != line:
+            line = line + nxt
+        else:
+            break
+    return line
+
+
+def tokens_of(lines, i: int, rank) -> int | None:
+    """The token count of the KV line at ``i`` that prints none (the releases of early 2025):
+    the max_total_num_tokens line of its rank, else the one value every such line prints."""
+    ranked = [(j, int(m["n"])) for j, t in lines if (m := MAX_TOTAL.search(t))
+              and rank_of(t) == rank]
+    values = {n for j, t in lines if (m := MAX_TOTAL.search(t)) for n in [int(m["n"])]}
+    if ranked:
+        return ranked[0][1]
+    return values.pop() if len(values) == 1 else None
 
 
 def kv_dtype_line(lines) -> tuple[str | None, int | None]:
@@ -162,7 +218,7 @@ def assign_pools(lines, hybrid: bool) -> dict[int, str]:
         for k, (i, t, m) in enumerate(kv):
             if (lab := LABEL.search(t)):
                 out[i] = "swa" if lab["label"] == "SWA" else "full"
-            elif sizes and sizes[0] != sizes[1] and int(m["n"]) in sizes:
+            elif sizes and sizes[0] != sizes[1] and m["n"] and int(m["n"]) in sizes:
                 out[i] = "swa" if int(m["n"]) == sizes[0] else "full"
             elif i in before_total:
                 out[i] = "full"
