@@ -265,3 +265,14 @@ def test_issue_29233_cpu_failure_with_128_token_blocks(capsys):
     ok = {(c[1], c[2], c[3]) for c in checks if c[4] == "ok"}
     assert ("KV cache one request needs", "4.38 GiB", "4.38 GiB") in ok
     assert ("estimated maximum model length", "37376", "37,376") in ok
+
+
+def test_a_cut_engine_line_names_the_model_the_args_hold_whole():
+    """club-3090 issue 652's engine line ends inside the model's path ("model='~/.cache/huggin"):
+    the non-default args hold it whole, and the error names that path, not the stub."""
+    from kvlib.serving.engines.vllm.log import model_name
+
+    log = read_log_text((LOGS / "qwen3.6-35b-a3b-nvfp4_RTX5090_v0.24.0_kvfp8_club3090-652.log")
+                        .read_text())
+    assert log.engine["model"] == "~/.cache/huggin"
+    assert model_name(log) == "~/.cache/huggingface/qwen3.6-35b-a3b-nvfp4"

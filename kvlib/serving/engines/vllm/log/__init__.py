@@ -36,9 +36,10 @@ carry each term's half-step.
   prints "GPU KV cache size" and "Maximum concurrency" on two lines and a release before 0.20;
   a log that prints no release is also tried by 0.20's tokens rule, and the output says which
   one its tokens follow.
-* ``v1-0.20``: the same two lines; tokens = ``int(concurrency x max_model_len)`` (vLLM PR 38364:
-  0.19.0 still divided the blocks, vLLM issue 40691; 0.20.1 and 0.24.0 logs print tokens that
-  are no whole number of blocks: club-3090 issues 91 and 652).
+* ``v1-0.20``: the same two lines; tokens = ``int(concurrency x max_model_len)`` (the change
+  vLLM PRs 38364 and 40694 propose, spring 2026; the release is fixed by posted logs: 0.19.0
+  still divided the blocks, vLLM issue 40691; 0.20.1 and 0.24.0 print tokens that are no whole
+  number of blocks, club-3090 issues 91 and 652).
 * ``v1-0.27``: the same two lines, printed once for the engine after every rank's blocks are
   cut to the smallest rank's; tokens = ``int(concurrency x max_model_len)`` (0.27.0
   kv_cache_utils.py:2210-2240).

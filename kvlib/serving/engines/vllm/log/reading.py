@@ -389,5 +389,8 @@ def model_name(log: VllmLog) -> str | None:
     """The model the log names: the engine-config line's ``model=``, else
     ``non-default args``' ``model``; None when neither says."""
     name = log.engine.get("model") or log.args.get("model")
+    full = log.args.get("model")
+    if name and isinstance(full, str) and full != name and full.startswith(str(name)):
+        name = full  # the engine line cut off inside the name: the args hold it whole
     return str(name) if name else None
 

@@ -100,12 +100,13 @@ def _rules(log: VllmLog) -> str:
 ENGINE_WIDE = ("v1-0.20", "v1-0.27", "v1-0.28")
 
 #: Where vLLM's "GPU KV cache size: N tokens" became ``int(max_concurrency x max_model_len)``
-#: instead of ``num_blocks // groups x smallest block`` (vLLM PR 38364, "Fix incorrect KV cache
-#: log output", March-April 2026). Fixed by posted logs, not by a wheel: 0.19.0 still divides
-#: the blocks (vLLM issue 40691: Qwen3.5, 290,864 tokens beside 33.04x at 32,768), 0.20.1 prints
-#: 619,479 tokens beside 2.36x at 262,144 (club-3090 issue 91: no whole number of blocks), and
-#: 0.24.0's 569,878 tokens are int(300 / 69 x 131,072) (club-3090 issue 652). A log that prints no
-#: release is checked against both rules, and the output says which one its tokens follow.
+#: instead of ``num_blocks // groups x smallest block`` (the fix vLLM PRs 38364 and 40694
+#: propose, "Fix incorrect KV cache log output", March-April 2026). Fixed by posted logs, not by
+#: a wheel: 0.19.0 still divides the blocks (vLLM issue 40691: Qwen3.5, 290,864 tokens beside
+#: 33.04x at 32,768), 0.20.1 prints 619,479 tokens beside 2.36x at 262,144 (club-3090 issue 91:
+#: no whole number of blocks), and 0.24.0's 569,878 tokens are int(300 / 69 x 131,072)
+#: (club-3090 issue 652). A log that prints no release is checked against both rules, and the
+#: output says which one its tokens follow.
 TOKENS_FROM_CONCURRENCY = (0, 20)
 
 
