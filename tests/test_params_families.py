@@ -394,6 +394,10 @@ def test_kimi_k2_5_tower_by_hand():
         assert (c.towers, c.parts["vision"]) == ("counted", tower) and tower == 471_143_920
     c = count_params(bundled_config("kimi-k2.5"))
     assert c.total - c.text == 471_143_920 and c.active == 32_861_500_928  # tower not active
+    # held whole on every rank: the patch conv, positions, norms and the ReplicatedLinear
+    # projector; wqkv, wo, fc0 and fc1 are vLLM's parallel layers (kimi_k25_vit.py:316-410)
+    whole = patch + 64 * 64 * d + 27 * 2 * 2 * d + 2 * d + projector
+    assert [(f.elements, f.whole) for f in c.fixed] == [(whole, True)] and whole == 59_801_728
 
 
 def test_kimi_k2_5_legacy_key_that_vllm_does_not_read_is_refused():

@@ -106,7 +106,7 @@ def _glm4v_vision(v: Fields, d_text: int) -> int:
 
 def _moonvit(v: Fields, d_text: int, *, d: int, i: int, p: int, layers: int, qkv: int,
              norm: str, attn_bias: bool, linear_bias: bool, patch_bias: bool, pos: int,
-             projector: str) -> int:
+             projector: str) -> tuple[int, int]:
     """MoonViT3dPretrainedModel and KimiK25MultiModalProjector as vLLM 0.34.0 builds them
     (model_executor/models/kimi_k25_vit.py:689-735, :871-925), from the values the caller
     read with its config class's defaults: the patch Conv2d (3 x p x p -> d, a bias when
@@ -116,7 +116,9 @@ def _moonvit(v: Fields, d_text: int, *, d: int, i: int, p: int, layers: int, qkv
     when ``linear_bias``; :381-410), a final norm (rmsnorm: d; layernorm: 2 d, :341-346), the
     projector over the m_h m_w d merged patches: "patchmergerv2" linear_1 (square) and
     linear_2 (-> the text width) without biases and a post RMSNorm of the text width;
-    otherwise a LayerNorm of d and both linears with biases."""
+    otherwise a LayerNorm of d and both linears with biases. Returns (elements held whole on
+    every rank: the patch conv, positions, norms and the ReplicatedLinear projector; elements
+    split by TP: wqkv, wo, fc0 and fc1, vLLM's parallel layers, :316-330, :386-410)."""
     merge = v.data.get("merge_kernel_size") or [2, 2]
     if not (isinstance(merge, list | tuple) and len(merge) == 2
             and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in merge)):
@@ -126,17 +128,19 @@ def _moonvit(v: Fields, d_text: int, *, d: int, i: int, p: int, layers: int, qkv
     if norm_size is None:
         raise ValueError(f"{v.path('norm_type')} must be rmsnorm or layernorm, got "
                          f"{describe(norm)}")
-    layer = (2 * norm_size + _lin(d, 3 * qkv, attn_bias) + _lin(qkv, d, attn_bias)
-             + _lin(d, i, linear_bias) + _lin(i, d, linear_bias))
+    parallel = (_lin(d, 3 * qkv, attn_bias) + _lin(qkv, d, attn_bias)
+                + _lin(d, i, linear_bias) + _lin(i, d, linear_bias))
     w = d * merge[0] * merge[1]
     if projector == "patchmergerv2":
         proj = w * w + w * d_text + d_text
     else:
         proj = 2 * d + _lin(w, w, True) + _lin(w, d_text, True)
-    return 3 * p * p * d + (d if patch_bias else 0) + pos * d + layers * layer + norm_size + proj
+    whole = (3 * p * p * d + (d if patch_bias else 0) + pos * d + layers * 2 * norm_size
+             + norm_size + proj)
+    return whole, layers * parallel
 
 
-def _kimi_k3_vision(v: Fields, d_text: int) -> int:
+def _kimi_k3_vision(v: Fields, d_text: int) -> tuple[int, int]:
     """Kimi K3's tower as vLLM 0.34.0 loads it (models/kimi_k3/nvidia/model.py:1731-1783):
     :func:`_moonvit`, read through vLLM's KimiK3VisionConfig, whose defaults stand for
     absent keys (transformers_utils/configs/kimi_k3.py:16-83): width 1024, MLP 4096, patch
@@ -156,7 +160,7 @@ def _kimi_k3_vision(v: Fields, d_text: int) -> int:
         projector=v.data.get("mm_projector_type") or "patchmergerv2")
 
 
-def _kimi_k25_vision(v: Fields, d_text: int) -> int:
+def _kimi_k25_vision(v: Fields, d_text: int) -> tuple[int, int]:
     """Kimi K2.5's tower as vLLM 0.34.0 loads it (kimi_k25.py:349-371, vision_tower and
     mm_projector, not left out by default): :func:`_moonvit`, read through transformers'
     Kimi_K25VisionConfig (vLLM's config class for kimi_k25, transformers_utils/config.py:145),
@@ -225,18 +229,6 @@ def _muse_glimmer_vision(v: Fields, d_text: int) -> tuple[int, int]:
              + 4 * d + n * (4 * d + _lin(d, i, True) + _lin(i, d, True))
              + out * proj + proj * proj + proj * d_text)
     return whole, n * attention
-
-
-def _muse_glimmer_towers(t, outer: Fields, d_text: int) -> None:
-    """:func:`_muse_glimmer_vision` into the tally: the tower's q/k/v and o projections are
-    vLLM's parallel layers (split by TP, :366-381), everything else plain torch modules
-    (nn.Linear, nn.Parameter, nn.LayerNorm: :436-437, :452-458, :506-510, :804-809,
-    :1229-1233), whole on every rank: a :class:`~kvlib.models.params.tally.Fixed` of 2 bytes,
-    the model's dtype (bf16 under ``auto``; no quantization reaches them)."""
-    v = Fields(outer.data.get("vision_config") or {}, "vision_config.", outer)
-    whole, split = _muse_glimmer_vision(v, d_text)
-    t.keep("vision", "vision_encoder+vision_adapter+vision_projection", whole, 2)
-    t.add(vision=split)
 
 
 
@@ -314,7 +306,23 @@ def _gemma3n_towers(t, outer: Fields, d_text: int) -> None:
 
 _TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
            "qwen3_vl": _qwen3_vl_vision, "qwen3_vl_moe": _qwen3_vl_vision,
-           "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision,
-           "kimi_k3": _kimi_k3_vision, "kimi_k25": _kimi_k25_vision}
-# wrappers whose towers (vision and audio) are added to the tally itself
-_TALLY_TOWERS = {"gemma3n": _gemma3n_towers, "muse_glimmer": _muse_glimmer_towers}
+           "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision}
+
+
+def _split_tower(count):
+    """A tally tower of a ``count(v, d_text) -> (whole, split)``: the part held whole on
+    every rank as one 2-byte :class:`~kvlib.models.params.tally.Fixed` (the model's dtype;
+    vLLM quantizes no tower here), the rest split by TP as the text model's weights are."""
+    def add(t, outer: Fields, d_text: int) -> None:
+        v = Fields(outer.data.get("vision_config") or {}, "vision_config.", outer)
+        whole, split = count(v, d_text)
+        t.keep("vision", "vision tower (whole on every rank)", whole, 2)
+        t.add(vision=split)
+    return add
+
+
+# wrappers whose towers (vision and audio) are added to the tally itself, with what vLLM
+# holds whole on every rank as Fixed tensors
+_TALLY_TOWERS = {"gemma3n": _gemma3n_towers, "muse_glimmer": _split_tower(_muse_glimmer_vision),
+                 "kimi_k3": _split_tower(_kimi_k3_vision),
+                 "kimi_k25": _split_tower(_kimi_k25_vision)}
