@@ -420,6 +420,16 @@ def test_no_quant_method_is_refused_as_vllm_cannot_serve_it():
     assert msg.startswith("quantization_config.quant_method is missing (producer.name "
                           "'modelopt' without a quantization.quant_algo")
     assert "\n" not in msg and "--quantization" in msg
+    # the way out it names: vLLM then takes ModelOpt FP8 (per-tensor weight_scale and
+    # input_scale: 8 B a module), and its loader takes the scales (test_quant_oracle)
+    assert msg.endswith('with "quant_method": "modelopt" in it, vLLM (and kvlib) read it as '
+                        "ModelOpt FP8")
+    fixed = json.loads(json.dumps(corpus("Qwen--Qwen3-32B-FP8-Static-PerTensor")))
+    fixed["quantization_config"]["quant_method"] = "modelopt"
+    q = read_quantization(fixed)
+    assert (q.method, q.scheme.name, q.skip) == ("modelopt", "fp8 per-tensor (modelopt)",
+                                                 ("lm_head",))
+    assert q.bytes(5120, 8192, "model.layers.0.self_attn.q_proj") == 5120 * 8192 + 8
     cfg = {**TINY, "quantization_config": {"config_groups": {"group_0": {
         "targets": ["Linear"], "weights": INT8_CHANNEL}}}}
     with pytest.raises(ValueError, match=r"^quantization_config.quant_method is missing: "):

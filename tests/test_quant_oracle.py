@@ -116,6 +116,9 @@ def test_vllm_builds_what_kvlib_reads(tmp_path):
     static = dict(corpus("Qwen--Qwen3-32B-FP8-Static-PerTensor"), num_hidden_layers=1)
     cases = [{"id": n, "config": corpus(n)} for n in EXPECTED]
     cases.append({"id": "static", "config": static, "load_fp8": True})
+    fixed = json.loads(json.dumps(static))
+    fixed["quantization_config"]["quant_method"] = "modelopt"
+    cases.append({"id": "static+modelopt", "config": fixed, "load_fp8": True})
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     (tmp_path / "measure.py").write_text(SCRIPT)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -138,3 +141,6 @@ def test_vllm_builds_what_kvlib_reads(tmp_path):
     assert measured["static"]["quantization"] is None
     assert measured["static"]["load"] == ("AttributeError: 'QKVParallelLinear' object has no "
                                           "attribute 'data'")
+    # with quant_method "modelopt", as kvlib's refusal says: ModelOpt FP8, and the scales load
+    assert (measured["static+modelopt"]["quantization"], measured["static+modelopt"]["load"]) \
+        == ("modelopt", "loaded")

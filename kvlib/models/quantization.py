@@ -780,11 +780,14 @@ def _no_method(key: str, raw: Mapping) -> str:
     why = (f" (producer.name {name!r} without a quantization.quant_algo, from which vLLM would "
            "derive one; its top-level quant_algo and config_groups are not read for the method)"
            if name == "modelopt" else "")
+    algo = raw.get("quant_algo")
+    hint = (f"; with \"quant_method\": \"modelopt\" in it, vLLM (and kvlib) read it as ModelOpt "
+            f"{algo}" if name == "modelopt" and isinstance(algo, str) and algo else "")
     return (f"{key}.quant_method is missing{why}: vLLM 0.34.0 finds no quantization method for "
             "this checkpoint (model_arch_config_convertor.py:241-283, config/model.py:1403-1482) "
             "and builds its linears unquantized, into which the checkpoint's quantized weights "
             "and scales do not load; any --quantization is refused as not matching the "
-            "config's (None)")
+            f"config's (None){hint}")
 
 
 def read_quantization(config) -> Quantization | None:
