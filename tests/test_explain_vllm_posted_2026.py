@@ -276,3 +276,24 @@ def test_a_cut_engine_line_names_the_model_the_args_hold_whole():
                         .read_text())
     assert log.engine["model"] == "~/.cache/huggin"
     assert model_name(log) == "~/.cache/huggingface/qwen3.6-35b-a3b-nvfp4"
+
+
+def test_the_banner_of_0_19_on_gives_release_and_model():
+    """vLLM 0.19 on print a block-letter banner in place of "vLLM API server version": two of
+    its lines as vLLM issue 39734 posts them (trailing spaces as posted) give the release and
+    the model, and a line whose colour codes were pasted as text ("^[[0;36m", vLLM issue 33155)
+    is still read."""
+    from kvlib.serving.engines.vllm.log import model_name
+
+    text = ("(APIServer pid=1327189) INFO 04-15 07:22:41 [utils.py:299]  ▄▄ ▄█ █     █     █ ▀▄▀ █"
+            "  version 0.19.1rc1.dev301+g60995c05b" + " " * 26 + "\n"
+            "(APIServer pid=1327189) INFO 04-15 07:22:41 [utils.py:299]   █▄█▀ █     █     █     █"
+            "  model   google/gemma-4-31B-it\n"
+            "^[[0;36m(EngineCore_DP0 pid=70073)^[[0;0m INFO 01-27 00:31:59 "
+            "[gpu_model_runner.py:3905] Model loading took 64.38 GiB memory and "
+            "14.380607 seconds\n")
+    log = read_log_text(text)
+    assert log.version == "0.19.1rc1.dev301+g60995c05b"
+    assert model_name(log) == "google/gemma-4-31B-it"
+    assert [(f.kind, f.values) for f in log.found if f.kind == "loading"] == [
+        ("loading", ("64.38", "GiB"))]

@@ -59,6 +59,9 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
     ("engine", r"Initializing (?:a V([01]) LLM engine|an LLM engine) \(v([^)\s]+)\) with "
                r"config: (.*)"),
     ("version", r"vLLM API server version (\d[\w.+-]*)"),
+    # the start-up banner of 0.19 on ("█  version 0.25.0", beside the block-letter logo)
+    ("version", r"\u2588\s+version (\d[\w.+-]*)\s*$"),
+    ("banner_model", r"\u2588\s+model\s+(\S+)\s*$"),
     ("args", r"non-default args: (\{.*\})\s*$"),
     ("args_cut", r"non-default args: (\{.*)$"),
     ("capacity", r"(\w+(?: \+ host)?) KV cache size: " + _INT + r" tokens, Maximum concurrency "
@@ -346,7 +349,8 @@ def read_log_text(text: str) -> VllmLog:
             log.args, log.args_cut = _leading_args(m.group(1)), i + 1
         table = kind in ("v0_table_start", "v0_row") or (table and kind == "v0_row")
         log.found.append(Found(kind, line, values))
-    numbers = [f for f in log.found if f.kind not in ("version", "args", "args_cut", "failed")]
+    numbers = [f for f in log.found if f.kind not in ("version", "banner_model", "args",
+                                                       "args_cut", "failed")]
     if not numbers:
         raise ValueError("not a vLLM start-up log: no line of it reports KV-cache memory, "
                          "blocks or concurrency")
@@ -387,8 +391,10 @@ def read_log(path) -> VllmLog:
 
 def model_name(log: VllmLog) -> str | None:
     """The model the log names: the engine-config line's ``model=``, else
-    ``non-default args``' ``model``; None when neither says."""
-    name = log.engine.get("model") or log.args.get("model")
+    ``non-default args``' ``model``, else the start-up banner's (0.19 on); None when none
+    says."""
+    banner = next((f.values[0] for f in log.found if f.kind == "banner_model"), None)
+    name = log.engine.get("model") or log.args.get("model") or banner
     full = log.args.get("model")
     if name and isinstance(full, str) and full != name and full.startswith(str(name)):
         name = full  # the engine line cut off inside the name: the args hold it whole
