@@ -224,3 +224,40 @@ def test_what_is_an_sglang_log():
     prints; the scheduler's word alone is not enough."""
     assert detect(DOCS_2024.read_text(encoding="utf-8"))
     assert not detect("max_total_num_tokens=4096\n")
+
+
+def test_a_second_weight_load_is_the_draft_not_the_budget(capsys, tmp_path):
+    """A draft model loads after the target and prints "Load weight begin/end" again: the
+    budget takes each rank's first pair, so the range stays the one worked out above."""
+    text = DISTILL.read_text(encoding="utf-8").replace(
+        "Memory pool end. avail mem=1.68 GB\n",
+        "Memory pool end. avail mem=1.68 GB\n"
+        "[2025-02-04 05:29:17 TP0] Load weight begin. avail mem=1.68 GB\n"
+        "[2025-02-04 05:29:17 TP0] Load weight end. type=LlamaForCausalLMEagle, "
+        "dtype=torch.bfloat16, avail mem=1.20 GB\n")
+    (tmp_path / "d.log").write_text(text, encoding="utf-8")
+    code, d, err = _run(capsys, tmp_path / "d.log", "--model", "qwen2.5-7b")
+    assert code == 0, err
+    assert _rows(d, "pool tokens (the budget)") == [(14, "105,479-105,688", "ok")]
+
+
+@pytest.mark.parametrize(("labels", "dp_attention"), [
+    (["DP0 TP0 EP0", "DP3 TP3 EP3"], True),   # DP attention, one-rank attention groups
+    (["DP0 TP0", "DP1 TP0", "DP1 TP1"], False),  # plain data parallelism: TP restarts at 0
+    (["DP0 TP0"], False),                     # rank 0 alone says nothing
+    (["TP0", "TP3"], False)])
+def test_dp_attention_from_the_rank_labels(labels, dp_attention):
+    lines = [(k, f"[2025-10-07 23:17:19 {lab}] Memory pool end. avail mem=1.00 GB")
+             for k, lab in enumerate(labels, 1)]
+    assert ll.dp_attention_from_labels(lines) is dp_attention
+
+
+def test_dp_attention_labels_leave_every_kv_head_on_each_rank():
+    """Without server_args or a command, "[... DP7 TP7 EP7]" labels mean DP attention over
+    one-rank groups: the KV heads are not split (attention TP 1), though the labels count 8."""
+    from kvlib.serving.engines.sglang.log import resolve
+
+    text = "".join(f"[2025-10-07 23:17:19 DP{k} TP{k} EP{k}] KV Cache is allocated. #tokens: "
+                   "100, K size: 1.00 GB, V size: 1.00 GB\n" for k in range(8))
+    tp, _, _, words, _ = resolve(text, None, None, None)
+    assert tp == 1 and any(w.startswith("attention TP 1: the rank labels") for w in words)

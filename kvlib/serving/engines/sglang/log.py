@@ -176,6 +176,12 @@ def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
         words.append(f"attention TP {tp_ // dp}: tp_size {tp_} / dp_size {dp} with DP attention "
                      "(runtime_context.py:73-76, SGLang 0.5.23); KV heads are split over it")
         tp_ = tp_ // dp
+    elif (tp_ is not None and tp is None and not dp_found and "dp_size" not in command
+          and ll.dp_attention_from_labels(lines)):
+        words.append(f"attention TP 1: the rank labels pair DPk with TPk (DP attention over "
+                     f"one-rank groups: dp rank = tp rank // attention TP, runtime_context.py:"
+                     f"73-76, SGLang 0.5.23), so each rank holds every KV head, not 1/{tp_}")
+        tp_ = 1
     page_ = pick("page", page, "page_size", 1, integer)
     dtype, dline = ll.kv_dtype_line(lines)
     kv = pick("kv", kv_bytes, "kv_cache_dtype", None, _KV_SETTING.get,

@@ -60,6 +60,16 @@ def token_range(before: str, after: str, fraction: str, cell: int, page: int = 1
     return count(a + HALF, b_ - HALF), count(a - HALF, b_ + HALF)
 
 
+def _first_per_rank(lines, rx) -> dict:
+    """Each rank's first line that ``rx`` matches, as (number, text, GB string): the target
+    model's; a draft model loads after it and prints the same words again."""
+    out: dict = {}
+    for i, t in lines:
+        if (m := rx.search(t)):
+            out.setdefault(ll.rank_of(t), (i, t, m["gb"]))
+    return out
+
+
 def overridden(value: str | None) -> dict:
     """The keys of a json_model_override_args value ('{}' or absent: none)."""
     if not value or value in ("{}", "None"):
@@ -77,10 +87,11 @@ def budget_checks(lines, groups, tp: int | None, page: int, b: int, settings: di
     line number -> token count, the target's pools) or else its max_total_num_tokens line;
     ``settings``: server_args' and a pasted command's values by server_args name. Empty where
     the log prints no free memory before and after the weights."""
-    before = [m["gb"] for _, t in lines if (m := ll.LOAD_BEGIN.search(t))]
-    after = [(i, t, m["gb"]) for i, t in lines if (m := ll.LOAD_END.search(t))]
-    if not before or not after:
+    before = list(_first_per_rank(lines, ll.LOAD_BEGIN).values())
+    after_ = _first_per_rank(lines, ll.LOAD_END)
+    if not before or not after_:
         return []
+    after = list(after_.values())
     if kv_lines:
         at = min(kv_lines)
         printed = kv_lines[at]
@@ -90,7 +101,8 @@ def budget_checks(lines, groups, tp: int | None, page: int, b: int, settings: di
             return []
         at, printed = found
     text = dict(lines)[at]
-    a, b_after = min(before, key=Fraction), min((x[2] for x in after), key=Fraction)
+    a, b_after = min((x[2] for x in before), key=Fraction), min((x[2] for x in after),
+                                                                 key=Fraction)
     reduced = next((m["f"] for _, t in lines if (m := ll.REDUCED_FRACTION.search(t))), None)
     fraction = reduced or settings.get("mem_fraction_static")
     cap_raw = settings.get("max_total_tokens")

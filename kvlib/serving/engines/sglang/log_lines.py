@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 
 __all__ = ["normalise", "rank_of", "tp_from_ranks", "command_settings", "kv_dtype_line",
-           "swa_tokens", "assign_pools", "tokens_of", "KV", "SWA_POOL", "LABEL", "POOL_END",
-           "MAX_TOTAL", "LOAD_BEGIN", "LOAD_END", "REDUCED_FRACTION", "SGLANG_ONLY"]
+           "swa_tokens", "assign_pools", "tokens_of", "dp_attention_from_labels", "KV",
+           "SWA_POOL", "LABEL", "POOL_END", "MAX_TOTAL", "LOAD_BEGIN", "LOAD_END",
+           "REDUCED_FRACTION", "SGLANG_ONLY"]
 
 #: the KV line; "#tokens" is absent from the releases of late 2024 to early 2025 ("KV Cache is
 #: allocated. K size: X GB, V size: Y GB.", the docs' logs of January 2025): their count is the
@@ -105,6 +106,23 @@ def rank_of(line: str) -> int | None:
     p = _PREFIX.search(line)
     m = _TP.search(p["p"]) if p else None
     return int(m["r"]) if m else None
+
+
+_DP = re.compile(r"\bDP(?P<r>\d+)\b")
+
+
+def dp_attention_from_labels(lines) -> bool:
+    """Whether the rank labels show DP attention over one-rank attention groups: every label
+    with both a DP and a TP rank has them equal ("[... DP3 TP3 EP3]"), some above 0. With DP
+    attention the DP rank is tp_rank // attn_tp_size (0.5.23 runtime_context.py:73-76), so equal
+    ranks beyond 0 mean attn_tp_size 1; plain data parallelism restarts TP at 0 in each
+    replica ("DP1 TP0")."""
+    pairs = set()
+    for _, t in lines:
+        p = _PREFIX.search(t)
+        if p and (d := _DP.search(p["p"])) and (r := _TP.search(p["p"])):
+            pairs.add((int(d["r"]), int(r["r"])))
+    return bool(pairs) and all(d == r for d, r in pairs) and max(d for d, _ in pairs) > 0
 
 
 def tp_from_ranks(lines) -> tuple[int | None, list[int]]:
