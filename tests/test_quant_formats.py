@@ -199,6 +199,12 @@ def test_redhat_deepseek_v4_flash_nvfp4_fp8():
     assert 562_951_680_612 == 562_414_226_788 + 2 * 1_048_576 * 64 * 4 + 291_456 * 2
     notes = " ".join(q.notes)
     assert "group_1" in notes and "<experts>.0.<projection>" in notes
+    # the plan says which linears stay bf16: lm_head, and w1, w3, w2 of 43 layers' experts
+    from kvlib.serving.weights import checkpoint_weights
+    w = checkpoint_weights(cfg, tp=8)
+    assert w.total == 562_414_226_788
+    assert any(n.endswith("config): 1 lm_head linear, 129 routed-expert linears")
+               for n in w.notes)
 
 
 # --- DeepSeek V4 with ModelOpt NVFP4 experts ------------------------------------------------

@@ -855,7 +855,10 @@ def unmatched(q: Quantization | None, linears) -> str | None:
             parts[lin.part] = parts.get(lin.part, 0) + 1
     if not parts:
         return None
-    named = ", ".join(f"{n} {p} linear{'s' if n > 1 else ''}" for p, n in parts.items())
+    words = {"experts": "routed-expert", "shared_experts": "shared-expert", "mlp": "MLP",
+             "mixers": "mixer"}
+    named = ", ".join(f"{n} {words.get(p, p)} linear{'s' if n > 1 else ''}"
+                      for p, n in parts.items())
     return ("kept in the model dtype, as vLLM 0.34.0 builds them (ignored, or matched by no "
             f"group or entry of the quantization config): {named}")
 
