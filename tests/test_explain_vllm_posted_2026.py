@@ -199,6 +199,12 @@ def test_issue_17327_docker_prefix_qwen3_30b_tp4(capsys):
                            "--tp", "4")
     assert code == 0
     assert [(c[0], c[2], c[3], c[4]) for c in checks] == [(2, "24.27x", "24.27x", "ok")]
+    # without --tp: the pasted lines show rank 1 (of four), so TP is at least 2, said so, never
+    # the 1 a log without ranks would be assumed to run
+    code, _, d = _run(capsys, "qwen3-30b-a3b_4gpu_docker_v0.8.5_issue17327.log",
+                      "--model", str(LOGS.parent / "configs" / "qwen3-30b-a3b.json"))
+    assert d["settings"]["tensor_parallel_size"] == 2
+    assert any("highest TP rank the log prints (1)" in n for n in d["notes"])
 
 
 # ------------------------------------------- the 0.28+ memory lines of two ranks, no model

@@ -261,6 +261,10 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
         if mesh is not None:
             tp_ = int(mesh)
             notes.append(f"tensor_parallel_size {tp_}: the TPU mesh's 'model' axis")
+        elif (top := max((x.rank for x in log.lines if x.rank is not None), default=0)) > 0:
+            tp_ = top + 1
+            notes.append(f"tensor_parallel_size {tp_}: the highest TP rank the log prints "
+                         f"({top}) + 1 (the log does not say; pass --tp if the paste lost ranks)")
         elif log.args and log.args_cut is None:
             notes.append("tensor_parallel_size 1: vLLM's default, not among the log's "
                          "non-default args")
