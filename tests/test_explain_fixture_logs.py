@@ -66,6 +66,8 @@ TABLE = {
     ".log": (["--model", "gpt-oss-20b"], 1, 0),
     "sglang_logs/deepseek-r1-distill-qwen-7b_rtx3090_docker-desktop-prefix_0.4.2-era_my-deepseek"
     "-r1.log": (["--model", "qwen2.5-7b"], 0, 3),
+    "sglang_logs/qwen3-next-80b-a3b-fp8_4gpu_dp-attention_deepep_cut_sglang-pr10622.log": (
+        ["--model", "qwen3-next-80b-a3b"], 0, 6),
     # test_explain_trtllm_logs.py: whole blocks + GiB at full length
     "trtllm_logs/gpt-oss-20b_dgx-spark_1.1.0rc3_from-source.log": (["--model", "gpt-oss-20b"],
                                                                    0, 2),

@@ -261,3 +261,20 @@ def test_dp_attention_labels_leave_every_kv_head_on_each_rank():
                    "100, K size: 1.00 GB, V size: 1.00 GB\n" for k in range(8))
     tp, _, _, words, _ = resolve(text, None, None, None)
     assert tp == 1 and any(w.startswith("attention TP 1: the rank labels") for w in words)
+
+
+NEXT_DP = SG / "qwen3-next-80b-a3b-fp8_4gpu_dp-attention_deepep_cut_sglang-pr10622.log"
+
+
+def test_qwen3_next_with_dp_attention_from_its_rank_labels(capsys):
+    """sglang PR #10622's Qwen3-Next-80B-A3B-FP8 run with DP attention over 4 GPUs (labels
+    "DPk TPk EPk", no settings in the excerpt): attention TP 1, so each rank keeps both KV heads
+    of the 12 full-attention layers: K = 2,786,326 x 12 x 2 x 256 x 2 B = 34,238,373,888 B =
+    31.8870 GiB -> "31.89". Splitting the heads over the labels' TP 4 (1 head a rank) would
+    give 15.94 and a false disagreement."""
+    assert 2_786_326 * 12 * 2 * 256 * 2 == 34_238_373_888
+    assert f"{2_786_326 * 12 * 1 * 256 * 2 / GiB:.2f}" == "15.94"
+    code, d, err = _run(capsys, NEXT_DP, "--model", "qwen3-next-80b-a3b")
+    assert code == 0, err
+    assert d["tp"] == 1 and d["verdict"]["explained"] == 6
+    assert {r[1] for r in _rows(d, "K size")} == {_gb(34_238_373_888)}
