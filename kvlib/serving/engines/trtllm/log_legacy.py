@@ -1,5 +1,6 @@
-"""TensorRT-LLM's C++ runtime KV-cache lines: those of the 0.5 to 0.8 releases (the C++ batch manager behind
-Triton's ``tensorrtllm_backend`` and ``examples/run.py``), worked out again (issue 43).
+"""TensorRT-LLM's C++ runtime KV-cache lines: those of the 0.5 to 0.8 releases (the C++ batch
+manager behind Triton's ``tensorrtllm_backend`` and ``examples/run.py``), worked out again
+(issue 43).
 
 Those releases print, per rank, the bytes and the tokens of the paged KV cache instead of
 0.9's "[MemUsageChange] Allocated X GiB ..." (:mod:`.log`)::
@@ -52,6 +53,7 @@ _TPB = re.compile(r"Number of tokens per block: (?P<b>\d+)")
 _MEMUSAGE = re.compile(r"Memory usage when calculating max tokens in paged kv cache: total: "
                        r"(?P<t>[\d.]+) GiB, available: (?P<a>[\d.]+) GiB")
 _PRIMARY = re.compile(r"Number of blocks in KV cache primary pool: (?P<p>\d+)")
+_SECONDARY = re.compile(r"Number of blocks in KV cache secondary pool: (?P<s>\d+)")
 _ALLOC_GIB = re.compile(r"\[MemUsageChange\] Allocated (?P<x>[\d.]+) GiB for max tokens in "
                         r"paged KV cache \((?P<n>\d+)\)")
 #: trtllm-build's paged-KV block of the C++ runtime's engines (plugin config
@@ -205,6 +207,14 @@ def explain_cpp_budget(lines, cell: int | None, fraction) -> list[EngineCheck]:
                     f"token) / {block}) (calculateMaxNumBlocks, fraction 0.9 the default{said})"
                     + ("" if fits else ": not the default fraction's count, so not explained "
                        "(kv_cache_free_gpu_mem_fraction set?)")))
+        elif (m := _SECONDARY.search(text)) and int(m["s"]) > 0:
+            # the host pool: host_cache_size / bytes per block, a size no line prints
+            n = int(m["s"])
+            host = f"{n:,} x {block} tokens x {cell:,} B = {n * block * cell:,} B" if cell else "-"
+            out.append(EngineCheck(
+                i, text, "blocks in the secondary (host) pool", f"{n:,}", host, "info",
+                "host_cache_size / bytes per block (calculateMaxNumBlocks); the log prints no "
+                "host cache size, so the count is shown, not explained" + said))
         elif (m := _ALLOC_GIB.search(text)) and usage is not None and cell is None:
             x, n = Fraction(m["x"]), int(m["n"])
             if n == 0 or x == 0:
