@@ -278,3 +278,34 @@ def test_qwen3_next_with_dp_attention_from_its_rank_labels(capsys):
     assert code == 0, err
     assert d["tp"] == 1 and d["verdict"]["explained"] == 6
     assert {r[1] for r in _rows(d, "K size")} == {_gb(34_238_373_888)}
+
+
+def _cut(width):
+    def cut(text):
+        return "".join("\n".join(line[k:k + width] for k in range(0, len(line), width)) + "\n"
+                       for line in text.splitlines())
+    return cut
+
+
+def _words(text):
+    import textwrap
+
+    return "".join("\n".join(textwrap.wrap(line, 80)) + "\n" for line in text.splitlines())
+
+
+def _docker(text):
+    return "".join(f"sglang-1  | {line}\n" for line in text.splitlines())
+
+
+@pytest.mark.parametrize("paste", [_cut(80), _cut(60), _words, _docker],
+                         ids=["wrap80", "wrap60", "wrap-words", "docker"])
+def test_the_qwq_log_as_people_paste_it(capsys, tmp_path, paste):
+    """The QwQ log wrapped at 80 or 60 columns (mid-word: "avail mem=6.0" / "9 GB", the
+    server_args line, the scheduler's count) or at spaces, or behind a docker-compose prefix:
+    the same 9 numbers agree (worked out in test_qwq_32b_on_four_l4), the budget included."""
+    (tmp_path / "p.log").write_text(paste(QWQ.read_text(encoding="utf-8")), encoding="utf-8")
+    code, d, err = _run(capsys, tmp_path / "p.log", "--model",
+                        SG / "configs" / "qwen2.5-32b.json")
+    assert code == 0, err
+    assert d["tp"] == 4 and d["verdict"]["explained"] == 9
+    assert [r[1:] for r in _rows(d, "pool tokens (the budget)")] == [("46,526-46,714", "ok")]

@@ -34,7 +34,7 @@ MAX_TOTAL = re.compile(r"\bmax_total_num_tokens=(?P<n>\d+)")
 #: "Load weight end. type=..., avail mem=B GB"; model_runner.py, every release since 0.3) and
 #: a multimodal model's lowered fraction (0.4.5-0.4.x server_args.py)
 LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=(?P<gb>[\d.]+) GB")
-LOAD_END = re.compile(r"Load weight end\..*?\bavail mem=(?P<gb>[\d.]+) GB")
+LOAD_END = re.compile(r"Load weight end\.[^\[]*?\bavail mem=(?P<gb>[\d.]+) GB")
 REDUCED_FRACTION = re.compile(r"Automatically reduce --mem-fraction-static to (?P<f>[\d.]+)")
 SWA_POOL = re.compile(r"SWAKVPool (?:mem usage|VA upper bound): (?P<gb>[\d.]+) GB, swa size: "
                       r"(?P<swa>\d+), full size: (?P<full>\d+)")
@@ -53,7 +53,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: the lines read, and the words that start each: a line holding these words that its pattern
 #: does not match is tried joined with the next ones (a paste wrapped at its width)
 _WRAPPED = (("KV Cache is allocated", KV), ("SWAKVPool ", SWA_POOL),
-            ("Use sliding window memory pool", _SWA_TOKENS))
+            ("Use sliding window memory pool", _SWA_TOKENS), ("Load weight begin", LOAD_BEGIN),
+            ("Load weight end", LOAD_END),
+            # the server's line goes on after the count: one that stops there was cut (the
+            # bench_one_batch line, which is the count alone, joins nothing and is kept)
+            ("max_total_num_tokens=", re.compile(r"\bmax_total_num_tokens=\d+,")))
 #: a pasted launch command: python -m sglang.launch_server ... / sglang serve ... / the
 #: benchmarks that start the same model runner (sglang.bench_one_batch, bench_offline_throughput)
 _COMMAND = re.compile(r"sglang(?:\.launch_server|\.bench_one_batch|\.bench_offline_throughput"
