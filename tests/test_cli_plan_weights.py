@@ -11,9 +11,9 @@ from test_cli_plan import run, run_json
 
 GiB = 1024**3
 FIXTURES = "tests/fixtures/configs"
-# a family kvlib has no parameter counter for (OLMo 2's model_type), read as standard
+# a family kvlib has no parameter counter for (Mellum's model_type), read as standard
 # attention: 2 layers, 2 KV heads of 64 / 4 = 16 dims, bf16
-TINY = {"model_type": "olmo2", "num_hidden_layers": 2, "hidden_size": 64,
+TINY = {"model_type": "mellum", "num_hidden_layers": 2, "hidden_size": 64,
         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096}
 # bytes per token: 2 layers x 2 (K, V) x 2 heads x 16 dims x 2 B = 256 B
 PER_TOKEN = 2 * 2 * 2 * 16 * 2
@@ -65,7 +65,7 @@ def test_no_counter_plans_with_kv_cache_memory_by_hand(tmp_path, capsys):
     assert d["weights_read_from"] is None
     assert d["active_params"] is None and d["decode_weights_read_bytes_per_gpu"] is None
     assert d["decode_step_seconds_lower_bound"] is None
-    assert ("weights: not counted (no parameter counter for olmo2; --kv-cache-memory gives "
+    assert ("weights: not counted (no parameter counter for mellum; --kv-cache-memory gives "
             "the KV budget, so they do not enter it)") in d["notes"]
     rc, out, _ = run(capsys, path, "--gpu", "L40S", "--context", "4096",
                      "--kv-cache-memory", "64MiB")
@@ -82,7 +82,7 @@ QUANTIZED = {**TINY, "quantization_config": {
 
 @pytest.mark.parametrize("name", ["plain", "quantized"])
 def test_configs_without_a_counter_plan_with_kv_cache_memory(tmp_path, capsys, name):
-    """A family without a counter (OLMo 2, as TINY), unquantized and quantized
+    """A family without a counter (Mellum, as TINY), unquantized and quantized
     (compressed-tensors INT4): refused without a budget; with --kv-cache-memory the sessions are
     those of any weights: --params 1 and --params 1B give the same plan, and the budget is the
     one given. (Step 3.7 Flash's and Kimi K3's fixtures were this test's configs until their

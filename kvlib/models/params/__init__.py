@@ -109,8 +109,15 @@ def count_params(config) -> ParamCount:
                      "vLLM dispatches (model_executor/models/registry.py)")
         family = BY_ARCHITECTURE[arch[0]]
     if family not in COUNTERS:
+        # the families that share the decoder's shapes, one table (imported here: it imports
+        # params.tally, so a module-level import would make a cycle)
+        from kvlib.models.params_shapes import SHAPES, count_by_shape
+
+        shaped = count_by_shape(cfg)
+        if shaped is not None:
+            return shaped
         raise ValueError(f"model_type {family or '(none)'!r}: kvlib has no parameter counter "
-                         f"for it (counted: {', '.join(sorted(COUNTERS))})")
+                         f"for it (counted: {', '.join(sorted({*COUNTERS, *SHAPES}))})")
     t = _Tally(c, family, notes)
     COUNTERS[family](t)
     towers = "none"
