@@ -256,3 +256,21 @@ def test_a_catalog_note_that_quotes_the_counter_agrees_with_it():
             quoted += 1
             assert count_params(bundled_config(name)).text == int(said[1].replace(",", "")), name
     assert quoted >= 1  # Qwen3.5 27B's note quotes it
+
+
+def test_a_shape_family_is_counted_by_count_params_and_planned(tmp_path, capsys):
+    """OLMo 2 7B (allenai/OLMo-2-1124-7B config.json, as tests/test_params_shapes.py writes it
+    out by hand: 7,298,617,344 parameters) has no family counter: count_params falls back to
+    the shape table, and `kvlib plan` answers without --params."""
+    import json
+
+    from test_params_shapes import OLMO2_7B
+
+    from kvlib.cli import main
+
+    assert count_params(OLMO2_7B).total == 7_298_617_344
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**OLMO2_7B, "max_position_embeddings": 4096}))
+    assert main(["plan", str(path), "--gpu", "H200", "--context", "4096", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["weights_bytes_per_gpu"] == 7_298_617_344 * 2  # bf16, one GPU
