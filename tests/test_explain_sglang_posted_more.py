@@ -309,3 +309,26 @@ def test_the_qwq_log_as_people_paste_it(capsys, tmp_path, paste):
     assert code == 0, err
     assert d["tp"] == 4 and d["verdict"]["explained"] == 9
     assert [r[1:] for r in _rows(d, "pool tokens (the budget)")] == [("46,526-46,714", "ok")]
+
+
+def test_gemma3_keeps_its_sliding_layers_in_the_one_pool(capsys, tmp_path):
+    """Gemma 3 is outside SGLang's hybrid-SWA architectures ("Disable hybrid SWA memory for
+    Gemma3ForConditionalGeneration", model_overrides/gemma2_gemma3.py): one pool, all 62 layers
+    at full length. Lines built from 0.5.23's format strings (no posted Gemma 3 log found): at
+    TP 1, K = 100,001 x 16 KV heads x 128 x 62 x 2 B = 25,395,453,952 B = 23.6514 GiB ->
+    "23.65" (the 10 global layers alone would be 3.81, and a lone line of a hybrid model is not
+    checked at all)."""
+    assert 100_001 * 16 * 128 * 62 * 2 == 25_395_453_952
+    text = ("[2026-03-01 10:00:00] Disable hybrid SWA memory for Gemma3ForConditionalGeneration "
+            "as it is not yet supported.\n"
+            "[2026-03-01 10:00:09] KV Cache is allocated. #tokens: 100000, K size: 23.65 GB, "
+            "V size: 23.65 GB\n")
+    (tmp_path / "g.log").write_text(text, encoding="utf-8")
+    code, d, err = _run(capsys, tmp_path / "g.log", "--model", "gemma-3-27b", "--tp", "1")
+    assert code == 0, err
+    assert _rows(d, "K size") == [(2, _gb(25_395_453_952), "ok")]
+    # without the warning, the architecture says the same
+    (tmp_path / "h.log").write_text(text.splitlines()[1] + "\n", encoding="utf-8")
+    code, d, err = _run(capsys, tmp_path / "h.log", "--model", "gemma-3-27b", "--tp", "1")
+    assert code == 0, err
+    assert _rows(d, "pools") == [(1, "one pool, every layer", "info")]

@@ -49,6 +49,7 @@ from kvlib.serving.engines.log import EngineCheck, EngineExplanation, GiB
 from kvlib.serving.engines.log import gib_ok as _gib_ok
 from kvlib.serving.engines.sglang import log_lines as ll
 from kvlib.serving.engines.sglang import pools as sg
+from kvlib.serving.engines.sglang.defaults import HYBRID_SWA_ARCHS
 from kvlib.serving.engines.sglang.log_budget import budget_checks, overridden
 from kvlib.serving.engines.sglang.log_state import MAMBA, mamba_line_bytes
 from kvlib.serving.engines.sglang.pools import k_size_bytes
@@ -72,7 +73,7 @@ _SETTINGS = ("model_path", "tp_size", "page_size", "kv_cache_dtype", "dtype",
              "speculative_algorithm", "nsa_prefill_backend", "nsa_decode_backend")
 # read for the checks, not part of :func:`settings`' answer
 _MORE = ("mamba_ssm_dtype", "dsa_prefill_backend", "dsa_decode_backend", "mem_fraction_static",
-         "max_total_tokens", "json_model_override_args", "pp_size")
+         "max_total_tokens", "json_model_override_args", "pp_size", "disable_hybrid_swa_memory")
 #: ``--kv-cache-dtype`` values and their bytes; "auto" is the model's dtype (None here: the
 #: KV line's own dtype, else 2 B)
 _KV_SETTING = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2, "fp16": 2,
@@ -233,6 +234,28 @@ def dsa_058_bytes(tokens: int, page: int, layers: int, d_l: int, d_r: int, d_i: 
     return layers * (tokens + page) * row + index_layers * index, row
 
 
+def _architecture(model) -> str:
+    """The first architecture of ``model``'s config (a bundled name or a config.json path, as
+    kvlib read it); "" where it cannot be read again."""
+    import json
+    from pathlib import Path
+
+    from kvlib.models.catalog import bundled_config, bundled_name
+    from kvlib.serving.engines.common import arch
+
+    try:
+        if model is None:
+            return ""
+        if bundled_name(model.name):
+            return arch(bundled_config(model.name))
+        path = Path(model.source or "")
+        if path.suffix == ".json" and path.is_file():
+            return arch(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, OSError, KeyError):
+        return ""
+    return ""
+
+
 def _mha_bytes(groups, n: int, page: int, dim: str, b: int, tp: int) -> int:
     return sum(k_size_bytes(n, page, kv_heads(g), g.sizes[dim], g.layers, b, tp)
                for g in groups if g.kind != CacheKind.LATENT)
@@ -291,6 +314,23 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
     indexer = [g for g in groups if g.kind == CacheKind.INDEXER]
     swa = [g for g in full if g.kind in _SLIDING]
     hybrid = bool(swa) and len(swa) < len(full)
+    if hybrid and not ll.hybrid_evidence(lines):
+        arch_ = _architecture(model)
+        one_pool = (found.get("disable_hybrid_swa_memory") == "True"
+                    or any(ll.NO_HYBRID.search(t) for _, t in lines)
+                    or (arch_ and arch_ not in HYBRID_SWA_ARCHS))
+        if one_pool:
+            # Gemma 2/3 and every architecture outside SGLang's hybrid-SWA set: one pool, every
+            # layer at full length (0.5.23 configs/model_config.py:2651-2697;
+            # arg_groups/model_overrides/gemma2_gemma3.py: "Disable hybrid SWA memory")
+            hybrid = False
+            first = next(((i, t) for i, t in lines if _SG_KV.search(t)), (0, ""))
+            e.checks.append(EngineCheck(
+                first[0], first[1], "pools", "one", "one pool, every layer", "info",
+                f"{arch_ or 'the model'} keeps its sliding-window layers at full length in "
+                "SGLang's one KV pool (hybrid SWA memory off: not in is_hybrid_swa_model's "
+                "architectures, configs/model_config.py:2651-2697, or disabled as for Gemma 2/3, "
+                "model_overrides/gemma2_gemma3.py, SGLang 0.5.23)"))
     pool_of = ll.assign_pools(lines, hybrid)
     by_pool = {"swa": swa, "full": [g for g in full if g.kind not in _SLIDING]}
     if indexer and page == 1 and not (found.get("page_size") or command.get("page_size")):

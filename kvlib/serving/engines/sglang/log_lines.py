@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 
 __all__ = ["normalise", "rank_of", "tp_from_ranks", "command_settings", "kv_dtype_line",
-           "swa_tokens", "assign_pools", "tokens_of", "dp_attention_from_labels", "KV",
+           "swa_tokens", "assign_pools", "tokens_of", "dp_attention_from_labels",
+           "hybrid_evidence", "NO_HYBRID", "KV",
            "SWA_POOL", "LABEL", "POOL_END", "MAX_TOTAL", "LOAD_BEGIN", "LOAD_END",
            "REDUCED_FRACTION", "SGLANG_ONLY"]
 
@@ -127,6 +128,17 @@ def dp_attention_from_labels(lines) -> bool:
         if p and (d := _DP.search(p["p"])) and (r := _TP.search(p["p"])):
             pairs.add((int(d["r"]), int(r["r"])))
     return bool(pairs) and all(d == r for d, r in pairs) and max(d for d, _ in pairs) > 0
+
+
+#: "Disable hybrid SWA memory for Gemma3ForConditionalGeneration as it is not yet supported."
+#: (0.5.23 arg_groups/model_overrides/gemma2_gemma3.py; the same warning since 0.4.9)
+NO_HYBRID = re.compile(r"Disable hybrid SWA memory for ")
+
+
+def hybrid_evidence(lines) -> bool:
+    """Whether the log shows a hybrid-SWA pool: a SWAKVPool line, a "Full"/"SWA" pool label or
+    the "Use sliding window memory pool" line."""
+    return any(SWA_POOL.search(t) or LABEL.search(t) or _SWA_TOKENS.search(t) for _, t in lines)
 
 
 def tp_from_ranks(lines) -> tuple[int | None, list[int]]:
