@@ -332,3 +332,17 @@ def test_gemma3_keeps_its_sliding_layers_in_the_one_pool(capsys, tmp_path):
     code, d, err = _run(capsys, tmp_path / "h.log", "--model", "gemma-3-27b", "--tp", "1")
     assert code == 0, err
     assert _rows(d, "pools") == [(1, "one pool, every layer", "info")]
+
+
+def test_a_range_too_wide_is_no_check(capsys, tmp_path):
+    """A small pool: the Qwen3-0.6B log with its memories made 0.63 / 0.10 GB free (f 0.88,
+    cell 114,688 B): (0.095 - 0.635 x 0.12) = 0.0188 GB -> 176 tokens, (0.105 - 0.625 x 0.12) =
+    0.03 GB -> 280; 104 tokens is more than 5% of a count near 230, so the count the log prints
+    is shown, not counted as a check."""
+    assert (_tokens("0.635", "0.095", "0.88", 114_688),
+            _tokens("0.625", "0.105", "0.88", 114_688)) == (176, 280)
+    text = (QWEN3_06.read_text(encoding="utf-8").replace("avail mem=3.23 GB", "avail mem=0.63 GB")
+            .replace("avail mem=2.03 GB", "avail mem=0.10 GB").replace("15387", "228"))
+    (tmp_path / "s.log").write_text(text, encoding="utf-8")
+    code, d, _ = _run(capsys, tmp_path / "s.log", "--model", SG / "configs" / "qwen3-0.6b.json")
+    assert _rows(d, "pool tokens (the budget)") == [(12, "176-280: not explained", "info")]

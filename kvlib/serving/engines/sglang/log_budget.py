@@ -142,6 +142,11 @@ def budget_checks(lines, groups, tp: int | None, page: int, b: int, settings: di
            "range (kv_cache_configurator.py:2990-3060, 3096-3107, SGLang 0.5.23; "
            "profile_max_num_token in 0.3-0.5.9)")
     span = f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+    if (hi - lo) * 20 > max(printed, 1):
+        return [EngineCheck(at, text, "pool tokens (the budget)", f"{printed:,}",
+                            f"{span}: not explained", "info",
+                            how + "; the range is wider than 5% of the count (a small pool: the "
+                            "two-decimal figures say too little), so it is not taken as a check")]
     if ok:
         return [EngineCheck(at, text, "pool tokens (the budget)", f"{printed:,}", span, "ok", how)]
     return [EngineCheck(at, text, "pool tokens (the budget)", f"{printed:,}",
