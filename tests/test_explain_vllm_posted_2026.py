@@ -303,3 +303,23 @@ def test_the_banner_of_0_19_on_gives_release_and_model():
     assert model_name(log) == "google/gemma-4-31B-it"
     assert [(f.kind, f.values) for f in log.found if f.kind == "loading"] == [
         ("loading", ("64.38", "GiB"))]
+
+
+def test_b70_cookbook_4_padding_of_an_unseen_mtp_drafter(capsys):
+    """SergiioB/intel-arc-pro-b70-inference-cookbook issue 4 (vLLM on an Intel Arc Pro B70, XPU;
+    Qwen3.8-27B with the cookbook's MTP drafter, a patched build): the excerpt prints a
+    --kv-cache-memory budget of 4.25 GiB and "Add 3 padding layers, may waste at most 6.25%",
+    and none of its settings. Qwen3.6-27B's shape (bundled qwen3.5-27b) alone: 16 full and 48
+    linear layers group by 16 with no empty slot; with an MTP drafter's full-attention layer,
+    17: 48 linear layers take 3 groups of 17 = 51 slots, 3 padding, 3 / 48 = 6.25%. The drafter
+    is not in the excerpt, so the count is said not explained, never a disagreement."""
+    assert 48 % 16 == 0 and _cdiv(48, 17) * 17 - 48 == 3 and Fraction(3 * 100, 48) == 6.25
+    name = "qwen3.8-27b_xpu-b70_kv-cache-memory_padding_failure_b70-cookbook4.log"
+    code, checks, d = _run(capsys, name, "--model", "qwen3.5-27b", "--gpu", "RTX-4090")
+    assert code == 1 and d["verdict"]["disagree"] == 0
+    assert (6, "padding layers", "3 (6.25%)", "3 (6.25%) with an MTP drafter",
+            "unexplained") in checks
+    assert (5, "KV cache memory (kv_cache_memory_bytes)", "4.25 GiB", "taken as given",
+            "info") in checks
+    code, _, d = _run(capsys, name)
+    assert code == 1 and d["verdict"]["verdict"] == "nothing checked"

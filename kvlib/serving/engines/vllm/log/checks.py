@@ -599,23 +599,39 @@ def _explain_padding(log: VllmLog, c: _Checks, s: _Setup) -> None:
         for f in lines:
             c.add(f, "padding layers", f.values[0], "-", "", None, s.why_not)
         return
-    by_kind: dict[str, list[int]] = {}
-    for g in s.layout.groups:
-        n = by_kind.setdefault(g.kind, [0, 0])
-        n[0] += g.layers
-        n[1] += g.slots
-    expected = [(slots - n, Fraction(100 * (slots - n), n)) for n, slots in by_kind.values()
-                if slots > n]
+    expected = _paddings(s.layout)
+    unseen = _paddings(s.mtp_layout) if s.mtp_layout is not None else []
     for i, f in enumerate(lines):
-        if i < len(expected):
+        ok = i < len(expected) and int(f.values[0]) == expected[i][0] and \
+            _round2_matches(f.values[1], expected[i][1])
+        if not ok and i < len(unseen) and int(f.values[0]) == unseen[i][0] and \
+                _round2_matches(f.values[1], unseen[i][1]):
+            pad, pct = unseen[i]
+            c.add(f, "padding layers", f"{f.values[0]} ({f.values[1]}%)",
+                  f"{pad} ({float(pct):.2f}%) with an MTP drafter", "", None,
+                  f"the model alone leaves {expected[i][0] if i < len(expected) else 0}; an MTP "
+                  f"drafter's full-attention layer (groups of {s.mtp_layout.group_size}) gives "
+                  "the printed count, but the log shows none of its settings (pass the log "
+                  "with its engine line or non-default args)")
+        elif i < len(expected):
             pad, pct = expected[i]
             c.add(f, "padding layers", f"{f.values[0]} ({f.values[1]}%)",
                   f"{pad} ({float(pct):.2f}%)", f"groups of {s.layout.group_size} layers: "
-                  f"slots - layers of that kind", int(f.values[0]) == pad and
-                  _round2_matches(f.values[1], pct))
+                  f"slots - layers of that kind", ok)
         else:
             c.add(f, "padding layers", f.values[0], "0", f"groups of {s.layout.group_size} "
                   "layers leave no empty slot", False)
+
+
+def _paddings(lay) -> list[tuple[int, Fraction]]:
+    """(padding slots, % of the kind's layers) of each layer kind that leaves empty slots."""
+    by_kind: dict[str, list[int]] = {}
+    for g in lay.groups:
+        n = by_kind.setdefault(g.kind, [0, 0])
+        n[0] += g.layers
+        n[1] += g.slots
+    return [(slots - n, Fraction(100 * (slots - n), n)) for n, slots in by_kind.values()
+            if slots > n]
 
 
 def _explain_loading(log: VllmLog, c: _Checks, s: _Setup, weights: int | None) -> None:

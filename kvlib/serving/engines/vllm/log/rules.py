@@ -45,6 +45,10 @@ class _Setup:
     #: whether the log printed its release (else the tokens rule is one of two: see
     #: :data:`TOKENS_FROM_CONCURRENCY`)
     version_known: bool = True
+    #: the layout with an MTP drafter's layer added, where the log shows no settings at all (no
+    #: engine line, no whole args) and the model is a hybrid that may run one: a padding line
+    #: only that layer explains is then said not explained, never a disagreement
+    mtp_layout: VllmLayout | None = None
 
 
 _KV_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16",
@@ -314,6 +318,9 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     def layout(g, n=None, d=dtype, t=tp_):
         return with_spec_blocks(log, vllm_layout(model, n or _max_len(log), d, t, g, **kwargs))
 
+    def layout_of(m, g):  # another model (an unseen drafter's layer added), the same settings
+        return vllm_layout(m, _max_len(log), dtype, tp_, g, **kwargs)
+
     def relayout(n: int, d: str, t: int) -> VllmLayout:
         if gpu:
             return layout(get_gpu(gpu), n, d, t)
@@ -341,7 +348,27 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
         notes.append("sliding-window blocks per request follow vLLM 0.27-0.34's rule (window + "
                      "in-flight tokens); older releases counted them differently")
     return _Setup(rules, tp_, dtype, lay, None, "", lay.block_size, relayout,
-                  version_known=key is not None)
+                  version_known=key is not None,
+                  mtp_layout=_unseen_mtp_layout(log, model, gpu, layout_of))
+
+
+def _unseen_mtp_layout(log: VllmLog, model: ModelSpec, gpu: str | None,
+                       layout_of: Callable) -> VllmLayout | None:
+    """The layout had an MTP drafter run that the log cannot show: None where the log prints
+    its settings (the engine line or whole non-default args: a drafter would be in them), shows
+    speculative decoding, or the model has no full-attention group beside state layers (the
+    hybrids whose MTP layer joins the full-attention groups)."""
+    if spec_tokens(log)[0] or log.engine or (log.args and log.args_cut is None):
+        return None
+    full = [i for i, g in enumerate(model.groups) if g.kind is CacheKind.FULL]
+    if not full or not any(g.kind in STATEFUL for g in model.groups):
+        return None
+    groups = list(model.groups)
+    groups[full[0]] = replace(groups[full[0]], layers=groups[full[0]].layers + MTP_LAYERS)
+    try:  # padding counts layers, whatever the GPU: any one GPU's layout gives it
+        return layout_of(replace(model, groups=tuple(groups)), get_gpu(gpu or "H200"))
+    except ValueError:
+        return None
 
 
 def _bytes(kv_dtype: str) -> Fraction:
