@@ -97,7 +97,7 @@ oracle: $(STAMP) $(XSTAMP) $(OSTAMP)
 	$(BIN)/python tests/oracle/cases.py $(ORACLE)/cases.json
 	cd tests/oracle/engine && timeout 3000 ../../../$(OVENV)/bin/python measure.py \
 		../../../$(ORACLE)/cases.json ../../../$(ORACLE)/measured.json
-	KVLIB_REQUIRE_ORACLE=1 $(BIN)/python -m pytest -q tests/oracle
+	KVLIB_REQUIRE_ORACLE=1 $(BIN)/python -m pytest -q tests/oracle tests/test_quant_oracle.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check kvlib tests scripts notebooks conftest.py

@@ -715,11 +715,13 @@ def _modelopt_kv(raw: Mapping) -> tuple[str, object, str | None] | None:
         if not value:
             continue
         if isinstance(value, Mapping):
+            # a scheme dict becomes the algorithm's name, which then goes through the same
+            # map as a string (torch_utils.py:480-508): 8-bit static floats "fp8" -> fp8_e4m3
             if value.get("dynamic") is False and value.get("num_bits") == 8 \
                     and value.get("type") == "float":
-                return path, value, "fp8"
+                return path, value, _MODELOPT_KV["fp8"]
             if value.get("num_bits") == 4 and value.get("type") == "float":
-                return path, value, "nvfp4"
+                return path, value, _MODELOPT_KV["nvfp4"]
             return path, value, None
         if isinstance(value, str):
             return path, value, _MODELOPT_KV.get(value.lower())
@@ -733,8 +735,8 @@ def kv_cache_request(config) -> KVCacheRequest | None:
 
     * ModelOpt (``quant_method`` modelopt*, or a ``hf_quant_config.json`` merged in as
       ``quantization_config``, :func:`modelopt_method`): ``kv_cache_quant_algo`` "FP8" ->
-      fp8_e4m3, "NVFP4" -> nvfp4 (or a ``kv_cache_scheme`` of 8-bit static floats -> fp8, 4-bit
-      floats -> nvfp4), from the top level's ``quantization_config`` only:
+      fp8_e4m3, "NVFP4" -> nvfp4 (or a ``kv_cache_scheme`` of 8-bit static floats -> fp8_e4m3,
+      4-bit floats -> nvfp4), from the top level's ``quantization_config`` only:
       ``resolve_kv_cache_dtype_string`` (utils/torch_utils.py:518-536), called by
       engine/arg_utils.py:2329 before the cache is configured. An unknown value stays "auto"
       (vLLM warns, :492-514).
