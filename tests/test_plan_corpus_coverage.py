@@ -60,6 +60,11 @@ def test_at_least_95_percent_of_what_vllm_builds_is_planned(outcomes):
     refused = {n: outcomes[n][2].strip() for n in built if outcomes[n][0] == 2}
     answered = len(built) - len(refused)
     assert answered * 100 >= 95 * len(built), "\n".join(f"{n}: {m}" for n, m in refused.items())
+    # today one: a config vLLM 0.34.0 cannot serve either (no quant_method, and no
+    # quantization.quant_algo for a ModelOpt producer to name one from, so vLLM builds bf16
+    # layers its FP8 scales do not load into: tests/test_quant_oracle.py)
+    assert set(refused) == {"Qwen--Qwen3-32B-FP8-Static-PerTensor"}, refused
+    assert "quantization_config.quant_method" in refused["Qwen--Qwen3-32B-FP8-Static-PerTensor"]
 
 
 def test_every_outcome_is_an_answer_or_one_line_refusal(outcomes):
