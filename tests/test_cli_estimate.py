@@ -184,3 +184,13 @@ def test_the_default_kv_dtype_is_the_models_where_the_checkpoint_asks_none(capsy
     assert d["kv_dtype"] == "bf16" and d["kv_dtype_why"] is None
     code, out, _ = run(capsys, folder, "--context", "8K", "--kv-dtype", "fp8")
     assert "KV dtype fp8 (1 B/element)" in out and "auto" not in out
+
+
+def test_a_model_that_stores_its_own_bytes_names_the_flag_as_given(capsys):
+    """DeepSeek V4's groups store their own bytes whatever the KV dtype: the header names the
+    flag as given (auto by default), not what auto would have become."""
+    code, out, _ = run(capsys, "deepseek-v4-flash", "--context", "8K")
+    assert code == 0 and out.splitlines()[2].startswith(
+        "KV dtype not used (--kv-dtype auto): every group stores its own bytes")
+    code, out, _ = run(capsys, "deepseek-v4-flash", "--context", "8K", "--kv-dtype", "fp8")
+    assert out.splitlines()[2].startswith("KV dtype not used (--kv-dtype fp8):")

@@ -145,8 +145,9 @@ def render(e: Estimate, auto=None) -> str:
     why = auto.why if auto is not None else None
     name = kv_label(auto.kv_cache_dtype, e.kv_dtype, why) if auto is not None else e.kv_dtype
     said = f"{name[:-1]}; {per})" if name.endswith(")") else f"{name} ({per})"
+    given = "auto" if auto is not None else e.kv_dtype
     dtype = (f"KV dtype {said}" if not fixed else
-             f"KV dtype not used (--kv-dtype {name}): every group stores its own bytes")
+             f"KV dtype not used (--kv-dtype {given}): every group stores its own bytes")
     notes = list(e.assumptions)
     if auto is not None and not auto.from_checkpoint:  # the model's dtype: said in a note
         notes.insert(0, f"kv dtype: {auto.why}")
