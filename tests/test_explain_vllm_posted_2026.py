@@ -323,3 +323,20 @@ def test_b70_cookbook_4_padding_of_an_unseen_mtp_drafter(capsys):
             "info") in checks
     code, _, d = _run(capsys, name)
     assert code == 1 and d["verdict"]["verdict"] == "nothing checked"
+
+
+def test_an_inferred_tp_never_makes_a_disagreement():
+    """With no TP printed, the ranks a paste shows give one: the power of two above the highest
+    (rank 1 -> 2, rank 4 -> 8), said inferred; a figure that disagrees under it is not explained.
+    Lines of the 8 x L40S run (ranks 0 and 5 here, TP 8 in truth), its 32,768-token concurrency
+    changed to one no layout gives."""
+    from kvlib.models.catalog import load_model
+    from kvlib.serving.engines.vllm.log import explain
+
+    text = ("(Worker_TP5_EP5 pid=2083) INFO 09-24 20:53:40 [gpu_worker.py:298] Available KV cache "
+            "memory: 10.64 GiB\n(EngineCore_DP0 pid=1944) INFO 09-24 20:53:41 "
+            "[kv_cache_utils.py:868] Maximum concurrency for 32,768 tokens per request: 9.99x\n")
+    e = explain(read_log_text(text), load_model(str(LOGS / "configs" / "qwen3-235b-a22b-fp8.json")))
+    assert e.settings["tensor_parallel_size"] == 8
+    assert not e.mismatches and e.verdict == "nothing checked"
+    assert any("inferred from the highest TP rank the log prints (5)" in n for n in e.notes)

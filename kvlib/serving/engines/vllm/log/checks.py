@@ -731,6 +731,10 @@ def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
     checks = sorted(c.out, key=lambda x: x.line.number)
     if log.args_cut is not None:
         checks = _unknown_settings(checks, log.args_cut, notes)
+    if s.tp_inferred:
+        checks = [replace(x, status="unexplained", reason=f"TP={s.tp} was inferred from the "
+                          "ranks the log prints, not read (pass --tp)")
+                  if x.status == "mismatch" else x for x in checks]
     settings = {"tensor_parallel_size": s.tp, "kv_dtype": s.kv_dtype,
                 "block_size": s.block_size, "version": log.version, "rules": s.rules}
     if s.layout is not None:

@@ -49,6 +49,9 @@ class _Setup:
     #: engine line, no whole args) and the model is a hybrid that may run one: a padding line
     #: only that layer explains is then said not explained, never a disagreement
     mtp_layout: VllmLayout | None = None
+    #: the TP was inferred from the ranks the log prints, not read: a layout figure that
+    #: disagrees under it is said not explained
+    tp_inferred: bool = False
 
 
 _KV_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16",
@@ -258,6 +261,7 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     if model is not None:
         model = with_spec_states(log, with_mtp_draft(log, model, notes), notes)
     tp_ = _int_setting(log, "tensor_parallel_size", tp, 1)
+    tp_inferred = False
     mesh = next((m.group(1) for f in log.found if f.kind == "tpu_kv"
                  and (m := re.search(r"'model':\s*(\d+)", f.values[5]))), None)
     if tp is None and "tensor_parallel_size" not in log.engine and \
@@ -266,9 +270,11 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
             tp_ = int(mesh)
             notes.append(f"tensor_parallel_size {tp_}: the TPU mesh's 'model' axis")
         elif (top := max((x.rank for x in log.lines if x.rank is not None), default=0)) > 0:
-            tp_ = top + 1
-            notes.append(f"tensor_parallel_size {tp_}: the highest TP rank the log prints "
-                         f"({top}) + 1 (the log does not say; pass --tp if the paste lost ranks)")
+            tp_ = 1 << top.bit_length()  # the power of two above the highest rank printed
+            tp_inferred = True
+            notes.append(f"tensor_parallel_size {tp_}: inferred from the highest TP rank the log "
+                         f"prints ({top}), the power of two above it (the log does not say; "
+                         "pass --tp): a figure that disagrees under it is not explained")
         elif log.args and log.args_cut is None:
             notes.append("tensor_parallel_size 1: vLLM's default, not among the log's "
                          "non-default args")
@@ -348,7 +354,7 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
         notes.append("sliding-window blocks per request follow vLLM 0.27-0.34's rule (window + "
                      "in-flight tokens); older releases counted them differently")
     return _Setup(rules, tp_, dtype, lay, None, "", lay.block_size, relayout,
-                  version_known=key is not None,
+                  version_known=key is not None, tp_inferred=tp_inferred,
                   mtp_layout=_unseen_mtp_layout(log, model, gpu, layout_of))
 
 
