@@ -8,7 +8,7 @@ from kvlib.models.readers import FAMILIES
 READERS = Path(__file__).resolve().parent.parent / "kvlib" / "models" / "readers"
 # Infrastructure beside the family modules: dispatcher, fields, results, registry, refusals.
 NOT_FAMILIES = {"__init__", "fields", "reading", "registry", "refuse", "attention", "state",
-                "closed", "engine"}
+                "closed", "engine", "class_defaults"}
 
 # Which module reads each bundled model, written out from the configs' model_type fields.
 EXPECTED = {

@@ -2,6 +2,9 @@
 
 * ``head_dim`` when present wins over ``hidden_size / num_attention_heads``
   (they differ in Gemma 2/3, Qwen3, gpt-oss); no ``num_key_value_heads`` means MHA.
+  Where the file omits either, vLLM reads the config class's default, which for some
+  families is a constant (GLM-4: ``head_dim`` 128, 2 KV heads; Qwen2: 32 KV heads):
+  :mod:`.class_defaults` says which, and kvlib takes it, aloud.
 * GPT-2 names (``n_layer``, ``n_head``, ``n_embd``, ``n_positions``) are read too.
 * ``multi_query`` true with ``new_decoder_architecture`` not true is one
   key/value head (Falcon, GPTBigCode), whatever ``num_kv_heads`` says.
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvlib.core import validate
+from kvlib.models.readers.class_defaults import take
 from kvlib.models.readers.fields import Fields
 from kvlib.models.readers.reading import Attention, Layers, every_layer, from_layer_types
 
@@ -43,6 +47,12 @@ def heads(c: Fields, notes: list[str], *, multi_query_default: bool | None = Non
                      f"one key/value head (MQA){said}")
     elif kv_key:
         n_g = c.int(kv_key)
+    elif (kv := take("num_key_value_heads", c, notes)) is not None:
+        n_g = kv
+        if n_h % n_g:
+            raise ValueError(f"{c.path('num_attention_heads')}={n_h} is not a multiple of the "
+                             f"class default {n_g} vLLM 0.34.0 would read for the absent "
+                             "num_key_value_heads (above); give num_key_value_heads")
     else:
         n_g = n_h
         notes.append(f"no num_key_value_heads: each of the {n_h} query heads keeps its own "
@@ -54,6 +64,11 @@ def heads(c: Fields, notes: list[str], *, multi_query_default: bool | None = Non
         if hidden is not None and hidden % n_h == 0 and hidden // n_h != d:
             notes.append(f"head_dim={d} from the config wins over hidden_size / "
                          f"num_attention_heads = {hidden} / {n_h} = {hidden // n_h}")
+    elif (hd := take("head_dim", c, notes)) is not None:
+        d = hd
+        if hidden is not None and hidden % n_h == 0 and hidden // n_h != d:
+            notes[-1] += (f" (not hidden_size / num_attention_heads = {hidden} / {n_h} = "
+                          f"{hidden // n_h})")
     else:
         if hidden is None:
             raise ValueError(f"config has no {c.path('head_dim')} and no "

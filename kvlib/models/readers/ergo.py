@@ -13,6 +13,8 @@ As transformers 5.25.0 builds it (vLLM 0.34.0 has no Ergo model file):
 
 from __future__ import annotations
 
+from kvlib.core import validate
+from kvlib.models.readers.class_defaults import take
 from kvlib.models.readers.fields import Fields, describe
 from kvlib.models.readers.reading import FULL, Attention, periodic, tally
 from kvlib.models.readers.registry import register
@@ -26,7 +28,10 @@ ERGO_MAX_POSITIONS = 524288
 @register("ergo", max_positions=ERGO_MAX_POSITIONS, ignores=("global_attention_scale",))
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     n_h = c.int("num_attention_heads")
-    n_g = c.int("num_key_value_heads")
+    n_g = c.int("num_key_value_heads", required=False)
+    if n_g is None:  # vLLM reads the config object: ErgoConfig's default
+        n_g = take("num_key_value_heads", c, notes) or c.int("num_key_value_heads")
+    validate.check_divides(c.path("num_key_value_heads"), n_g, c.path("num_attention_heads"), n_h)
     hidden = c.int("hidden_size")
     if hidden % n_h:
         raise ValueError(f"{c.path('hidden_size')}={hidden} is not divisible by "

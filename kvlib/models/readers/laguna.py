@@ -16,6 +16,7 @@ As vLLM 0.34.0 builds it (vllm/model_executor/models/laguna.py):
 from __future__ import annotations
 
 from kvlib.core import validate
+from kvlib.models.readers.class_defaults import take
 from kvlib.models.readers.fields import Fields, describe
 from kvlib.models.readers.reading import Attention, every_layer, from_layer_types
 from kvlib.models.readers.registry import register
@@ -27,8 +28,12 @@ _IGNORES = ("gating", "gating_types", "swa_attention_sink_enabled", "swa_rope_pa
 @register("laguna", ignores=_IGNORES)
 def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
     n_h = c.int("num_attention_heads")
-    n_g = c.int("num_key_value_heads")
+    n_g = c.int("num_key_value_heads", required=False)
+    if n_g is None:  # vLLM reads the config object: LagunaConfig's default
+        n_g = take("num_key_value_heads", c, notes) or c.int("num_key_value_heads")
     d = c.int("head_dim", required=False)
+    if d is None:  # the config object's head_dim: LagunaConfig's default
+        d = take("head_dim", c, notes)
     if d is None:  # LagunaAttention: head_dim or hidden_size // num_heads (laguna.py:290)
         hidden = c.int("hidden_size")
         d = hidden // n_h
