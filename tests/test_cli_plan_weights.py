@@ -12,8 +12,8 @@ from test_cli_plan import run, run_json
 GiB = 1024**3
 FIXTURES = "tests/fixtures/configs"
 # a family kvlib has no parameter counter for (Mellum's model_type), read as standard
-# attention: 2 layers, 2 KV heads of 64 / 4 = 16 dims, bf16
-TINY = {"model_type": "mellum", "num_hidden_layers": 2, "hidden_size": 64,
+# attention: 2 layers, 2 KV heads of 16 dims (given: Mellum's config class would say 128), bf16
+TINY = {"model_type": "mellum", "num_hidden_layers": 2, "hidden_size": 64, "head_dim": 16,
         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096}
 # bytes per token: 2 layers x 2 (K, V) x 2 heads x 16 dims x 2 B = 256 B
 PER_TOKEN = 2 * 2 * 2 * 16 * 2

@@ -13,15 +13,28 @@ from kvlib.core.dtypes import bytes_per_element
 from kvlib.serving.engines import detect_engine, explain_engine_log
 from kvlib.serving.engines.sglang import log as sglang_log
 
-__all__ = ["run_engine_log"]
+__all__ = ["log_text", "run_engine_log"]
+
+_STDIN: list[str] = []  # standard input, read once: both readers may ask for it
 
 _STATUS = {"ok": "ok", "mismatch": "DISAGREES", "info": "info"}
+
+
+def log_text(path: str) -> str:
+    """The text of the log at ``path``, or of standard input for ``-`` (read once, bytes that
+    are not UTF-8 replaced). OSError where there is no such file."""
+    if path != "-":
+        return Path(path).read_text(errors="replace")
+    if not _STDIN:
+        _STDIN.append(sys.stdin.buffer.read().decode("utf-8", errors="replace")
+                      if hasattr(sys.stdin, "buffer") else sys.stdin.read())
+    return _STDIN[0]
 
 
 def run_engine_log(args) -> int | None:
     """Explain ``args.log`` if it is an SGLang or TensorRT-LLM log; None otherwise."""
     try:
-        text = Path(args.log).read_text(errors="replace")
+        text = log_text(args.log)
     except OSError:
         return None  # vLLM's reader names the missing file
     engine = detect_engine(text)

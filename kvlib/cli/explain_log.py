@@ -39,7 +39,8 @@ def add_parser(subparsers) -> None:
                     "padding layers, mamba block sizes, the start-up failure 'KV cache is "
                     "needed, which is larger than the available KV cache memory' (and what "
                     "would make it fit). Exit status 1 when one disagrees.")
-    p.add_argument("log", help="the log file")
+    p.add_argument("log", help="the log file, or - to read it from standard input (docker logs "
+                              "NAME 2>&1 | kvlib explain-log -)")
     p.add_argument("--model", default=None, metavar="NAME_OR_CONFIG",
                    help="a bundled model or a config.json (default: the model the log's "
                         "engine-config line names)")
@@ -176,7 +177,13 @@ def run(args) -> int:
     done = run_engine_log(args)  # an SGLang or TensorRT-LLM log (issue 35), else None
     if done is not None:
         return done
-    log = read_log(args.log)
+    if args.log == "-":  # what run_engine_log read from standard input, read as vLLM's
+        from kvlib.cli.explain_engine_log import log_text
+        from kvlib.serving.engines.vllm.log import read_log_text
+
+        log = read_log_text(log_text("-"))
+    else:
+        log = read_log(args.log)
     model, source, weights = _load(args, log)
     e = explain(log, model, tp=args.tp, kv_dtype=args.kv_dtype, gpu=args.gpu,
                 weights_bytes=weights, block_size=args.block_size)
