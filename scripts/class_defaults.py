@@ -24,6 +24,10 @@ same inside ``text_config``. Each answer is one of:
 * ``raises``: transformers will not build the config without the key (written: kvlib refuses);
 * ``other``: neither (written with the values seen; kvlib refuses too).
 
+The same is recorded under ``KEY:null`` for a file that writes the key as null: many classes
+annotate ``head_dim: int = 128`` and reject a None (transformers' strict dataclass
+validation), others derive from it.
+
 A ``model_type`` vLLM 0.34.0 builds with a config class of its own (``_CONFIG_REGISTRY``,
 ``transformers_utils/config.py:123-181``) is left out: vLLM does not read transformers' class.
 
@@ -107,12 +111,16 @@ def _names(model_type: str, scope: str) -> dict:
     return dict(getattr(cls, "attribute_map", None) or {}) if isinstance(cls, type) else {}
 
 
-def _fields(model_type: str, scope: str, hidden: int, heads: int, omit: str | None) -> dict:
+def _fields(model_type: str, scope: str, hidden: int, heads: int, omit: str | None,
+            null: bool = False) -> dict:
+    """The keys given: ``omit`` left out, or (``null``) written as null."""
     f = {"hidden_size": hidden, "num_attention_heads": heads,
          "head_dim": hidden // heads, "num_key_value_heads": heads}
     if model_type in MULTI_QUERY:  # kvlib reads multi_query itself: the class without it
         f["multi_query"] = False
-    if omit:
+    if omit and null:
+        f[omit] = None
+    elif omit:
         del f[omit]
     names = _names(model_type, scope)
     return {names.get(k, k): v for k, v in f.items()}
@@ -172,8 +180,9 @@ def _classes(model_type: str, scope: str, cls) -> list:
     return [cls] if outer is cls else [cls, outer]
 
 
-def _rule(model_type: str, scope: str, key: str) -> dict | None:
-    """The class's rule for ``key`` in ``scope`` ("config" or "text_config"), or None where it
+def _rule(model_type: str, scope: str, key: str, null: bool = False) -> dict | None:
+    """The class's rule for ``key`` in ``scope`` ("config" or "text_config"), the key absent
+    (or, ``null``, written as null), or None where it
     is kvlib's (or the class cannot be built at these shapes even with the key given, or does
     not take the shape given: no evidence either way)."""
     seen: list[int | None] = []
@@ -190,7 +199,7 @@ def _rule(model_type: str, scope: str, key: str) -> dict | None:
             continue  # the shape given does not reach the object vLLM reads
         cls = type(full)
         try:
-            cfg = _build(model_type, scope, _fields(model_type, scope, hidden, heads, key))
+            cfg = _build(model_type, scope, _fields(model_type, scope, hidden, heads, key, null))
         except Exception as e:  # noqa: BLE001 - transformers' own refusal, whatever its type
             return {"rule": "raises", "error": f"{type(e).__name__}: {str(e)[:200]}",
                     "class": cls.__name__, "source": _rel(inspect.getsourcefile(cls))}
@@ -229,12 +238,14 @@ def generate() -> dict:
         scopes = ["config"] + (["text_config"] if _has_text_config(model_type) else [])
         for scope in scopes:
             for key in KEYS:
-                try:
-                    rule = _rule(model_type, scope, key)
-                except Exception:  # noqa: BLE001 - the class itself cannot be made
-                    rule = None
-                if rule is not None:
-                    families.setdefault(model_type, {}).setdefault(scope, {})[key] = rule
+                for null in (False, True):
+                    try:
+                        rule = _rule(model_type, scope, key, null)
+                    except Exception:  # noqa: BLE001 - the class itself cannot be made
+                        rule = None
+                    if rule is not None:
+                        name = f"{key}:null" if null else key
+                        families.setdefault(model_type, {}).setdefault(scope, {})[name] = rule
     return {
         "about": "How transformers' config class fills head_dim and the KV head count when "
                  "config.json omits them, where that differs from hidden_size / "

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 # the leaf module, not the package: kvlib.models.params dispatches here (count_params)
 from kvlib.models.params.tally import PARTS, Fixed, Linear, ParamCount
+from kvlib.models.readers.class_defaults import take
 from kvlib.models.readers.fields import Fields, describe
 
 __all__ = ["SHAPES", "Moe", "Shape", "count_by_shape"]
@@ -83,10 +84,10 @@ class Shape:
     tied: tie_word_embeddings' default; head_bias: the head has a bias; vllm_tied: vLLM
     always reads the embedding as the head (no lm_head loaded whatever the config says).
     embed_norm: a LayerNorm right after the embedding (BLOOM). head_dim_key: the family
-    reads ``head_dim`` (else it is always hidden_size / heads); hd_default: the config class's
-    ``head_dim`` when the file has none (0: hidden_size / heads; a null is that too);
-    hd_required: transformers cannot build the family without one. kv_default: the class's
-    ``num_key_value_heads`` when the file has none (0: the heads; -1: required).
+    reads ``head_dim`` (else it is always hidden_size / heads); hd_required: transformers
+    cannot build the family's module without one. A ``head_dim`` or ``num_key_value_heads``
+    the file omits takes the config class's default where it is not hidden_size / heads or
+    the heads (:mod:`kvlib.models.readers.class_defaults`, the table the KV-cache readers use).
     layer_keys: the keys of the layer count. o_from_hidden: o_proj is hidden -> hidden.
     refuse: ((key, value, why), ...): a value vLLM builds differently from transformers.
     sinks: a learned attention sink per head and layer (as vLLM loads it).
@@ -119,9 +120,7 @@ class Shape:
     vllm_tied: bool = False
     embed_norm: bool = False
     head_dim_key: bool = True
-    hd_default: int = 0
     hd_required: bool = False
-    kv_default: int = 0
     layer_keys: tuple[str, ...] = ("num_hidden_layers", "n_layer")
     o_from_hidden: bool = False
     refuse: tuple[tuple[str, object, str], ...] = ()
@@ -163,18 +162,15 @@ SHAPES: dict[str, Shape] = {
                      "the head never loaded)",
                      norms=1, tied=True, vllm_tied=True),
     "cwm": Shape(f"{_T}/cwm/modeling_cwm.py:175-178,245-253,268-269,339,420 (no biases in "
-                 "attention)", _BACKEND, qkv_bias=False, o_bias=False, hd_default=128,
-                 kv_default=8),
+                 "attention)", _BACKEND, qkv_bias=False, o_bias=False),
     "glm": Shape(f"{_T}/glm/modeling_glm.py:48-54,211-220,293-294,358,433 (q/k/v bias "
                  "attention_bias, o none; gate_up fused)", _BACKEND,
                  qkv_bias=("attention_bias", True), o_bias=False, mlp="glu_fused",
-                 mlp_names=("gate_up_proj", "down_proj"), mlp_bias=False, hd_default=128,
-                 kv_default=2),
+                 mlp_names=("gate_up_proj", "down_proj"), mlp_bias=False),
     "glm4": Shape(f"{_T}/glm4/modeling_glm4.py:49-55,74-77,211-220,362,437 (GLM's layer "
                   "with 4 norms)", f"{_V}/glm4.py:257 (registry.py:122)",
                   qkv_bias=("attention_bias", True), o_bias=False, mlp="glu_fused",
-                  mlp_names=("gate_up_proj", "down_proj"), mlp_bias=False, norms=4,
-                  hd_default=128, kv_default=2),
+                  mlp_names=("gate_up_proj", "down_proj"), mlp_bias=False, norms=4),
     "granite": Shape(f"{_T}/granite/modeling_granite.py:128-139,210-212,227-228,360,439",
                      f"{_V}/granite.py:339,444 (registry.py:130)"),
     "hyperclovax": Shape(f"{_T}/hyperclovax/modeling_hyperclovax.py:194-205,255-257,272-280,"
@@ -186,16 +182,15 @@ SHAPES: dict[str, Shape] = {
                        "reads qkv_bias as attention_bias, bias as mlp_bias)",
                        f"{_LLAMA}: qkv_bias for q/k/v, attention_bias or bias for o",
                        qkv_bias=("qkv_bias", False), o_bias=("bias", False),
-                       mlp_bias=("bias", False), hd_default=128, kv_default=2),
+                       mlp_bias=("bias", False)),
     "iquestcoder": Shape(f"{_T}/llama/modeling_llama.py:219-230,158-160,282-283,347,422 "
-                         "(auto/modeling_auto.py:892: LlamaForCausalLM)", _LLAMA, hd_default=128,
-                         kv_default=8),
+                         "(auto/modeling_auto.py:892: LlamaForCausalLM)", _LLAMA),
     "jais2": Shape(f"{_T}/jais2/modeling_jais2.py:44-51,142-153,205-206,316,391 (LayerNorm "
                    "with bias, plain MLP)", _BACKEND, mlp="plain",
                    mlp_names=("up_proj", "down_proj"), norm_bias=True),
     "ministral3": Shape(f"{_T}/ministral3/modeling_ministral3.py:123-126,184-186,221-222,332,"
                         "407", f"{_V}/registry.py:178 (MistralForCausalLM: Llama's layer)",
-                        qkv_bias=False, o_bias=False, mlp_bias=False, hd_default=128, kv_default=8),
+                        qkv_bias=False, o_bias=False, mlp_bias=False),
     "nanochat": Shape(f"{_T}/nanochat/modeling_nanochat.py:44,187-201,254-255,273-274,348 "
                       "(RMSNorms without weights: no norm parameters)", _BACKEND,
                       mlp="plain", mlp_names=("fc1", "fc2"), mlp_bias=False, norms=0,
@@ -203,8 +198,7 @@ SHAPES: dict[str, Shape] = {
     "nemotron": Shape(f"{_T}/nemotron/modeling_nemotron.py:62,178-179,244-247,299-300,380,"
                       "454 (LayerNorm1P: weight and bias; plain MLP)",
                       f"{_V}/nemotron.py:82-90,279-295,355 (registry.py:189)",
-                      mlp="plain", mlp_names=("up_proj", "down_proj"), norm_bias=True,
-                      kv_default=-1),
+                      mlp="plain", mlp_names=("up_proj", "down_proj"), norm_bias=True),
     "olmo": Shape(f"{_T}/olmo/modeling_olmo.py:48,68-70,206-217,277-278,342 (LayerNorm "
                   "without parameters)", _BACKEND, norms=0, final_norm=False),
     "olmo2": Shape(f"{_T}/olmo2/modeling_olmo2.py:197-210,264-266,281-282,345,420 (q/k norms "
@@ -213,24 +207,21 @@ SHAPES: dict[str, Shape] = {
                    qk_norm="heads"),
     "seed_oss": Shape(f"{_T}/seed_oss/modeling_seed_oss.py:75-77,170-181,237-238,348,423 "
                       "(o bias: attention_out_bias)", _BACKEND,
-                      o_bias=("attention_out_bias", False), hd_default=128, kv_default=8),
+                      o_bias=("attention_out_bias", False)),
     "vaultgemma": Shape(f"{_T}/vaultgemma/modeling_vaultgemma.py:72-74,176-187,242-244,376,460"
-                        " (input and pre-feedforward norms)", _BACKEND, tied=True, hd_default=256,
-                        kv_default=4),
+                        " (input and pre-feedforward norms)", _BACKEND, tied=True),
     "helium": Shape(f"{_T}/helium/modeling_helium.py:110-118,208-223,275-276,340,415 (o_proj "
-                    "hidden -> hidden, no bias)", _FALLBACK, o_bias=False, o_from_hidden=True,
-                    hd_default=128, kv_default=20),
+                    "hidden -> hidden, no bias)", _FALLBACK, o_bias=False, o_from_hidden=True),
     "ministral": Shape(f"{_T}/ministral/modeling_ministral.py:50-58,145-154,229-230,340,423",
-                       _FALLBACK, qkv_bias=False, o_bias=False, mlp_bias=False, kv_default=8,
-                       hd_required=True),
+                       _FALLBACK, qkv_bias=False, o_bias=False, mlp_bias=False, hd_required=True),
     "hunyuan_v1_dense": Shape(f"{_T}/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py:66-74,161-180,"
                               "234-235,373,448 (query/key RMSNorms of head_dim; head_dim read as "
                               "given: the class's default None does not build)", _BACKEND,
                               qk_norm="head", mlp_bias=False, hd_required=True),
     "ernie4_5": Shape(f"{_T}/ernie4_5/modeling_ernie4_5.py:90-99,192-202,275-276,340,415",
                       f"{_V}/ernie45.py:42-53 (registry.py:102: Llama's layer without biases)",
-                      qkv_bias=False, o_bias=False, mlp_bias=False, tied=True, hd_default=128,
-                      kv_default=2, refuse=(("use_bias", True, "transformers gives ERNIE 4.5's "
+                      qkv_bias=False, o_bias=False, mlp_bias=False, tied=True,
+                      refuse=(("use_bias", True, "transformers gives ERNIE 4.5's "
                                              "linears biases, vLLM 0.34.0 builds it as Llama "
                                              "without them (ernie45.py:42-53, llama.py:267-305);"
                                              " kvlib refuses rather than pick one"),)),
@@ -238,20 +229,20 @@ SHAPES: dict[str, Shape] = {
                     "(auto/modeling_auto.py:839: LlamaForCausalLM; ExaoneConfig reads "
                     "num_layers as num_hidden_layers, configuration_exaone.py:83-87)",
                     f"{_V}/exaone.py:237-265 (registry.py:104: the same shapes)",
-                    layer_keys=("num_hidden_layers", "num_layers"), kv_default=8),
+                    layer_keys=("num_hidden_layers", "num_layers")),
     # --- biases everywhere, LayerNorms, plain MLPs ------------------------------------
     "starcoder2": Shape(f"{_T}/starcoder2/modeling_starcoder2.py:57-58,153-156,212-213,323,403"
                         " (use_bias on every linear; LayerNorms)", _BACKEND,
                         qkv_bias=("use_bias", True), o_bias=("use_bias", True), mlp="plain",
                         mlp_names=("c_fc", "c_proj"), mlp_bias=("use_bias", True),
-                        norm_bias=True, tied=True, kv_default=2),
+                        norm_bias=True, tied=True),
     "stablelm": Shape(f"{_T}/stablelm/modeling_stablelm.py:146-148,156-161,239-248,327-330,"
                       "410,486 (LayerNorms; per-head q/k LayerNorms without bias with "
                       "qk_layernorm; no post-attention norm with use_parallel_residual)",
                       _BACKEND, qkv_bias=("use_qkv_bias", False), o_bias=False,
                       qk_norm="heads", qk_norm_if=("qk_layernorm", False), mlp_bias=False,
                       more_norms=((("use_parallel_residual", False), -1),), norm_bias=True,
-                      head_dim_key=False, kv_default=32),
+                      head_dim_key=False),
     "phi": Shape(f"{_T}/phi/modeling_phi.py:164-176,243-244,258,325,400 (biases on every "
                  "linear and the head; one LayerNorm per layer; q/k LayerNorms of hd with "
                  "qk_layernorm)", f"{_BACKEND}; the head's bias loaded too "
@@ -284,8 +275,7 @@ SHAPES: dict[str, Shape] = {
     "granite_swa": Shape(f"{_T}/granite_swa/modeling_granite_swa.py:137-153,227-229,244 "
                          "(Granite's layer with a sink per head)",
                          f"{_V}/granite.py:109,208-223 (registry.py:135: sinks unless "
-                         "attention_sinks is false)", tied=True, kv_default=4,
-                         sinks=("attention_sinks", True)),
+                         "attention_sinks is false)", tied=True, sinks=("attention_sinks", True)),
     "granitemoe_swa": Shape(f"{_T}/granitemoe_swa/modeling_granitemoe_swa.py:217-233,319-320,"
                             "356-360,493,665 (GraniteMoeShared's layer with a sink per head)",
                             f"{_V}/granitemoeshared.py:1-11, granitemoe.py:195-212 "
@@ -300,13 +290,12 @@ SHAPES: dict[str, Shape] = {
                        f"{_V}/qwen2_moe.py:469 (registry.py:204)",
                        qkv_bias=("qkv_bias", True), o_bias=False,
                        moe=Moe(("num_experts",), shared="shared_expert_intermediate_size",
-                               shared_gate=True, dense="qwen"), kv_default=16),
+                               shared_gate=True, dense="qwen")),
     "solar_open": Shape(f"{_T}/solar_open/modeling_solar_open.py:44-52,93-114,185-196,292-301,"
                         "383,454,532 (q/k/v bias attention_bias, o none; every layer MoE: "
                         "n_routed_experts, the router's weight and e_score_correction_bias "
                         "kept in fp32, n_shared_experts x moe_intermediate_size shared)",
                         _FALLBACK, o_bias=False, mlp_bias=False,
-                        hd_default=128, kv_default=8,
                         moe=Moe(("n_routed_experts", "num_local_experts"),
                                 shared="x:n_shared_experts", shared_default=1,
                                 shared_name="shared_experts", router_fp32=True,
@@ -315,7 +304,7 @@ SHAPES: dict[str, Shape] = {
                       "536 (no attention biases, q/k norms of head_dim, 4 norms a layer; every "
                       "layer MoE with an fp32 e_score_correction_bias and a shared expert)",
                       f"{_V}/registry.py:794 (Transformers MoE backend)", qkv_bias=False,
-                      o_bias=False, qk_norm="head", norms=4, hd_default=128, kv_default=4,
+                      o_bias=False, qk_norm="head", norms=4,
                       moe=Moe(("num_local_experts", "num_experts"),
                               shared="shared_expert_intermediate_size",
                               shared_name="shared_experts", score_bias=True)),
@@ -475,19 +464,15 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
     for key, bad, why in s.refuse:
         if c.data.get(key) == bad:
             raise ValueError(f"{key}={describe(bad)}: {why}")
-    kv = c.int("num_key_value_heads", required=s.kv_default < 0,
-               why=f"{family}'s attention divides by it")
+    kv = c.int("num_key_value_heads", required=False)
     if kv is None:
-        kv = s.kv_default or h
-        if s.kv_default:
-            t.notes.append(f"no num_key_value_heads: {family}'s config class default {kv}")
+        kv = take("num_key_value_heads", c, t.notes) or h
     if h % kv:
         raise ValueError(f"num_attention_heads={h} is not a multiple of num_key_value_heads={kv}")
     hd = c.int("head_dim", required=s.hd_required,
                why=f"transformers builds {family} from it") if s.head_dim_key else None
-    if hd is None and s.head_dim_key and "head_dim" not in config and s.hd_default:
-        hd = s.hd_default
-        t.notes.append(f"no head_dim: {family}'s config class default {hd}")
+    if hd is None and s.head_dim_key:
+        hd = take("head_dim", c, t.notes)
     if hd is None:
         if d % h:
             raise ValueError(f"{c.path('hidden_size')}={d} is not divisible by "

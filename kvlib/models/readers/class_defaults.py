@@ -13,9 +13,10 @@ transformers 5.25.0 and checked fresh in ``make crosscheck``
     >>> default("head_dim", Fields({"model_type": "glm4"})).value
     128
 
-A key present in the file (a null included: the classes derive from a None) is never looked
-up here. Which class: the top level's ``model_type``; inside ``text_config`` its own
-``model_type`` when transformers knows it, else the wrapper's text sub-config.
+A key the file gives a number is never looked up here; one it writes as null is looked up
+under ``KEY:null`` (GLM-4's class rejects a null ``head_dim``; Llama's derives from it).
+Which class: the top level's ``model_type``; inside ``text_config`` its own ``model_type``
+when transformers knows it, else the wrapper's text sub-config.
 """
 
 from __future__ import annotations
@@ -52,22 +53,25 @@ class ClassDefault:
     value: int | None = None
     error: str = ""
     values: tuple = ()
+    null: bool = False  # the file writes the key as null (else it omits it)
 
     def note(self, c: Fields) -> str:
         """The assumption, in words."""
-        return (f"no {c.path(self.key)}: {self.model_type}'s config class default {self.value} "
-                f"({self.cls}, transformers {table()['transformers']} {self.source}), as vLLM "
+        said = "null" if self.null else "no"
+        return (f"{said} {c.path(self.key)}: {self.model_type}'s config class default {self.value} "
+                f"({self.cls}, {self.source}, transformers {table()['transformers']}), as vLLM "
                 "0.34.0 reads it")
 
     def refusal(self, c: Fields) -> ValueError:
         """The error where the class gives no number kvlib can take."""
         gave = {v for _, _, v in self.values}
-        why = (f"cannot be built without it ({self.error})" if self.rule == "raises" else
+        why = (f"cannot be built so ({self.error})" if self.rule == "raises" else
                "leaves it None, which vLLM 0.34.0 reads as it is" if gave == {None} else
                "fills it with neither hidden_size / num_attention_heads nor a constant "
                f"(hidden_size, num_attention_heads -> {self.key}: "
                + ", ".join(f"{h}, {n} -> {v}" for h, n, v in self.values) + ")")
-        return ValueError(f"config has no {c.path(self.key)}, and transformers "
+        said = f"{c.path(self.key)} is null" if self.null else f"config has no {c.path(self.key)}"
+        return ValueError(f"{said}, and transformers "
                           f"{table()['transformers']}'s {self.cls} ({self.source}), which vLLM "
                           f"0.34.0 reads, {why}; give {self.key}")
 
@@ -86,15 +90,16 @@ def default(key: str, c: Fields) -> ClassDefault | None:
     """The class default of ``key`` ("head_dim" or "num_key_value_heads") for the config
     ``c`` omits it from, where it differs from kvlib's derivation; None where it does not (or
     the file has the key, or transformers does not know the ``model_type``)."""
-    if key in c.raw:
+    if key in c.raw and c.raw[key] is not None:
         return None
     model_type, scope = _model_type(c)
-    entry = table()["families"].get(model_type, {}).get(scope, {}).get(key)
+    name = key if key not in c.raw else f"{key}:null"
+    entry = table()["families"].get(model_type, {}).get(scope, {}).get(name)
     if entry is None:
         return None
     return ClassDefault(key, model_type, entry["class"], entry["rule"], entry["source"],
                         entry.get("value"), entry.get("error", ""),
-                        tuple(tuple(v) for v in entry.get("values", ())))
+                        tuple(tuple(v) for v in entry.get("values", ())), name != key)
 
 
 def take(key: str, c: Fields, notes: list[str]) -> int | None:
