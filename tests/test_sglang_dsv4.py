@@ -73,6 +73,26 @@ def test_the_plan_on_8_h200s():
     assert p.cell == 7_086.75
 
 
+def test_the_first_line_names_sglangs_own_auto(capsys):
+    """Under auto, SGLang 0.5.23 stores DeepSeek V4 in fp8_e4m3 whatever vLLM's auto would be
+    (pool_configurator.py:1104-1110): the plan's first line and its JSON say fp8_e4m3 and whose
+    auto it is; a dtype given is printed as given."""
+    import json
+
+    from kvlib.cli import main
+
+    argv = ["plan", "deepseek-v4-flash", "--gpu", "H200", "--gpus", "8", "--tp", "8",
+            "--context", "8192", "--engine", "sglang"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "kv fp8_e4m3 (auto: SGLang's for DeepSeek V4" in first and "bf16" not in first
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["kv_dtype"] == "fp8_e4m3" and "kv_dtype_auto" in d["sglang"]
+    assert main([*argv, "--kv-dtype", "fp8"]) == 0
+    assert ", kv fp8, " in capsys.readouterr().out.splitlines()[0]
+
+
 def test_sm100_is_refused_by_name():
     with pytest.raises(ValueError, match="below SM100"):
         engine_tokens("deepseek-v4-flash", "B200", "sglang", tp=8, context=8192)

@@ -133,9 +133,13 @@ def _text(d: dict, rule: str, dep) -> str:
 
     own = d[d["engine"]]
     w = 34
-    lines = [first_line({**d, "kv_dtype": kv_label(d["kv_dtype"], dep.kv_dtype,
-                                                   dep.kv_dtype_why)}, rule),
-             *kv_why_lines(d["kv_dtype"], dep.kv_dtype_why)]
+    if own.get("kv_dtype_auto"):  # the engine resolves auto itself (SGLang's DeepSeek V4)
+        lines = [first_line({**d, "kv_dtype": f"{d['kv_dtype']} (auto: "
+                                              f"{own['kv_dtype_auto']})"}, rule)]
+    else:
+        lines = [first_line({**d, "kv_dtype": kv_label(d["kv_dtype"], dep.kv_dtype,
+                                                       dep.kv_dtype_why)}, rule),
+                 *kv_why_lines(d["kv_dtype"], dep.kv_dtype_why)]
     for t in own["terms"]:
         lines.append(f"  {t['label']:<{w}}{both(t['value'])}   ({t['source']})")
     unit = "page" if d["engine"] == "sglang" else "block"

@@ -295,12 +295,16 @@ def _v4_plan(dep, context: int, *, mem_fraction_static, in_use_bytes, other_byte
         "token, in pages (pool_configurator.py:1437-1446, 1638-1701)",
         f"max_running_requests {v.max_running_requests:,}: min(256, #tokens // 2) (DeepSeek V4 "
         "sets 256, arg_groups/deepseek_v4_hook.py:138-146; kv_cache_configurator.py:3126-3129)"]
+    # auto is SGLang's own here: fp8_e4m3, whatever vLLM's auto would be (the row is the same)
+    auto = dep.kv_cache_dtype == "auto"
+    kv_dtype = "fp8_e4m3" if auto else dep.kv_cache_dtype
+    kv_auto = (("kv_dtype_auto", "SGLang's for DeepSeek V4, pool_configurator.py:1104-1110"),)
     sessions = min(v.max_running_requests, v.tokens // (-(-context // page) * page),
                    v.swa_tokens // (min(context, config["sliding_window"]) + page))
     f = fmt_fraction(fraction)
     return EnginePlan(
         engine="sglang", release=RELEASE, model=model.name, gpu=gpu.name, tp=tp,
-        context=context, kv_dtype=dep.kv_cache_dtype, total_memory=total,
+        context=context, kv_dtype=kv_dtype, total_memory=total,
         weights=dep.weights_bytes_per_gpu, kv_budget=budget, cell=full_token, page=page,
         tokens=v.tokens, sessions=sessions, swa_tokens=v.swa_tokens,
         swa_cell=float(v.swa_token), max_running_requests=v.max_running_requests,
@@ -322,4 +326,4 @@ def _v4_plan(dep, context: int, *, mem_fraction_static, in_use_bytes, other_byte
         extras=(("max_running_requests", v.max_running_requests),
                 ("swa_tokens", v.swa_tokens), ("swa_bytes_per_token", float(v.swa_token)),
                 ("c4_tokens", v.c4_tokens), ("c128_tokens", v.c128_tokens),
-                ("c128_state_bytes", v.c128_state)))
+                ("c128_state_bytes", v.c128_state), *(kv_auto if auto else ())))
