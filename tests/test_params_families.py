@@ -397,7 +397,11 @@ def test_kimi_k2_5_tower_by_hand():
     # held whole on every rank: the patch conv, positions, norms and the ReplicatedLinear
     # projector; wqkv, wo, fc0 and fc1 are vLLM's parallel layers (kimi_k25_vit.py:316-410)
     whole = patch + 64 * 64 * d + 27 * 2 * 2 * d + 2 * d + projector
-    assert [(f.elements, f.whole) for f in c.fixed] == [(whole, True)] and whole == 59_801_728
+    assert [(f.elements, f.whole) for f in c.fixed if f.part == "vision"] == [(whole, True)] \
+        and whole == 59_801_728
+    # and the text model's fp32 e_score_correction_bias, one of 384 a MoE layer (layers 1-60;
+    # deepseek_v2.py:327-330)
+    assert [(f.elements, f.bytes_per) for f in c.fixed if f.part == "router"] == [(384, 4)] * 60
 
 
 def test_kimi_k2_5_legacy_key_that_vllm_does_not_read_is_refused():

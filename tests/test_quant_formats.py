@@ -301,23 +301,24 @@ QWEN36 = {
         "fp8": [(48, 5120, 16384, 2), (48, 6144, 5120, 1),           # in_proj_qkv + _z, out
                 (16, 5120, 12288, 1), (32, 5120, 1024, 1), (16, 6144, 5120, 1)],  # q, k+v, o
         "w4a16": [(128, 5120, 17408), (64, 17408, 5120), (1, 5120, 248320)],  # mlp, lm_head
-        "total": 20_150_568_324, "vllm_meta": 20_217_683_334,
+        # A_log in fp32 as vLLM builds it (48 layers x 48 heads x 4 B, in kvlib's total)
+        "total": 20_150_572_932, "vllm_meta": 20_217_683_334,
         # vLLM beyond kvlib: RoPE cache 262,144 x 64 fp32; the attention's q/k/v/prob scales
         # (16 layers x (4 fp32 + 4 bf16) = 384 B); W4A16 input_scale in bf16, one per shard
         # ((64 x 3 + 1) x 2 = 386); in_proj_qkvz built as 4 FP8 shards where the checkpoint
-        # has 2 modules (48 x 2 x 8 = 768); A_log in fp32 (48 x 48 x 2 B more = 4,608)
-        "vllm_more": 67_108_864 + 384 + 386 + 768 + 4608},
+        # has 2 modules (48 x 2 x 8 = 768)
+        "vllm_more": 67_108_864 + 384 + 386 + 768},
     "nvidia--Qwen3.6-35B-A3B-NVFP4": {
         "fp8": [(30, 2048, 12288, 2), (30, 4096, 2048, 1),
                 (10, 2048, 8192, 1), (20, 2048, 512, 1), (10, 4096, 2048, 1)],
         "w4a16": [(40 * 256 * 2, 2048, 512), (40 * 256, 512, 2048),   # routed experts
                   (40 * 2, 2048, 512), (40, 512, 2048), (1, 2048, 248320)],  # shared, head
-        "total": 20_825_033_460, "vllm_meta": 20_892_268_006,
+        # A_log in fp32 (30 layers x 32 heads x 4 B, in kvlib's total)
+        "total": 20_825_035_380, "vllm_meta": 20_892_268_006,
         # RoPE cache; the attention's 4 fp32 scales (10 x 16 = 160); W4A16 input_scale in
         # bf16 ((40 x 3 + 1) x 2 = 242); the experts' input_scale vLLM allocates in fp32
-        # (40 layers x 256 x 3 x 4 = 122,880); in_proj_qkvz's 2 extra shards (30 x 16 = 480);
-        # A_log in fp32 (30 x 32 x 2 = 1,920)
-        "vllm_more": 67_108_864 + 160 + 242 + 122_880 + 480 + 1920},
+        # (40 layers x 256 x 3 x 4 = 122,880); in_proj_qkvz's 2 extra shards (30 x 16 = 480)
+        "vllm_more": 67_108_864 + 160 + 242 + 122_880 + 480},
 }
 
 
@@ -356,9 +357,9 @@ def test_minimax_m3_mixed_as_vllm_resolves_it():
     fused modules through their shards: qkv_proj (which also holds the indexer's q and k),
     gate_up_proj of the shared experts and the MLPs, all MXFP8; kvlib's fused expert
     gate_up_proj is two checkpoint modules per expert (w1, w3), each with its two fp32 scales.
-    vLLM's own classes on the meta device hold kvlib's bytes plus its RoPE cache (1,048,576 x 64
-    fp32), the routers in fp32 where kvlib counts bf16 (57 x 128 x 6144 x 2 B more), their
-    e_score_correction_bias likewise (57 x 128 x 2) and the attention's 4 fp32 scales (60 x
+    vLLM's own classes on the meta device hold kvlib's bytes (its routers and their
+    e_score_correction_bias in fp32 as vLLM builds them: 57 MoE layers x 128 x (6144 + 1) x
+    4 B) plus its RoPE cache (1,048,576 x 64 fp32) and the attention's 4 fp32 scales (60 x
     16); and one fp32 input_scale and weight_scale_2 per fused w13 shard, as the checkpoint."""
     cfg = corpus(MINIMAX)
     q = read_quantization(cfg)
@@ -368,19 +369,21 @@ def test_minimax_m3_mixed_as_vllm_resolves_it():
     gate_up = q.scheme_for("model.layers.5.block_sparse_moe.experts.gate_up_proj", "experts")
     assert (gate_up.name, gate_up.extra) == ("nvfp4", 16)  # 2 modules x 8 B
     total = checkpoint_bytes(cfg)
-    assert MINIMAX_M3_VLLM_META == (total + 1_048_576 * 64 * 4 + 57 * 128 * 6144 * 2
-                                    + 57 * 128 * 2 + 60 * 16)
-    assert total == 248_267_431_680
+    assert MINIMAX_M3_VLLM_META == total + 1_048_576 * 64 * 4 + 60 * 16
+    # against the same count with the routers and biases at the checkpoint's bf16
+    assert total == 248_267_431_680 + 57 * 128 * (6144 + 1) * 2 == 248_357_099_520
+    r = count_params(cfg)
+    assert sum(f.elements * f.bytes_per for f in r.fixed if f.part == "router") \
+        == 57 * 128 * (6144 + 1) * 4
 
 
 # NVFP4 checkpoints whose exclusions name the multimodal wrapper's paths: vLLM 0.34.0's own
 # classes on the meta device (text model only), and what they hold beyond kvlib's text model:
-# the RoPE cache (262,144 x 64 fp32), the attention's 4 fp32 + 4 bf16 scales (24 B a layer),
-# Qwen3.5's A_log in fp32 (36 linear-attention layers x 64 heads x 2 B more), Kimi's
-# e_score_correction_bias in fp32 (60 MoE layers x 384 x 2 B more)
-PREFIXED = {"nvidia--Qwen3.5-122B-A10B-NVFP4": (77_592_044_320,
-                                                67_108_864 + 12 * 24 + 36 * 64 * 2),
-            "nvidia--Kimi-K2.6-NVFP4": (594_273_015_224, 67_108_864 + 61 * 24 + 60 * 384 * 2)}
+# the RoPE cache (262,144 x 64 fp32) and the attention's 4 fp32 + 4 bf16 scales (24 B a
+# layer); Qwen3.5's A_log and Kimi's e_score_correction_bias kvlib counts in fp32 as vLLM
+# builds them (they were 36 x 64 x 2 B and 60 x 384 x 2 B short)
+PREFIXED = {"nvidia--Qwen3.5-122B-A10B-NVFP4": (77_592_044_320, 67_108_864 + 12 * 24),
+            "nvidia--Kimi-K2.6-NVFP4": (594_273_015_224, 67_108_864 + 61 * 24)}
 
 
 def test_exclusions_under_a_multimodal_prefix_by_hand():

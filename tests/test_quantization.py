@@ -31,8 +31,9 @@ def test_deepseek_v3_fp8_matches_its_dtype_counts():
     published = 3_918_786_560 * 2 + 680_571_043_840 + 41_555_600 * 4
     assert published == 688_574_839_360
     ours = checkpoint_bytes(bundled_config("deepseek-v3"), include_mtp=True)
-    # the 59 x 256 e_score_correction_bias values are stored in fp32; kvlib counts them in bf16
-    assert published - ours == 59 * 256 * 2
+    # exact: the 59 x 256 e_score_correction_bias values, stored in fp32, counted in fp32
+    # (they were 59 x 256 x 2 B short when kvlib counted them in bf16)
+    assert ours == published
 
 
 def test_gpt_oss_20b_mxfp4_is_its_index_total_size():
@@ -158,8 +159,9 @@ def test_kimi_k25_int4_experts_are_read_from_text_config_as_vllm_does():
       7168 x 576 + 512 + 512 x 16,384 + 8192 x 7168 = 101,124,096 and 2 norms of 7168, x 61 =
       6,169,444,352; layer 0's MLP 3 x 7168 x 18,432 = 396,361,728; per MoE layer the shared
       expert 3 x 7168 x 2048, router 384 x 7168 and its bias 384 = 46,793,088, x 60 =
-      2,807,585,280; the final norm 7168.
-    Sum: 594,206,411,776 B (594.2 GB) for the text model, against 2,052,816,464,896 B in bf16
+      2,807,585,280; the final norm 7168; the 60 x 384 biases are fp32 as vLLM builds them
+      (deepseek_v2.py:327-330): 46,080 B more.
+    Sum: 594,206,457,856 B (594.2 GB) for the text model, against 2,052,816,464,896 B in bf16
     (1,026,408,232,448 parameters x 2). The MoonViT tower and projector vLLM 0.34.0 loads
     (kimi_k25.py:349-371), 471,143,920 parameters (by hand in tests/test_params_families.py),
     add 942,287,840 B in bf16. No published total_size of moonshotai/Kimi-K2.5 was found with
@@ -174,10 +176,10 @@ def test_kimi_k25_int4_experts_are_read_from_text_config_as_vllm_does():
     assert q.bytes(7168, 2048, "model.layers.5.mlp.experts.7.down_proj", "") == 8_257_552
     experts = 8_257_552 * 3 * 384 * 60
     dense = 2 * (2 * 163_840 * 7168 + 61 * (101_124_096 + 2 * 7168) + 3 * 7168 * 18_432
-                 + 60 * (3 * 7168 * 2048 + 384 * 7168 + 384) + 7168)
-    assert (experts, dense) == (570_761_994_240, 23_444_417_536)
+                 + 60 * (3 * 7168 * 2048 + 384 * 7168) + 7168) + 60 * 384 * 4
+    assert (experts, dense) == (570_761_994_240, 23_444_463_616)
     tower = 471_143_920 * 2
-    assert checkpoint_bytes(c) == experts + dense + tower == 595_148_699_616
+    assert checkpoint_bytes(c) == experts + dense + tower == 595_148_745_696
     assert count_params(c).total * 2 == 2_052_816_464_896 + tower
 
 

@@ -118,7 +118,9 @@ def _nemotron_nas(t: _Tally) -> None:
 
 def _gemma4(t: _Tally) -> None:
     """modeling_gemma4.py Gemma4TextModel: per layer, attention (full layers: global_head_dim,
-    and with attention_k_eq_v no v_proj and num_global_key_value_heads), q/k norms, a dense
+    and with attention_k_eq_v num_global_key_value_heads and no v_proj in the checkpoint; vLLM
+    0.34.0 still builds the v shard of their qkv_proj and loads k into it, gemma4.py:89-121,
+    440-454: counted, as the GPU holds it, ``v_proj`` of d -> kv hd), q/k norms, a dense
     gated MLP beside the MoE (router: proj d -> E, scale d, per_expert_scale E; experts;
     three more norms), four norms and the stored ``layer_scalar``; per-layer inputs (PLE)."""
     c = t.c
@@ -130,6 +132,10 @@ def _gemma4(t: _Tally) -> None:
     _embed(t, d, True)
     shared_from = n - (c.int("num_kv_shared_layers", required=False, allow_zero=True) or 0)
     k_eq_v = c.flag("attention_k_eq_v") is not False
+    if k_eq_v and "full_attention" in types[:shared_from]:
+        t.notes.append("attention_k_eq_v: the checkpoint stores no v_proj for the full-attention "
+                       "layers; vLLM 0.34.0 builds their qkv_proj's v shard and copies k into it "
+                       "(gemma4.py:89-121), counted as the GPU holds it")
     ple = c.int("hidden_size_per_layer_input", required=False, allow_zero=True) or 0
     for i, kind in enumerate(types):
         p, full = f"model.language_model.layers.{i}", kind != "sliding_attention"
@@ -137,7 +143,7 @@ def _gemma4(t: _Tally) -> None:
         alt = k_eq_v and full
         g = c.int("num_global_key_value_heads") if alt else kv
         if i < shared_from:
-            _gqa(t, f"{p}.self_attn", d, h, g, hd, bias, bias, True, v_proj=not alt)
+            _gqa(t, f"{p}.self_attn", d, h, g, hd, bias, bias, True)
         else:  # KV-shared layers: q_proj, q_norm and o_proj only
             t.lin("attention", f"{p}.self_attn.q_proj", d, h * hd, bias)
             t.lin("attention", f"{p}.self_attn.o_proj", h * hd, d, bias)

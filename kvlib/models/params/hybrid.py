@@ -70,7 +70,7 @@ def _qwen3_next(t: _Tally) -> None:
     """vLLM qwen3_next.py + layers/mamba/gdn/qwen_gdn_linear_attn.py. Full attention every
     ``full_attention_interval`` layers (q doubled by the output gate, q/k norms); Gated
     DeltaNet elsewhere (in_proj_qkvz d -> 2 k_dim + 2 v_dim, in_proj_ba d -> 2 n_v, conv1d
-    over 2 k_dim + v_dim channels, dt_bias, A_log, norm of d_v, out_proj); MoE with a
+    over 2 k_dim + v_dim channels, dt_bias, A_log in fp32, norm of d_v, out_proj); MoE with a
     shared expert and its sigmoid gate (d -> 1). The MTP block (qwen3_next_mtp.py: fc 2d -> d,
     two pre-fc norms, one full-attention MoE layer, a norm; embedding and head shared) is
     counted in ``mtp``; ``num_nextn_predict_layers`` defaults to 1 as vLLM reads it."""
@@ -95,7 +95,10 @@ def _qwen3_next(t: _Tally) -> None:
             into.lin("mixers", f"{p}.linear_attn.in_proj_qkvz", d, 2 * kd + 2 * vd)
             into.lin("mixers", f"{p}.linear_attn.in_proj_ba", d, 2 * nv)
             into.lin("mixers", f"{p}.linear_attn.out_proj", vd, d)
-            into.add(mixers=(2 * kd + vd) * c.int("linear_conv_kernel_dim") + 2 * nv + dv)
+            into.add(mixers=(2 * kd + vd) * c.int("linear_conv_kernel_dim") + nv + dv)
+            # A_log in fp32, split by TP (qwen_gdn_linear_attn.py:807-812); dt_bias in the
+            # model dtype
+            into.keep("mixers", f"{p}.linear_attn.A_log", nv, whole=False)
         e = c.int("num_experts", required=False, allow_zero=True) or 0
         if e and i not in only and (i + 1) % step == 0:
             im = c.int("moe_intermediate_size")

@@ -8,14 +8,20 @@ from kvlib.models.params.tally import _embed, _sizes, _Tally
 from kvlib.models.readers.deepseek import shared_indexer_layers
 from kvlib.models.readers.deepseek_v4 import compress_ratios
 from kvlib.models.readers.fields import Fields, describe
+from kvlib.models.readers.state import model_dtype_bytes
 
 
-def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True) -> None:
+def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True,
+                    router_fp32: bool = False) -> None:
     """One DeepSeek V2/V3/V3.2 decoder layer (vLLM deepseek_v2.py): MLA (q_a_proj, its norm,
     q_b_proj or one q_proj; kv_a_proj_with_mqa, its norm, kv_b_proj; o_proj), the V3.2
-    indexer (wq_b, wk, k_norm LayerNorm, weights_proj) unless the layer shares an earlier one's
-    (``indexer`` False), then a dense MLP or the MoE (routed, shared, router d -> E and, for
-    noaux_tc routing, an e_score_correction_bias of E)."""
+    indexer unless the layer shares an earlier one's (``indexer`` False): wq_b, then wk and
+    weights_proj fused into one wk_weights_proj built with ``quant_config=None``
+    (deepseek_v2.py:710-718: an FP8 checkpoint's wk is upcast, so wk is a :class:`Fixed` in the
+    model dtype, never quantized) and the k_norm LayerNorm in fp32 (weight and bias, :720);
+    then a dense MLP or the MoE (routed, shared, router d -> E, in fp32 with
+    ``router_fp32``, and, for noaux_tc routing, an fp32 e_score_correction_bias of E,
+    :327-330)."""
     c, p = t.c, f"model.layers.{i}"
     h, nope, rope = c.int("num_attention_heads"), c.int("qk_nope_head_dim"), \
         c.int("qk_rope_head_dim")
@@ -35,9 +41,9 @@ def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True) -> None:
     if c.has("index_n_heads") and indexer:
         ih, ihd = c.int("index_n_heads"), c.int("index_head_dim")
         t.lin("attention", f"{a}.indexer.wq_b", qr, ih * ihd)
-        t.lin("attention", f"{a}.indexer.wk", d, ihd)
+        t.keep("attention", f"{a}.indexer.wk", d * ihd, _unquantized_bytes(t))
         t.lin("attention", f"{a}.indexer.weights_proj", d, ih)
-        t.add(attention=2 * ihd)
+        t.keep("attention", f"{a}.indexer.k_norm", 2 * ihd)
     e = c.int("n_routed_experts", required=False)
     freq = c.int("moe_layer_freq", required=False) or 1
     if e and i >= (c.int("first_k_dense_replace", required=False, allow_zero=True) or 0) \
@@ -48,13 +54,22 @@ def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True) -> None:
         shared = c.int("n_shared_experts", required=False, allow_zero=True) or 0
         if shared:
             t.glu("shared_experts", f"{p}.mlp.shared_experts", d, shared * im)
-        t.lin("router", f"{p}.mlp.gate", d, e)
-        t.add(router=e if c.text("topk_method") == "noaux_tc" else 0)
+        t.router(f"{p}.mlp.gate", d, e, router_fp32)
+        if c.text("topk_method") == "noaux_tc":
+            t.keep("router", f"{p}.mlp.gate.e_score_correction_bias", e)
     else:
         t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
 
 
-def _deepseek(t: _Tally) -> None:
+def _unquantized_bytes(t: _Tally) -> int:
+    """Bytes per element of a tensor vLLM builds unquantized in the model dtype whatever the
+    checkpoint's format: the config's dtype (bf16 when it gives none; an fp32 config as bf16,
+    which vLLM's dtype "auto" loads it in)."""
+    b = model_dtype_bytes(t.c, [])
+    return 2 if b == 4 else b
+
+
+def _deepseek(t: _Tally, router_fp32: bool = False) -> None:
     """DeepSeek V2, V3, V3.2, GLM-5.x, Kimi K2. A layer that shares an earlier layer's indexer
     (GLM-5.2's IndexShare: ``indexer_types``, ``index_topk_freq``) builds none, and vLLM 0.34.0
     drops its checkpoint indexer weights (deepseek_v2.py:1641-1643; which layers:
@@ -69,12 +84,12 @@ def _deepseek(t: _Tally) -> None:
         t.notes.append(f"{len(shared)} of {n} layers share an earlier layer's indexer ({where}): "
                        "their indexer weights are not loaded, so not counted")
     for i in range(n):
-        _deepseek_layer(t, i, d, i not in shared)
+        _deepseek_layer(t, i, d, i not in shared, router_fp32)
     t.add(norms=d)
     for i in range(n, n + (t.c.int("num_nextn_predict_layers", required=False,
                                    allow_zero=True) or 0)):
         m = t.fork()
-        _deepseek_layer(m, i, d)
+        _deepseek_layer(m, i, d, router_fp32=router_fp32)
         m.lin("mlp", f"model.layers.{i}.eh_proj", 2 * d, d)
         m.lin("lm_head", f"model.layers.{i}.shared_head.head", d, v)
         m.add(norms=3 * d, embedding=v * d)
@@ -204,7 +219,8 @@ def _deepseek_v4(t: _Tally) -> None:
 def _glm4_moe_lite(t: _Tally) -> None:
     """GLM-4.7-Flash: DeepSeek V3's MLA and MoE (:func:`_deepseek`); vLLM 0.34.0
     glm4_moe_lite.py builds its MoE with glm4_moe.py's Glm4MoE, which always holds the
-    router's e_score_correction_bias (glm4_moe.py:148-150), ``topk_method`` or not. Without
+    router's e_score_correction_bias (glm4_moe.py:148-150), ``topk_method`` or not, and its
+    router in fp32 (:139-145). Without
     ``first_k_dense_replace``, the leading "dense" entries of transformers'
     ``mlp_layer_types`` give it."""
     c, extra = t.c, {"topk_method": "noaux_tc"}
@@ -213,4 +229,4 @@ def _glm4_moe_lite(t: _Tally) -> None:
         extra["first_k_dense_replace"] = next(
             (i for i, k in enumerate(types) if k != "dense"), len(types))
     t.c = Fields({**c.data, **extra}, c.prefix, c.outer)
-    _deepseek(t)
+    _deepseek(t, router_fp32=True)

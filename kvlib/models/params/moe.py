@@ -62,9 +62,10 @@ def _minimax_m2(t: _Tally) -> None:
     """vLLM minimax_m2.py: attention without biases, its q/k RMSNorm over all heads
     (``qk_norm_type`` "per_layer": h hd and kv hd weights); every layer a MoE block of
     ``num_local_experts`` experts (w1, w3: d -> i; w2: i -> d; i = ``intermediate_size``), a
-    router d -> E and its score-correction bias (``use_routing_bias``); no shared expert
-    (``shared_intermediate_size`` 0); two norms per layer. The MTP modules (``use_mtp``) load
-    only for speculative decoding and are not counted."""
+    router d -> E and its score-correction bias (``use_routing_bias``), both built in fp32
+    (GateLinear ``params_dtype=torch.float32``, minimax_m2.py:110-117; the bias :85-89); no
+    shared expert (``shared_intermediate_size`` 0); two norms per layer. The MTP modules
+    (``use_mtp``) load only for speculative decoding and are not counted."""
     c = t.c
     d, n, h, kv = _sizes(c)
     hd = _head_dim(t, d, h)
@@ -80,8 +81,10 @@ def _minimax_m2(t: _Tally) -> None:
             t.add(attention=h * hd + kv * hd)
         t.experts(f"{p}.block_sparse_moe", e, c.int("num_experts_per_tok"),
                   (("w1", d, i), ("w3", d, i), ("w2", i, d)))
-        t.lin("router", f"{p}.block_sparse_moe.gate", d, e)
-        t.add(router=e if c.flag("use_routing_bias") else 0, norms=2 * d)
+        t.router(f"{p}.block_sparse_moe.gate", d, e, fp32=True)
+        if c.flag("use_routing_bias"):
+            t.keep("router", f"{p}.block_sparse_moe.e_score_correction_bias", e)
+        t.add(norms=2 * d)
     t.add(norms=d)
 
 
@@ -92,7 +95,8 @@ def _mimo_v2_flash(t: _Tally) -> None:
     ``add_swa_attention_sink_bias``), 0 a full one (the model's heads and widths; sinks when
     ``add_full_attention_sink_bias``); q, k of ``head_dim`` and v of ``v_head_dim`` per head, o
     from the heads' values. ``moe_layer_freq`` lists 1 for a MoE layer (routed experts of
-    ``moe_intermediate_size``, router d -> E without bias and its e_score_correction_bias of E;
+    ``moe_intermediate_size``, router d -> E without bias in ``moe_router_dtype`` (float32
+    when absent, mimo_v2.py:159-167) and its fp32 e_score_correction_bias of E (:169-171);
     no shared expert), 0 for a dense gated MLP of ``intermediate_size``; vLLM's ``is_moe_layer``
     reads a plain int as no MoE layer at all. Two RMSNorms per layer, a final one, an untied
     head. The MTP layers (mimo_v2_mtp.py) load only for speculative decoding: not counted."""
@@ -111,6 +115,11 @@ def _mimo_v2_flash(t: _Tally) -> None:
                          f"the {n} layers, got {describe(moe)}")
     if c.flag("attention_bias"):
         raise ValueError(f"{c.path('attention_bias')}=True: MiMo's q/k/v biases are not counted")
+    router_dtype = c.data.get("moe_router_dtype", "float32")
+    if router_dtype not in ("float32", "bfloat16", "float16"):
+        raise ValueError(f"{c.path('moe_router_dtype')} must be float32, bfloat16 or float16, "
+                         f"got {describe(router_dtype)}")
+    router_fp32 = router_dtype == "float32"
     _embed(t, d, False)
     full = (h, kv, c.int("head_dim"), c.int("v_head_dim", required=False),
             bool(c.flag("add_full_attention_sink_bias")))
@@ -130,8 +139,8 @@ def _mimo_v2_flash(t: _Tally) -> None:
             e, im = c.int("n_routed_experts"), c.int("moe_intermediate_size")
             t.experts(f"{p}.mlp", e, c.int("num_experts_per_tok"),
                       (("gate_proj", d, im), ("up_proj", d, im), ("down_proj", im, d)))
-            t.lin("router", f"{p}.mlp.gate", d, e)
-            t.add(router=e)
+            t.router(f"{p}.mlp.gate", d, e, fp32=router_fp32)
+            t.keep("router", f"{p}.mlp.gate.e_score_correction_bias", e)
         else:
             t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
     t.add(norms=d)
@@ -186,9 +195,10 @@ def _glm4_moe(t: _Tally) -> None:
     attention with q/k/v biases when ``attention_bias`` (o without), per-head q/k RMSNorm
     when ``use_qk_norm``; the first ``first_k_dense_replace`` layers a gated MLP of
     ``intermediate_size``, the rest MoE: ``n_routed_experts`` experts of
-    ``moe_intermediate_size``, ``n_shared_experts`` shared, router d -> E and its fp32
-    e_score_correction_bias (E). The next-n layers (``num_nextn_predict_layers``) load only
-    for speculative decoding: not counted."""
+    ``moe_intermediate_size``, ``n_shared_experts`` shared, router d -> E in fp32
+    (GateLinear ``params_dtype=torch.float32``, glm4_moe.py:139-145) and its fp32
+    e_score_correction_bias (E, :148-150). The next-n layers (``num_nextn_predict_layers``)
+    load only for speculative decoding: not counted."""
     c = t.c
     d, n, h, kv = _sizes(c)
     hd = _head_dim(t, d, h)
@@ -205,8 +215,8 @@ def _glm4_moe(t: _Tally) -> None:
             shared = c.int("n_shared_experts", required=False, allow_zero=True) or 0
             if shared:
                 t.glu("shared_experts", f"{p}.mlp.shared_experts", d, shared * im)
-            t.lin("router", f"{p}.mlp.gate", d, e)
-            t.add(router=e)
+            t.router(f"{p}.mlp.gate", d, e, fp32=True)
+            t.keep("router", f"{p}.mlp.gate.e_score_correction_bias", e)
         else:
             t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
     t.add(norms=2 * n * d + d)
@@ -221,10 +231,11 @@ def _minimax_m3(t: _Tally) -> None:
     and k (d -> index dim, one head, whole on every rank), fused into qkv_proj, and their
     norms (model.py:898-947). A MoE layer (``moe_layer_freq`` 1, or ``mlp_layer_types``
     "sparse"; all of them when neither is given) holds ``num_local_experts`` experts of
-    ``intermediate_size`` (gate_up, down), the fp32 router d -> E and its
-    e_score_correction_bias, one shared MLP of ``intermediate_size`` (model.py:524-557); a
-    dense layer a gated MLP of ``dense_intermediate_size``. Two norms a layer, a final one,
-    an untied head. The MTP modules load only for speculative decoding: not counted."""
+    ``intermediate_size`` (gate_up, down), the router d -> E and its
+    e_score_correction_bias, both fp32 (model.py:524-536), one shared MLP of
+    ``intermediate_size`` (model.py:524-557); a dense layer a gated MLP of
+    ``dense_intermediate_size``. Two norms a layer, a final one, an untied head. The MTP
+    modules load only for speculative decoding: not counted."""
     c = t.c
     d, n, h, kv = _sizes(c)
     hd = _head_dim(t, d, h)
@@ -263,8 +274,8 @@ def _minimax_m3(t: _Tally) -> None:
             q = f"{p}.block_sparse_moe"
             t.experts(q, e, c.int("num_experts_per_tok"), (("gate_up_proj", d, 2 * i),
                                                            ("down_proj", i, d)))
-            t.lin("router", f"{q}.gate", d, e)
-            t.add(router=e)
+            t.router(f"{q}.gate", d, e, fp32=True)
+            t.keep("router", f"{q}.e_score_correction_bias", e)
             t.lin("shared_experts", f"{q}.shared_experts.gate_up_proj", d, 2 * i)
             t.lin("shared_experts", f"{q}.shared_experts.down_proj", i, d)
         else:

@@ -106,6 +106,15 @@ class _Tally:
         self.fixed.append(Fixed(name, part, elements, bytes_per, whole))
         self.parts[part] += elements
 
+    def router(self, name: str, d: int, e: int, fp32: bool = False) -> None:
+        """A MoE router d -> E under ``name`` (``...gate``): a :class:`Linear` in the model
+        dtype, or, where vLLM builds its GateLinear with ``params_dtype=torch.float32``, a
+        :class:`Fixed` fp32 weight ``name.weight`` whole on every rank (never quantized)."""
+        if fp32:
+            self.keep("router", f"{name}.weight", d * e)
+        else:
+            self.lin("router", name, d, e)
+
     def glu(self, part: str, p: str, d: int, i: int, bias: bool = False, count: int = 1):
         """Gated MLP ``p``: gate_proj and up_proj (d -> i), down_proj (i -> d)."""
         for name, a, b in (("gate_proj", d, i), ("up_proj", d, i), ("down_proj", i, d)):
