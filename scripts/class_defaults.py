@@ -22,7 +22,8 @@ same inside ``text_config``. Each answer is one of:
 * ``constant``: the same number whatever the shape (written, with the transformers
   ``file:line`` of the default);
 * ``raises``: transformers will not build the config without the key (written: kvlib refuses);
-* ``other``: neither (written with the values seen; kvlib refuses too).
+* ``other``: neither, or the same number copied from another field's default (DeepSeek V3's
+  ``head_dim = qk_rope_head_dim``): written with the values seen; kvlib refuses too.
 
 The same is recorded under ``KEY:null`` for a file that writes the key as null: many classes
 annotate ``head_dim: int = 128`` and reject a None (transformers' strict dataclass
@@ -201,18 +202,35 @@ def _rule(model_type: str, scope: str, key: str, null: bool = False) -> dict | N
         try:
             cfg = _build(model_type, scope, _fields(model_type, scope, hidden, heads, key, null))
         except Exception as e:  # noqa: BLE001 - transformers' own refusal, whatever its type
-            return {"rule": "raises", "error": f"{type(e).__name__}: {str(e)[:200]}",
+            said = " ".join(str(e).split())[:200]  # one line
+            return {"rule": "raises", "error": f"{type(e).__name__}: {said}",
                     "class": cls.__name__, "source": _rel(inspect.getsourcefile(cls))}
         seen.append(_read(cfg, key))
         shapes.append((hidden, heads))
         derived.append(hidden // heads if key == "head_dim" else heads)
     if not seen or seen == derived:
         return None
+    values = [[h, n, v] for (h, n), v in zip(shapes, seen, strict=True)]
     if len(set(seen)) == 1 and isinstance(seen[0], int) and not isinstance(seen[0], bool):
-        return {"rule": "constant", "value": seen[0], "class": cls.__name__,
-                "source": _cite(_classes(model_type, scope, cls), key, seen[0])}
-    return {"rule": "other", "values": [[h, n, v] for (h, n), v in zip(shapes, seen, strict=True)],
-            "class": cls.__name__, "source": _rel(inspect.getsourcefile(cls))}
+        source = _cite(_classes(model_type, scope, cls), key, seen[0])
+        if _literal(source, seen[0]):
+            return {"rule": "constant", "value": seen[0], "class": cls.__name__,
+                    "source": source}
+        # the same number at every shape, but copied from another field's default (DeepSeek
+        # V3: head_dim = qk_rope_head_dim): a constant only while that field is absent
+        return {"rule": "other", "values": values, "class": cls.__name__, "source": source}
+    return {"rule": "other", "values": values, "class": cls.__name__,
+            "source": _rel(inspect.getsourcefile(cls))}
+
+
+def _literal(source: str, value: int) -> bool:
+    """Whether the line ``source`` (transformers file:line) writes ``value`` itself."""
+    import transformers
+
+    path, line = source.rsplit(":", 1)
+    base = Path(transformers.__file__).resolve().parent
+    text = (base / path.removeprefix("transformers/")).read_text().splitlines()[int(line) - 1]
+    return re.search(rf"(?<![\w.]){value}(?![\w.])", text.split("#")[0]) is not None
 
 
 def _has_text_config(model_type: str) -> bool:

@@ -67,6 +67,8 @@ class ClassDefault:
         gave = {v for _, _, v in self.values}
         why = (f"cannot be built so ({self.error})" if self.rule == "raises" else
                "leaves it None, which vLLM 0.34.0 reads as it is" if gave == {None} else
+               f"copies it from another field's default ({next(iter(gave))} at every shape "
+               "tried), not a number of its own" if len(gave) == 1 else
                "fills it with neither hidden_size / num_attention_heads nor a constant "
                f"(hidden_size, num_attention_heads -> {self.key}: "
                + ", ".join(f"{h}, {n} -> {v}" for h, n, v in self.values) + ")")
