@@ -13,6 +13,7 @@ import pytest
 
 from kvlib.models.catalog import bundled_config
 from kvlib.models.params import count_params
+from kvlib.serving.weights import checkpoint_weights
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
 CORPUS = json.loads(gzip.open(FIXTURES / "corpus-2026.json.gz").read())
@@ -324,7 +325,16 @@ def test_muse_glimmer_30b_by_hand():
     assert c.total == c.active + tower == 29_776_626_688 and c.towers == "counted"
     # only the tower's q/k/v and o are vLLM's parallel layers; the rest is whole on each rank
     split = 50 * ((w * 3 * w + 3 * w) + (w * w + w))
-    assert [(f.elements, f.bytes_per, f.whole) for f in c.fixed] == [(tower - split, 2, True)]
+    # the final norm fp32 (muse_glimmer.py:1056-1058); the tower's attention split where TP
+    # divides its 16 heads, else whole on every rank (vision.py:141-156, muse_glimmer.py:360)
+    assert [(f.elements, f.bytes_per, f.whole, f.heads) for f in c.fixed] == [
+        (d, 4, True, 0), (tower - split, 2, True, 0), (split, 2, False, 16)]
+    cfg = CORPUS["meta-models--Muse-Glimmer-30B"]["config"]
+    w8, w32 = checkpoint_weights(cfg, tp=8), checkpoint_weights(cfg, tp=32)
+    # whole on every rank: the norms, 4 x 52 x 6656 in bf16 and the final 6656 in fp32, and the
+    # tower's whole part; at TP 32 (16 heads do not divide) the attention too
+    assert w8.replicated == 4 * n * d * 2 + d * 4 + (tower - split) * 2
+    assert w32.replicated == w8.replicated + split * 2
 
 
 def test_muse_glimmer_refusals_name_the_field():
@@ -397,8 +407,9 @@ def test_kimi_k2_5_tower_by_hand():
     # held whole on every rank: the patch conv, positions, norms and the ReplicatedLinear
     # projector; wqkv, wo, fc0 and fc1 are vLLM's parallel layers (kimi_k25_vit.py:316-410)
     whole = patch + 64 * 64 * d + 27 * 2 * 2 * d + 2 * d + projector
-    assert [(f.elements, f.whole) for f in c.fixed if f.part == "vision"] == [(whole, True)] \
-        and whole == 59_801_728
+    # split by TP where TP divides the tower's 16 heads, else whole (kimi_k25_vit.py:368)
+    assert [(f.elements, f.whole, f.heads) for f in c.fixed if f.part == "vision"] == [
+        (whole, True, 0), (tower - whole, False, 16)] and whole == 59_801_728
     # and the text model's fp32 e_score_correction_bias, one of 384 a MoE layer (layers 1-60;
     # deepseek_v2.py:327-330)
     assert [(f.elements, f.bytes_per) for f in c.fixed if f.part == "router"] == [(384, 4)] * 60

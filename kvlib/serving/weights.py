@@ -55,10 +55,19 @@ def weights_bytes_per_gpu(params: int, dtype: str = "bf16", tp: int = 1) -> int:
 # wk + weights_proj, models/deepseek_v2.py:703-719); DeepSeek V4's (vLLM 0.34.0
 # models/deepseek_v4/): the MoE gate, wq_a + wkv (fused_wqa_wkv, disable_tp, attention.py:
 # 253-260), the compressors' wkv + wgate (disable_tp, compressor.py:285-293) and the indexer's
-# wq_b and weights_proj (ReplicatedLinear, attention.py:947-960).
+# wq_b and weights_proj (ReplicatedLinear, attention.py:947-960). Kimi K3's latent MoE
+# projections routed_expert_down_proj / routed_expert_up_proj (ReplicatedLinear,
+# models/kimi_k3/nvidia/model.py:479-503); Kimi's KDA f_a_proj (the replicated shard of
+# in_proj_qkvgfab, nvidia/kda.py:115-131, 646-669; layers/mamba/gdn/kimi_gdn_linear_attn.py:
+# 199) and g_a_proj (ReplicatedLinear, kimi_gdn_linear_attn.py:291-296); Gemma 3n's AltUp
+# correction_coefs, prediction_coefs and modality_router and its per_layer_input_gate and
+# per_layer_projection (ReplicatedLinear, models/gemma3n.py:89-110, 490-507).
 _REPLICATED = re.compile(r"(\.mlp\.gate|\.ffn\.gate|\.block_sparse_moe\.gate|\.router|q_a_proj"
                          r"|kv_a_proj_with_mqa|indexer\.(wq_b|wk|weights_proj)|attn\.(wq_a|wkv)"
-                         r"|compressor\.(wkv|wgate))$")
+                         r"|compressor\.(wkv|wgate)|routed_expert_(down|up)_proj"
+                         r"|self_attn\.(f_a_proj|g_a_proj)"
+                         r"|altup\.(correction_coefs|prediction_coefs|modality_router)"
+                         r"|\.per_layer_input_gate|\.per_layer_projection)$")
 VOCAB_PADDING = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64, then splits
 
 
@@ -83,9 +92,11 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     (:func:`kvlib.models.quantization.linear_bytes`), split as vLLM splits them: column/row-
     parallel layers and routed experts by ``tp``; the vocabulary padded to 64 and split; K/V
     projections split by at most the KV-head count (vLLM replicates KV heads when tp exceeds
-    them); routers, MLA down projections, indexer projections and norms whole on every rank;
-    the count's ``fixed`` tensors (DeepSeek V4's fp32 hyper-connections, compressor positions,
-    sinks, int32 hash tables) in their own dtype, whole or split as it says.
+    them); routers, MLA down projections, indexer projections, Kimi K3's latent-MoE
+    projections, Gemma 3n's AltUp and per-layer-input projections and norms whole on every
+    rank; the count's ``fixed`` tensors (fp32 routers and biases, DeepSeek V4's fp32
+    hyper-connections, compressor positions, sinks, int32 hash tables, weights vLLM builds
+    unquantized, vision towers) in their own dtype, whole or split as each says at ``tp``.
     Other small tensors (biases, convolution kernels, SSM parameters) are counted as split.
     MTP / next-n layers are not counted: vLLM loads them only for speculative decoding.
     """
@@ -108,8 +119,10 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     vocab = text.get("vocab_size") or 0
     padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
     # bytes by what divides them: tp (split), n_kv (a KV head per rank), vocab x tp / padded
-    # (the padded vocabulary split), 1 (whole on every rank); one Fraction at the end
-    by = {"tp": 0, "kv": 0, "vocab": 0, "whole": count.parts["norms"] * d}
+    # (the padded vocabulary split), 1 (whole on every rank); one Fraction at the end. Norms
+    # in the model dtype, whole; a norm vLLM keeps in a dtype of its own is a fixed tensor
+    fixed_norms = sum(f.elements for f in count.fixed if f.part == "norms")
+    by = {"tp": 0, "kv": 0, "vocab": 0, "whole": (count.parts["norms"] - fixed_norms) * d}
     stored = 0
     for lin in count.linears:
         size = linear_bytes(q, lin, d)
@@ -127,8 +140,9 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     for f in count.fixed:  # tensors vLLM keeps in a dtype of their own (fp32, int32)
         fixed_elements += f.elements
         stored += f.elements * f.bytes_per
-        by["whole" if f.whole else "tp"] += f.elements * f.bytes_per
-    other = (count.total - linear_elements - fixed_elements - count.parts["norms"]) * d
+        by["whole" if f.whole_at(tp) else "tp"] += f.elements * f.bytes_per
+    other = (count.total - linear_elements - fixed_elements - count.parts["norms"]
+             + fixed_norms) * d
     if vocab and not any(lin.part == "embedding" for lin in count.linears):
         rows = count.parts["embedding"] * d  # an embedding table not held as a linear
         other -= rows

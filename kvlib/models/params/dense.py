@@ -187,9 +187,9 @@ def _muse_glimmer(t: _Tally) -> None:
         _gqa(t, p, d, h, kv or h, hd)
         t.lin("attention", f"{p}.gate_proj", d, h * hd)
         t.glu("mlp", f"model.language_model.layers.{i}.mlp", d, inter)
-    # the final norm is fp32 in vLLM (:1056-1058): counted here at the model's dtype, as the
-    # weights' bytes treat every norm (2 B less per element: 13,312 B for the 30B)
-    t.add(norms=4 * n * d + d)
+    t.add(norms=4 * n * d)
+    # the final norm is fp32 in vLLM (:1056-1058), whole on every rank
+    t.keep("norms", "model.language_model.norm", d)
 
 
 def _gemma3n(t: _Tally) -> None:

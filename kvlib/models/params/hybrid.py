@@ -179,11 +179,12 @@ def _kimi_linear(t: _Tally) -> None:
     e_score_correction_bias (model.py:440-450), shared experts of ``moe_intermediate_size``
     x ``num_shared_experts`` (model.py:452-470), and, with ``routed_expert_hidden_size`` L
     (Kimi K3's latent MoE), routed_expert_down_proj (d -> L), its norm when
-    ``latent_moe_use_norm`` and routed_expert_up_proj (L -> d), replicated on every rank
-    (model.py:479-510); E experts of ``moe_intermediate_size`` over L (else d; model.py:
+    ``latent_moe_use_norm`` and routed_expert_up_proj (L -> d), ReplicatedLinear, whole on
+    every rank (model.py:479-510); E experts of ``moe_intermediate_size`` over L (else d; model.py:
     551-560); a dense layer a gated MLP of ``intermediate_size``. Two norms a layer; with
     ``attn_res_block_size`` (Kimi K3's attention residuals) two more norms and two
-    projections d -> 1 a layer and the output's pair (model.py:822-846, 1089-1100); a final
+    projections d -> 1 a layer and the output's pair (model.py:822-846, 1089-1100), the
+    projections ReplicatedLinear with ``quant_config=None``: whole, in the model dtype; a final
     norm, an untied head (model.py:1012-1016, 1523-1528). Kimi K3.1's DSA layers
     (``dsa_config``) are refused; MTP layers load only for speculative decoding."""
     c = t.c
@@ -262,10 +263,10 @@ def _kimi_linear(t: _Tally) -> None:
             t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
         t.add(norms=2 * d)
         if res:
-            t.lin("mixers", f"{p}.self_attention_res_proj", d, 1)
-            t.lin("mixers", f"{p}.mlp_res_proj", d, 1)
+            for name in ("self_attention_res_proj", "mlp_res_proj"):
+                t.keep("mixers", f"{p}.{name}", d, t.unquantized_bytes())
             t.add(norms=2 * d)
     t.add(norms=d)
     if res:
-        t.lin("mixers", "model.output_attn_res_proj", d, 1)
+        t.keep("mixers", "model.output_attn_res_proj", d, t.unquantized_bytes())
         t.add(norms=d)

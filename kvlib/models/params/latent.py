@@ -8,7 +8,6 @@ from kvlib.models.params.tally import _embed, _sizes, _Tally
 from kvlib.models.readers.deepseek import shared_indexer_layers
 from kvlib.models.readers.deepseek_v4 import compress_ratios
 from kvlib.models.readers.fields import Fields, describe
-from kvlib.models.readers.state import model_dtype_bytes
 
 
 def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True,
@@ -41,7 +40,7 @@ def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True,
     if c.has("index_n_heads") and indexer:
         ih, ihd = c.int("index_n_heads"), c.int("index_head_dim")
         t.lin("attention", f"{a}.indexer.wq_b", qr, ih * ihd)
-        t.keep("attention", f"{a}.indexer.wk", d * ihd, _unquantized_bytes(t))
+        t.keep("attention", f"{a}.indexer.wk", d * ihd, t.unquantized_bytes())
         t.lin("attention", f"{a}.indexer.weights_proj", d, ih)
         t.keep("attention", f"{a}.indexer.k_norm", 2 * ihd)
     e = c.int("n_routed_experts", required=False)
@@ -59,14 +58,6 @@ def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True,
             t.keep("router", f"{p}.mlp.gate.e_score_correction_bias", e)
     else:
         t.glu("mlp", f"{p}.mlp", d, c.int("intermediate_size"))
-
-
-def _unquantized_bytes(t: _Tally) -> int:
-    """Bytes per element of a tensor vLLM builds unquantized in the model dtype whatever the
-    checkpoint's format: the config's dtype (bf16 when it gives none; an fp32 config as bf16,
-    which vLLM's dtype "auto" loads it in)."""
-    b = model_dtype_bytes(t.c, [])
-    return 2 if b == 4 else b
 
 
 def _deepseek(t: _Tally, router_fp32: bool = False) -> None:

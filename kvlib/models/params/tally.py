@@ -34,14 +34,23 @@ class Linear:
 @dataclass(frozen=True)
 class Fixed:
     """A tensor (not a linear weight) that vLLM creates in a dtype of its own whatever the
-    model's: ``elements`` of ``bytes_per`` bytes each (fp32 4, int32 4) under ``name``, kept
-    whole on every TP rank when ``whole``. In ``ParamCount.parts`` too (its ``part``)."""
+    model's (fp32 4, int32 4), or a weight it builds unquantized (``quant_config=None``) in the
+    model dtype whatever the checkpoint's format: ``elements`` of ``bytes_per`` bytes each
+    under ``name``, kept whole on every TP rank when ``whole``, else split by TP; with
+    ``heads`` (a vision tower's attention heads) split only where TP divides them, else whole
+    on every rank (vLLM's ``is_vit_use_data_parallel``, model_executor/models/vision.py:
+    141-156). In ``ParamCount.parts`` too (its ``part``)."""
 
     name: str
     part: str
     elements: int
     bytes_per: int
     whole: bool = True
+    heads: int = 0
+
+    def whole_at(self, tp: int) -> bool:
+        """Whether every rank holds it whole at tensor parallelism ``tp``."""
+        return self.whole or (self.heads > 0 and self.heads % tp != 0)
 
 
 @dataclass(frozen=True)
@@ -101,9 +110,9 @@ class _Tally:
         self.parts[part] += count * (i * o + (o if bias else 0))
 
     def keep(self, part: str, name: str, elements: int, bytes_per: int = 4,
-             whole: bool = True) -> None:
+             whole: bool = True, heads: int = 0) -> None:
         """A :class:`Fixed` tensor of ``elements`` (fp32 or int32 by default) under ``name``."""
-        self.fixed.append(Fixed(name, part, elements, bytes_per, whole))
+        self.fixed.append(Fixed(name, part, elements, bytes_per, whole, heads))
         self.parts[part] += elements
 
     def router(self, name: str, d: int, e: int, fp32: bool = False) -> None:
@@ -129,6 +138,15 @@ class _Tally:
         for name, a, b in shapes:
             self.lin("experts", f"{p}.experts.{name}", a, b, bias, n)
         self.idle += (self.parts["experts"] - before) * (n - top_k) // n
+
+    def unquantized_bytes(self) -> int:
+        """Bytes per element of a weight vLLM builds with ``quant_config=None`` in the model
+        dtype whatever the checkpoint's format: the config's dtype (bf16 when it gives none;
+        an fp32 config as bf16, which vLLM's dtype "auto" loads it in)."""
+        from kvlib.models.readers.state import model_dtype_bytes
+
+        b = model_dtype_bytes(self.c, [])
+        return 2 if b == 4 else b
 
     def opt(self, key: str, default: int) -> int:
         """An optional int field, the family default (said in the notes) when absent."""

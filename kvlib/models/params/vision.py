@@ -309,20 +309,37 @@ _TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision
            "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision}
 
 
-def _split_tower(count):
+def _split_tower(count, heads):
     """A tally tower of a ``count(v, d_text) -> (whole, split)``: the part held whole on
     every rank as one 2-byte :class:`~kvlib.models.params.tally.Fixed` (the model's dtype;
-    vLLM quantizes no tower here), the rest split by TP as the text model's weights are."""
+    vLLM quantizes no tower here), the rest as another, split by TP where TP divides the
+    tower's ``heads(v)`` attention heads and whole on every rank where it does not (vLLM
+    falls back to data parallelism for the encoder: ``is_vit_use_data_parallel(num_heads)``,
+    model_executor/models/vision.py:141-156, called by kimi_k25_vit.py:368 for its attention
+    and MLP, muse_glimmer.py:360 for its attention)."""
     def add(t, outer: Fields, d_text: int) -> None:
         v = Fields(outer.data.get("vision_config") or {}, "vision_config.", outer)
         whole, split = count(v, d_text)
         t.keep("vision", "vision tower (whole on every rank)", whole, 2)
-        t.add(vision=split)
+        t.keep("vision", "vision tower (split by TP where it divides the heads)", split, 2,
+               whole=False, heads=heads(v))
     return add
 
 
+def _heads(key: str, default: int):
+    """The tower's attention heads as vLLM's config class reads them: ``key``, else
+    ``default``."""
+    return lambda v: v.int(key, required=False) or default
+
+
 # wrappers whose towers (vision and audio) are added to the tally itself, with what vLLM
-# holds whole on every rank as Fixed tensors
-_TALLY_TOWERS = {"gemma3n": _gemma3n_towers, "muse_glimmer": _split_tower(_muse_glimmer_vision),
-                 "kimi_k3": _split_tower(_kimi_k3_vision),
-                 "kimi_k25": _split_tower(_kimi_k25_vision)}
+# holds whole on every rank as Fixed tensors. The heads: Kimi K3's vt_num_attention_heads
+# (KimiK3VisionConfig: 12 by default, transformers_utils/configs/kimi_k3.py:23, 80), Kimi
+# K2.5's num_attention_heads (Kimi_K25VisionConfig: 16), Muse Glimmer's num_attention_heads
+# (MuseGlimmerVisionConfig: 16)
+_TALLY_TOWERS = {"gemma3n": _gemma3n_towers,
+                 "muse_glimmer": _split_tower(_muse_glimmer_vision,
+                                              _heads("num_attention_heads", 16)),
+                 "kimi_k3": _split_tower(_kimi_k3_vision, _heads("vt_num_attention_heads", 12)),
+                 "kimi_k25": _split_tower(_kimi_k25_vision,
+                                          _heads("num_attention_heads", 16))}
