@@ -68,6 +68,19 @@ _REPLICATED = re.compile(r"(\.mlp\.gate|\.ffn\.gate|\.block_sparse_moe\.gate|\.r
                          r"|self_attn\.(f_a_proj|g_a_proj)"
                          r"|altup\.(correction_coefs|prediction_coefs|modality_router)"
                          r"|\.per_layer_input_gate|\.per_layer_projection)$")
+# what a whole-on-every-rank linear is, in words, by its name (first match)
+_WHOLE_WORDS = ((re.compile(r"(altup\.|per_layer_)"), "AltUp and per-layer-input projections"),
+                (re.compile(r"(gate|router)$"), "routers"),
+                (re.compile(r"(q_a_proj|kv_a_proj_with_mqa|attn\.(wq_a|wkv))$"),
+                 "MLA down projections"),
+                (re.compile(r"indexer\."), "indexer"), (re.compile(r"compressor\."), "compressors"),
+                (re.compile(r"routed_expert_"), "latent-MoE projections"),
+                (re.compile(r"(f_a_proj|g_a_proj)$"), "KDA gate projections"),
+                (re.compile(r"(^|\.)hc_"), "hyper-connections"),
+                (re.compile(r"res_proj$"), "attention-residual projections"))
+# and a fixed tensor its name does not place, by its part
+_FIXED_WORDS = {"router": "routers", "norms": "norms", "attention": "attention tensors",
+                "mixers": "mixer tensors"}
 VOCAB_PADDING = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64, then splits
 
 
@@ -76,7 +89,9 @@ class CheckpointWeights:
     """Weight bytes per GPU of a checkpoint as vLLM loads it under TP.
 
     per_gpu: bytes on one rank (the fullest); total: the checkpoint's bytes (no MTP layers);
-    replicated: bytes every rank holds whole; method: the quantization method or the dtype.
+    replicated: bytes every rank holds whole; method: the quantization method or the dtype;
+    whole: what those replicated bytes are, in words ("routers", "norms", "vision tower",
+    ...), in the order met, at this TP.
     """
 
     per_gpu: int
@@ -84,6 +99,11 @@ class CheckpointWeights:
     replicated: int
     method: str
     notes: tuple[str, ...]
+    whole: tuple[str, ...] = ()
+
+
+def _words(name: str, default: str) -> str:
+    return next((w for r, w in _WHOLE_WORDS if r.search(name)), default)
 
 
 def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
@@ -124,11 +144,13 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     fixed_norms = sum(f.elements for f in count.fixed if f.part == "norms")
     by = {"tp": 0, "kv": 0, "vocab": 0, "whole": (count.parts["norms"] - fixed_norms) * d}
     stored = 0
+    words: dict[str, None] = {}  # what is whole, in words, in order
     for lin in count.linears:
         size = linear_bytes(q, lin, d)
         stored += size
         if _REPLICATED.search(lin.name):
             by["whole"] += size
+            words[_words(lin.name, "projections")] = None
         elif lin.name.endswith(("k_proj", "v_proj")) and isinstance(n_kv, int) and tp > n_kv:
             by["kv"] += size
         elif lin.part in ("embedding", "lm_head") and vocab:
@@ -141,6 +163,9 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
         fixed_elements += f.elements
         stored += f.elements * f.bytes_per
         by["whole" if f.whole_at(tp) else "tp"] += f.elements * f.bytes_per
+        if f.whole_at(tp) and f.elements:
+            words[_words(f.name, _FIXED_WORDS.get(f.part) or (
+                "audio tower" if "audio" in f.name else "vision tower"))] = None
     other = (count.total - linear_elements - fixed_elements - count.parts["norms"]
              + fixed_norms) * d
     if vocab and not any(lin.part == "embedding" for lin in count.linears):
@@ -158,8 +183,10 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
         kept = unmatched(q, count.linears)
         if kept:
             notes.append(kept)
+    if count.parts["norms"] - fixed_norms:
+        words["norms"] = None
     return CheckpointWeights(math.ceil(split) + by["whole"], total, by["whole"], method,
-                             tuple(notes))
+                             tuple(notes), tuple(words))
 
 
 INDEX = "model.safetensors.index.json"
