@@ -30,7 +30,9 @@ annotate ``head_dim: int = 128`` and reject a None (transformers' strict datacla
 validation), others derive from it.
 
 A ``model_type`` vLLM 0.34.0 builds with a config class of its own (``_CONFIG_REGISTRY``,
-``transformers_utils/config.py:123-181``) is left out: vLLM does not read transformers' class.
+``transformers_utils/config.py:123-181``) is left out: vLLM does not read transformers' class;
+so is one whose head size or KV heads vLLM computes by a rule of its own
+(``model_arch_config_convertor.py:462-553,792-830``: Falcon, DBRX, Zamba2, Nemotron-NAS, ...).
 
 Run: ``.venv/bin/python scripts/class_defaults.py`` writes ``kvlib/models/readers/
 class_defaults.json``; ``--check`` compares instead and exits 1 on a difference (the crosscheck,
@@ -65,6 +67,12 @@ VLLM_OWN = frozenset({
     "ricursive", "unlimited-ocr", "unlimited_ocr", "deepseek_v41", "flint", "inkling_mm_model",
     "inkling_model",
 })
+# vLLM 0.34.0's model_arch_config_convertor.py:462-553,792-830 (registered :837-878): model types
+# whose head size or KV head count vLLM computes its own way (Falcon's multi_query, DBRX's
+# attn_config.kv_n_heads, Zamba2's attention_head_dim, Nemotron-NAS's block_configs, ...)
+VLLM_OWN_RULE = frozenset({"cohere_asr", "mamba", "falcon_mamba", "timm_wrapper", "zamba2",
+                           "falcon", "RefinedWeb", "RefinedWebModel", "dbrx", "nemotron-nas",
+                           "moss_audio"})
 KEYS = ("head_dim", "num_key_value_heads")
 # Classes whose KV head count follows multi_query (GPTBigCodeConfig: 1 if multi_query else
 # n_head, configuration_gpt_bigcode.py:82): kvlib's reader reads multi_query itself, so the
@@ -250,7 +258,7 @@ def generate() -> dict:
     families: dict[str, dict] = {}
     checked = []
     for model_type in sorted(CONFIG_MAPPING_NAMES):
-        if model_type in VLLM_OWN:
+        if model_type in VLLM_OWN or model_type in VLLM_OWN_RULE:
             continue
         checked.append(model_type)
         scopes = ["config"] + (["text_config"] if _has_text_config(model_type) else [])
@@ -271,6 +279,7 @@ def generate() -> dict:
         "transformers": transformers.__version__,
         "shapes": [list(s) for s in SHAPES],
         "vllm_own_config_classes": sorted(VLLM_OWN),
+        "vllm_own_head_rules": sorted(VLLM_OWN_RULE),
         "checked": checked,
         "families": families,
     }
@@ -288,8 +297,11 @@ def main(argv: list[str] | None = None) -> int:
         print("same" if same else f"{a.out} differs from a fresh run")
         return 0 if same else 1
     a.out.write_text(text)
-    n = len(table["families"])
-    print(f"wrote {a.out}: {n} of {len(table['checked'])} model types differ from kvlib's rule")
+    fams = table["families"].values()
+    absent = sum(any(k in r for r in f.values() for k in KEYS) for f in fams)
+    null = sum(any(f"{k}:null" in r for r in f.values() for k in KEYS) for f in fams)
+    print(f"wrote {a.out}: of {len(table['checked'])} model types, {absent} fill an absent "
+          f"head_dim or KV head count otherwise than kvlib derives, {null} a null one")
     return 0
 
 
