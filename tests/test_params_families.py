@@ -323,8 +323,9 @@ def test_muse_glimmer_30b_by_hand():
     c = count_params(CORPUS["meta-models--Muse-Glimmer-30B"]["config"])
     assert (c.text, c.parts["vision"]) == (text, tower) == (27_854_780_928, 1_921_845_760)
     assert c.total == c.active + tower == 29_776_626_688 and c.towers == "counted"
-    # only the tower's q/k/v and o are vLLM's parallel layers; the rest is whole on each rank
-    split = 50 * ((w * 3 * w + 3 * w) + (w * w + w))
+    # only the tower's q/k/v and o are vLLM's parallel layers, o_proj's bias whole (a
+    # RowParallelLinear adds it after the reduction); the rest is whole on each rank
+    split = 50 * ((w * 3 * w + 3 * w) + w * w)
     # the final norm fp32 (muse_glimmer.py:1056-1058); the tower's attention split where TP
     # divides its 16 heads, else whole on every rank (vision.py:141-156, muse_glimmer.py:360)
     assert [(f.elements, f.bytes_per, f.whole, f.heads) for f in c.fixed] == [
@@ -406,10 +407,11 @@ def test_kimi_k2_5_tower_by_hand():
     assert c.total - c.text == 471_143_920 and c.active == 32_861_500_928  # tower not active
     # held whole on every rank: the patch conv, positions, norms and the ReplicatedLinear
     # projector; wqkv, wo, fc0 and fc1 are vLLM's parallel layers (kimi_k25_vit.py:316-410)
-    whole = patch + 64 * 64 * d + 27 * 2 * 2 * d + 2 * d + projector
+    # projector, and the row-parallel wo's and fc1's biases (added after the reduction)
+    whole = patch + 64 * 64 * d + 27 * 2 * 2 * d + 2 * d + projector + 27 * 2 * d
     # split by TP where TP divides the tower's 16 heads, else whole (kimi_k25_vit.py:368)
     assert [(f.elements, f.whole, f.heads) for f in c.fixed if f.part == "vision"] == [
-        (whole, True, 0), (tower - whole, False, 16)] and whole == 59_801_728
+        (whole, True, 0), (tower - whole, False, 16)] and whole == 59_863_936
     # and the text model's fp32 e_score_correction_bias, one of 384 a MoE layer (layers 1-60;
     # deepseek_v2.py:327-330)
     assert [(f.elements, f.bytes_per) for f in c.fixed if f.part == "router"] == [(384, 4)] * 60

@@ -118,7 +118,8 @@ def _moonvit(v: Fields, d_text: int, *, d: int, i: int, p: int, layers: int, qkv
     linear_2 (-> the text width) without biases and a post RMSNorm of the text width;
     otherwise a LayerNorm of d and both linears with biases. Returns (elements held whole on
     every rank: the patch conv, positions, norms and the ReplicatedLinear projector; elements
-    split by TP: wqkv, wo, fc0 and fc1, vLLM's parallel layers, :316-330, :386-410)."""
+    split by TP: wqkv, wo, fc0 and fc1, vLLM's parallel layers, :316-330, :386-410, but for
+    the row-parallel wo's and fc1's biases, whole on every rank)."""
     merge = v.data.get("merge_kernel_size") or [2, 2]
     if not (isinstance(merge, list | tuple) and len(merge) == 2
             and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in merge)):
@@ -128,15 +129,17 @@ def _moonvit(v: Fields, d_text: int, *, d: int, i: int, p: int, layers: int, qkv
     if norm_size is None:
         raise ValueError(f"{v.path('norm_type')} must be rmsnorm or layernorm, got "
                          f"{describe(norm)}")
-    parallel = (_lin(d, 3 * qkv, attn_bias) + _lin(qkv, d, attn_bias)
-                + _lin(d, i, linear_bias) + _lin(i, d, linear_bias))
+    # the row-parallel wo and fc1 keep their biases whole on every rank (RowParallelLinear
+    # adds the bias after the reduction): only their weights are split
+    parallel = (_lin(d, 3 * qkv, attn_bias) + qkv * d + _lin(d, i, linear_bias) + i * d)
+    row_bias = (d if attn_bias else 0) + (d if linear_bias else 0)
     w = d * merge[0] * merge[1]
     if projector == "patchmergerv2":
         proj = w * w + w * d_text + d_text
     else:
         proj = 2 * d + _lin(w, w, True) + _lin(w, d_text, True)
     whole = (3 * p * p * d + (d if patch_bias else 0) + pos * d + layers * 2 * norm_size
-             + norm_size + proj)
+             + norm_size + proj + layers * row_bias)
     return whole, layers * parallel
 
 
@@ -205,7 +208,8 @@ def _muse_glimmer_vision(v: Fields, d_text: int) -> tuple[int, int]:
     projection to the text width (no bias, :1229-1233) and a weightless norm (:1234-1238).
     vLLM refuses a tower whose ``out_hidden_size`` is not d ``merge_size``^2 (:530-535) or
     whose ``layer_types`` do not list its layers (:498-502). Returns (elements held whole on
-    every rank, elements split by TP: the attention projections)."""
+    every rank, elements split by TP: the attention projections but for o_proj's bias, which
+    a RowParallelLinear holds whole)."""
     w = v.outer
     d = v.int("hidden_size", required=False) or 1536
     i = v.int("intermediate_size", required=False) or 8960
@@ -222,11 +226,11 @@ def _muse_glimmer_vision(v: Fields, d_text: int) -> tuple[int, int]:
     if types is not None and (not isinstance(types, list) or len(types) != n):
         raise ValueError(f"{v.path('layer_types')} must list the {n} layers "
                          f"(muse_glimmer.py:498-502), got {describe(types)[:80]}")
-    attention = _lin(d, 3 * d, True) + _lin(d, d, True)
+    attention = _lin(d, 3 * d, True) + d * d  # o_proj's bias is whole (RowParallelLinear)
     whole = ((v.int("patch_temporal", required=False) or 2) * 3 * p * p * d
              + (v.int("pos_emb_height", required=False) or 32)
              * (v.int("pos_emb_width", required=False) or 32) * d
-             + 4 * d + n * (4 * d + _lin(d, i, True) + _lin(i, d, True))
+             + 4 * d + n * (5 * d + _lin(d, i, True) + _lin(i, d, True))
              + out * proj + proj * proj + proj * d_text)
     return whole, n * attention
 
