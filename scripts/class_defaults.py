@@ -182,6 +182,11 @@ def _cite(classes, key: str, value) -> str:
     return f"{_rel(inspect.getsourcefile(cls))}:{inspect.getsourcelines(cls)[1]}"
 
 
+def _reached(cfg, hidden: int, heads: int) -> bool:
+    return (getattr(cfg, "hidden_size", None), getattr(cfg, "num_attention_heads", None)) == (
+        hidden, heads)
+
+
 def _classes(model_type: str, scope: str, cls) -> list:
     from transformers import CONFIG_MAPPING
 
@@ -191,32 +196,41 @@ def _classes(model_type: str, scope: str, cls) -> list:
 
 def _rule(model_type: str, scope: str, key: str, null: bool = False) -> dict | None:
     """The class's rule for ``key`` in ``scope`` ("config" or "text_config"), the key absent
-    (or, ``null``, written as null), or None where it
-    is kvlib's (or the class cannot be built at these shapes even with the key given, or does
-    not take the shape given: no evidence either way)."""
+    (or, ``null``, written as null), or None where it is kvlib's (or the class cannot be built
+    at these shapes even with the key given, or does not take the shape given: no evidence).
+    A shape the class refuses without the key counts only where no shape builds ("raises");
+    one where it builds with the key given but not the keys given reach the object vLLM reads
+    ends the search (the keys are not what vLLM reads)."""
     seen: list[int | None] = []
     derived: list[int] = []
     shapes: list[tuple[int, int]] = []
     cls = None
+    raised = None
     for hidden, heads in SHAPES:
-        try:
-            full = _build(model_type, scope, _fields(model_type, scope, hidden, heads, None))
-        except Exception:  # noqa: BLE001 - not buildable at this shape
-            continue
-        if (getattr(full, "hidden_size", None), getattr(full, "num_attention_heads", None)) != (
-                hidden, heads):
-            continue  # the shape given does not reach the object vLLM reads
-        cls = type(full)
         try:
             cfg = _build(model_type, scope, _fields(model_type, scope, hidden, heads, key, null))
         except Exception as e:  # noqa: BLE001 - transformers' own refusal, whatever its type
-            said = " ".join(str(e).split())[:200]  # one line
-            return {"rule": "raises", "error": f"{type(e).__name__}: {said}",
-                    "class": cls.__name__, "source": _rel(inspect.getsourcefile(cls))}
+            try:  # the key given: does the class build at this shape at all?
+                full = _build(model_type, scope, _fields(model_type, scope, hidden, heads, None))
+            except Exception:  # noqa: BLE001 - not at this shape: no evidence either way
+                continue
+            if _reached(full, hidden, heads) and raised is None:
+                said = " ".join(str(e).split())[:200]  # one line
+                raised = {"rule": "raises", "error": f"{type(e).__name__}: {said}",
+                          "class": type(full).__name__,
+                          "source": _rel(inspect.getsourcefile(type(full)))}
+            continue
+        if not _reached(cfg, hidden, heads):
+            # the shape given does not reach the object vLLM reads (a wrapper that builds its
+            # text model from its own defaults): the keys are not what it reads either
+            return None
+        cls = type(cfg)
         seen.append(_read(cfg, key))
         shapes.append((hidden, heads))
         derived.append(hidden // heads if key == "head_dim" else heads)
-    if not seen or seen == derived:
+    if not seen:  # at no shape without the key; transformers' refusal, if it refused
+        return raised
+    if seen == derived:
         return None
     values = [[h, n, v] for (h, n), v in zip(shapes, seen, strict=True)]
     if len(set(seen)) == 1 and isinstance(seen[0], int) and not isinstance(seen[0], bool):
