@@ -21,7 +21,7 @@ hook, models/config.py: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32").
 from __future__ import annotations
 
 from kvlib.core import validate
-from kvlib.models.readers.class_defaults import take
+from kvlib.models.readers.class_defaults import default, take
 from kvlib.models.readers.fields import Fields, describe
 from kvlib.models.readers.reading import Attention, layer, tally
 from kvlib.models.readers.registry import register
@@ -85,10 +85,11 @@ def read(c: Fields, family: str, n: int, notes: list[str]) -> Attention:
         n_g = take("num_key_value_heads", c, notes) or c.int("num_key_value_heads")
     d = c.int("head_dim", required=False)
     if d is None:  # NemotronHConfig (transformers 5.x) reads head_dim only, default 128
-        d = take("head_dim", c, notes)
-    if d is None:  # a head_dim of null
-        d = NEMOTRON_H_HEAD_DIM
-        notes.append(f"head_dim null: NemotronHConfig's default of {d} applies (vLLM reads the "
+        found = default("head_dim", c)  # configuration_nemotron_h.py:109 (class_defaults.json)
+        if found is not None and found.rule != "constant":
+            raise found.refusal(c)
+        d = found.value if found is not None else NEMOTRON_H_HEAD_DIM
+        notes.append(f"no head_dim: NemotronHConfig's default of {d} applies (vLLM reads the "
                      "same config)")
     older = c.data.get("attention_head_dim")
     if older is not None and older != d:
