@@ -94,3 +94,23 @@ def test_binder_installs_kvlib_from_the_root_environment():
     pip = text[text.index("  - pip:"):]
     assert re.search(r"^\s+-\s+-e\s+\.\s*$", pip, re.M), "kvlib itself must be in the pip list"
     assert re.search(r"^\s+-\s+python=3\.11\s*$", text, re.M)  # the version outputs are stored on
+
+
+def test_every_data_file_kvlib_ships_is_package_data():
+    """A wheel carries only the data files package-data names: every .json under kvlib/ (the
+    bundled configs, engine_keys.json, the readers' class_defaults.json) must match one, or an
+    installed kvlib fails where it opens it."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]
+    kvlib = ROOT / "kvlib"
+    missing = []
+    for path in kvlib.rglob("*.json"):
+        rel = path.relative_to(kvlib)
+        ok = any(path.relative_to(kvlib / package.removeprefix("kvlib").strip(".").replace(
+                     ".", "/")).match(glob)
+                 for package, globs in data.items() for glob in globs
+                 if path.is_relative_to(kvlib / package.removeprefix("kvlib").strip(".")
+                                        .replace(".", "/")))
+        if not ok:
+            missing.append(str(rel))
+    assert not missing, missing
