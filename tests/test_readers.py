@@ -34,7 +34,8 @@ EXPECTED = {
 UNBUNDLED = {"jamba", "lfm2", "kimi_linear", "falcon_h1", "granite_hybrid", "laguna",
              "kolibri", "ergo", "mistral_large4", "dots3_note",  # test_kv_reuse_families.py
              "minimax_m3",  # tests/test_minimax_m3.py, tests/test_config_corpus_2026.py
-             "inkling", "inkling2", "inkling2_loop"}  # tests/test_inkling.py
+             "inkling", "inkling2", "inkling2_loop",  # tests/test_inkling.py
+             "exaone4"}  # tests/test_config_unseen_2026.py
 
 
 def test_each_bundled_model_is_read_by_its_family_module():

@@ -39,6 +39,7 @@ from kvlib.models.readers import (  # noqa: F401
     deepseek_v4,
     dots3_note,
     ergo,
+    exaone4,
     falcon,
     falcon_h1,
     gemma2,
@@ -65,10 +66,10 @@ from kvlib.models.readers import (  # noqa: F401
     qwen2,
     qwen3_next,
 )
-from kvlib.models.readers.engine import engine_for, not_a_model
+from kvlib.models.readers.engine import data, engine_for, not_a_model
 from kvlib.models.readers.fields import Fields, describe, load_config
 from kvlib.models.readers.reading import ConfigReading
-from kvlib.models.readers.refuse import FAMILIES_REFUSED, refuse_unknown_layers
+from kvlib.models.readers.refuse import FAMILIES_REFUSED, refuse_removed, refuse_unknown_layers
 from kvlib.models.readers.registry import FAMILIES, Family
 from kvlib.models.spec import ModelSpec
 
@@ -91,9 +92,44 @@ def _name(cfg: dict, source, text: Fields) -> str:
     return text.text("model_type") or "model"
 
 
-def _family(outer: Fields, text: Fields) -> str:
+# A text_config model_type the wrapper's config class renames before anything reads it, so the
+# engines build the family it is renamed to: Exaone4_5_Config turns "exaone4_5_text" into
+# "exaone4" (transformers 5.25.0 models/exaone4_5/configuration_exaone4_5.py:79-80), and vLLM
+# 0.34.0 builds Exaone4ForCausalLM from it (model_executor/models/exaone4_5.py:359-364).
+TEXT_MODEL_TYPES = {"exaone4_5_text": "exaone4"}
+
+
+def _family(outer: Fields, text: Fields, notes: list[str]) -> str:
     family = text.text("model_type") or outer.text("model_type")
+    if text is not outer and family in TEXT_MODEL_TYPES:
+        renamed = TEXT_MODEL_TYPES[family]
+        wrapper = outer.text("model_type") or "multimodal"
+        notes.append(f"{text.path('model_type')}={family!r} is read as {renamed!r}, as the "
+                     f"{wrapper} wrapper's config class renames it and the engines build "
+                     f"{renamed} from it")
+        return renamed
     return family.removesuffix("_text")
+
+
+def _text_config_unread(outer: Fields) -> list[str]:
+    """A note when the wrapper's ``model_type`` names a transformers config class that has no
+    ``text_config`` (the MLC preset of Ministral 3 3B writes ``ministral3``, a text model's type,
+    on a Mistral3ForConditionalGeneration): transformers then keeps the class's own defaults and
+    the nested object as a plain dict, and vLLM 0.34.0 stops at get_hf_text_config
+    (transformers_utils/config.py:1309-1315)."""
+    family = outer.raw.get("model_type")
+    tf = data()["families"].get(family, {}).get("transformers") if isinstance(family, str) \
+        else None
+    if not tf or "text_config" in tf["keys"]:
+        return []
+    archs = outer.raw.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    cls = tf["config_class"].rsplit(" ", 1)[-1]
+    return [f"model_type={family!r} names transformers' {cls}, which has no text_config: vLLM "
+            f"{RELEASE} would load this file as {cls} with that class's defaults and stop "
+            "(transformers_utils/config.py:1309-1315, its text_config has no "
+            f"num_attention_heads); kvlib reads the text_config as "
+            f"{arch or 'the wrapper'} holds it"]
 
 
 def _reader(c: Fields, family: str, notes: list[str]) -> Family:
@@ -164,7 +200,9 @@ def parse_config(source) -> ConfigReading:
         c = Fields(cfg["text_config"], "text_config.", outer)
         notes.append(f"read the language model from text_config (inside the "
                      f"{outer.text('model_type') or 'multimodal'} wrapper)")
-    family = _family(outer, c)
+        notes += _text_config_unread(outer)
+    family = _family(outer, c, notes)
+    refuse_removed(outer, c)
     # a model_type no engine knows (nor kvlib, by a reader or a refusal): the engines build by
     # architectures
     if family not in FAMILIES and family not in FAMILIES_REFUSED and engine_for(family) is None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from kvlib.models.readers.engine import Engine, engine_for, read_by_any
+from kvlib.models.readers.engine import Engine, data, engine_for, read_by_any
 from kvlib.models.readers.fields import Fields
 from kvlib.models.readers.refuse import MARKERS, says_something
 
@@ -286,6 +286,44 @@ def _engine_refusal(path: str, value, engine: Engine, family: str) -> ValueError
                       "refuses rather than read the model without it")
 
 
+# The family-independent reads vLLM 0.34.0 makes of ``hf_text_config``, the text_config of a
+# wrapper (transformers_utils/config.py:1303-1317, get_text_config()), never of the wrapper
+# itself: model_arch_config_convertor.py:80 (num_hidden_layers), :83 (num_attention_heads), :95
+# (head_dim), :100 (qk_nope_head_dim), :112 (hidden_size_per_head), :295 (model_type), :333
+# (model); config/model.py:1647 (sliding_window), :1796 (layer_types), :1825
+# (mamba_chunk_size), :1828 (chunk_size), :2109 (kv_lora_rank), :2115 (is_causal).
+TEXT_CONFIG_READS = frozenset({
+    "num_hidden_layers", "num_attention_heads", "head_dim", "qk_nope_head_dim",
+    "hidden_size_per_head", "model_type", "model", "sliding_window", "layer_types",
+    "mamba_chunk_size", "chunk_size", "kv_lora_rank", "is_causal"})
+
+
+def _text_config_only(key: str, engine: Engine) -> str | None:
+    """Where vLLM reads ``key``, when the wrapper's engine reads it only from the text_config
+    (one of the family-independent reads of :data:`TEXT_CONFIG_READS`), else None."""
+    common = data()["common"]["vllm"]
+    if key in TEXT_CONFIG_READS and key in common and engine.keys.get(key) == common[key]:
+        return common[key]
+    return None
+
+
+def _beside_text(path: str, key: str, value, text: Mapping, engine: Engine) -> str | None:
+    """What a wrapper's key beside its text_config was read as, when vLLM does not read it at
+    the wrapper: a family-independent read that vLLM makes of the text_config only, or a copy
+    of a text_config key that the wrapper's engine does not read at all. Else None."""
+    inside = (f"text_config.{key}={_short(text[key])}" if key in text
+              else f"text_config has no {key}")
+    where = _text_config_only(key, engine)
+    if where is not None:
+        return (f"{path}={_short(value)} beside text_config is not read: {engine.name} reads "
+                f"{key} from the text_config ({where}, hf_text_config), as kvlib does ({inside})")
+    if key in text and key not in engine.keys:
+        return (f"{path}={_short(value)} repeats a text_config key ({inside}) at the top level, "
+                f"where {engine.name} does not read it for {engine.model_type} (it builds the "
+                "language model from the text_config); kvlib reads the text_config's")
+    return None
+
+
 def _switches(engine: Engine | None, obj: Mapping) -> frozenset[str]:
     """The window switches this family has: its engine reads them, or its config writes them."""
     keys = engine.keys if engine is not None else {}
@@ -302,9 +340,13 @@ def _refuse_if_set(path: str, key: str, value) -> None:
 
 def _walk_known(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[str],
                 ignored: list[str], engine: Engine, family: str, notes: list[str],
-                skip: frozenset[str] = frozenset()) -> None:
+                skip: frozenset[str] = frozenset(), text: Mapping | None = None) -> None:
     """A family an engine knows: a key is refused only when the engine reads it where it
-    builds a layer (and kvlib's reader does not); any other key is listed as ignored."""
+    builds a layer (and kvlib's reader does not); any other key is listed as ignored.
+
+    text: the text_config, when ``obj`` is the wrapper around it: a wrapper's key that vLLM
+    reads only from the text_config (Qwen2.5-VL checkpoints repeat ``num_attention_heads`` at
+    the top level) is said and not refused."""
     for key, value in obj.items():
         path = prefix + str(key)
         if key in _REFUSE_IF_SET:
@@ -314,6 +356,11 @@ def _walk_known(obj: Mapping, prefix: str, seen: set[str], ignores: frozenset[st
             continue
         if key in MARKERS and not says_something(value):
             continue  # refuse.py: an empty marker describes no special layer
+        if text is not None and not _harmless(str(key)):
+            said = _beside_text(path, str(key), value, text, engine)
+            if said is not None:
+                notes.append(said)
+                continue
         if key in engine.keys:
             if _harmless(str(key)):
                 continue  # read for weights, norms, RoPE values or routing, not cache shapes
@@ -406,7 +453,7 @@ def account(outer: Fields, c: Fields, n: int, ignores: frozenset[str] = frozense
                 outer.raw.get("model_type"), str) else None
             _walk_known(outer.raw, outer.prefix, outer.seen, ignores, ignored,
                         wrapper or engine, family, notes,
-                        skip=frozenset({c.prefix.rstrip(".")}))
+                        skip=frozenset({c.prefix.rstrip(".")}), text=c.raw)
         return tuple(ignored)
     if c is not outer:
         _walk(c.raw, c.prefix, c.seen, ignores, n, ignored)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from kvlib.models.readers.fields import Fields
 
-__all__ = ["MARKERS", "FAMILIES_REFUSED", "refuse_unknown_layers", "says_something"]
+__all__ = ["MARKERS", "FAMILIES_REFUSED", "REMOVED_FROM_VLLM", "refuse_removed",
+           "refuse_unknown_layers", "says_something"]
 
 # field -> what it says about the layers
 MARKERS = {
@@ -61,6 +62,25 @@ FAMILIES_REFUSED = {
            "models/blt/modeling_blt.py:1190) and vLLM 0.34.0 has no BLT model",
 }
 
+# model_type -> (architecture, the last vLLM release that served it, where vLLM 0.34.0 says so):
+# families vLLM 0.34.0 names as no longer supported (model_executor/models/registry.py:883-899,
+# _PREVIOUSLY_SUPPORTED_MODELS; _raise_for_unsupported, registry.py:1310-1318, stops there)
+REMOVED_FROM_VLLM = {
+    # an encoder-decoder model (cross-attention to the image tokens), removed with vLLM's V0
+    "mllama": ("MllamaForConditionalGeneration", "0.10.2",
+               "vllm/model_executor/models/registry.py:899"),
+}
+
+
+def refuse_removed(outer: Fields, c: Fields) -> None:
+    """ValueError naming ``model_type`` where vLLM 0.34.0 no longer serves the family."""
+    for fields in (outer, c) if c is not outer else (outer,):
+        family = fields.raw.get("model_type")
+        if isinstance(family, str) and family in REMOVED_FROM_VLLM:
+            arch, last, where = REMOVED_FROM_VLLM[family]
+            raise ValueError(f"{fields.path('model_type')}={family!r}: vLLM 0.34.0 no longer "
+                             f"serves {arch} (supported until v{last}: {where}), so kvlib has "
+                             "no plan to make for it")
 
 
 def says_something(value) -> bool:
