@@ -10,10 +10,12 @@ Every engine's plan opens with the same line and ends with the same totals, and 
 has the same keys (:data:`~kvlib.serving.engines.answer.COMMON_KEYS`); ``--gpus`` means the
 same for all: replicas = GPUs / TP, sequences in all = replicas x sequences per replica.
 
-Exit status: 0 when a request of the context fits; 1 when none does; 2 on a bad flag or a
-model whose pool rule kvlib has not traced for that engine (one line naming it). With
-``--engine all``: 0 when at least one engine plans a request of the context, 1 when engines
-plan but none fits one, 2 when every engine refuses (each refusal is in its column).
+Exit status, as under vLLM: 0 when a request of the context fits; 1 when none does, the
+weights leaving the engine no memory for the KV cache included (the sizes that do not fit on
+stdout and in one line on stderr, "kvlib plan: does not fit: ..."); 2 on a bad flag or a model
+whose pool rule kvlib has not traced for that engine (one line naming it). With ``--engine
+all``: 0 when at least one engine plans a request of the context, 1 when engines plan (or do
+not fit) but none holds one, 2 when every engine refuses (each refusal is in its column).
 """
 
 from __future__ import annotations
@@ -209,8 +211,56 @@ def _plan(args, engine: str, with_deployment: bool = False):
     return (e, deployment) if with_deployment else e
 
 
+# what SGLang's and TensorRT-LLM's planners say where the weights leave no memory for the KV
+# cache (sglang/planner.py: "SGLang would stop ('Loaded weights leave no GPU memory ...'" and
+# the state pool's "('Not enough GPU memory for hybrid ..."; trtllm/planner.py: "nothing is left
+# for the KV cache"): the plan does not fit, which is no input error (exit 1, as vLLM's)
+_NO_ROOM = ("would stop ('Loaded weights leave no GPU memory", "would stop ('Not enough GPU "
+            "memory", "nothing is left for the KV cache")
+
+
+def does_not_fit(err: ValueError) -> bool:
+    """Whether an engine's planner refused because the deployment does not fit (the weights
+    leave no memory for the KV cache), not because of its input."""
+    return any(phrase in str(err) for phrase in _NO_ROOM)
+
+
+_BUDGET_RULE = {"sglang": "mem_fraction_static", "trtllm": "free_gpu_memory_fraction"}
+
+
+def _no_fit_json(args, engine: str, err: ValueError) -> dict:
+    """An engine's ``--json`` where the deployment does not fit: every common key
+    (:data:`~kvlib.serving.engines.answer.COMMON_KEYS`), the deployment's as its plan would give
+    them (GPU memory, weights per GPU), no budget, pool or sequence, ``fits`` false, and the
+    sizes that do not fit (``does_not_fit``; ``reason`` as vLLM's)."""
+    dep, context = _engine_deployment(args)
+    replicas = dep.gpus // dep.tp
+    return {"engine": engine, "release": _release(engine, args), "model": dep.model.name,
+            "gpu": dep.gpu.name, "gpus": dep.gpus, "tp": dep.tp, "replicas": replicas,
+            "context": context, "kv_dtype": dep.kv_cache_dtype, "weight_dtype": dep.weights_label,
+            "total_memory_bytes_per_gpu": dep.total_memory_bytes_per_gpu,
+            "weights_bytes_per_gpu": dep.weights_bytes_per_gpu, "kv_budget_bytes_per_gpu": None,
+            "budget_rule": _BUDGET_RULE[engine], "budget_base": None,
+            "kv_bytes_per_token_per_gpu": None, "page_tokens": None, "pools": [],
+            "window_pool": None, "state_pool": None, "kv_tokens_per_gpu": 0,
+            "max_sequences_per_replica": 0, "max_sequences": 0,
+            "differs_from_vllm": None, "fits": False, "assumptions": [], "notes": [],
+            "does_not_fit": str(err), "reason": f"does not fit: {err}"}
+
+
 def run_engine(args) -> int:
-    e, dep = _plan(args, args.engine, with_deployment=True)
+    try:
+        e, dep = _plan(args, args.engine, with_deployment=True)
+    except ValueError as err:
+        if not does_not_fit(err):
+            raise
+        d = _no_fit_json(args, args.engine, err)
+        print(json.dumps(d, indent=2) if args.json else
+              f"{d['model']} on {d['gpus']} x {d['gpu']}, TP={d['tp']}, context "
+              f"{d['context']:,}, {engine_title(args.engine, d['release'])}: does not fit\n"
+              f"  {err}\n  {'sequences in all':<34}{0:>11}")
+        print(f"kvlib plan: {d['reason']}", file=sys.stderr)
+        return 1
     d = e.to_dict()
     print(json.dumps(d, indent=2, default=str) if args.json else _text(d, e.rule_text, dep))
     if e.sessions == 0:
@@ -277,18 +327,20 @@ def all_json(args, vllm_json) -> dict:
                 e = _plan(args, engine)
                 d = e.to_dict(vllm)
         except ValueError as err:
-            d = {"engine": engine, "release": _release(engine, args), "refused": str(err)}
+            d = (_no_fit_json(args, engine, err) if does_not_fit(err) else
+                 {"engine": engine, "release": _release(engine, args), "refused": str(err)})
         plans[engine] = d
     return {"engines": plans}
 
 
 def _table(out: dict, args) -> str:
     plans = list(out["engines"].values())
-    planned = [d for d in plans if "refused" not in d]
+    planned = [d for d in plans if "refused" not in d and "does_not_fit" not in d]
     head = planned[0] if planned else None
     cols = [[engine_title(d["engine"], d["release"])] + (
         ["refused (below)"] + ["-"] * (len(_ROWS) - 1) if "refused" in d
-        else [cell(d) for _, cell in _ROWS]) for d in plans]
+        else ["does not fit (below)"] + ["-"] * (len(_ROWS) - 3) + ["0", "0"]
+        if "does_not_fit" in d else [cell(d) for _, cell in _ROWS]) for d in plans]
     w0 = max(len(label) for label, _ in _ROWS) + 2
     widths = [max(len(c) for c in col) + 3 for col in cols]
     lines = []
@@ -311,6 +363,8 @@ def _table(out: dict, args) -> str:
         title = engine_title(d["engine"], d["release"])
         if "refused" in d:
             lines.append(f"  {title} refuses: {d['refused']}")
+        elif "does_not_fit" in d:
+            lines.append(f"  {title} does not fit: {d['does_not_fit']}")
         elif d["engine"] == "vllm":
             if d.get("vllm_refuses_max_model_len"):
                 lines.append(f"  {title} refuses the context: {d['vllm_max_model_len_why']}")
