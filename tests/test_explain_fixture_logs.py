@@ -96,13 +96,34 @@ TABLE = {
     "trtllm_logs/unnamed-13b-shape_tp2_0.8_triton-24.02_backend-issue361_posted.log": (
         ["--model", str(FIX / "trtllm_logs" / "configs" / "llama-2-13b.json"), "--tp", "2"],
         0, 1),
+    # test_explain_sglang_no_kv_line.py: the scheduler's pool size alone, shown (no free memory
+    # around the weights to work it out from): nothing checked, with a model or without
+    "sglang_logs/unnamed_context256000_max-total-num-tokens-line-only_sglang-issue29575.log": (
+        ["--model", "qwen3.6-35b-a3b"], 1, 0),
+}
+
+# the engine's own log with no KV line kvlib reads: refused naming that engine, exit 2
+# (test_explain_sglang_no_kv_line.py)
+REFUSED = {
+    "sglang_logs/unnamed_2025-06_ready-line_no-kv-line_sglang-issue7515.log":
+        "an SGLang start-up log with no KV-cache line kvlib reads: line 1 is SGLang's",
+    "trtllm_logs/no-kv-line_deepseek-v3-int4wo_tp8_H20_issue2683_posted.log":
+        "a TensorRT-LLM start-up log with no KV-cache line kvlib reads: line 1 is TensorRT-LLM's",
 }
 
 
 def test_the_table_holds_every_fixture_log():
     logs = {str(p.relative_to(FIX)) for d in ("sglang_logs", "trtllm_logs")
             for p in (FIX / d).glob("*.log")}
-    assert logs == set(TABLE)
+    assert logs == set(TABLE) | set(REFUSED) and not set(TABLE) & set(REFUSED)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_every_refused_fixture_log(capsys, name):
+    code = main(["explain-log", str(FIX / name), "--json"])
+    out, err = capsys.readouterr()
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert f"error: {FIX / name}: {REFUSED[name]}" in err
 
 
 @pytest.mark.parametrize("name", sorted(TABLE))

@@ -220,10 +220,12 @@ def test_the_cap_and_the_page():
 
 
 def test_what_is_an_sglang_log():
-    """The 0.3 logs (no KV line) are SGLang's by the scheduler's line with a phrase only SGLang
-    prints; the scheduler's word alone is not enough."""
+    """The 0.3 logs (no KV line) are SGLang's by the scheduler's line, which is the pool's size
+    and which no other engine prints: alone it is enough (the tester's 2026 paste of that one
+    line, tests/test_explain_sglang_no_kv_line.py); prose without "=N" is not."""
     assert detect(DOCS_2024.read_text(encoding="utf-8"))
-    assert not detect("max_total_num_tokens=4096\n")
+    assert detect("max_total_num_tokens=4096\n")
+    assert not detect("the scheduler prints max_total_num_tokens at start-up\n")
 
 
 def test_a_second_weight_load_is_the_draft_not_the_budget(capsys, tmp_path):

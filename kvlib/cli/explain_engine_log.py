@@ -31,6 +31,47 @@ def log_text(path: str) -> str:
     return _STDIN[0]
 
 
+_NO_KV = {
+    "sglang": "an SGLang start-up log with no KV-cache line kvlib reads: line {line} is SGLang's "
+              "({what}), but no line reports its pool ('KV Cache is allocated. #tokens: N, K "
+              "size: X GB, V size: Y GB', '... KV size: X GB', 'max_total_num_tokens=N')",
+    "trtllm": "a TensorRT-LLM start-up log with no KV-cache line kvlib reads: line {line} is "
+              "TensorRT-LLM's ({what}), but no line reports its KV cache ('[MemUsageChange] "
+              "Allocated X GiB for max tokens in paged KV cache (N)', 'Estimated max memory in KV "
+              "cache', 'Peak memory during memory usage profiling ... available KV cache memory', "
+              "'Number of blocks in KV cache primary pool', 0.5-0.8's 'Allocate N bytes for k/v "
+              "cache')",
+}
+
+
+def _refuse_unread(path: str, text: str) -> None:
+    """Return where vLLM's reader reads ``text``; else raise ValueError (exit 2) naming the
+    engine whose log it is by its own words (SGLang's, TensorRT-LLM's) with no KV line kvlib
+    reads, or, for text that is no engine's, naming the three; vLLM's own refusals (text that
+    quotes its words) stand."""
+    from kvlib.serving.engines import log_signs
+    from kvlib.serving.engines.vllm.log import read_log_text
+
+    if path != "-" and "\ufffd" in text:
+        try:
+            Path(path).read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return  # vLLM's reader refuses it: not a text file
+    try:
+        read_log_text(text)
+        return
+    except ValueError as err:
+        vllm_err = str(err)
+    sign = log_signs(text)
+    if sign is not None:
+        engine, line, what = sign
+        raise ValueError(f"{path}: " + _NO_KV[engine].format(line=line, what=what))
+    if vllm_err.startswith("not a vLLM start-up log"):
+        raise ValueError(f"{path}: not a vLLM start-up log, nor an SGLang or TensorRT-LLM one: "
+                         "no line of it reports KV-cache memory, blocks, tokens or concurrency")
+    raise ValueError(f"{path}: {vllm_err}")
+
+
 def run_engine_log(args) -> int | None:
     """Explain ``args.log`` if it is an SGLang or TensorRT-LLM log; None otherwise."""
     try:
@@ -39,6 +80,7 @@ def run_engine_log(args) -> int | None:
         return None  # vLLM's reader names the missing file
     engine = detect_engine(text)
     if engine is None:
+        _refuse_unread(args.log, text)
         return None
     model, source = None, "not given (--model): self-consistency only"
     if args.model is not None:

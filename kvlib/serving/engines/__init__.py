@@ -35,7 +35,7 @@ from kvlib.serving.engines.answer import COMMON_KEYS, EnginePlan
 from kvlib.serving.engines.log import EngineExplanation
 
 __all__ = ["ENGINES", "COMMON_KEYS", "EnginePlan", "engine_plan", "engine_tokens", "refuse_model",
-           "detect_engine", "explain_engine_log", "sglang", "trtllm"]
+           "detect_engine", "log_signs", "explain_engine_log", "sglang", "trtllm"]
 
 ENGINES = ("vllm", "sglang", "trtllm")
 
@@ -116,6 +116,22 @@ def detect_engine(text: str) -> str | None:
     if trtllm_log.detect(text):
         return "trtllm"
     return None
+
+
+def log_signs(text: str) -> tuple[str, int, str] | None:
+    """Whose log ``text`` is by words only that engine prints, KV line or not: ('sglang' or
+    'trtllm', the line's number, what it is), or None (a log kvlib reads no KV line of is
+    still named by its engine: ``kvlib explain-log``)."""
+    from kvlib.serving.engines.sglang import log as sglang_log
+    from kvlib.serving.engines.trtllm import log as trtllm_log
+
+    found = [(hit[0], engine, hit[1]) for engine, reader in (("sglang", sglang_log),
+                                                              ("trtllm", trtllm_log))
+             if (hit := reader.signs(text))]
+    if not found:
+        return None
+    line, engine, what = min(found)
+    return engine, line, what
 
 
 def explain_engine_log(text: str, model=None, *, tp: int = 1, page: int = 1,

@@ -54,7 +54,7 @@ from kvlib.serving.engines.sglang.log_budget import budget_checks, overridden
 from kvlib.serving.engines.sglang.log_state import MAMBA, mamba_line_bytes
 from kvlib.serving.engines.sglang.pools import k_size_bytes
 
-__all__ = ["detect", "explain", "settings", "resolve", "dsa_058_bytes"]
+__all__ = ["detect", "signs", "explain", "settings", "resolve", "dsa_058_bytes"]
 
 _SG_KV = ll.KV
 _SWA_POOL = ll.SWA_POOL
@@ -195,15 +195,42 @@ def resolve(text: str, tp: int | None, page: int | None, kv_bytes: int | None,
 
 
 def detect(text: str) -> bool:
-    """Whether ``text`` holds SGLang's KV-cache line (coloured or wrapped by the paste too)."""
-    if _SG_KV.search(text):
+    """Whether ``text`` holds SGLang's KV-cache line (coloured or wrapped by the paste too) or
+    its scheduler's ``max_total_num_tokens=N``: the pool's size in tokens, which every release
+    prints (managers/scheduler.py:1269 in 0.5.23; the 0.3 releases' one pool figure) and no
+    other engine does, so the line alone makes the text SGLang's (issue 43, tester's round)."""
+    if _SG_KV.search(text) or ll.MAX_TOTAL.search(text):
         return True
-    if ll.MAX_TOTAL.search(text) and any(r.search(text) for r in ll.SGLANG_ONLY):
-        return True  # the 0.3 releases print no KV line
     if "KV Cache is allocated" not in text:
         return False
     lines, _ = ll.normalise(list(enumerate(text.splitlines(), 1)))
     return any(_SG_KV.search(t) for _, t in lines)
+
+
+#: what only SGLang prints besides its pool lines (SGLang 0.5.23 source; the older releases'
+#: logs in tests/fixtures/sglang_logs print the same words): its settings line
+#: (entrypoints/engine.py:311), a launch command, its module paths, the model runner's memory
+#: lines (model_runner.py:1274; kv_cache_configurator.py:499), the server's ready line
+#: (entrypoints/http_server.py:2600)
+_SIGNS = ((_SERVER_ARGS, "its settings line, server_args="),
+          (re.compile(r"\bsglang(?:\.launch_server|\.bench_one_batch|\.bench_offline_throughput"
+                      r"| serve)\b"), "a launch command"),
+          (re.compile(r"\bsglang[./]srt\b"), "SGLang's module path, sglang.srt"),
+          (ll.LOAD_BEGIN, "\"Load weight begin. avail mem=\""),
+          (ll.SGLANG_ONLY[1], "\"Load weight end. type=\""),
+          (ll.SGLANG_ONLY[0], "\"Memory pool end. avail mem=\""),
+          (re.compile(r"The server is fired up and ready to roll"), "the server's ready line"))
+
+
+def signs(text: str) -> tuple[int, str] | None:
+    """The first line of ``text`` that only SGLang prints (its number, and what it is), a
+    KV line or not; None where there is none: a log whose pool lines kvlib does not find is
+    still named SGLang's (``kvlib explain-log``)."""
+    for i, line in enumerate(text.splitlines(), 1):
+        for rx, what in _SIGNS:
+            if rx.search(line):
+                return i, what
+    return None
 
 
 #: NSATokenToKVPool's quantisation block and the bytes of its bf16 rope (0.5.8.post1
@@ -387,6 +414,22 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
             kv_tokens = {int(k["n"]) for _, x in lines if (k := _SG_KV.search(x)) and k["n"]}
             if not kv_tokens and any(_SG_KV.search(x) for _, x in lines):
                 kv_tokens = {int(t["n"])}  # the KV lines print no count: this line is theirs
+            if not any(_SG_KV.search(x) for _, x in lines):
+                # no KV line: this is the log's one pool figure (the 0.3 releases, a paste of
+                # this line alone); the budget check works it out where the log gives the free
+                # memory around the weights and the model is known
+                budget = bool(full) and any(ll.LOAD_BEGIN.search(x) for _, x in lines) and any(
+                    ll.LOAD_END.search(x) for _, x in lines)
+                e.checks.append(EngineCheck(
+                    i, text, "pool size (max_total_num_tokens)", f"{int(t['n']):,} tokens",
+                    "worked out below" if budget else "not checked", "info",
+                    "the KV pool's size in tokens (the scheduler's line, managers/scheduler.py:"
+                    "1269 in SGLang 0.5.23, printed by every release); the log has no KV line to "
+                    "hold it against" + ("" if budget else ", and " + (
+                        "no free memory before and after the weights ('Load weight begin / end "
+                        "... avail mem') to work it out from" if full else "no model (--model) "
+                        "to work out the pool's bytes with") + ": shown, not checked")))
+                continue
             e.checks.append(EngineCheck(
                 i, text, "max_total_num_tokens", t["n"],
                 "the #tokens of a KV line" if int(t["n"]) in kv_tokens else "no KV line's #tokens",

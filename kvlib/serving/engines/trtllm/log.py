@@ -39,7 +39,7 @@ from kvlib.serving.engines.trtllm import log_legacy, log_vswa
 from kvlib.serving.engines.trtllm import pools as trt
 from kvlib.serving.engines.trtllm.defaults import DEFAULT_FRACTION
 
-__all__ = ["detect", "explain", "release", "cell_bytes_per_token", "groups_cell"]
+__all__ = ["detect", "signs", "explain", "release", "cell_bytes_per_token", "groups_cell"]
 
 _TRT_ALLOC = re.compile(r"\[MemUsageChange\] Allocated (?P<x>[\d.]+) GiB for max tokens in "
                         r"paged KV cache \((?P<n>\d+)\)")
@@ -103,6 +103,27 @@ def detect(text: str) -> bool:
     """Whether ``text`` holds one of TensorRT-LLM's KV-cache lines."""
     return bool(_TRT_ALLOC.search(text) or _TRT_EST.search(text) or _TRT_PEAK.search(text)
                 or log_legacy.detect(text) or _TRT_PRIMARY.search(text))
+
+
+#: what only TensorRT-LLM prints besides its KV lines: its log prefixes ("[TensorRT-LLM][INFO]"
+#: of the C++ runtime, "[TRT-LLM] [I]" of the Python one, logger.py at the pinned commit), its
+#: release line, its module and commands. vLLM's "TRTLLM" attention backend is not one.
+_SIGNS = ((re.compile(r"\[TensorRT-LLM\]"), "the C++ runtime's prefix, [TensorRT-LLM]"),
+          (re.compile(r"\[TRT-LLM\]"), "the Python runtime's prefix, [TRT-LLM]"),
+          (_VERSION, "its release line"),
+          (re.compile(r"\btensorrt_llm\b"), "its module, tensorrt_llm"),
+          (re.compile(r"\btrtllm-(?:serve|build|bench)\b"), "a trtllm- command"))
+
+
+def signs(text: str) -> tuple[int, str] | None:
+    """The first line of ``text`` that only TensorRT-LLM prints (its number, and what it is),
+    a KV line or not; None where there is none (``kvlib explain-log`` names the engine of a log
+    whose KV lines it does not find)."""
+    for i, line in enumerate(text.splitlines(), 1):
+        for rx, what in _SIGNS:
+            if rx.search(line):
+                return i, what
+    return None
 
 
 def explain(lines, model, tp: int, kv_bytes: int | None) -> EngineExplanation:
