@@ -28,9 +28,9 @@ from kvlib.serving.engines.vllm.log.rules import (
     _concurrency_of,
     _layout_words,
     _Setup,
-    _setup,
     _tokens_formula,
     _tokens_of,
+    setups,
 )
 from kvlib.serving.engines.vllm.log.tpu import shape_of_model, tpu_cache
 
@@ -44,6 +44,7 @@ REDUNDANCY = 150 * 1024**2  # the 150 MiB buffer of the "--kv-cache-memory" sugg
 class _Checks:
     def __init__(self) -> None:
         self.out: list[Check] = []
+        self.rules = ""  # the rules the checks used (a log that prints no release: either)
 
     def add(self, f: Found, quantity: str, printed: str, kvlib: str, formula: str,
             ok: bool | None, reason: str = "") -> None:
@@ -99,6 +100,8 @@ def _v1_capacity(c: _Checks, s: _Setup, avail: Found | None, exact: int | None,
         want = int(printed_tokens.replace(",", ""))
         fits = [b for b in blocks if _tokens_of(s, b, max_len) == want]
         s, fits, said = _either_tokens_rule(s, fits, want, max_len, blocks)
+        if said:
+            c.rules = s.rules
         note += said
         kv = [_tokens_of(s, b, max_len) for b in blocks]
         c.add(tok_f, "GPU KV cache size (tokens)", printed_tokens, _span(kv),
@@ -174,6 +177,8 @@ def _from_tokens(c: _Checks, s: _Setup, tokens: Found | None, conc: Found | None
         hi = -(-(want + 1) * lay.blocks_per_request // max_len)
         pool = [b for b in range(max(lo - 1, 0), hi + 2) if _tokens_of(alt, b, max_len) == want]
         s = alt if pool else s
+        if pool:
+            c.rules = s.rules
     if not pool:
         c.add(f, "GPU KV cache size (tokens)", printed_tokens, "no whole block count",
               f"tokens = {_tokens_formula(s, max_len)}", False)
@@ -512,8 +517,44 @@ def _explain_v0(log: VllmLog, c: _Checks, s: _Setup) -> None:
             c.add(f, "tokens the KV cache can store", v[1], f"{n * s.block_size:,}",
                   f"{n:,} blocks (line {blocks.line.number}) x {s.block_size} tokens",
                   int(v[1]) == n * s.block_size)
+        elif f.kind == "max_len_error":
+            _v0_max_len_alone(c, f, s, kv, kv_value)
         elif f.kind == "available":
             _explain_available(c, f, s)
+
+
+def _v0_max_len_alone(c: _Checks, f: Found, s: _Setup, kv: Found | None,
+                      kv_value: str | None) -> None:
+    """V0's failure "max seq len (N) is larger than the maximum number of tokens that can be
+    stored in KV cache (M)" with no "# GPU blocks" line before it: M = blocks x block (the
+    smallest rank's blocks, 0.7.2 worker/worker.py raise_if_cache_size_invalid). Checked
+    against a KV-memory line where the log has one, else shown with the memory it means."""
+    n_max, tokens = int(f.values[0]), int(f.values[1])
+    bs = s.block_size
+    if tokens % bs:
+        c.add(f, "tokens the KV cache can store", f"{tokens:,}", f"a multiple of {bs}",
+              f"blocks x block size {bs}", False)
+        return
+    blocks = tokens // bs
+    if s.v0_block_bytes is None:
+        c.info(f, "tokens the KV cache can store", f"{tokens:,}", f"{blocks:,} blocks x {bs}",
+               f"{tokens:,} = {blocks:,} blocks of {bs} tokens, fewer than max_model_len "
+               f"{n_max:,} (no model or dtype to turn the blocks into bytes: {s.why_not})")
+        return
+    b = s.v0_block_bytes
+    need = blocks * b
+    if kv is None:
+        c.info(f, "tokens the KV cache can store", f"{tokens:,}",
+               f"{blocks:,} blocks = {_g(Fraction(need, GiB))} GiB", f"{blocks:,} blocks x "
+               f"{b:,} B per block (every attention layer x {bs} tokens x (K + V), TP={s.tp}, "
+               f"kv {s.kv_dtype}) = {need:,} B of KV cache on the smallest rank; shown, not "
+               "checked: the log prints no KV-memory line to start from")
+        return
+    lo, hi = _bytes_range(kv_value)
+    span = list(range(max(lo, 0) // b, max(hi, 0) // b + 1))
+    c.add(f, "tokens the KV cache can store", f"{tokens:,}", _span([x * bs for x in span]),
+          f"floor({kv_value} GiB ± 0.005 (line {kv.line.number}) / {b:,} B per block) x {bs} "
+          "tokens", blocks in span)
 
 
 def _explain_tpu(log: VllmLog, c: _Checks, s: _Setup, model: ModelSpec | None) -> None:
@@ -649,6 +690,19 @@ def _explain_loading(log: VllmLog, c: _Checks, s: _Setup, weights: int | None) -
                    "embeddings and replicated layers split unevenly)")
 
 
+def _explain_override(log: VllmLog, c: _Checks) -> None:
+    """"Overriding num_gpu_blocks=N with num_gpu_blocks_override=M" (``may_override_num_blocks``,
+    vLLM 0.18.0 v1/core/kv_cache_utils.py:820-831): shown; the capacity lines after it are
+    checked from their own budget line, which the override does not print."""
+    for f in log.found:
+        if f.kind == "override":
+            computed, forced = int(f.values[0]), int(f.values[1])
+            c.info(f, "num_gpu_blocks_override", f"{forced:,} blocks (computed {computed:,})",
+                   f"{forced:,} blocks", "the blocks vLLM computed are replaced by the "
+                   "override (may_override_num_blocks); shown, not checked: which KV cache it "
+                   "sized (a profiling run's or the engine's) the line does not say")
+
+
 def _explain_graphs(log: VllmLog, c: _Checks) -> None:
     frees = [f for f in log.found if f.kind in ("free_010", "free_033")]
     for f in log.found:
@@ -689,15 +743,98 @@ def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
     nothing, a given value wins over the log; the block otherwise from the log, else the
     backend's: CPU 128, TPU 256). weights_bytes: kvlib's checkpoint size, shown beside
     "Model loading took" (information, never a failure).
+
+    A hybrid model whose log does not say how its release counts a state group's blocks a
+    request (:func:`~kvlib.serving.engines.vllm.log.rules.state_modes`) is checked under each
+    way it allows: the one under which every figure agrees is taken and said; where none or
+    several do, the figures the ways disagree on are said not explained.
     """
-    notes: list[str] = []
-    s = _setup(log, model, tp=tp, kv_dtype=kv_dtype, gpu=gpu, notes=notes,
-               block_size=block_size)
+    runs = [(mode, s, notes, _run(log, model, s, notes, weights_bytes, gpu))
+            for mode, s, notes in setups(log, model, tp=tp, kv_dtype=kv_dtype, gpu=gpu,
+                                         block_size=block_size)]
+    mode, s, notes, (checks, rules) = _choose(runs)
+    settings = {"tensor_parallel_size": s.tp, "kv_dtype": s.kv_dtype,
+                "block_size": s.block_size, "version": log.version, "rules": rules}
+    if mode is not None:
+        settings["state_blocks"] = mode
+    if s.layout is not None:
+        settings.update(bytes_per_block=s.layout.bytes_per_block,
+                        kv_cache_groups=len(s.layout.groups),
+                        padding_layers=s.layout.padding_layers,
+                        blocks_per_request=s.layout.blocks_per_request)
+    if s.v0_block_bytes is not None:
+        settings["bytes_per_block"] = s.v0_block_bytes
+    return Explanation(tuple(checks), rules, model.name if model else None, settings,
+                       tuple(notes))
+
+
+def _fits(checks: list[Check]) -> bool:
+    return any(x.status == "ok" for x in checks) and not any(x.status == "mismatch"
+                                                              for x in checks)
+
+
+def _choose(runs: list) -> tuple:
+    """The run to report among the state modes tried (one run: that one). Ways that give the
+    same figures count as one. Exactly one way whose figures all agree: that one, said. None
+    or several (or a way kvlib does not trace beside the one): the most likely (the first),
+    with every figure the ways do not give alike said not explained."""
+    if len(runs) == 1:
+        return runs[0]
+    from kvlib.serving.engines.vllm.log.rules import _MODE_WORDS
+
+    def key(r):
+        return tuple((x.line.number, x.quantity, x.kvlib, x.status) for x in r[3][0])
+
+    names = [m for m, *_ in runs]
+    tried = "; ".join(_MODE_WORDS[m] for m in names)
+    fitting = [r for r in runs if r[1].layout is not None and _fits(r[3][0])]
+    distinct = list({key(r): r for r in reversed(fitting)}.values())[::-1]
+    untraced = [r for r in runs if r[1].layout is None]
+    if len(distinct) == 1 and not untraced:
+        mode, s, notes, out = distinct[0]
+        same = [r[0] for r in fitting]
+        notes.append(f"state groups: the log does not say how its release counts them (its "
+                     f"release or prefix caching); tried {len(runs)} ways ({tried}): only "
+                     f"{' and '.join(map(repr, same))} "
+                     f"{'explains' if len(same) == 1 else 'explain (alike here)'} the figures")
+        return mode, s, notes, out
+    chosen = distinct[0] if distinct else runs[0]
+    mode, s, notes, (checks, rules) = chosen
+    others = [r[3][0] for r in (distinct[1:] + untraced if distinct else runs[1:])]
+    if len(distinct) > 1:
+        why = ("the log does not say how its release counts a state group's blocks a request; "
+               f"{' and '.join(repr(r[0]) for r in distinct)} all give the printed figures")
+    elif distinct:
+        why = ("the log does not say how its release counts a state group's blocks a request; "
+               f"{mode!r} gives the printed figures, but {', '.join(r[0] for r in untraced)} "
+               "(not traced by kvlib) may too")
+    else:
+        why = ("the log does not say how its release counts a state group's blocks a request, "
+               "and no way tried gives every figure")
+    marked = []
+    for x in checks:
+        alike = all(any(y.line.number == x.line.number and y.quantity == x.quantity and
+                        y.kvlib == x.kvlib and y.status == x.status for y in other)
+                    for other in others)
+        everywhere = all(any(y.line.number == x.line.number and y.quantity == x.quantity and
+                             y.status == "mismatch" for y in other) for other in others)
+        if (x.status == "ok" and not alike) or (x.status == "mismatch" and not everywhere):
+            x = replace(x, status="unexplained", reason=why)
+        marked.append(x)
+    notes.append(f"state groups: {why} (tried {tried})")
+    return mode, s, notes, (marked, rules)
+
+
+def _run(log: VllmLog, model: ModelSpec | None, s: _Setup, notes: list[str],
+         weights_bytes: int | None, gpu: str | None) -> tuple[list[Check], str]:
+    """The checks under one setup, and the rules they used (a log that prints no release and
+    whose tokens follow 0.20's rule is said so)."""
     if s.layout is None and s.v0_block_bytes is None and s.why_not:
         notes.append(f"not explained without a layout: {s.why_not}")
     for line in (s.layout.notes if s.layout else ()):
         notes.append(line)
     c = _Checks()
+    c.rules = s.rules
     if s.rules == "v0":
         _explain_v0(log, c, s)
     else:
@@ -713,6 +850,7 @@ def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
     _explain_mamba(log, c, s, model)
     _explain_padding(log, c, s)
     _explain_loading(log, c, s, weights_bytes)
+    _explain_override(log, c)
     _explain_graphs(log, c)
     explain_failures(log, c, s, gpu)
     _explain_extensible(log, c, s)
@@ -735,15 +873,4 @@ def explain(log: VllmLog, model: ModelSpec | None, *, tp: int | None = None,
         checks = [replace(x, status="unexplained", reason=f"TP={s.tp} was inferred from the "
                           "ranks the log prints, not read (pass --tp)")
                   if x.status == "mismatch" else x for x in checks]
-    settings = {"tensor_parallel_size": s.tp, "kv_dtype": s.kv_dtype,
-                "block_size": s.block_size, "version": log.version, "rules": s.rules}
-    if s.layout is not None:
-        settings.update(bytes_per_block=s.layout.bytes_per_block,
-                        kv_cache_groups=len(s.layout.groups),
-                        padding_layers=s.layout.padding_layers,
-                        blocks_per_request=s.layout.blocks_per_request)
-    if s.v0_block_bytes is not None:
-        settings["bytes_per_block"] = s.v0_block_bytes
-    return Explanation(tuple(checks), s.rules, model.name if model else None, settings,
-                       tuple(notes))
-
+    return checks, c.rules

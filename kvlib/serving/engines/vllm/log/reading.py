@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +51,11 @@ class VllmLog:
     #: the line whose ``non-default args`` dict is cut off (a paste or the poster's excerpt
     #: ended inside it): only the settings before the cut were read, the rest are unknown
     args_cut: int | None = None
+    #: the settings of a launch command pasted with the log (``vllm serve MODEL --flag value``,
+    #: :func:`read_command`), flags as vLLM's argument names (``tensor_parallel_size``), and
+    #: the line it is on; the engine line and ``non-default args`` win where they print one
+    command: dict = field(default_factory=dict)
+    command_line: int | None = None
 
 # ------------------------------------------------------------------------------- reading
 
@@ -127,6 +133,8 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [(k, re.compile(p)) for k, p in [
     ("padding_layers", r"Add (\d+) padding layers, may waste at most " + _NUM
                        + r"% KV cache memory"),
     ("block_size", r"Setting kv cache block size to (\d+) for"),
+    # 0.18.0 v1/core/kv_cache_utils.py:826-830 (V0's cache engine printed the same words)
+    ("override", r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)"),
     ("batched", r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"),
     # The start-up failure (issue 32). The wording moved: "models's" up to at least 0.15,
     # "model's" by 0.27.0; the needed figure "%.2f" in early releases, format_gib's
@@ -266,6 +274,55 @@ def _joins(parts: list[str]) -> list[str]:
     return out
 
 
+#: a launch command at the start of a line or after a shell prompt: ``vllm serve``, or the
+#: OpenAI server module run by Python (never the words quoted in a warning)
+_COMMAND = re.compile(r"^\s*(?:[^`\n]*?[$#>]\s+)?(?:(?:CUDA_VISIBLE_DEVICES|VLLM_\w+)=\S+\s+)*"
+                      r"(?:[\w./-]*python[\d.]*\s+-m\s+vllm\.entrypoints\.openai\.api_server|"
+                      r"vllm\s+serve)(?=\s|$)")
+#: vLLM's short flags (0.34.0 engine/arg_utils.py: ``-tp``, ``-pp``, ``-dp``, ``-q``)
+_SHORT = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size",
+          "dp": "data_parallel_size", "q": "quantization"}
+
+
+def read_command(text: str) -> dict:
+    """The settings of one launch command (``vllm serve MODEL --tensor-parallel-size 2
+    --kv-cache-dtype fp8_e5m2 ...``): each ``--flag value``, ``--flag=value`` or ``--flag`` (True;
+    ``--no-flag`` False) under vLLM's argument name (dashes as underscores, ``-tp`` as
+    ``tensor_parallel_size``), numbers as numbers; ``model`` the positional argument."""
+    m = _COMMAND.search(text)
+    if m is None:
+        return {}
+    rest = text[m.end():].replace("\\\n", " ")
+    try:
+        words = shlex.split(rest, comments=False)
+    except ValueError:  # an unclosed quote (a cut paste): split on blanks
+        words = rest.split()
+    out: dict = {}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        i += 1
+        if not w.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", w):
+            if "model" not in out and not w.startswith(("`", "|", ">")):
+                out["model"] = w
+            continue
+        name, eq, value = w.lstrip("-").partition("=")
+        name = _SHORT.get(name, name).replace("-", "_")
+        if not eq:
+            nxt = words[i] if i < len(words) else None
+            if nxt is not None and (not nxt.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", nxt)):
+                value, i = nxt, i + 1
+            else:
+                value = None
+        if value is None:
+            flag = not name.startswith("no_")
+            out[name[3:] if not flag else name] = flag
+            continue
+        out[name] = int(value) if value.isdigit() else (
+            float(value) if re.fullmatch(r"\d*\.\d+", value) else value)
+    return out
+
+
 def read_log_text(text: str) -> VllmLog:
     """Every recognised line of a log's text (see :data:`_PATTERNS`); ValueError when
     nothing in it is a vLLM start-up line kvlib reads.
@@ -277,6 +334,14 @@ def read_log_text(text: str) -> VllmLog:
     last (a space or nothing at each break, whichever reads)."""
     raw = [_QUOTE.sub("", t.rstrip("\r")) for t in text.split("\n")]
     log = VllmLog(lines=[], found=[])
+    for i, t in enumerate(raw):  # a pasted launch command, its continuation lines joined
+        if _COMMAND.search(t):
+            j, cmd = i, t
+            while cmd.rstrip().endswith("\\") and j + 1 < len(raw):
+                j += 1
+                cmd = cmd.rstrip()[:-1] + " " + raw[j]
+            log.command, log.command_line = read_command(cmd), i + 1
+            break
     table = False
     skip = 0
     for i, t in enumerate(raw):
@@ -365,8 +430,11 @@ def read_log_text(text: str) -> VllmLog:
                          f"of {body} quote{'' if len(numbers) > 1 else 's'} vLLM's words, but "
                          "no line read is a log record (no level, source file, process, "
                          "timestamp or exception name before it)")
-    if any(f.kind in ("blocks", "v0_requested", "v0_budget", "v0_profile", "v0_table_start")
-           for f in log.found):
+    # V0's words: its memory lines, and its failure "The model's max seq len (N) is larger
+    # than the maximum number of tokens that can be stored in KV cache (M)" (0.7.2
+    # worker/worker.py raise_if_cache_size_invalid; V1 says "To serve at least one request")
+    if any(f.kind in ("blocks", "v0_requested", "v0_budget", "v0_profile", "v0_table_start",
+                      "max_len_error") for f in log.found):
         log.v0 = True
     return log
 

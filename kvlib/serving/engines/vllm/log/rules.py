@@ -18,7 +18,7 @@ from kvlib.serving.engines.vllm.pages import VllmLayout
 from kvlib.serving.gpus import get_gpu
 from kvlib.serving.sharding import shard
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "setups", "state_modes", "setting"]
 
 #: whether kvlib's vLLM layout takes a release (0.33 or 0.34 rules)
 _RELEASES = "release" in inspect.signature(vllm_layout).parameters
@@ -62,9 +62,9 @@ _KV_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp
 def _kv_dtype(log: VllmLog, given: str | None, notes: list[str]) -> str | None:
     if given:
         return given
-    raw = log.engine.get("kv_cache_dtype") or log.args.get("kv_cache_dtype")
+    raw = setting(log, "kv_cache_dtype")[0]
     if raw in (None, "auto"):
-        dtype = log.engine.get("dtype") or log.args.get("dtype")
+        dtype = setting(log, "dtype")[0]
         if dtype is None:
             notes.append("kv cache dtype: the log does not say; bf16 assumed (pass --kv-dtype)")
             return "bf16"
@@ -75,10 +75,43 @@ def _kv_dtype(log: VllmLog, given: str | None, notes: list[str]) -> str | None:
     return found
 
 
+def setting(log: VllmLog, key: str) -> tuple[object, str | None]:
+    """(value, where) of a setting the log shows: its engine line, else its non-default args,
+    else a launch command pasted with it; (None, None) where none does."""
+    for where, d in (("the engine line", log.engine), ("the non-default args", log.args),
+                     (f"line {log.command_line}'s pasted command", log.command)):
+        if d.get(key) is not None:
+            return d[key], where
+    return None, None
+
+
+#: the settings a pasted launch command may give, said in the notes when it is what gave them
+_COMMAND_KEYS = ("tensor_parallel_size", "kv_cache_dtype", "dtype", "max_model_len",
+                 "block_size", "enable_prefix_caching", "gpu_memory_utilization",
+                 "max_num_batched_tokens", "mamba_cache_mode")
+
+
+def _command_notes(log: VllmLog, given: dict, notes: list[str]) -> None:
+    """Say which settings the pasted command gave (those the engine line and non-default
+    args do not print), and where a flag given on kvlib's command line overrode one."""
+    used = [f"{k} {v}" for k in _COMMAND_KEYS if (v := log.command.get(k)) is not None
+            and setting(log, k)[1] is not None and setting(log, k)[1].endswith("command")]
+    if used:
+        notes.append(f"from line {log.command_line}'s pasted launch command: {', '.join(used)} "
+                     "(the engine line and non-default args win where they print one; a flag "
+                     "given to kvlib wins over all)")
+    for key, (flag, value) in given.items():
+        raw, where = setting(log, key)
+        if key == "kv_cache_dtype" and raw is not None:
+            raw = _KV_DTYPES.get(str(raw), raw)
+        if value is not None and raw is not None and str(raw) != str(value):
+            notes.append(f"{key} {value}: {flag} (the log's {where} says {raw}: the flag wins)")
+
+
 def _int_setting(log: VllmLog, key: str, given: int | None, default: int) -> int:
     if given:
         return given
-    raw = log.engine.get(key, log.args.get(key))
+    raw = setting(log, key)[0]
     try:
         return int(raw) if raw is not None else default
     except ValueError:
@@ -144,7 +177,7 @@ def _block(log: VllmLog, model: ModelSpec | None, given: int | None,
     """The block: --block-size, else the log's "Setting kv cache block size" line or its
     block_size setting, else the backend's (CPU 128, TPU 256); None: the release's default."""
     bs_line = [f for f in log.found if f.kind == "block_size"]
-    user_bs = log.engine.get("block_size") or log.args.get("block_size")
+    user_bs = setting(log, "block_size")[0]
     from_log = int(bs_line[-1].values[0]) if bs_line else int(user_bs) if user_bs and \
         str(user_bs).isdigit() else None
     tokens = next((int(f.values[0].replace(",", "")) for f in log.found if f.kind == "tokens"),
@@ -233,6 +266,118 @@ def with_spec_blocks(log: VllmLog, lay: VllmLayout) -> VllmLayout:
                           "v1/kv_cache_interface.py:1168-1174)"))
 
 
+#: How many blocks a Mamba / Gated DeltaNet state group takes one request, by release and
+#: setting (``MambaSpec.max_memory_usage_bytes`` / page): "one" 1 (+ k speculative blocks);
+#: "align" 2 (+ k), prefix caching's align mode before checkpoint blocks; "align_ckpt" 2 + k +
+#: the prefill checkpoint blocks (kvlib's layout of 0.33/0.34); "all" cdiv(max_model_len, block),
+#: the mode of models that declare SupportsMambaPrefixCaching (not traced by kvlib).
+#:
+#: * up to 0.11.0 one block whatever the settings (0.11.0 v1/kv_cache_interface.py:235-239:
+#:   "We allocate 1 block for each request now");
+#: * 0.11.1-0.14: cdiv(max_model_len, mamba_block_size) (0.11.1 kv_cache_interface.py:261-263),
+#:   mamba_block_size = max_model_len unless prefix caching is on for a model that supports it
+#:   (0.11.1 model_executor/models/config.py:290-305; a model that does not is "disabling");
+#:   prefix caching off for hybrids by default (0.11.1 engine/arg_utils.py:1847, 0.12.0-0.14.0
+#:   config/model.py is_prefix_caching_supported: hybrid -> False);
+#: * 0.15-0.25: mamba_cache_mode none / align / all (0.15.0 kv_cache_interface.py
+#:   MambaSpec.max_memory_usage_bytes), prefix caching on -> "all" for a model that supports it,
+#:   else "align" (0.19.0 models/config.py:436-451); still off by default for hybrids;
+#: * 0.26-0.27: the same, prefix caching on by default for hybrids (0.26.0 config/model.py:
+#:   "Generative hybrid models support prefix caching");
+#: * 0.28 on: prefix caching on -> align for every model (0.28.0 models/config.py:603-604);
+#:   num_prefill_checkpoint_blocks from 0.29 (0.29.0 kv_cache_interface.py:889-892), set to 1 by
+#:   Mamba2 layers from 0.32 (0.32.0 layers/mamba/mamba_mixer2.py:1107) and by Qwen's Gated
+#:   DeltaNet (FlashInfer prefill, 64-token checkpoint alignment) from 0.33 (0.33.0
+#:   layers/mamba/gdn/qwen_gdn_linear_attn.py:748); before that the hybrid block is the smallest
+#:   that holds a state page (0.24.0 platforms/interface.py:751-768).
+#:
+#: Qwen3-Next's and Qwen3.5's Gated DeltaNet classes never declare SupportsMambaPrefixCaching
+#: (0.11.2-0.24.0 models/qwen3_next.py, qwen3_5.py), so for them "all" never applies.
+STATE_MODES = ("one", "align", "align_ckpt", "all")
+
+_MODE_WORDS = {
+    "one": "1 block a request per state group (prefix caching off for it)",
+    "align": "2 blocks a request per state group (prefix caching's align mode, vLLM 0.15-0.32)",
+    "align_ckpt": "2 + checkpoint blocks a request per state group (align mode: Mamba2 from "
+                  "vLLM 0.32, Gated DeltaNet from 0.33)",
+    "all": "cdiv(max_model_len, block) blocks a request per state group (prefix caching's "
+           "'all' mode)",
+}
+
+
+def _release(version: str | None) -> tuple[int, int, int] | None:
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def _flag(raw) -> bool | None:
+    if raw is None:
+        return None
+    return str(raw).strip().lower() not in ("false", "0", "none", "no")
+
+
+def _modes_of(rel: tuple[int, int, int], prefix: bool | None, qwen: bool) -> set[str]:
+    """The state modes of release ``rel`` with prefix caching ``prefix`` (None: the default)."""
+    if rel < (0, 11, 1):
+        return {"one"}
+    if rel < (0, 15):
+        return {"one"} if not prefix or qwen else {"one", "all"}
+    on = prefix if prefix is not None else rel >= (0, 26)
+    if not on:
+        return {"one"}
+    if rel >= (0, 33) or (rel >= (0, 32) and not qwen):
+        return {"align_ckpt"}
+    if rel >= (0, 28) or qwen:
+        return {"align"}
+    return {"align", "all"}
+
+
+#: a release of each span :func:`_modes_of` tells apart, for a log that prints none
+_SPANS = ((0, 11, 0), (0, 12, 0), (0, 20, 0), (0, 26, 0), (0, 28, 0), (0, 32, 0), (0, 33, 0))
+
+
+def state_modes(log: VllmLog, model: ModelSpec, said: dict) -> tuple[str, ...]:
+    """The state modes (:data:`STATE_MODES`) the log's release and settings allow for
+    ``model``, most likely first; ``said`` gets where the settings came from."""
+    prefix = None
+    for where, d in (("the engine line", log.engine), ("the non-default args", log.args),
+                     ("the pasted command", log.command)):
+        if "enable_prefix_caching" in d:
+            prefix = _flag(d["enable_prefix_caching"])
+            said["enable_prefix_caching"] = f"{prefix} ({where})"
+            break
+    mode = log.args.get("mamba_cache_mode") or log.command.get("mamba_cache_mode")
+    qwen = all(g.attention == "Gated DeltaNet" for g in model.groups if g.kind in STATEFUL)
+    rel = _release(log.version)
+    if prefix is False:
+        return ("one",)
+    if rel is None:
+        modes = set().union(*(_modes_of(r, prefix, qwen) for r in _SPANS))
+        said["release"] = "not printed: every release's rule tried"
+    else:
+        modes = _modes_of(rel, prefix, qwen)
+    if mode in ("align", "all") and modes != {"one"}:
+        ckpt_from = (0, 33) if qwen else (0, 32)
+        modes = ({"all"} if mode == "all" else {"align", "align_ckpt"} if rel is None else
+                 {"align_ckpt" if rel >= ckpt_from else "align"})
+        said["mamba_cache_mode"] = mode
+    return tuple(m for m in STATE_MODES if m in modes)
+
+
+def with_state_mode(lay: VllmLayout, mode: str) -> VllmLayout:
+    """``lay`` (built with prefix caching off for "one" and "align", on for "align_ckpt") with
+    each state group's blocks a request as ``mode`` says (before speculative blocks)."""
+    states = {"mamba", "linear", "conv"}
+    if mode == "align":
+        groups = tuple(replace(g, blocks_per_request=2) if g.kind in states else g
+                       for g in lay.groups)
+        lay = replace(lay, groups=groups, mamba_cache_mode="align",
+                      blocks_per_request=sum(g.blocks_per_request for g in groups))
+    if any(g.kind in states for g in lay.groups):
+        lay = replace(lay, notes=(*lay.notes, f"state groups: {_MODE_WORDS[mode]}"))
+    return lay
+
+
 def with_mtp_draft(log: VllmLog, model: ModelSpec, notes: list[str]) -> ModelSpec:
     """``model`` with the MTP draft's full-attention layer added to its first full-attention
     group, when the log's engine line shows ``speculative_config`` with method 'mtp' (said in
@@ -255,8 +400,27 @@ def with_mtp_draft(log: VllmLog, model: ModelSpec, notes: list[str]) -> ModelSpe
     return replace(model, groups=tuple(groups))
 
 
+def setups(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: str | None,
+           gpu: str | None, block_size: int | None = None
+           ) -> list[tuple[str | None, _Setup, list[str]]]:
+    """One (state mode, setup, notes) for each way the log's release and settings allow a
+    hybrid model's state groups to be counted (:func:`state_modes`, most likely first); one
+    (None, setup, notes) for a model without state layers."""
+    said: dict = {}
+    modes: tuple[str | None, ...] = (None,)
+    if model is not None and not log.v0 and any(g.kind in STATEFUL for g in model.groups):
+        modes = state_modes(log, model, said)
+    out = []
+    for mode in modes:
+        notes: list[str] = []
+        out.append((mode, _setup(log, model, tp=tp, kv_dtype=kv_dtype, gpu=gpu, notes=notes,
+                                 block_size=block_size, state_mode=mode), notes))
+    return out
+
+
 def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: str | None,
-           gpu: str | None, notes: list[str], block_size: int | None = None) -> _Setup:
+           gpu: str | None, notes: list[str], block_size: int | None = None,
+           state_mode: str | None = None) -> _Setup:
     rules = _rules(log)
     if model is not None:
         model = with_spec_states(log, with_mtp_draft(log, model, notes), notes)
@@ -264,8 +428,10 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
     tp_inferred = False
     mesh = next((m.group(1) for f in log.found if f.kind == "tpu_kv"
                  and (m := re.search(r"'model':\s*(\d+)", f.values[5]))), None)
-    if tp is None and "tensor_parallel_size" not in log.engine and \
-            "tensor_parallel_size" not in log.args:
+    _command_notes(log, {"tensor_parallel_size": ("--tp", tp), "block_size":
+                         ("--block-size", block_size), "kv_cache_dtype": ("--kv-dtype",
+                                                                           kv_dtype)}, notes)
+    if tp is None and setting(log, "tensor_parallel_size")[1] is None:
         if mesh is not None:
             tp_ = int(mesh)
             notes.append(f"tensor_parallel_size {tp_}: the TPU mesh's 'model' axis")
@@ -314,15 +480,22 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
                         if g.grows)
         return _Setup(rules, tp_, dtype, None, int(per_token * bs), "", bs)
     batched = [f for f in log.found if f.kind == "batched"]
-    n_batched = int(batched[-1].values[0]) if batched else log.args.get("max_num_batched_tokens")
-    prefix = log.engine.get("enable_prefix_caching", log.args.get("enable_prefix_caching"))
-    prefix_on = str(prefix) != "False"
+    n_batched = int(batched[-1].values[0]) if batched else \
+        setting(log, "max_num_batched_tokens")[0]
+    prefix = setting(log, "enable_prefix_caching")[0]
+    prefix_on = str(prefix) != "False" if state_mode is None else state_mode == "align_ckpt"
+    if state_mode == "all":
+        return _Setup(rules, tp_, dtype, None, None, "prefix caching's 'all' mamba cache mode "
+                      "(cdiv(max_model_len, block) blocks a request per state group, its own "
+                      "block alignment) is not traced by kvlib", block or 16)
     kwargs = dict(batched_tokens=n_batched, prefix_caching=prefix_on, block_size=block)
     if _RELEASES:  # the log's release's rules: 0.34 for a log that says so, else 0.33's
         kwargs["release"] = release
 
     def layout(g, n=None, d=dtype, t=tp_):
-        return with_spec_blocks(log, vllm_layout(model, n or _max_len(log), d, t, g, **kwargs))
+        lay = vllm_layout(model, n or _max_len(log), d, t, g, **kwargs)
+        return with_spec_blocks(log, lay if state_mode is None else
+                                with_state_mode(lay, state_mode))
 
     def layout_of(m, g):  # another model (an unseen drafter's layer added), the same settings
         return vllm_layout(m, _max_len(log), dtype, tp_, g, **kwargs)
@@ -391,7 +564,7 @@ def _max_len(log: VllmLog) -> int:
     for f in log.found:
         if f.kind == "kv_failure":
             return int(f.values[0])
-    raw = log.engine.get("max_seq_len") or log.args.get("max_model_len")
+    raw = log.engine.get("max_seq_len") or setting(log, "max_model_len")[0]
     try:
         return int(raw)
     except (TypeError, ValueError):
