@@ -38,6 +38,12 @@ def without_quantization(cfg: dict) -> dict:
     return {k: v for k, v in cfg.items() if k != "quantization_config"}
 
 
+def text_bytes(cfg: dict) -> int:
+    """checkpoint_bytes less a counted vision tower (bf16: vLLM quantizes no tower here)."""
+    r = count_params(cfg)
+    return checkpoint_bytes(cfg) - (r.parts["vision"] * 2 if r.towers == "counted" else 0)
+
+
 # Mixtral, 1 layer: hidden 64, 2 heads and 1 KV head of 32, 2 experts of 32, vocab 100, bf16.
 # Its linears (in -> out): q 64 -> 64, k and v 64 -> 32, o 64 -> 64, per expert w1 and w3
 # 64 -> 32 and w2 32 -> 64, router 64 -> 2, lm_head 64 -> 100.
@@ -334,8 +340,8 @@ def test_qwen36_mixed_fp8_and_w4a16_nvfp4(name):
     shapes = QWEN36[name]
     saved = sum(n * (2 * i * o - (i * o + 8 * modules)) for n, i, o, modules in shapes["fp8"])
     saved += sum(n * (2 * i * o - (i * o // 2 + i * o // 16 + 4)) for n, i, o in shapes["w4a16"])
-    total = checkpoint_bytes(cfg)
-    assert total == checkpoint_bytes(without_quantization(cfg)) - saved == shapes["total"]
+    total = text_bytes(cfg)  # the text model, which vLLM built (language_model_only)
+    assert total == text_bytes(without_quantization(cfg)) - saved == shapes["total"]
     assert shapes["vllm_meta"] == total + shapes["vllm_more"]
     q = read_quantization(cfg)
     assert q.scheme_for("model.layers.0.linear_attn.in_proj_ba", "mixers") is None
@@ -407,10 +413,7 @@ def test_prefixed_exclusions_as_vllm_builds_them(name):
     counted bf16 as vLLM builds them (before: NVFP4, 6.59 GB and 13.24 GB short of vLLM's text
     model)."""
     vllm_meta, more = PREFIXED[name]
-    cfg = corpus(name)
-    r = count_params(cfg)
-    text = checkpoint_bytes(cfg) - (r.parts["vision"] * 2 if r.towers == "counted" else 0)
-    assert vllm_meta == text + more
+    assert vllm_meta == text_bytes(corpus(name)) + more
 
 
 # --- no quant_method ------------------------------------------------------------------------
@@ -453,8 +456,8 @@ PLANNED = {  # checkpoint bytes (GB = 1e9 B), from the tests above
     "RedHatAI--DeepSeek-V4-Flash-NVFP4-FP8": 562_414_226_788,
     "nvidia--DeepSeek-V4-Flash-NVFP4": 164_663_697_628,
     "nvidia--DeepSeek-V4-Pro-NVFP4": 899_095_589_836,
-    "nvidia--Qwen3.6-27B-NVFP4": 20_150_568_324,
-    "nvidia--Qwen3.6-35B-A3B-NVFP4": 20_825_033_460,
+    "nvidia--Qwen3.6-27B-NVFP4": 20_150_572_932,
+    "nvidia--Qwen3.6-35B-A3B-NVFP4": 20_825_035_380,
 }
 
 

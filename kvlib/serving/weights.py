@@ -138,12 +138,14 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     n_kv = text.get("num_key_value_heads") or text.get("num_attention_heads") or 1
     vocab = text.get("vocab_size") or 0
     padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
-    # bytes by what divides them: tp (split), n_kv (a KV head per rank), vocab x tp / padded
+    # bytes by what divides them: tp (split), a K/V projection's KV heads where TP exceeds
+    # them (a KV head per rank, each layer's own count: MiMo's and Gemma 4's layers differ),
+    # vocab x tp / padded
     # (the padded vocabulary split), 1 (whole on every rank); one Fraction at the end. Norms
     # in the model dtype, whole; a norm vLLM keeps in a dtype of its own is a fixed tensor
     fixed_norms = sum(f.elements for f in count.fixed if f.part == "norms")
-    by = {"tp": 0, "kv": 0, "vocab": 0, "whole": (count.parts["norms"] - fixed_norms) * d}
-    stored = 0
+    by = {"tp": 0, "vocab": 0, "whole": (count.parts["norms"] - fixed_norms) * d}
+    stored, kv_split = 0, Fraction(0)
     words: dict[str, None] = {}  # what is whole, in words, in order
     for lin in count.linears:
         size = linear_bytes(q, lin, d)
@@ -151,8 +153,9 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
         if _REPLICATED.search(lin.name):
             by["whole"] += size
             words[_words(lin.name, "projections")] = None
-        elif lin.name.endswith(("k_proj", "v_proj")) and isinstance(n_kv, int) and tp > n_kv:
-            by["kv"] += size
+        elif lin.name.endswith(("k_proj", "v_proj")) and isinstance(heads := (
+                lin.kv_heads or n_kv), int) and tp > heads:
+            kv_split += Fraction(size, heads)  # one KV head a rank, replicated over the rest
         elif lin.part in ("embedding", "lm_head") and vocab:
             by["vocab"] += size
         else:
@@ -173,7 +176,7 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
         other -= rows
         by["vocab"] += rows
     by["tp"] += other
-    split = Fraction(by["tp"], tp) + Fraction(by["kv"], n_kv if isinstance(n_kv, int) else 1)
+    split = Fraction(by["tp"], tp) + kv_split
     if vocab:
         split += Fraction(by["vocab"] * padded, vocab * tp)
     total = stored + (count.total - linear_elements - fixed_elements) * d

@@ -131,8 +131,8 @@ def _mimo_v2_flash(t: _Tally) -> None:
         heads, kvh, hd, vd, sinks = swa if pattern[i] == 1 else full
         vd = vd or hd
         t.lin("attention", f"{p}.self_attn.q_proj", d, heads * hd)
-        t.lin("attention", f"{p}.self_attn.k_proj", d, kvh * hd)
-        t.lin("attention", f"{p}.self_attn.v_proj", d, kvh * vd)
+        t.lin("attention", f"{p}.self_attn.k_proj", d, kvh * hd, kv_heads=kvh)
+        t.lin("attention", f"{p}.self_attn.v_proj", d, kvh * vd, kv_heads=kvh)
         t.lin("attention", f"{p}.self_attn.o_proj", heads * vd, d)
         t.add(attention=heads if sinks else 0, norms=2 * d)
         if moe[i]:

@@ -18,13 +18,17 @@ PARTS = ("embedding", "lm_head", "attention", "mlp", "experts", "shared_experts"
 class Linear:
     """One linear layer's weight: ``count`` copies (routed experts) of (out_features,
     in_features), under its checkpoint module name (``model.layers.3.self_attn.q_proj``;
-    experts as ``...mlp.experts.gate_proj``). Its bias is in ``ParamCount.parts``, not here."""
+    experts as ``...mlp.experts.gate_proj``). Its bias is in ``ParamCount.parts``, not here.
+    ``kv_heads``: for a K or V projection, the KV heads it holds (vLLM's QKVParallelLinear gives
+    each rank max(1, heads / TP) of them, replicating a head over TP / heads ranks); 0 where
+    the config's ``num_key_value_heads`` stands for every layer."""
 
     name: str
     part: str
     in_features: int
     out_features: int
     count: int = 1
+    kv_heads: int = 0
 
     @property
     def params(self) -> int:
@@ -104,9 +108,10 @@ class _Tally:
         for k, v in parts.items():
             self.parts[k] += v
 
-    def lin(self, part: str, name: str, i: int, o: int, bias: bool = False, count: int = 1):
+    def lin(self, part: str, name: str, i: int, o: int, bias: bool = False, count: int = 1,
+            kv_heads: int = 0):
         """A Linear(i -> o) (weight (o, i), bias (o,)) x count under ``name``."""
-        self.linears.append(Linear(name, part, i, o, count))
+        self.linears.append(Linear(name, part, i, o, count, kv_heads))
         self.parts[part] += count * (i * o + (o if bias else 0))
 
     def keep(self, part: str, name: str, elements: int, bytes_per: int = 4,
@@ -196,7 +201,7 @@ def _gqa(t: _Tally, p: str, d: int, h: int, kv: int, hd: int, qkv_bias=False, o_
     o (h hd -> d), per-head q/k RMSNorm weights (hd each) when ``qk_norm``."""
     t.lin("attention", f"{p}.q_proj", d, q_mult * h * hd, qkv_bias)
     for name in ("k_proj", "v_proj") if v_proj else ("k_proj",):
-        t.lin("attention", f"{p}.{name}", d, kv * hd, qkv_bias)
+        t.lin("attention", f"{p}.{name}", d, kv * hd, qkv_bias, kv_heads=kv)
     t.lin("attention", f"{p}.o_proj", h * hd, d, o_bias)
     t.add(attention=2 * hd if qk_norm else 0)
 
