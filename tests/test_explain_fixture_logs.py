@@ -100,6 +100,9 @@ TABLE = {
     # around the weights to work it out from): nothing checked, with a model or without
     "sglang_logs/unnamed_context256000_max-total-num-tokens-line-only_sglang-issue29575.log": (
         ["--model", "qwen3.6-35b-a3b"], 1, 0),
+    # test_explain_sglang_no_kv_line.py: the MLA KV size of Kimi K2 at TP 8
+    "sglang_logs/kimi-k2-0905_tp8_piecewise-cuda-graph_mla_sglang-pr13466.log": (
+        ["--model", "kimi-k2.5"], 0, 1),
 }
 
 # the engine's own log with no KV line kvlib reads: refused naming that engine, exit 2

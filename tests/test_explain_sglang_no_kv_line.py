@@ -21,6 +21,8 @@ SG = FIX / "sglang_logs"
 LINE_ONLY = SG / "unnamed_context256000_max-total-num-tokens-line-only_sglang-issue29575.log"
 # sgl-project/sglang issue 7515: the server's ready line and requests, no pool line
 READY = SG / "unnamed_2025-06_ready-line_no-kv-line_sglang-issue7515.log"
+# sgl-project/sglang PR 13466: Kimi K2's one MLA "KV size" line
+KIMI = SG / "kimi-k2-0905_tp8_piecewise-cuda-graph_mla_sglang-pr13466.log"
 # NVIDIA/TensorRT-LLM issue 2683: the C++ runtime's execution-context lines, no KV line
 TRT = FIX / "trtllm_logs" / "no-kv-line_deepseek-v3-int4wo_tp8_H20_issue2683_posted.log"
 
@@ -119,3 +121,29 @@ def test_every_fixture_log_is_its_engines():
             text = p.read_text(encoding="utf-8")
             sign = log_signs(text)
             assert detect_engine(text) == engine or (sign and sign[0] == engine), p.name
+
+
+def test_kimi_k2_mla_line(capsys):
+    """PR 13466's line: #tokens 8050, KV size 0.53 GB. Kimi K2 (kimi-k2.5's text model): 61
+    layers x (kv_lora_rank 512 + rope 64) x 2 B a token, whole on every rank, and one page (1)
+    more: (8,050 + 1) x 576 x 61 x 2 B = 565,759,872 B = 0.5269 GiB, printed 0.53."""
+    exact = (8050 + 1) * (512 + 64) * 61 * 2
+    assert exact == 565_759_872 and f"{exact / (1 << 30):.2f}" == "0.53"
+    code, out, err = _run(capsys, KIMI, "--model", "kimi-k2.5", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["tp"] == 8 and d["verdict"]["verdict"] == "explained"
+    (c,) = [c for c in d["checks"] if c["status"] != "info"]
+    assert (c["line"], c["quantity"], c["printed"], c["kvlib"], c["status"]) == (
+        7, "KV size", "0.53 GB", f"{exact / (1 << 30):.4f} GB", "ok")
+
+
+def test_one_kv_size_with_a_model_without_latent_layers_is_shown(capsys):
+    """The tester ran the line with --model qwen3.6-35b-a3b (K and V rows, no latent layer):
+    before, "DISAGREES ... kvlib 0.0000 GB"; the one-figure form belongs to a latent or
+    sparse-indexer pool, so the line is shown, naming the mismatch, and nothing is checked."""
+    code, out, err = _run(capsys, KIMI, "--model", "qwen3.6-35b-a3b", "--json")
+    d = json.loads(out)
+    assert code == 1 and d["verdict"]["verdict"] == "nothing checked"
+    c = [c for c in d["checks"] if c["quantity"] == "KV size"][0]
+    assert (c["status"], c["kvlib"]) == ("info", "not checked")
+    assert "qwen3.6-35b-a3b has no latent layers" in c["how"]

@@ -520,6 +520,16 @@ def explain(lines, model, tp: int, page: int, kv_bytes: int | None) -> EngineExp
                 i, text, "KV size", f"{m['kv']} GB", f"{exact / GiB:.4f} GB",
                 _status(m["kv"], exact, how_b), how + how_b))
             continue
+        if m["kv"] is not None and not any(g.kind == CacheKind.LATENT for g in full):
+            # one "KV size" is the form of a pool whose get_kv_size_bytes gives one figure (MLA,
+            # the sparse indexer's, DeepSeek V4's: memory_pool.py:2090-2098, 0.5.23); a model
+            # with K and V rows has no such pool, so its figure would be nothing (0 B)
+            _info(e, i, text, "KV size", f"{m['kv']} GB",
+                  "the line prints one KV size, the form of SGLang's latent (MLA) and "
+                  "sparse-indexer pools (memory_pool.py:2090-2098, 0.5.23), but "
+                  f"{getattr(model, 'name', 'the model')} has no latent layers (its pool prints "
+                  "K size and V size): the model given is not the log's; not worked out")
+            continue
         if m["kv"] is not None:  # an MLA latent: SGLang's CELL_MLA per row
 
             def mla(c, n=n):
