@@ -107,3 +107,21 @@ def test_a_fit_is_unchanged(capsys):
     code, out, err = _run(capsys, "plan", "llama-3.1-8b", "--gpu", "H200", "--context", "8K",
                           "--engine", "sglang", "--json")
     assert code == 0 and err == "" and json.loads(out)["fits"] is True
+
+
+def test_the_phrases_read_are_the_planners():
+    """The CLI tells a deployment that does not fit from an input error by the planners' words
+    (kvlib.cli.plan_engines._NO_ROOM): each phrase is in SGLang's or TensorRT-LLM's planner, so
+    a reworded refusal fails here rather than turning exit 1 back into 2."""
+    import inspect
+
+    from kvlib.cli.plan_engines import _NO_ROOM, does_not_fit
+    from kvlib.serving.engines.sglang import planner as sg
+    from kvlib.serving.engines.trtllm import planner as trt
+
+    # the source joins adjacent string literals: compare without the quotes and line breaks
+    source = re.sub(r'"\s*\n\s*(?:f?")', "", inspect.getsource(sg) + inspect.getsource(trt))
+    for phrase in _NO_ROOM:
+        assert phrase in source, phrase
+        assert does_not_fit(ValueError(f"m on H200, TP=1: {phrase} ..."))
+    assert not does_not_fit(ValueError("--page-size 64: not an option of --engine trtllm"))
