@@ -50,6 +50,8 @@ from kvlib.models.params.moe import (
 )
 from kvlib.models.params.tally import PARTS, Fixed, Linear, ParamCount, _Tally
 from kvlib.models.params.vision import _TALLY_TOWERS, _TOWERS
+from kvlib.models.params.wrappers import TOWERS as _MORE_TOWERS
+from kvlib.models.params.wrappers import count_apart
 from kvlib.models.readers.fields import Fields, load_config
 
 __all__ = ["PARTS", "Fixed", "Linear", "ParamCount", "count_params", "COUNTERS", "BY_ARCHITECTURE"]
@@ -99,6 +101,9 @@ def count_params(config) -> ParamCount:
     with its value) or a ``model_type`` with no counter.
     """
     cfg = load_config(config)
+    apart = count_apart(cfg, count_params)  # LFM2, Mistral 3, LFM2-VL, Voxtral (wrappers.py)
+    if apart is not None:
+        return apart
     outer, c = Fields(cfg), Fields(cfg)
     if isinstance(cfg.get("text_config"), Mapping):
         c = Fields(cfg["text_config"], "text_config.", outer)
@@ -126,7 +131,7 @@ def count_params(config) -> ParamCount:
         _TALLY_TOWERS[outer.text("model_type")](t, outer, c.int("hidden_size"))
         towers = "counted"
     elif extra:
-        tower = _TOWERS.get(outer.text("model_type"))
+        tower = {**_TOWERS, **_MORE_TOWERS}.get(outer.text("model_type"))
         if extra == ["vision_config"] and tower is not None:
             t.add(vision=tower(Fields(cfg["vision_config"], "vision_config.", outer),
                                c.int("hidden_size")))
