@@ -29,6 +29,7 @@ from kvlib.cli.model_folder import stored_weights_of
 from kvlib.cli.plan_header import kv_label, kv_why_lines
 from kvlib.core.units import fmt_bytes
 from kvlib.serving.engines.answer import (
+    DoesNotFit,
     ENGINE_NAMES,
     engine_title,
     first_line,
@@ -211,18 +212,11 @@ def _plan(args, engine: str, with_deployment: bool = False):
     return (e, deployment) if with_deployment else e
 
 
-# what SGLang's and TensorRT-LLM's planners say where the weights leave no memory for the KV
-# cache (sglang/planner.py: "SGLang would stop ('Loaded weights leave no GPU memory ...'" and
-# the state pool's "('Not enough GPU memory for hybrid ..."; trtllm/planner.py: "nothing is left
-# for the KV cache"): the plan does not fit, which is no input error (exit 1, as vLLM's)
-_NO_ROOM = ("would stop ('Loaded weights leave no GPU memory", "would stop ('Not enough GPU "
-            "memory", "nothing is left for the KV cache")
-
-
 def does_not_fit(err: ValueError) -> bool:
     """Whether an engine's planner refused because the deployment does not fit (the weights
-    leave no memory for the KV cache), not because of its input."""
-    return any(phrase in str(err) for phrase in _NO_ROOM)
+    leave no memory for the KV cache: :class:`~kvlib.serving.engines.answer.DoesNotFit`), not
+    because of its input."""
+    return isinstance(err, DoesNotFit)
 
 
 _BUDGET_RULE = {"sglang": "mem_fraction_static", "trtllm": "free_gpu_memory_fraction"}

@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-__all__ = ["EnginePlan", "COMMON_KEYS", "ENGINE_NAMES", "engine_title", "first_line",
+__all__ = ["DoesNotFit", "EnginePlan", "COMMON_KEYS", "ENGINE_NAMES", "engine_title", "first_line",
            "fmt_fraction", "plural"]
 
 # the engines' names as people write them
@@ -68,6 +68,12 @@ def first_line(d: dict, rule: str) -> str:
             f"({plural(d['replicas'], 'replica')}), context {d['context']:,}, "
             f"kv {d['kv_dtype']}, weights {d['weight_dtype']}, "
             f"{engine_title(d['engine'], d['release'])} ({rule})")
+
+
+class DoesNotFit(ValueError):
+    """An engine's planner found no memory left for the KV cache (the weights and what the
+    engine takes besides exceed its budget): an answer about the deployment, not an input
+    error. ``kvlib plan`` exits 1 on it with the sizes, as for vLLM's plan."""
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
+from kvlib.serving.engines.answer import DoesNotFit
 from kvlib.serving.engines.sglang import kept
 
 __all__ = ["V4_ARCHS", "PAGE", "RATIO", "MAX_RUNNING_V4", "RING_C4", "RING_C128", "V4Pool",
@@ -148,7 +149,7 @@ def _ev(name: str, **values):
 def v4_pool(config: dict, budget: int, page: int = PAGE, ratio=RATIO,
             running: int = MAX_RUNNING_V4) -> V4Pool:
     """The V4 pools SGLang 0.5.23 sizes from ``budget`` bytes (its KV budget on one rank);
-    ValueError where the budget holds no page or the SWA pool cannot admit one request
+    DoesNotFit (a ValueError) where the budget holds no page or the SWA pool cannot admit one request
     (validate_swa_pool_size, pool_configurator.py:198-216)."""
     v = _values(config, page, ratio, running)
     state = _ev("C128_STATE", **v)
@@ -156,7 +157,7 @@ def v4_pool(config: dict, budget: int, page: int = PAGE, ratio=RATIO,
     swa = _ev("SWA_TOKENS_V4", T=tokens, **v)
     window = config.get("sliding_window")
     if window is not None and window + page >= swa:
-        raise ValueError(f"SGLang would stop: its DeepSeek V4 SWA pool ({swa} tokens) cannot hold "
+        raise DoesNotFit(f"SGLang would stop: its DeepSeek V4 SWA pool ({swa} tokens) cannot hold "
                          f"one request, sliding_window {window} + page {page} "
                          "(pool_configurator.py:198-216): a budget of "
                          f"{budget:,} B is too small")

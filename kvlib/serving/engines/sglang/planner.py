@@ -10,7 +10,7 @@ from fractions import Fraction
 
 from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines import common
-from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
+from kvlib.serving.engines.answer import DoesNotFit, EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import arch, cell_bytes, gib
 from kvlib.serving.engines.sglang import dsv4, kept, pools
 from kvlib.serving.engines.sglang import indexer as ix
@@ -148,7 +148,7 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                   "3034-3038")] if reserve else []),
               ("KV budget", budget, "kv_cache_configurator.py:3038, 3060")]
     if budget <= 0:
-        raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Loaded "
+        raise DoesNotFit(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Loaded "
                          "weights leave no GPU memory for the KV cache', kv_cache_configurator.py:"
                          f"3041-3058): the weights {gib(dep.weights_bytes_per_gpu)} exceed "
                          f"mem_fraction_static x free memory {gib(free_before * fraction)}")
@@ -161,7 +161,7 @@ def engine_plan(dep, context: int, *, mem_fraction_static=None, in_use_bytes=Non
                        reserve)
         slots, kv_pool_budget = st.split_budget(rest, state_bytes)
         if slots <= 0:
-            raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Not "
+            raise DoesNotFit(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Not "
                              "enough GPU memory for hybrid (mamba/linear-attention) state "
                              f"cache', kv_cache_configurator.py:3387-3396): {slots} state slots")
         terms += [("state per request S", state_bytes, "configs/mamba_utils.py, "
@@ -268,7 +268,7 @@ def _v4_plan(dep, context: int, *, mem_fraction_static, in_use_bytes, other_byte
                                                        mem_fraction_static, notes)
     budget = kv_budget(free_before, dep.weights_bytes_per_gpu, other_bytes, fraction, tp)
     if budget <= 0:
-        raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Loaded "
+        raise DoesNotFit(f"{model.name} on {gpu.name}, TP={tp}: SGLang would stop ('Loaded "
                          "weights leave no GPU memory for the KV cache', kv_cache_configurator.py:"
                          f"3041-3058): the weights {gib(dep.weights_bytes_per_gpu)} exceed "
                          f"mem_fraction_static x free memory {gib(free_before * fraction)}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from kvlib.models.spec import STATEFUL, CacheKind
 from kvlib.serving.engines import common
-from kvlib.serving.engines.answer import EnginePlan, fmt_fraction
+from kvlib.serving.engines.answer import DoesNotFit, EnginePlan, fmt_fraction
 from kvlib.serving.engines.common import cell_bytes, gib, kv_heads, text_config
 from kvlib.serving.engines.trtllm import mamba as mamba_rule
 from kvlib.serving.engines.trtllm import pools
@@ -139,7 +139,7 @@ def engine_plan(dep, context: int, *, free_gpu_memory_fraction=None, other_peak_
              (f"KV budget (M - W - O_T) x {fmt_fraction(fraction)}", budget,
               "_util.py KvCacheCreator._cal_max_memory")]
     if budget <= 0:
-        raise ValueError(f"{model.name} on {gpu.name}, TP={tp}: nothing is left for the KV "
+        raise DoesNotFit(f"{model.name} on {gpu.name}, TP={tp}: nothing is left for the KV "
                          f"cache: weights {gib(dep.weights_bytes_per_gpu)} + the rest of the "
                          f"profiling peak {gib(other)} exceed the {gib(total)} CUDA total")
     notes = [f"free_gpu_memory_fraction {fmt_fraction(fraction)}"
