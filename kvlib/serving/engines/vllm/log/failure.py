@@ -50,6 +50,9 @@ def _utilization(log: VllmLog) -> tuple[Fraction | None, str]:
     raw = log.args.get("gpu_memory_utilization")
     if raw is not None:
         return Fraction(str(raw)), "the log's non-default args"
+    raw = log.command.get("gpu_memory_utilization")
+    if raw is not None:
+        return Fraction(str(raw)), f"line {log.command_line}'s pasted launch command"
     for f in log.found:
         if f.kind in ("free_010", "free_033"):
             return _frac(f.values[2]), f"line {f.line.number}"
@@ -93,7 +96,8 @@ def _in_flight_unknown(log: VllmLog, lay, x: str) -> str:
     v1/kv_cache_interface.py:932-958; max_num_batched_tokens in earlier releases), and the log
     prints no max_num_batched_tokens (kvlib took its default). Said with the in-flight tokens
     that would give the printed figure; "" when none would, or when the log prints it."""
-    if any(f.kind == "batched" for f in log.found) or "max_num_batched_tokens" in log.args:
+    if any(f.kind == "batched" for f in log.found) or "max_num_batched_tokens" in log.args \
+            or "max_num_batched_tokens" in log.command:
         return ""
     slid = [g for g in lay.groups if g.kind == "sliding" and g.window]
     if not slid or len({(g.window, g.block_size) for g in slid}) != 1:

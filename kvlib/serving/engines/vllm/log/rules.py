@@ -91,11 +91,28 @@ _COMMAND_KEYS = ("tensor_parallel_size", "kv_cache_dtype", "dtype", "max_model_l
                  "max_num_batched_tokens", "mamba_cache_mode")
 
 
-def _command_notes(log: VllmLog, given: dict, notes: list[str]) -> None:
-    """Say which settings the pasted command gave (those the engine line and non-default
-    args do not print), and where a flag given on kvlib's command line overrode one."""
-    used = [f"{k} {v}" for k in _COMMAND_KEYS if (v := log.command.get(k)) is not None
-            and setting(log, k)[1] is not None and setting(log, k)[1].endswith("command")]
+def _command_notes(log: VllmLog, given: dict, notes: list[str], model: ModelSpec | None
+                   ) -> None:
+    """Say which settings kvlib took from the pasted command (those the engine line and
+    non-default args do not print, no flag gives, and the checks use), and where a flag given
+    on kvlib's command line overrode one the log shows."""
+    skip = {k for k, (_, v) in given.items() if v is not None}
+    if model is None:
+        skip |= {"kv_cache_dtype", "dtype", "enable_prefix_caching", "mamba_cache_mode",
+                 "max_num_batched_tokens"}
+    elif not any(g.kind in STATEFUL for g in model.groups):
+        skip |= {"enable_prefix_caching", "mamba_cache_mode"}
+    if "kv_cache_dtype" in skip or str(setting(log, "kv_cache_dtype")[0]) not in ("None", "auto"):
+        skip.add("dtype")
+    if any(f.kind in ("capacity", "concurrency", "kv_failure") for f in log.found):
+        skip.add("max_model_len")  # the lines print it
+    if any(f.kind == "batched" for f in log.found):
+        skip.add("max_num_batched_tokens")
+    if not any(f.kind in ("kv_failure", "no_kv_memory") for f in log.found):
+        skip.add("gpu_memory_utilization")  # only the failure's "to fit" advice uses it
+    used = [f"{k} {v}" for k in _COMMAND_KEYS if k not in skip and
+            (v := log.command.get(k)) is not None and
+            str(setting(log, k)[1]).endswith("command")]
     if used:
         notes.append(f"from line {log.command_line}'s pasted launch command: {', '.join(used)} "
                      "(the engine line and non-default args win where they print one; a flag "
@@ -430,7 +447,8 @@ def _setup(log: VllmLog, model: ModelSpec | None, *, tp: int | None, kv_dtype: s
                  and (m := re.search(r"'model':\s*(\d+)", f.values[5]))), None)
     _command_notes(log, {"tensor_parallel_size": ("--tp", tp), "block_size":
                          ("--block-size", block_size), "kv_cache_dtype": ("--kv-dtype",
-                                                                           kv_dtype)}, notes)
+                                                                           kv_dtype)},
+                   notes, model)
     if tp is None and setting(log, "tensor_parallel_size")[1] is None:
         if mesh is not None:
             tp_ = int(mesh)
