@@ -10,7 +10,8 @@ import pytest
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LOGS = [FIXTURES / "vllm_logs" / "gpt-oss-120b_H100_v0.10.1_issue23278.log",
-        FIXTURES / "sglang_logs" / "mimo-v2-flash_tp4_hybrid-swa_interleaved-ranks_sglang-pr15464.log",
+        FIXTURES / "sglang_logs"
+        / "mimo-v2-flash_tp4_hybrid-swa_interleaved-ranks_sglang-pr15464.log",
         FIXTURES / "trtllm_logs" / "gpt-oss-20b_dgx-spark_1.1.0rc3_from-source.log"]
 
 

@@ -29,8 +29,8 @@ from kvlib.cli.model_folder import stored_weights_of
 from kvlib.cli.plan_header import kv_label, kv_why_lines
 from kvlib.core.units import fmt_bytes
 from kvlib.serving.engines.answer import (
-    DoesNotFit,
     ENGINE_NAMES,
+    DoesNotFit,
     engine_title,
     first_line,
     fmt_fraction,

@@ -149,8 +149,8 @@ def _ev(name: str, **values):
 def v4_pool(config: dict, budget: int, page: int = PAGE, ratio=RATIO,
             running: int = MAX_RUNNING_V4) -> V4Pool:
     """The V4 pools SGLang 0.5.23 sizes from ``budget`` bytes (its KV budget on one rank);
-    DoesNotFit (a ValueError) where the budget holds no page or the SWA pool cannot admit one request
-    (validate_swa_pool_size, pool_configurator.py:198-216)."""
+    DoesNotFit (a ValueError) where the budget holds no page or the SWA pool cannot admit one
+    request (validate_swa_pool_size, pool_configurator.py:198-216)."""
     v = _values(config, page, ratio, running)
     state = _ev("C128_STATE", **v)
     tokens = max(0, _ev("FULL_TOKENS_V4", B_KV=budget, **v))
