@@ -61,6 +61,25 @@ paste is read up to the cut, and a layout figure that disagrees is then said not
 (``--kv-cache-memory``: "reserved X GiB memory for KV Cache as specified by
 kv_cache_memory_bytes") is read as the budget.
 
+**Hybrid state groups** (Mamba, Gated DeltaNet): the blocks one request takes in a state group
+follow the log's release and prefix-caching setting (:data:`~.rules.STATE_MODES`, read in vLLM's
+0.11.0-0.34.0 wheels): 1 up to 0.11.0 and whenever prefix caching is off for the model (off by
+default for hybrids before 0.26; Qwen's Gated DeltaNet before 0.15 never has it), 2 in align mode
+(0.15-0.32), 2 + checkpoint blocks from 0.32 (Mamba2) and 0.33 (Gated DeltaNet); the 'all' mode
+of models that support it is not traced. Where the log does not say (no release, no setting),
+every way is tried: the one whose figures all agree is taken and said; if none or several do,
+the figures they do not give alike are said not explained.
+
+**A pasted launch command** (``vllm serve MODEL --tensor-parallel-size 2 --kv-cache-dtype
+fp8_e5m2``, ``--tensor_parallel_size``, ``-tp``, ``--max-model-len``, ``--block-size``,
+``--enable-prefix-caching``, ``--gpu-memory-utilization``) gives the settings the engine line and
+non-default args do not print; a flag given to kvlib wins; the notes say which came from where.
+
+**V0's failure** "max seq len (N) is larger than the maximum number of tokens that can be stored
+in KV cache (M)" is M = blocks x block: checked against the "# GPU blocks" line or a KV-memory
+line where the log has one, else shown with the bytes it means. "Overriding num_gpu_blocks=N with
+num_gpu_blocks_override=M" is shown.
+
 **Speculative decoding** (``speculative_config`` on the engine line or in the non-default
 args, k tokens): an MTP drafter's full-attention layer joins the target's groups; each Gated
 DeltaNet state keeps k more conv rows (0.34.0 mamba_utils.py:280-294), which widens the hybrid
