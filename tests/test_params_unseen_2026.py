@@ -1,6 +1,6 @@
 """Parameters of the configs a tester ran ``kvlib plan`` on, unseen before (issue 42): Mistral 3
-(Devstral Small 2, Ministral 3 3B: a Pixtral tower), LFM2 and LFM2-VL, Voxtral (an audio tower),
-each counted by hand below from the config's numbers and vLLM
+(Devstral Small 2, Ministral 3 3B: a Pixtral tower), LFM2 and LFM2-VL, Voxtral (an audio tower)
+and Qwen3.5's vision tower, each counted by hand below from the config's numbers and vLLM
 0.34.0's modeling code (file:line cited), not from kvlib. The files are byte-for-byte copies in
 tests/fixtures/configs/unseen-2026/ (SOURCES.md). make crosscheck compares the same counts with
 transformers 5.25.0's meta-device model (tests/crosscheck/test_params_unseen_meta.py).
@@ -201,3 +201,37 @@ def test_voxtral_audio_tower_by_hand():
         "model.audio_tower (split by TP)": (split, 2, False),
         "model.multi_modal_projector (audio adapter)": (adapter, 2, True)}
     assert r.total == text + whole + 1500 * d + split + adapter == 4_676_312_064
+
+
+# --- Qwen3.5: the vision tower vLLM loads (Qwen3-VL's, no deepstack) -------------------------
+
+def qwen3_5_tower(out, d=1152, i=4304, depth=27, p=16, positions=2304):
+    """qwen3_vl.py Qwen3_VisionTransformer as qwen3_5.py:500-518 builds it: Conv3d 3 x 2 x
+    16 x 16 -> d with bias, positions, blocks (two LayerNorms, qkv and proj with biases, MLP
+    fc1 / fc2 with biases), the merger (LayerNorm of d, fc1 over 4 d, fc2 -> out); no
+    deepstack mergers (deepstack_visual_indexes [])."""
+    w = 4 * d
+    block = 4 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * i + i) + (i * d + d)
+    return (3 * 2 * p * p * d + d + positions * d + depth * block
+            + 2 * d + (w * w + w) + (w * out + out))
+
+
+@pytest.mark.parametrize("name, out", [("unseen-2026/qwen3.5-9b", 4096),
+                                       ("qwen3.5-35b-a3b", 2048),
+                                       ("qwen3.5-397b-a17b", 4096)])
+def test_qwen3_5_vision_tower_counted(name, out):
+    cfg = json.loads((UNSEEN.parent / f"{name}.json").read_text(encoding="utf-8"))
+    r = count_params(cfg)
+    assert r.towers == "counted"
+    assert r.parts["vision"] == qwen3_5_tower(out)
+    without = count_params({k: v for k, v in cfg.items() if k != "vision_config"})
+    assert r.text == without.total and r.active == without.active
+    if name.endswith("9b"):
+        assert qwen3_5_tower(4096) == 456_010_480 and r.total == 9_409_813_744
+
+
+def test_qwen3_5_tower_defaults_are_qwen3_5_visionconfigs():
+    """An empty vision_config: Qwen3_5VisionConfig's defaults (out_hidden_size 3,584), and no
+    deepstack merger (the class has no deepstack_visual_indexes)."""
+    cfg = {**load("qwen3.5-9b"), "vision_config": {}}
+    assert count_params(cfg).parts["vision"] == qwen3_5_tower(3584)

@@ -4,7 +4,7 @@ plus persistent buffers, tied ones once, nothing downloaded; HF_HUB_OFFLINE=1).
 
 tests/fixtures/configs/unseen-2026/ (SOURCES.md): Devstral Small 2 and Ministral 3 3B (Mistral
 3, a Pixtral tower), LFM2.5-VL-1.6B (and its LFM2 text model alone), Voxtral Mini 3B (an audio
-tower). Equal, but where vLLM 0.34.0 holds more than transformers'
+tower), Qwen3.5-9B (a vision tower). Equal, but where vLLM 0.34.0 holds more than transformers'
 module, the difference written out: Voxtral's Whisper qkv_proj carries a bias for k too
 (QKVParallelLinear(bias=True), whisper.py:235-250), 32 layers x 1,280 = 40,960 elements
 transformers' k_proj (bias=False) lacks. Ministral 3 3B's file (mlc-llm's preset) names the
@@ -53,6 +53,7 @@ CASES = {
     "devstral-small-2-24b-fp8": (lambda c: c, 0),
     "ministral3-3b-2512": (lambda c: {**c, "model_type": "mistral3"}, 0),
     "lfm2.5-vl-1.6b": (lambda c: c, 0),
+    "qwen3.5-9b": (lambda c: c, 0),
 }
 
 

@@ -1,6 +1,7 @@
 """Families counted apart from :data:`kvlib.models.params.COUNTERS` (issue 42): LFM2 (flat), and
 the multimodal wrappers whose text model any counter counts and whose towers vLLM 0.34.0 loads:
-Mistral 3 (Pixtral, :mod:`.pixtral`), LFM2-VL (:mod:`.lfm2`), Voxtral (audio, :mod:`.audio`).
+Mistral 3 (Pixtral, :mod:`.pixtral`), LFM2-VL (:mod:`.lfm2`), Voxtral (audio, :mod:`.audio`);
+and Qwen3.5's vision tower, Qwen3-VL's as vLLM builds it (:data:`TOWERS`).
 
 :func:`count_apart` returns a :class:`ParamCount` or None (not one of these). A wrapper's text
 model is counted by ``count`` (:func:`kvlib.models.params.count_params`, passed in: this module
@@ -19,6 +20,7 @@ from kvlib.models.params.audio import voxtral_audio
 from kvlib.models.params.lfm2 import count_lfm2, lfm2_vl_tower
 from kvlib.models.params.pixtral import pixtral_tower
 from kvlib.models.params.tally import Fixed, ParamCount, _Tally
+from kvlib.models.params.vision import _qwen3_vl_vision
 from kvlib.models.readers.fields import Fields
 
 __all__ = ["count_apart", "TOWERS", "WRAPPERS"]
@@ -64,8 +66,22 @@ WRAPPERS: dict[str, tuple[str, Callable[[Fields, int], dict]]] = {
 }
 
 
+def _qwen3_5_vision(v: Fields, d_text: int) -> int:
+    """Qwen3.5 / 3.6's tower: vLLM builds Qwen3-VL's (qwen3_5.py:500-518, 723-741) from
+    Qwen3_5VisionConfig, whose defaults stand for absent keys (transformers 5.25.0
+    configuration_qwen3_5.py: depth 27, width 1152, MLP 4304, 16 heads, patch 16, merge 2,
+    temporal patch 2, out_hidden_size 3584, 2304 positions) and which has no
+    deepstack_visual_indexes: vLLM builds no deepstack merger without one (qwen3_5.py:502-507,
+    qwen3_vl.py:589-593)."""
+    defaults = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "patch_size": 16,
+                "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 3584,
+                "num_position_embeddings": 2304, "in_channels": 3,
+                "deepstack_visual_indexes": []}
+    return _qwen3_vl_vision(Fields({**defaults, **v.data}, v.path(""), v.outer), d_text)
+
+
 # towers the package adds to a wrapper's tally by its model_type (as vision.py's _TOWERS)
-TOWERS: dict = {}
+TOWERS = {"qwen3_5": _qwen3_5_vision, "qwen3_5_moe": _qwen3_5_vision}
 
 
 def count_apart(cfg: Mapping, count: Callable[[Mapping], ParamCount]) -> ParamCount | None:
