@@ -1,14 +1,17 @@
-"""kvlib.models.params_shapes: hand counts of three published shapes, the table's rules, and
+"""kvlib.models.params_shapes: hand counts of five published shapes, the table's rules, and
 the errors (issue 42). The comparison with transformers' own model of every family in the
 table is tests/crosscheck/test_params_shapes_meta.py."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvlib.models.params import ParamCount
+from kvlib.models.params import ParamCount, count_params
 from kvlib.models.params_shapes import SHAPES, count_by_shape
 
 # OLMo-2-1124-7B's config.json (allenai/OLMo-2-1124-7B): no head_dim, no bias, head untied
@@ -201,3 +204,142 @@ def test_solar_open_router_kept_in_fp32_and_shared_experts():
     assert count.active == count.total - n * (e - 2) * 3 * d * w
     two = count_by_shape({**cfg, "n_shared_experts": 2})
     assert two.parts["shared_experts"] == 2 * count.parts["shared_experts"]
+
+
+_UNSEEN = Path(__file__).parent / "fixtures" / "configs" / "unseen-2026"
+
+
+def _unseen(name: str) -> dict:
+    return json.loads((_UNSEEN / name).read_text(encoding="utf-8"))
+
+
+def test_exaone_4_0_32b_by_hand():
+    """EXAONE-4.0-32B's config.json (LGAI-EXAONE/EXAONE-4.0-32B): modeling_exaone4.py's
+    layer, no biases, q/k norms of head_dim, post-attention and post-feedforward norms only."""
+    cfg = _unseen("exaone-4.0-32b.json")
+    d, v, i, n, h, kv, hd = 5120, 102400, 27392, 64, 40, 8, 128
+    assert (cfg["hidden_size"], cfg["vocab_size"], cfg["intermediate_size"],
+            cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+            cfg["head_dim"], cfg["tie_word_embeddings"]) == (d, v, i, n, h, kv, hd, False)
+    attention = d * h * hd + 2 * d * kv * hd + h * hd * d + 2 * hd  # q, k, v, o; q/k norms
+    assert attention == 26_214_400 + 10_485_760 + 26_214_400 + 256
+    mlp = 3 * d * i                         # gate, up (5120 -> 27392), down
+    norms = 2 * d                           # post_attention, post_feedforward
+    total = v * d + n * (attention + mlp + norms) + d + v * d  # embedding, layers, norm, head
+    assert total == 32_003_216_384          # "32B"
+    count = count_params(cfg)               # through kvlib.models.params, as kvlib plan
+    assert (count.model_type, count.total, count.active) == ("exaone4", total, total)
+    assert count.parts["attention"] == n * attention == 4_026_548_224
+    assert count.parts["mlp"] == n * mlp and count.parts["lm_head"] == v * d
+    assert count.parts["norms"] == n * norms + d and count.notes == ()
+
+
+def test_exaone_4_5_33b_by_hand():
+    """EXAONE-4.5-33B (LGAI-EXAONE/EXAONE-4.5-33B): the text model is EXAONE 4.0-32B's with
+    a 153600 vocabulary; the vision tower as vLLM 0.34.0 loads it (exaone4_5.py)."""
+    cfg = _unseen("exaone-4.5-33b.json")
+    vc = cfg["vision_config"]
+    d, i, h, kv, depth = 2048, 5120, 32, 8, 28
+    p, tp, m, out = 14, 2, 2, 5120
+    assert (vc["hidden_size"], vc["intermediate_size"], vc["num_heads"],
+            vc["num_key_value_heads"], vc["depth"], vc["patch_size"],
+            vc["temporal_patch_size"], vc["spatial_merge_size"], vc["out_hidden_size"],
+            vc["in_channels"]) == (d, i, h, kv, depth, p, tp, m, out, 3)
+    hd, w = d // h, d * m * m                                   # 64, 8192
+    patch = 3 * tp * p * p * d                                  # Conv3d, no bias
+    block = (2 * d                                              # norm1, norm2 (RMSNorm)
+             + d * (h + 2 * kv) * hd + (h + 2 * kv) * hd        # qkv 2048 -> 3072, bias
+             + d * d + d                                        # proj, bias
+             + 2 * (d * i + i) + (i * d + d))                   # gate, up, down with biases
+    merger = d + (w * w + w) + (w * out + out)                  # ln_q, mlp.0, mlp.2
+    tower = patch + depth * block + merger
+    assert (patch, block, merger, tower) == (2_408_448, 41_964_544, 109_067_264,
+                                             1_286_482_944)
+    v = cfg["text_config"]["vocab_size"]
+    text = 32_003_216_384 + 2 * (v - 102400) * 5120             # EXAONE 4.0-32B's, V 153600
+    count = count_params(cfg)
+    assert (count.model_type, count.towers) == ("exaone4_5", "counted")
+    assert (count.parts["vision"], count.text, count.total) == (tower, text, text + tower)
+    assert count.total == 33_813_987_328 and count.active == text   # the tower not per token
+    assert any("mtp.*" in note and "exaone4_5.py:327-329" in note for note in count.notes)
+    assert count.linears[0].name == "model.language_model.layers.0.self_attn.q_proj"
+
+
+_EX4 = {"model_type": "exaone4", "vocab_size": 10, "hidden_size": 64, "intermediate_size": 8,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+
+
+@pytest.mark.parametrize("key", ["attention_bias", "bias", "mlp_bias"])
+def test_exaone4_biases_refused(key):
+    """vLLM 0.34.0 builds EXAONE 4.0's biases from these keys (exaone4.py:229-231, 252);
+    transformers never builds any: refused, naming the key."""
+    with pytest.raises(ValueError, match=rf"^{key}=True \(bool\): vLLM 0.34.0 gives"):
+        count_by_shape({**_EX4, key: True})
+    assert count_by_shape({**_EX4, key: False}).total == count_by_shape(_EX4).total
+
+
+def test_exaone4_kv_heads_class_default():
+    """Exaone4Config's num_key_value_heads defaults to 32 (configuration_exaone4.py:83)."""
+    cfg = {k: v for k, v in _EX4.items() if k != "num_key_value_heads"}
+    cfg.update(num_attention_heads=32, head_dim=4)
+    k = next(x for x in count_by_shape(cfg).linears if x.name.endswith("k_proj"))
+    assert k.out_features == 32 * 4
+
+
+def _ex45(**vision) -> dict:
+    text = {**_EX4, "model_type": "exaone4_5_text"}
+    v = {"depth": 1, "hidden_size": 32, "intermediate_size": 16, "num_heads": 4,
+         "num_key_value_heads": 2, "out_hidden_size": 64, **vision}
+    return {"model_type": "exaone4_5", "text_config": text,
+            "vision_config": {k: x for k, x in v.items() if x is not None}}
+
+
+def test_exaone4_5_tied_by_the_wrapper():
+    """Both engines tie EXAONE 4.5's head by the wrapper's flag: transformers' lm_head is the
+    wrapper's (modeling_exaone4_5.py:808), vLLM copies the flag into the text config
+    (config/vllm.py:973-977); the text config's own flag is said and not followed."""
+    base = count_by_shape(_ex45())
+    inner = _ex45()
+    inner["text_config"]["tie_word_embeddings"] = True
+    said = count_by_shape(inner)
+    assert said.total == base.total and said.parts["lm_head"] == 10 * 64
+    assert any("overridden by the wrapper's False" in note for note in said.notes)
+    tied = count_by_shape({**_ex45(), "tie_word_embeddings": True})
+    assert tied.parts["lm_head"] == 0 and tied.total == base.total - 10 * 64
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 5), heads=st.sampled_from([2, 4, 8]), kv_div=st.sampled_from([1, 2]),
+       merge=st.integers(1, 3))
+def test_exaone4_5_tower_adds_one_block_per_depth(depth, heads, kv_div, merge):
+    """A tower block costs the same at every depth, the tower never enters ``active`` or
+    the text model, and the text model is the exaone4 row's count of the text config."""
+    one, two = (count_by_shape(_ex45(depth=x, num_heads=heads, num_key_value_heads=heads // kv_div,
+                                     spatial_merge_size=merge)) for x in (depth, depth + 1))
+    d, hd, i = 32, 32 // heads, 16
+    block = 2 * d + (d + 1) * (heads + 2 * heads // kv_div) * hd + (d + 1) * d \
+        + 2 * (d + 1) * i + (i + 1) * d
+    assert two.parts["vision"] - one.parts["vision"] == block
+    text = count_by_shape({**_EX4, "tie_word_embeddings": False})
+    for c in (one, two):
+        assert c.active == c.text == text.total == c.total - c.parts["vision"]
+
+
+@pytest.mark.parametrize("config, message", [
+    (_ex45(depth=None), "config has no vision_config.depth or vision_config.num_hidden_layers"),
+    (_ex45(num_heads=3), r"vision_config.hidden_size=32 is not divisible by "
+                         r"vision_config.num_heads=3"),
+    (_ex45(num_key_value_heads=3), "vision_config.num_heads=4 is not a multiple of "
+                                   "vision_config.num_key_value_heads=3"),
+    ({**_ex45(), "text_config": {**_EX4, "model_type": "llama"}},
+     r"text_config.model_type='llama' \(str\): exaone4_5's config class reads "
+     "exaone4_5_text or exaone4"),
+    ({**_ex45(), "text_config": {**_EX4, "model_type": "exaone4", "mlp_bias": True}},
+     r"^text_config.mlp_bias=True"),
+    ({**_ex45(), "vision_config": None}, "exaone4_5: vision_config must be a JSON object"),
+    ({k: v for k, v in _ex45().items() if k != "text_config"},
+     "exaone4_5: text_config must be a JSON object"),
+])
+def test_exaone4_5_bad_fields_named(config, message):
+    with pytest.raises(ValueError, match=message):
+        count_by_shape(config)

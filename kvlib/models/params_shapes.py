@@ -26,7 +26,7 @@ ValueError naming the field and its value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 # the leaf module, not the package: kvlib.models.params dispatches here (count_params)
@@ -34,7 +34,7 @@ from kvlib.models.params.tally import PARTS, Fixed, Linear, ParamCount
 from kvlib.models.readers.class_defaults import take
 from kvlib.models.readers.fields import Fields, describe
 
-__all__ = ["SHAPES", "Moe", "Shape", "count_by_shape"]
+__all__ = ["SHAPES", "WRAPPERS", "Moe", "Shape", "Wrapper", "count_by_shape"]
 
 # A bias or norm switch: a constant, or (config key, the config class's default)
 Switch = bool | tuple[str, bool]
@@ -230,6 +230,21 @@ SHAPES: dict[str, Shape] = {
                     "num_layers as num_hidden_layers, configuration_exaone.py:83-87)",
                     f"{_V}/exaone.py:237-265 (registry.py:104: the same shapes)",
                     layer_keys=("num_hidden_layers", "num_layers")),
+    "exaone4": Shape(f"{_T}/exaone4/modeling_exaone4.py:194,204-210,267-269,284-285,344,348,"
+                     "424,433 (no biases; q/k RMSNorms of head_dim; per layer only the "
+                     "post-attention and post-feedforward norms; head untied by default, "
+                     "configuration_exaone4.py:92)",
+                     f"{_V}/exaone4.py:139-167,255-260,308,326,406-413 (registry.py:105); its "
+                     "biases come from attention_bias / bias / mlp_bias (exaone4.py:229-231,"
+                     "243,252), which transformers never builds: refused",
+                     qkv_bias=False, o_bias=False, qk_norm="head", mlp_bias=False,
+                     refuse=tuple((k, True, f"vLLM 0.34.0 gives EXAONE 4.0's {what} biases "
+                                  f"from {k} (exaone4.py:229-231,243,252), transformers "
+                                  "5.25.0 builds none (modeling_exaone4.py:204-207,267-269)"
+                                  "; kvlib refuses rather than pick one")
+                                 for k, what in (("attention_bias", "q/k/v/o"),
+                                                 ("bias", "q/k/v/o"),
+                                                 ("mlp_bias", "MLP")))),
     # --- biases everywhere, LayerNorms, plain MLPs ------------------------------------
     "starcoder2": Shape(f"{_T}/starcoder2/modeling_starcoder2.py:57-58,153-156,212-213,323,403"
                         " (use_bias on every linear; LayerNorms)", _BACKEND,
@@ -444,31 +459,50 @@ def _is_moe(t: _Count, m: Moe, i: int, n: int) -> bool:
 
 
 def count_by_shape(config: Mapping) -> ParamCount | None:
-    """Count ``config`` (a config.json's dict) by its family's row in :data:`SHAPES`.
+    """Count ``config`` (a config.json's dict) by its family's row in :data:`SHAPES`, or a
+    wrapper's text model by its row and its tower by :data:`WRAPPERS`.
 
     Returns a ParamCount (elements per part, every linear weight, ``active`` = all but the
-    routed experts a token does not read), or None when the ``model_type`` has no row.
-    Shapes: embedding (V, d); per layer q (d -> h hd), k and v (d -> kv hd), o (h hd -> d),
-    the MLP (d -> i -> d), experts E x (gate and up d -> w, down w -> d), norms (d each).
+    routed experts a token does not read and the tower), or None when the ``model_type``
+    has no row. Shapes: embedding (V, d); per layer q (d -> h hd), k and v (d -> kv hd), o
+    (h hd -> d), the MLP (d -> i -> d), experts E x (gate and up d -> w, down w -> d), norms
+    (d each).
     """
     if not isinstance(config, Mapping):
         raise ValueError(f"config must be a JSON object, got {describe(config)}")
     family = config.get("model_type")
+    if isinstance(family, str) and family in WRAPPERS:
+        return _count_wrapper(config, family, WRAPPERS[family])
     if not isinstance(family, str) or family not in SHAPES:
         return None
-    s, c = SHAPES[family], Fields(config)
-    t = _Count(c, family)
+    t = _Count(Fields(config), family)
+    _decoder(t, SHAPES[family])
+    return _result(t, family)
+
+
+def _result(t: _Count, model_type: str, towers: str = "none") -> ParamCount:
+    active = sum(t.parts.values()) - t.parts["vision"] - t.idle
+    return ParamCount(model_type, dict(t.parts), active, tuple(t.linears), towers=towers,
+                      notes=tuple(t.notes), fixed=tuple(t.fixed))
+
+
+def _decoder(t: _Count, s: Shape, root: str = "", tied: bool | None = None) -> None:
+    """Add the decoder of row ``s`` (the embedding, the layers, the final norm, the head)
+    read from ``t.c`` to ``t``; its layers under ``root`` (the row's own by default), its
+    head tied by ``tied`` where given (a wrapper's), else by the config's flag."""
+    c, family = t.c, t.family
     d = c.int("hidden_size", "n_embd", "n_embed")
     n = c.int(*s.layer_keys)
     h = c.int("num_attention_heads", "n_head")
     for key, bad, why in s.refuse:
         if c.data.get(key) == bad:
-            raise ValueError(f"{key}={describe(bad)}: {why}")
+            raise ValueError(f"{c.path(key)}={describe(bad)}: {why}")
     kv = c.int("num_key_value_heads", required=False)
     if kv is None:
         kv = take("num_key_value_heads", c, t.notes) or h
     if h % kv:
-        raise ValueError(f"num_attention_heads={h} is not a multiple of num_key_value_heads={kv}")
+        raise ValueError(f"{c.path('num_attention_heads')}={h} is not a multiple of "
+                         f"{c.path('num_key_value_heads')}={kv}")
     hd = c.int("head_dim", required=s.hd_required,
                why=f"transformers builds {family} from it") if s.head_dim_key else None
     if hd is None and s.head_dim_key:
@@ -480,8 +514,9 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
         hd = d // h
     v = c.int("vocab_size")
     inter = 0  # the dense MLP's width, read when a layer has one
-    tie = c.flag("tie_word_embeddings")
-    tied = s.tied if tie is None else tie
+    if tied is None:
+        tie = c.flag("tie_word_embeddings")
+        tied = s.tied if tie is None else tie
     qkv_b, o_b, mlp_b = t.switch(s.qkv_bias), t.switch(s.o_bias), t.switch(s.mlp_bias)
     if family == "internlm3" and qkv_b != mlp_b:  # configuration_internlm3.py:99-103
         raise ValueError(f"qkv_bias={qkv_b} differs from bias={mlp_b}: InternLM3Config "
@@ -492,7 +527,7 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
         t.notes.append("attention_sinks=False: vLLM 0.34.0 builds no sinks (granite.py:109), "
                        "though transformers' module has them")
     nb = 2 if s.norm_bias else 1
-    root = s.root
+    root = root or s.root
     t.parts["embedding"] += v * d
     if s.embed_norm:
         t.parts["norms"] += 2 * d
@@ -528,6 +563,119 @@ def count_by_shape(config: Mapping) -> ParamCount | None:
         t.lin("lm_head", "lm_head", d, v, s.head_bias)
     elif s.head_bias:  # a tied head keeps its own bias (V,)
         t.parts["lm_head"] += v
-    active = sum(t.parts.values()) - t.idle
-    return ParamCount(family, dict(t.parts), active, tuple(t.linears), towers="none",
-                      notes=tuple(t.notes), fixed=tuple(t.fixed))
+
+
+# --- multimodal wrappers whose text model is a row of SHAPES ------------------------------
+
+
+def _exaone4_5_vision(v: Fields, notes: list[str]) -> int:
+    """EXAONE 4.5's vision tower and projector, elements (vLLM 0.34.0 exaone4_5.py:69-124,
+    209-307 on qwen2_5_vl.py:540-620,667-719; transformers 5.25.0 modeling_exaone4_5.py:53-68,
+    160-170,234-249,323-343,545-557). Shapes, d = ``hidden_size``, h heads of hd = d / h,
+    kv KV heads, i = ``intermediate_size``, m = ``spatial_merge_size``:
+
+    * patch embedding: Conv3d (in_channels x temporal_patch_size x p x p -> d), no bias;
+    * ``depth`` blocks: RMSNorms norm1, norm2 (d each); qkv d -> (h + 2 kv) hd and proj
+      d -> d, with biases (GQA: exaone4_5.py:104-121); a gated MLP d -> i -> d with biases
+      (vLLM's Exaone4GatedMLP, gate_up fused: the same elements);
+    * merger: RMSNorm ln_q (d), m^2 d -> m^2 d and m^2 d -> ``out_hidden_size``, with biases.
+
+    The rotary tables are buffers neither engine loads. A key the file omits takes
+    Exaone4_5_VisionConfig's default (configuration_exaone4_5.py:45-59), said in ``notes``;
+    the four that size the tower (depth, hidden_size, intermediate_size, num_heads) must be
+    given."""
+    d = v.int("hidden_size")
+    i = v.int("intermediate_size")
+    h = v.int("num_heads", "num_attention_heads")
+    depth = v.int("depth", "num_hidden_layers")
+
+    def opt(key: str, default: int, line: int) -> int:
+        got = v.int(key, required=False)
+        if got is None:
+            notes.append(f"no {v.path(key)}: Exaone4_5_VisionConfig's default {default} "
+                         f"(configuration_exaone4_5.py:{line}), as both engines read it")
+            return default
+        return got
+
+    kv, p = opt("num_key_value_heads", 8, 59), opt("patch_size", 14, 51)
+    tp, chans = opt("temporal_patch_size", 2, 53), opt("in_channels", 3, 50)
+    m, out = opt("spatial_merge_size", 2, 52), opt("out_hidden_size", 3584, 55)
+    if d % h:
+        raise ValueError(f"{v.path('hidden_size')}={d} is not divisible by "
+                         f"{v.path('num_heads')}={h}: vLLM 0.34.0 divides it "
+                         "(exaone4_5.py:88-90)")
+    if h % kv:
+        raise ValueError(f"{v.path('num_heads')}={h} is not a multiple of "
+                         f"{v.path('num_key_value_heads')}={kv}")
+    hd, w = d // h, d * m * m
+    block = 2 * d + (d + 1) * (h + 2 * kv) * hd + (d + 1) * d + 2 * (d + 1) * i + (i + 1) * d
+    return chans * tp * p * p * d + depth * block + d + (w + 1) * w + (w + 1) * out
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A multimodal wrapper whose ``text_config`` is a :data:`SHAPES` row. text: that row;
+    text_types: the text_config ``model_type`` values the wrapper's config class accepts
+    (read as ``text``); root: where the checkpoint keeps the text model's layers; tower:
+    (``vision_config`` Fields, notes) -> elements of the tower and projector as vLLM 0.34.0
+    loads them; cite / vllm: transformers 5.25.0 and vLLM 0.34.0 file:line; tied: the
+    wrapper class's tie_word_embeddings default (the flag both engines tie the head by);
+    notes: what is always said (what neither engine loads)."""
+
+    text: str
+    text_types: tuple[str, ...]
+    root: str
+    tower: Callable[[Fields, list[str]], int]
+    cite: str
+    vllm: str
+    tied: bool = False
+    notes: tuple[str, ...] = ()
+
+
+WRAPPERS: dict[str, Wrapper] = {
+    "exaone4_5": Wrapper(
+        "exaone4", ("exaone4_5_text", "exaone4"), "model.language_model", _exaone4_5_vision,
+        f"{_T}/exaone4_5/configuration_exaone4_5.py:66-82 (text_config: exaone4, the "
+        "exaone4_5_text of the first release renamed to it), modeling_exaone4_5.py:641-642,"
+        "808,818 (visual, language_model built as exaone4, lm_head tied by the wrapper's "
+        "tie_word_embeddings, default False: configuration_exaone4_5.py:75)",
+        f"{_V}/exaone4_5.py:326-368 (registry.py:411-414: visual as above, language_model "
+        "Exaone4ForCausalLM from the text config, exaone4_5.py:359-364)",
+        notes=("the checkpoint's mtp.* layers (text_config.num_nextn_predict_layers) are not "
+               "counted: vLLM 0.34.0 drops them (exaone4_5.py:327-329) unless it serves them "
+               "as a draft (exaone4_5_mtp.py), and transformers builds none "
+               "(modeling_exaone4_5.py:526)",)),
+}
+
+
+def _count_wrapper(config: Mapping, family: str, w: Wrapper) -> ParamCount:
+    """A wrapper's text model by its row (from ``text_config``, renamed to the row as its
+    config class does) plus its vision tower; towers "counted"."""
+    outer = Fields(config)
+    text = outer.data.get("text_config")
+    if not isinstance(text, Mapping):
+        raise ValueError(f"{family}: text_config must be a JSON object, got {describe(text)}")
+    kind = text.get("model_type")
+    if kind not in w.text_types:
+        raise ValueError(f"text_config.model_type={describe(kind)}: {family}'s config class "
+                         f"reads {' or '.join(w.text_types)} ({w.cite})")
+    vision = outer.data.get("vision_config")
+    if not isinstance(vision, Mapping):
+        raise ValueError(f"{family}: vision_config must be a JSON object, got "
+                         f"{describe(vision)}")
+    t = _Count(Fields({**text, "model_type": w.text}, "text_config.", outer), w.text)
+    # the head is tied by the wrapper's flag in both engines: transformers' lm_head is the
+    # wrapper's (modeling_exaone4_5.py:808,818), and vLLM copies the wrapper's flag into the
+    # text config it builds the language model from (config/vllm.py:973-977, through
+    # utils.py:707-708 with_hf_config); the text config's own flag is read by neither
+    tie = outer.flag("tie_word_embeddings")
+    tied = w.tied if tie is None else tie
+    inner = t.c.flag("tie_word_embeddings")
+    if inner is not None and inner != tied:
+        t.notes.append(f"text_config.tie_word_embeddings={inner} is overridden by the "
+                       f"wrapper's {tied} (vLLM 0.34.0 config/vllm.py:973-977; transformers "
+                       f"ties {family}'s head by the wrapper's flag)")
+    _decoder(t, SHAPES[w.text], w.root, tied)
+    t.parts["vision"] += w.tower(Fields(vision, "vision_config.", outer), t.notes)
+    t.notes.extend(w.notes)
+    return _result(t, family, "counted")

@@ -15,15 +15,24 @@ kvlib's count must EQUAL transformers' exactly, less what vLLM 0.34.0 does not l
 out in ``_not_loaded``: Command R / Command A's ``lm_head`` (vLLM's CohereForCausalLM reads the
 embedding as the head and drops any lm_head, commandr.py:417); Granite SWA's attention sinks
 where the file sets ``attention_sinks`` false (vLLM's granite.py:109 then builds none).
+
+The multimodal wrappers of ``params_shapes.WRAPPERS`` (EXAONE 4.5) are built as
+image-text-to-text models, tower and all, at the class's defaults and at a small config;
+the published files of the families added for the unseen 2026 configs through
+``kvlib.models.params.count_params``, as ``kvlib plan`` counts them.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 from params_meta import meta_params
 from transformers import AutoConfig
 
-from kvlib.models.params_shapes import SHAPES, count_by_shape
+from kvlib.models.params import count_params
+from kvlib.models.params_shapes import SHAPES, WRAPPERS, count_by_shape
 
 # the class's defaults do not build for these: the key given (NemotronConfig's
 # num_key_value_heads defaults to None, which NemotronAttention divides by,
@@ -67,6 +76,10 @@ SMALL = {
     "ernie4_5": {"num_key_value_heads": None, "tie_word_embeddings": False},
     "exaone": {"num_hidden_layers": None, "num_layers": 4, "attention_bias": True,
                "num_key_value_heads": None},
+    # Exaone4Config's 32 KV heads by default (configuration_exaone4.py:83), a head_dim that
+    # is not hidden / heads, the head tied
+    "exaone4": {"num_attention_heads": 32, "num_key_value_heads": None, "head_dim": 16,
+                "tie_word_embeddings": True},
     "starcoder2": {"use_bias": False, "tie_word_embeddings": False},
     "stablelm": {"use_qkv_bias": True, "qk_layernorm": True, "use_parallel_residual": True,
                  "num_hidden_layers": 4},
@@ -134,3 +147,44 @@ def test_count_equals_transformers_meta(fam, variant):
     # every linear weight listed is inside the parts
     for part in ("attention", "mlp", "experts", "router", "lm_head"):
         assert sum(x.params for x in count.linears if x.part == part) <= count.parts[part]
+
+
+# per wrapper: a small config with its switches flipped: the wrapper's head tied while the
+# text config says otherwise (both engines tie by the wrapper's flag), the text config's
+# first-release model_type, the tower's heads under their alias num_attention_heads
+# (attribute_map, configuration_exaone4_5.py:43), a merge of 3, and the keys the tower
+# takes at the class's defaults left out (num_key_value_heads, patch sizes, in_channels)
+WRAPPER_SMALL = {
+    "exaone4_5": {"model_type": "exaone4_5", "tie_word_embeddings": True,
+                  "text_config": {**_SMALL, "model_type": "exaone4_5_text",
+                                  "tie_word_embeddings": False},
+                  "vision_config": {"depth": 2, "hidden_size": 128, "intermediate_size": 200,
+                                    "num_attention_heads": 8, "out_hidden_size": 256,
+                                    "spatial_merge_size": 3}},
+}
+_UNSEEN = Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "unseen-2026"
+PUBLISHED = ("exaone-4.0-32b.json", "exaone-4.5-33b.json")
+
+
+def test_every_wrapper_has_a_small_config():
+    assert set(WRAPPER_SMALL) == set(WRAPPERS)
+
+
+@pytest.mark.parametrize("variant", ["default", "small"])
+@pytest.mark.parametrize("fam", sorted(WRAPPERS))
+def test_wrapper_equals_transformers_meta(fam, variant):
+    config = (AutoConfig.for_model(fam).to_dict() if variant == "default"
+              else WRAPPER_SMALL[fam])
+    count = count_by_shape(config)
+    total, text, cls = meta_params(config)
+    assert count.towers == "counted"
+    assert (count.total, count.text) == (total, text), (fam, variant, cls, count.parts)
+    assert count.parts["vision"] == total - text > 0
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_published_equals_transformers_meta(name):
+    config = json.loads((_UNSEEN / name).read_text(encoding="utf-8"))
+    count = count_params(config)
+    total, text, cls = meta_params(config)
+    assert (count.total, count.text) == (total, text), (name, cls, count.parts)
