@@ -298,3 +298,14 @@ def test_v0_failure_checked_against_the_kv_line(tokens, status):
     e = explain(read_log_text(V0_TEXT.format(tokens=tokens)), load_model("qwen2.5-7b"))
     check = next(c for c in e.checks if c.quantity == "tokens the KV cache can store")
     assert check.status == status and check.kvlib == "18,624 to 18,816"
+
+
+def test_issue_26646_without_gpu_is_not_explained(capsys):
+    """Without --gpu the 0.33+ way (checkpoint blocks, Hopper's 64-token GDN alignment) has no
+    single layout, so it might fit too: the figures are said not explained, naming why."""
+    code, d, _ = _run(capsys, NEXT_FP8, "--model", "qwen3-next-80b-a3b", "--tp", "2",
+                      "--kv-dtype", "fp8")
+    assert code == 1 and d["verdict"]["verdict"] == "nothing checked"
+    assert [c["status"] for c in d["checks"]] == ["unexplained", "unexplained"]
+    assert "'align_ckpt' (vLLM's layout of this model depends on the GPU" in d["checks"][0][
+        "reason"]

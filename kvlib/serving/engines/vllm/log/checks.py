@@ -778,8 +778,8 @@ def _choose(runs: list) -> tuple:
     same figures count as one. Exactly one way whose figures all agree: that one, said. None
     or several (or a way kvlib does not trace beside the one): the most likely (the first),
     with every figure the ways do not give alike said not explained."""
-    if len(runs) == 1:
-        return runs[0]
+    if len(runs) == 1 or all(r[1].layout is None for r in runs):
+        return runs[0]  # one way, or no way with a layout (its notes say why)
     from kvlib.serving.engines.vllm.log.rules import _MODE_WORDS
 
     def key(r):
@@ -806,8 +806,8 @@ def _choose(runs: list) -> tuple:
                f"{' and '.join(repr(r[0]) for r in distinct)} all give the printed figures")
     elif distinct:
         why = ("the log does not say how its release counts a state group's blocks a request; "
-               f"{mode!r} gives the printed figures, but {', '.join(r[0] for r in untraced)} "
-               "(not traced by kvlib) may too")
+               f"{mode!r} gives the printed figures, but "
+               + "; ".join(f"{r[0]!r} ({r[1].why_not})" for r in untraced) + " may too")
     else:
         why = ("the log does not say how its release counts a state group's blocks a request, "
                "and no way tried gives every figure")
