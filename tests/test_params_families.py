@@ -109,7 +109,9 @@ def test_qwen3_moe_head_dim_default_is_hidden_over_heads():
            "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 4,
            "num_experts_per_tok": 2}
     c = count_params(cfg)
-    assert c.parts["attention"] == 2048 * 32 * 64 * 2 + 2 * 2048 * 4 * 64 + 2 * 64
+    assert c.parts["attention"] == 2048 * 32 * 64 * 2 + 2 * 2048 * 4 * 64
+    # the q and k norms (64 each) are norms, whole on every rank: 2 per layer, the final one
+    assert c.parts["norms"] == 2 * 64 + 2 * 2048 + 2048
 
 
 def test_minimax_m3_by_hand():

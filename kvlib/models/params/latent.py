@@ -36,7 +36,7 @@ def _deepseek_layer(t: _Tally, i: int, d: int, indexer: bool = True,
     t.lin("attention", f"{a}.kv_a_proj_with_mqa", d, kvr + rope)
     t.lin("attention", f"{a}.kv_b_proj", kvr, h * (nope + v))
     t.lin("attention", f"{a}.o_proj", h * v, d)
-    t.add(attention=(qr or 0) + kvr, norms=2 * d)
+    t.add(norms=2 * d + (qr or 0) + kvr)  # q_a_layernorm and kv_a_layernorm: whole
     if c.has("index_n_heads") and indexer:
         ih, ihd = c.int("index_n_heads"), c.int("index_head_dim")
         t.lin("attention", f"{a}.indexer.wq_b", qr, ih * ihd)

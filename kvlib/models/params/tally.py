@@ -198,12 +198,13 @@ def _embed(t: _Tally, d: int, tied: bool, vocab: int | None = None, p: str = "mo
 def _gqa(t: _Tally, p: str, d: int, h: int, kv: int, hd: int, qkv_bias=False, o_bias=False,
          qk_norm=False, q_mult: int = 1, v_proj: bool = True) -> None:
     """Attention ``p``: q (d -> q_mult h hd; 2 with an output gate), k and v (d -> kv hd),
-    o (h hd -> d), per-head q/k RMSNorm weights (hd each) when ``qk_norm``."""
+    o (h hd -> d), per-head q/k RMSNorm weights (hd each, norms: whole on every rank) when
+    ``qk_norm``."""
     t.lin("attention", f"{p}.q_proj", d, q_mult * h * hd, qkv_bias)
     for name in ("k_proj", "v_proj") if v_proj else ("k_proj",):
         t.lin("attention", f"{p}.{name}", d, kv * hd, qkv_bias, kv_heads=kv)
     t.lin("attention", f"{p}.o_proj", h * hd, d, o_bias)
-    t.add(attention=2 * hd if qk_norm else 0)
+    t.add(norms=2 * hd if qk_norm else 0)  # RMSNorm(head_dim): whole on every rank
 
 
 def _sizes(c: Fields) -> tuple[int, int, int, int]:

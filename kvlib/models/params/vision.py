@@ -5,6 +5,8 @@ the tally itself (:data:`_TALLY_TOWERS`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kvlib.models.params.tally import _lin
 from kvlib.models.readers.fields import Fields, describe
 
@@ -308,7 +310,7 @@ def _gemma3n_towers(t, outer: Fields, d_text: int) -> None:
         t.add(vision=(tower.int("vocab_size", required=False) or 128) * w + 2 * w + w * d_text)
 
 
-_TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
+_TOWERS = {"gemma3": _siglip, "llama4": _llama4_vision,
            "qwen3_vl": _qwen3_vl_vision, "qwen3_vl_moe": _qwen3_vl_vision,
            "qwen2_5_vl": _qwen2_5_vl_vision, "glm4v_moe": _glm4v_vision}
 
@@ -330,6 +332,18 @@ def _split_tower(count, heads):
     return add
 
 
+def _whole_tower(count):
+    """A tally tower of a ``count(v, d_text) -> elements`` that vLLM builds with transformers'
+    own classes (``AutoModel.from_config``: plain torch modules, no TP) and a projection it
+    does not split: all of it one 2-byte Fixed held whole on every rank."""
+    def add(t, outer: Fields, d_text: int) -> None:
+        v = Fields(outer.data.get("vision_config") or {}, "vision_config.", outer)
+        t.keep("vision", "vision tower (whole on every rank)", count(v, d_text), 2)
+        if isinstance(outer.data.get("audio_config"), Mapping):
+            t.notes.append("audio_config not counted: the vision tower only")
+    return add
+
+
 def _heads(key: str, default: int):
     """The tower's attention heads as vLLM's config class reads them: ``key``, else
     ``default``."""
@@ -342,6 +356,9 @@ def _heads(key: str, default: int):
 # K2.5's num_attention_heads (Kimi_K25VisionConfig: 16), Muse Glimmer's num_attention_heads
 # (MuseGlimmerVisionConfig: 16)
 _TALLY_TOWERS = {"gemma3n": _gemma3n_towers,
+                 # Gemma 4: AutoModel.from_config (gemma4_mm.py:1120) and the embedder's
+                 # projection, whole on every rank (measured on vLLM 0.34.0's rank 0 at TP 8)
+                 "gemma4": _whole_tower(_gemma4_vision),
                  "muse_glimmer": _split_tower(_muse_glimmer_vision,
                                               _heads("num_attention_heads", 16)),
                  "kimi_k3": _split_tower(_kimi_k3_vision, _heads("vt_num_attention_heads", 12)),
