@@ -18,6 +18,10 @@ differently, e.g. Command R's head, always the embedding: ``commandr.py:417``).
 (embedding 100 x 8 = 800, head 800, per layer q 8 x 8 = 64, k and v 8 x 4 = 32 each, o 64,
 MLP 3 x 8 x 16 = 384, two norms of 8; the final norm 8: 800 + 800 + 192 + 384 + 16 + 8.)
 
+A multimodal wrapper whose text model is a row (EXAONE 4.5: its ``text_config`` is EXAONE
+4.0's) is counted by :data:`WRAPPERS`: that row read from ``text_config``, plus its vision
+tower and projector as vLLM 0.34.0 loads them (``towers == "counted"``).
+
 :func:`count_by_shape` returns a :class:`kvlib.models.params.ParamCount` (elements, exact
 ints; every linear weight as a :class:`~kvlib.models.params.Linear` so the quantization code
 can price it) or None for a ``model_type`` not in the table. A bad or missing key raises
