@@ -229,9 +229,10 @@ def test_exaone_4_0_32b_by_hand():
     assert total == 32_003_216_384          # "32B"
     count = count_params(cfg)               # through kvlib.models.params, as kvlib plan
     assert (count.model_type, count.total, count.active) == ("exaone4", total, total)
-    assert count.parts["attention"] == n * attention == 4_026_548_224
+    # the q/k norms (2 hd a layer) are norms: RMSNorm(head_dim), whole on every TP rank
+    assert count.parts["attention"] == n * (attention - 2 * hd) == 4_026_531_840
     assert count.parts["mlp"] == n * mlp and count.parts["lm_head"] == v * d
-    assert count.parts["norms"] == n * norms + d and count.notes == ()
+    assert count.parts["norms"] == n * (norms + 2 * hd) + d and count.notes == ()
 
 
 def test_exaone_4_5_33b_by_hand():

@@ -77,8 +77,9 @@ class Shape:
     0.34.0 serves it (registry.py line) and what it loads differently.
 
     qkv: "split" (q, k, v) or "fused" (one ``query_key_value``, d -> (h + 2 kv) hd).
-    qkv_bias / o_bias: biases. qk_norm: "" none, "head" (a norm of hd on q and one on k),
-    "heads" (h hd on q, kv hd on k), "olmoe" (d on q, kv d / h on k); qk_norm_if: whether
+    qkv_bias / o_bias: biases. qk_norm: "" none, "head" (a norm of hd on q and one on k,
+    in ``norms``: whole on every rank), "heads" (h hd on q, kv hd on k), "olmoe" (d on q,
+    kv d / h on k), these two in ``attention``; qk_norm_if: whether
     the family has it; qk_norm_bias: those norms are LayerNorms with a bias.
     mlp: "glu" (gate, up, down), "glu_fused" (gate_up d -> 2i, down), "plain" (up, down).
     inter / inter_x: the MLP width's keys, else ``inter_x`` x hidden_size.
@@ -548,8 +549,11 @@ def _decoder(t: _Count, s: Shape, root: str = "", tied: bool | None = None) -> N
         t.lin("attention", f"{a}.{s.o}", d if s.o_from_hidden else h * hd, d, o_b)
         t.parts["attention"] += h if sinks else 0
         qb = 2 if s.qk_norm_bias else 1
-        t.parts["attention"] += qb * {"": 0, "head": 2 * hd, "heads": (h + kv) * hd,
-                                      "olmoe": d + kv * (d // h)}[qk]
+        # q/k norms over head_dim, one pair shared by every head, are norms: whole on every
+        # TP rank (vLLM's RMSNorm(head_dim), e.g. exaone4.py:166-167), as the tally's are
+        # (params/tally.py _gqa); those over the heads stay with the attention
+        t.parts["norms" if qk == "head" else "attention"] += qb * {
+            "": 0, "head": 2 * hd, "heads": (h + kv) * hd, "olmoe": d + kv * (d // h)}[qk]
         if s.moe is not None and _is_moe(t, s.moe, i, n):
             _moe(t, s, s.moe, p, d)
         else:
