@@ -21,6 +21,11 @@ from pathlib import Path
 import pytest
 from test_quant_formats import MINIMAX, MINIMAX_M3_VLLM_META, PREFIXED, QWEN36, corpus
 
+from kvlib.models.catalog import bundled_config
+from kvlib.models.params import count_params
+from kvlib.models.quantization import checkpoint_bytes
+from kvlib.serving.weights import checkpoint_weights
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".venv-oracle" / "bin" / "python"
 ENGINE = ROOT / "tests" / "oracle" / "engine"
@@ -144,3 +149,171 @@ def test_vllm_builds_what_kvlib_reads(tmp_path):
     # with quant_method "modelopt", as kvlib's refusal says: ModelOpt FP8, and the scales load
     assert (measured["static+modelopt"]["quantization"], measured["static+modelopt"]["load"]) \
         == ("modelopt", "loaded")
+
+
+# --- weights as vLLM holds them, whole model and per GPU --------------------------------------
+
+# what vLLM 0.34.0 builds on a rank that is not a weight: the RoPE cos/sin caches and the
+# attention's q/k/v/prob scales and zero points (the KV cache's, not the checkpoint's)
+WEIGHTS_SCRIPT = r"""
+import json, os, re, sys, tempfile, types
+sys.path.insert(0, sys.argv[3])
+STANDINS = sys.argv[4:] == ["standins"]
+if STANDINS:  # CuTe DSL / cuda-python stand-ins (minimax_m3.py), then boot; FlashKDA's module
+    import minimax_m3  # noqa: F401
+    sys.modules["vllm._flashkda_C"] = types.ModuleType("vllm._flashkda_C")
+import boot  # noqa: F401
+import drive
+import torch
+from vllm.config import set_current_vllm_config
+from vllm.engine.arg_utils import EngineArgs
+from vllm.model_executor.model_loader.utils import initialize_model
+from vllm.usage.usage_lib import UsageContext
+from vllm.utils.torch_utils import set_default_torch_dtype
+from vllm.v1.worker import workspace
+
+SCALES = re.compile(r"\.(_?(k|v|q|prob)_scale|_one_scale|(k|v|q)_zero_point)$")
+results = []
+for case in json.load(open(sys.argv[1])):
+    boot.set_gpu((9, 0), 150_109_880_320, "NVIDIA H200")
+    folder = tempfile.mkdtemp()
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(case["config"], f)
+    tp = case["tp"]
+    # Kimi K3's KDA picks FlashKDA on a GPU, a kernel library that sizes a workspace only;
+    # Triton's prefill builds the same parameters
+    extra = {"kda_prefill_backend": "triton"} if STANDINS else {}
+    args = EngineArgs(model=folder, max_model_len=4096, skip_tokenizer_init=True,
+                      load_format="dummy", dtype="bfloat16", tensor_parallel_size=tp,
+                      language_model_only=case["text_only"], additional_config=extra,
+                      distributed_executor_backend="uni" if tp == 1 else "mp")
+    cfg = args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
+    cfg.parallel_config.tensor_parallel_size = tp
+    drive._distributed(cfg, tp)  # rank 0 of tp
+    if not workspace.is_workspace_manager_initialized():
+        workspace.init_workspace_manager(torch.device("meta"))
+    with set_current_vllm_config(cfg), set_default_torch_dtype(cfg.model_config.dtype), \
+            boot.MetaTensors():
+        model = initialize_model(vllm_config=cfg)
+    size = lambda t: t.numel() * t.element_size()
+    params = dict(model.named_parameters())
+    scales = sum(size(t) for n, t in params.items() if SCALES.search(n))
+    buffers = {n: size(t) for n, t in model.named_buffers()}
+    results.append({"id": case["id"], "params": sum(map(size, params.values())) - scales,
+                    "scales": scales, "buffers": sum(buffers.values()),
+                    "buffer_names": sorted({re.sub(r"\.\d+\.", ".N.", n) for n in buffers})})
+json.dump(results, open(sys.argv[2], "w"))
+"""
+
+
+def _vllm_weights(tmp_path, cases: list, standins: str = "") -> dict:
+    """Build each case ({id, config, tp, text_only}) with vLLM 0.34.0's own classes on the
+    meta device, as rank 0 of its TP group; {id: {params, scales, buffers, buffer_names}}:
+    the bytes of its parameters less the attention's scales, the scales, its buffers.
+    ``standins`` "standins": in a process with the oracle's minimax_m3.py stand-ins for the
+    CuTe DSL and cuda-python modules (Kimi K3's and MiniMax M3's modules import them; MiniMax
+    M2's RMSNorm under TP imports cuda-python's runtime) and an empty FlashKDA module."""
+    out = tmp_path / f"weights{standins}.json"
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    (tmp_path / "weights.py").write_text(WEIGHTS_SCRIPT)
+    subprocess.run([str(PYTHON), str(tmp_path / "weights.py"), str(tmp_path / "cases.json"),
+                    str(out), str(ENGINE), *([standins] if standins else [])], check=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=1500, cwd=tmp_path)
+    return {m["id"]: m for m in json.loads(out.read_text())}
+
+
+# Published configs whose text model vLLM 0.34.0 builds (tp 1, language_model_only), each
+# against kvlib's checkpoint bytes less a counted tower; the difference, where one is left,
+# written out: vLLM's parameter bytes (less the attention's scales) - kvlib's.
+TEXT = {
+    # fp32 routers and e_score_correction_bias (GateLinear params_dtype float32)
+    "MiniMaxAI--MiniMax-M2.5": 0, "nvidia--MiniMax-M2.5-NVFP4": 0,
+    "XiaomiMiMo--MiMo-V2-Flash": 0, "zai-org--GLM-4.7-FP8": 0, "zai-org--GLM-4.7-Flash": 0,
+    # fp32 e_score_correction_bias
+    "deepseek-ai--DeepSeek-V3": 0, "moonshotai--Kimi-K2-Instruct": 0,
+    "Qwen--Qwen3.8-2.4T-A95B-FP8": 0,
+    # and the DSA indexer's wk unquantized (wk_weights_proj), its k_norm in fp32
+    "deepseek-ai--DeepSeek-V3.2": 0, "zai-org--GLM-5-FP8": 0, "zai-org--GLM-5.2-FP8": 0,
+    # A_log in fp32
+    "Qwen--Qwen3-Next-80B-A3B-Thinking": 0,
+    # the v shard of the 10 attention_k_eq_v layers; vLLM keeps the 60 layer_scalar values
+    # as buffers (60 x 2 B), which kvlib counts with the norms
+    "nvidia--Gemma-4-31B-IT-NVFP4": -60 * 2,
+    # compressed-tensors FP8 128 x 128 block scales: vLLM allocates them in fp32 where the
+    # checkpoint (and kvlib, kvlib/models/quantization.py) has bf16: 39 MoE layers x 256
+    # experts x (w13 2 x 4 x 16 + w2 16 x 4 blocks) x 2 B more, the dense layer's 3 MLP
+    # linears (3 x 1024 blocks x 2 B) and 39 shared experts' 3 linears (3 x 64 x 2 B)
+    "poolside--Laguna-XS.2-FP8": 39 * 256 * (2 * 4 * 16 + 16 * 4) * 2 + 3 * 1024 * 2
+                                 + 39 * 3 * 64 * 2,
+}
+
+# (config, tp, text only) built as rank 0 of its TP group: vLLM's bytes on that GPU against
+# checkpoint_weights(config, tp).per_gpu; the difference written out
+PER_GPU = {
+    "DeepSeek-V3.2 TP 8": ("deepseek-ai--DeepSeek-V3.2", 8, True, 0),
+    "GLM-4.7 TP 8": ("zai-org--GLM-4.7-FP8", 8, True, 0),
+    # FP8 128 x 128 block scales of the fused qkv_proj: vLLM rounds each rank's 14.5 blocks
+    # of rows (q 1536 + k 192 + v 128) up to 15 (48 layers x 32 column blocks x 4 B / 2)
+    "MiMo-V2-Flash TP 8": ("XiaomiMiMo--MiMo-V2-Flash", 8, True, 48 * 32 * 4 // 2),
+    # the tower's attention split by TP where 16 heads divide it, whole where they do not
+    "Muse-Glimmer-30B TP 8": ("meta-models--Muse-Glimmer-30B", 8, False, 0),
+    "Muse-Glimmer-30B TP 32": ("meta-models--Muse-Glimmer-30B", 32, False, 0),
+    # the vision tower and its projection whole on every rank; layer_scalar as buffers;
+    # 3,348 B of per-tensor scales and the like not traced
+    "Gemma-4-31B-IT-NVFP4 TP 8": ("nvidia--Gemma-4-31B-IT-NVFP4", 8, False, -120 - 3348),
+    # AltUp and per-layer-input projections whole; the timm vision tower (294,126,912
+    # parameters) is not built here (timm is not installed in the oracle's environment:
+    # boot.py's _GemmaTowers), as in make crosscheck; 11,008 B not traced
+    "gemma-3n-e4b TP 2": ("gemma-3n-e4b", 2, False, -294_126_912 * 2 + 11_008),
+}
+
+# built in the stand-ins' process (tests/oracle/engine/minimax_m3.py)
+PER_GPU_STANDINS = {
+    # FP8 MoE block scales: at TP 8 each rank's 192 intermediate rows do not divide the 128
+    # block, and vLLM refines its scale grid to 64 x 64 (layers/quantization/fp8.py:553-565):
+    # 62 layers x 256 experts x ((6 x 48 - 24 x 24 / 8) + (48 x 3 - 24 x 12 / 8)) x 4 B more
+    "MiniMax-M2.5 TP 8": ("MiniMaxAI--MiniMax-M2.5", 8, True,
+                          62 * 256 * ((6 * 48 - 24 * 24 // 8) + (48 * 3 - 24 * 12 // 8)) * 4),
+    # routed_expert_down/up_proj, f_a_proj, res_proj and a 12-head tower whole on every rank
+    # (kvlib's part, tests/test_params_per_gpu.py). Left, for kvlib/models/quantization.py:
+    # vLLM 0.34.0 rewrites K3's compressed-tensors mxfp4-pack-quantized to "mxfp4"
+    # (model_executor/models/config.py:786-816), which quantizes the routed experts only
+    # (mxfp4.py:92-108): routed_expert_down/up_proj are bf16 on the GPU, 92 x 2 x (3584 x
+    # 7168 x 2 - 13,647,880) B more; in_proj_qkvgfab padded to 16 rows a rank (4 rows x 7168
+    # x 2 B x 69 KDA layers, nvidia/kda.py:646-658); the routed experts' MXFP4 scales 247,296 B
+    # fewer than the checkpoint's per-module extras
+    "Kimi-K3 TP 8": ("moonshotai--Kimi-K3", 8, False,
+                     92 * 2 * (3584 * 7168 * 2 - 13_647_880) + 4 * 7168 * 2 * 69 - 247_296),
+}
+
+
+def _config(name: str) -> dict:
+    return bundled_config(name) if "--" not in name else corpus(name)
+
+
+def _text_bytes(cfg: dict) -> int:
+    r = count_params(cfg)
+    return checkpoint_bytes(cfg) - (r.parts["vision"] * 2 if r.towers == "counted" else 0)
+
+
+def test_vllm_holds_the_weights_kvlib_counts(tmp_path):
+    """vLLM 0.34.0's own classes on the meta device, whole text models (tp 1) and one rank of
+    TP groups (towers included where marked), against kvlib: every parameter's bytes but the
+    attention's q/k/v/prob scales (the KV cache's) equal kvlib's count, but for the
+    differences written out above. vLLM's buffers (RoPE caches, masks, scalars) are not
+    weights and are not compared."""
+    if os.environ.get("KVLIB_REQUIRE_ORACLE") != "1":
+        pytest.skip("runs vLLM's own code: make oracle (KVLIB_REQUIRE_ORACLE=1)")
+    if not PYTHON.exists():
+        pytest.fail(f"{PYTHON} is missing: make oracle builds it")
+    cases = [{"id": n, "config": corpus(n), "tp": 1, "text_only": True} for n in TEXT]
+    cases += [{"id": k, "config": _config(n), "tp": tp, "text_only": text}
+              for k, (n, tp, text, _) in PER_GPU.items()]
+    measured = _vllm_weights(tmp_path, cases)
+    measured.update(_vllm_weights(tmp_path, [
+        {"id": k, "config": _config(n), "tp": tp, "text_only": text}
+        for k, (n, tp, text, _) in PER_GPU_STANDINS.items()], "standins"))
+    for name, more in TEXT.items():
+        assert measured[name]["params"] == _text_bytes(corpus(name)) + more, name
+    for k, (name, tp, _, more) in {**PER_GPU, **PER_GPU_STANDINS}.items():
+        assert measured[k]["params"] == checkpoint_weights(_config(name), tp).per_gpu + more, k
