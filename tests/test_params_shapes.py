@@ -264,6 +264,14 @@ def test_exaone_4_5_33b_by_hand():
     assert count.total == 33_813_987_328 and count.active == text   # the tower not per token
     assert any("mtp.*" in note and "exaone4_5.py:327-329" in note for note in count.notes)
     assert count.linears[0].name == "model.language_model.layers.0.self_attn.q_proj"
+    # held whole by every TP rank: the Conv3d, the RMSNorms, the row-parallel biases (proj,
+    # down_proj, merger mlp.2); the rest split; both in the model dtype (bf16)
+    whole = patch + depth * (2 * d + d + d) + d + out
+    assert whole == 2_644_992
+    assert [(f.part, f.elements, f.bytes_per, f.whole) for f in count.fixed] == [
+        ("vision", whole, 2, True), ("vision", tower - whole, 2, False)]
+    k = next(x for x in count.linears if x.name.endswith("layers.0.self_attn.k_proj"))
+    assert (k.out_features, k.kv_heads) == (8 * 128, 8)
 
 
 _EX4 = {"model_type": "exaone4", "vocab_size": 10, "hidden_size": 64, "intermediate_size": 8,

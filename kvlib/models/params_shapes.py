@@ -363,14 +363,19 @@ class _Count:
         self.idle = 0
         self.notes: list[str] = []
 
-    def lin(self, part: str, name: str, i: int, o: int, bias: bool = False, count: int = 1):
-        """A Linear(i -> o): weight (o, i) and bias (o,), ``count`` copies."""
-        self.linears.append(Linear(name, part, i, o, count))
+    def lin(self, part: str, name: str, i: int, o: int, bias: bool = False, count: int = 1,
+            kv_heads: int = 0):
+        """A Linear(i -> o): weight (o, i) and bias (o,), ``count`` copies; ``kv_heads``: a
+        K or V projection's KV heads (:class:`~kvlib.models.params.tally.Linear`)."""
+        self.linears.append(Linear(name, part, i, o, count, kv_heads))
         self.parts[part] += count * (i * o + (o if bias else 0))
 
-    def keep(self, part: str, name: str, elements: int, bytes_per: int = 4) -> None:
-        """A tensor vLLM and transformers keep in fp32 whatever the model's dtype."""
-        self.fixed.append(Fixed(name, part, elements, bytes_per))
+    def keep(self, part: str, name: str, elements: int, bytes_per: int = 4,
+             whole: bool = True) -> None:
+        """A tensor vLLM and transformers keep in fp32 whatever the model's dtype (or, with
+        ``bytes_per``, one priced apart: a tower), whole on every TP rank unless ``whole``
+        is False."""
+        self.fixed.append(Fixed(name, part, elements, bytes_per, whole))
         self.parts[part] += elements
 
     def switch(self, s: Switch) -> bool:
@@ -544,8 +549,8 @@ def _decoder(t: _Count, s: Shape, root: str = "", tied: bool | None = None) -> N
         else:
             q, k_, v_ = s.qkv_names
             t.lin("attention", f"{a}.{q}", d, h * hd, qkv_b)
-            t.lin("attention", f"{a}.{k_}", d, kv * hd, qkv_b)
-            t.lin("attention", f"{a}.{v_}", d, kv * hd, qkv_b)
+            t.lin("attention", f"{a}.{k_}", d, kv * hd, qkv_b, kv_heads=kv)
+            t.lin("attention", f"{a}.{v_}", d, kv * hd, qkv_b, kv_heads=kv)
         t.lin("attention", f"{a}.{s.o}", d if s.o_from_hidden else h * hd, d, o_b)
         t.parts["attention"] += h if sinks else 0
         qb = 2 if s.qk_norm_bias else 1
@@ -576,11 +581,12 @@ def _decoder(t: _Count, s: Shape, root: str = "", tied: bool | None = None) -> N
 # --- multimodal wrappers whose text model is a row of SHAPES ------------------------------
 
 
-def _exaone4_5_vision(v: Fields, notes: list[str]) -> int:
+def _exaone4_5_vision(v: Fields, notes: list[str]) -> tuple[int, int]:
     """EXAONE 4.5's vision tower and projector, elements (vLLM 0.34.0 exaone4_5.py:69-124,
     209-307 on qwen2_5_vl.py:540-620,667-719; transformers 5.25.0 modeling_exaone4_5.py:53-68,
-    160-170,234-249,323-343,545-557). Shapes, d = ``hidden_size``, h heads of hd = d / h,
-    kv KV heads, i = ``intermediate_size``, m = ``spatial_merge_size``:
+    160-170,234-249,323-343,545-557) as (held whole by every TP rank, split by TP). Shapes,
+    d = ``hidden_size``, h heads of hd = d / h, kv KV heads, i = ``intermediate_size``,
+    m = ``spatial_merge_size``:
 
     * patch embedding: Conv3d (in_channels x temporal_patch_size x p x p -> d), no bias;
     * ``depth`` blocks: RMSNorms norm1, norm2 (d each); qkv d -> (h + 2 kv) hd and proj
@@ -588,10 +594,13 @@ def _exaone4_5_vision(v: Fields, notes: list[str]) -> int:
       (vLLM's Exaone4GatedMLP, gate_up fused: the same elements);
     * merger: RMSNorm ln_q (d), m^2 d -> m^2 d and m^2 d -> ``out_hidden_size``, with biases.
 
-    The rotary tables are buffers neither engine loads. A key the file omits takes
-    Exaone4_5_VisionConfig's default (configuration_exaone4_5.py:45-59), said in ``notes``;
-    the four that size the tower (depth, hidden_size, intermediate_size, num_heads) must be
-    given."""
+    Whole on every rank: the patch embedding (Conv3dLayer, not parallel), the RMSNorms and the
+    biases of the row-parallel layers (proj, down_proj, mlp.2); the rest is split by TP
+    (QKV / column / row-parallel, the tower's ``mm_encoder_tp_mode`` default "weights":
+    exaone4_5.py:341, config/multimodal.py:384). The rotary tables are buffers neither
+    engine loads. A key the file omits takes Exaone4_5_VisionConfig's default
+    (configuration_exaone4_5.py:45-59), said in ``notes``; the four that size the tower
+    (depth, hidden_size, intermediate_size, num_heads) must be given."""
     d = v.int("hidden_size")
     i = v.int("intermediate_size")
     h = v.int("num_heads", "num_attention_heads")
@@ -616,8 +625,10 @@ def _exaone4_5_vision(v: Fields, notes: list[str]) -> int:
         raise ValueError(f"{v.path('num_heads')}={h} is not a multiple of "
                          f"{v.path('num_key_value_heads')}={kv}")
     hd, w = d // h, d * m * m
-    block = 2 * d + (d + 1) * (h + 2 * kv) * hd + (d + 1) * d + 2 * (d + 1) * i + (i + 1) * d
-    return chans * tp * p * p * d + depth * block + d + (w + 1) * w + (w + 1) * out
+    whole = chans * tp * p * p * d + depth * (2 * d + d + d) + d + out
+    split = depth * ((d + 1) * (h + 2 * kv) * hd + d * d + 2 * (d + 1) * i + i * d) \
+        + (w + 1) * w + w * out
+    return whole, split
 
 
 @dataclass(frozen=True)
@@ -626,14 +637,15 @@ class Wrapper:
     text_types: the text_config ``model_type`` values the wrapper's config class accepts
     (read as ``text``); root: where the checkpoint keeps the text model's layers; tower:
     (``vision_config`` Fields, notes) -> elements of the tower and projector as vLLM 0.34.0
-    loads them; cite / vllm: transformers 5.25.0 and vLLM 0.34.0 file:line; tied: the
-    wrapper class's tie_word_embeddings default (the flag both engines tie the head by);
+    loads them, (held whole by every TP rank, split by TP), kept in the model dtype; cite /
+    vllm: transformers 5.25.0 and vLLM 0.34.0 file:line; tied: the wrapper class's
+    tie_word_embeddings default (the flag both engines tie the head by);
     notes: what is always said (what neither engine loads)."""
 
     text: str
     text_types: tuple[str, ...]
     root: str
-    tower: Callable[[Fields, list[str]], int]
+    tower: Callable[[Fields, list[str]], tuple[int, int]]
     cite: str
     vllm: str
     tied: bool = False
@@ -684,6 +696,12 @@ def _count_wrapper(config: Mapping, family: str, w: Wrapper) -> ParamCount:
                        f"wrapper's {tied} (vLLM 0.34.0 config/vllm.py:973-977; transformers "
                        f"ties {family}'s head by the wrapper's flag)")
     _decoder(t, SHAPES[w.text], w.root, tied)
-    t.parts["vision"] += w.tower(Fields(vision, "vision_config.", outer), t.notes)
+    from kvlib.models.readers.state import model_dtype_bytes  # as the tally's, lazily
+
+    b = model_dtype_bytes(t.c, [])
+    b = 2 if b == 4 else b  # an fp32 file loads in bf16 (vLLM's dtype "auto")
+    whole, split = w.tower(Fields(vision, "vision_config.", outer), t.notes)
+    t.keep("vision", "vision tower (whole on every rank)", whole, b)
+    t.keep("vision", "vision tower (split by TP)", split, b, whole=False)
     t.notes.extend(w.notes)
     return _result(t, family, "counted")
