@@ -129,3 +129,37 @@ def test_dsa_indexer_unquantized_by_hand():
         assert len(wk) == len(norm) == layers
     assert 61 * (7168 * 128 * 2 - (7168 * 128 + 56 * 4) + 512) == 55_985_312
     assert 78 * (6144 * 128 - 48 * 4 + 512) == 61_366_656
+
+
+def test_biases_of_row_parallel_and_replicated_linears_whole_by_hand():
+    """openai/gpt-oss-120b at TP 8: a RowParallelLinear adds its bias once, after the
+    reduction, so every rank holds it whole (o_proj's 2880 a layer; the routed experts' w2_bias,
+    128 x 2880 a layer), as the replicated router's (128). Whole on every rank: the routers
+    36 x 2880 x 128, those biases 36 x (128 + 2880 + 128 x 2880) and the norms 36 x 2 x 2880 +
+    2880, bf16."""
+    w = checkpoint_weights(corpus("openai--gpt-oss-120b"), tp=8)
+    assert w.replicated == (36 * 2880 * 128 + 36 * (128 + 2880 + 128 * 2880)
+                            + 36 * 2 * 2880 + 2880) * 2 == 53_721_216
+    assert w.whole == ("routers", "biases of row-parallel and replicated linears", "norms")
+
+
+def test_qk_norms_whole_by_hand():
+    """Qwen/Qwen3-32B-FP8 at TP 8: the per-head q and k RMSNorms (128 each, vLLM's RMSNorm of
+    head_dim) are whole on every rank like the layer norms: 64 x (2 x 5120 + 2 x 128) + 5120
+    norm weights, bf16."""
+    w = checkpoint_weights(corpus("Qwen--Qwen3-32B-FP8"), tp=8)
+    assert w.replicated == (64 * (2 * 5120 + 2 * 128) + 5120) * 2 == 1_353_728
+
+
+def test_gemma4_tower_and_router_whole_by_hand():
+    """google/gemma-4-26B-A4B at TP 8: vLLM builds the vision tower with transformers' classes
+    (AutoModel.from_config, gemma4_mm.py:1120) and its embedder's projection as a
+    ReplicatedLinear: all 572,794,416 tower parameters on every rank; the router's proj
+    (2816 -> 128), scale (2816) and per_expert_scale (128) whole too, 30 layers, bf16."""
+    cfg = corpus("google--gemma-4-26B-A4B")
+    r = count_params(cfg)
+    assert [(f.elements, f.whole) for f in r.fixed if f.part == "vision"] == [(572_794_416, True)]
+    router = 30 * (2816 * 128 + 2816 + 128)
+    w = checkpoint_weights(cfg, tp=8)
+    assert w.replicated == (572_794_416 + router + r.parts["norms"]) * 2
+    assert w.whole == ("routers", "vision tower", "norms")

@@ -258,9 +258,31 @@ PER_GPU = {
     # the tower's attention split by TP where 16 heads divide it, whole where they do not
     "Muse-Glimmer-30B TP 8": ("meta-models--Muse-Glimmer-30B", 8, False, 0),
     "Muse-Glimmer-30B TP 32": ("meta-models--Muse-Glimmer-30B", 32, False, 0),
-    # the vision tower and its projection whole on every rank; layer_scalar as buffers;
-    # 3,348 B of per-tensor scales and the like not traced
-    "Gemma-4-31B-IT-NVFP4 TP 8": ("nvidia--Gemma-4-31B-IT-NVFP4", 8, False, -120 - 3348),
+    # the vision tower and its projection whole on every rank; vLLM keeps the 60 layer_scalar
+    # values and the tower's std_bias and std_scale (2 x 1152) as buffers; the NVFP4 MLPs'
+    # per-tensor input_scale and weight_scale_2 (fp32, 24 B a layer) are whole on every rank
+    # where kvlib splits them: 60 x 24 x 7 / 8 more
+    "Gemma-4-31B-IT-NVFP4 TP 8": ("nvidia--Gemma-4-31B-IT-NVFP4", 8, False,
+                                  -60 * 2 - 2 * 1152 * 2 + 60 * 24 * 7 // 8),
+    # its router (proj, scale, per_expert_scale) whole on every rank; buffers as above
+    "gemma-4-26B-A4B TP 8": ("google--gemma-4-26B-A4B", 8, False, -30 * 2 - 2 * 1152 * 2),
+    # the per-head q/k norms whole on every rank
+    "Qwen3-32B-FP8 TP 8": ("Qwen--Qwen3-32B-FP8", 8, True, 0),
+    "Llama 3.1 70B TP 8": ("llama-3.1-70b", 8, True, 0),
+    "Qwen2.5-7B TP 4": ("qwen2.5-7b", 4, True, 0),
+    # the FP8 MoE scale grid refined to 64 x 64 (192 intermediate rows a rank, fp8.py:553-565):
+    # 48 layers x 128 experts x ((6 x 32 - 12 x 16 / 4) + (32 x 3 - 16 x 6 / 4)) x 4 B more
+    "Qwen3-30B-A3B-FP8 TP 4": ("Qwen--Qwen3-30B-A3B-FP8", 4, True,
+                               48 * 128 * ((6 * 32 - 12 * 16 // 4) + (32 * 3 - 16 * 6 // 4)) * 4),
+    # the fp32 block scales of the TEXT entry above, split by TP
+    "Laguna-XS.2-FP8 TP 4": ("poolside--Laguna-XS.2-FP8", 4, True, 3_854_976 // 4),
+    # o_proj's and the experts' w2 biases and the router's bias whole on every rank (kvlib's
+    # part). Left: vLLM's MXFP4 MoE backend on an H200 pads each rank's 360 intermediate rows
+    # to 384 (fused_moe/oracle/mxfp4.py:822-870, a multiple of 128): 36 layers x 128 experts
+    # x (48 rows x (1440 + 90) B of w13 and its scales + 2880 x (204 - 191.25) B of w2 + 48
+    # x 2 B of w13_bias)
+    "gpt-oss-120b TP 8": ("openai--gpt-oss-120b", 8, True,
+                          36 * 128 * (48 * (1440 + 90) + 2880 * 51 // 4 + 48 * 2)),
     # AltUp and per-layer-input projections whole; the timm vision tower (294,126,912
     # parameters) is not built here (timm is not installed in the oracle's environment:
     # boot.py's _GemmaTowers), as in make crosscheck; 11,008 B not traced

@@ -61,8 +61,10 @@ def weights_bytes_per_gpu(params: int, dtype: str = "bf16", tp: int = 1) -> int:
 # in_proj_qkvgfab, nvidia/kda.py:115-131, 646-669; layers/mamba/gdn/kimi_gdn_linear_attn.py:
 # 199) and g_a_proj (ReplicatedLinear, kimi_gdn_linear_attn.py:291-296); Gemma 3n's AltUp
 # correction_coefs, prediction_coefs and modality_router and its per_layer_input_gate and
-# per_layer_projection (ReplicatedLinear, models/gemma3n.py:89-110, 490-507).
-_REPLICATED = re.compile(r"(\.mlp\.gate|\.ffn\.gate|\.block_sparse_moe\.gate|\.router|q_a_proj"
+# per_layer_projection (ReplicatedLinear, models/gemma3n.py:89-110, 490-507); Gemma 4's
+# router.proj (measured whole on vLLM 0.34.0's rank 0 at TP 8).
+_REPLICATED = re.compile(r"(\.mlp\.gate|\.ffn\.gate|\.block_sparse_moe\.gate|\.router"
+                         r"|\.router\.proj|q_a_proj"
                          r"|kv_a_proj_with_mqa|indexer\.(wq_b|wk|weights_proj)|attn\.(wq_a|wkv)"
                          r"|compressor\.(wkv|wgate)|routed_expert_(down|up)_proj"
                          r"|self_attn\.(f_a_proj|g_a_proj)"
@@ -70,7 +72,7 @@ _REPLICATED = re.compile(r"(\.mlp\.gate|\.ffn\.gate|\.block_sparse_moe\.gate|\.r
                          r"|\.per_layer_input_gate|\.per_layer_projection)$")
 # what a whole-on-every-rank linear is, in words, by its name (first match)
 _WHOLE_WORDS = ((re.compile(r"(altup\.|per_layer_)"), "AltUp and per-layer-input projections"),
-                (re.compile(r"(gate|router)$"), "routers"),
+                (re.compile(r"(gate|router|router\.proj)$"), "routers"),
                 (re.compile(r"(q_a_proj|kv_a_proj_with_mqa|attn\.(wq_a|wkv))$"),
                  "MLA down projections"),
                 (re.compile(r"indexer\."), "indexer"), (re.compile(r"compressor\."), "compressors"),
@@ -81,6 +83,10 @@ _WHOLE_WORDS = ((re.compile(r"(altup\.|per_layer_)"), "AltUp and per-layer-input
 # and a fixed tensor its name does not place, by its part
 _FIXED_WORDS = {"router": "routers", "norms": "norms", "attention": "attention tensors",
                 "mixers": "mixer tensors"}
+# row-parallel linears (RowParallelLinear; the routed experts' w2): each rank holds a slice
+# of the inputs, and the bias, added once after the reduction, whole (layers/linear.py
+# RowParallelLinear; fused_moe w2_bias of (experts, hidden))
+_ROW_PARALLEL = re.compile(r"(o_proj|down_proj|out_proj|\.w2)$")
 VOCAB_PADDING = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64, then splits
 
 
@@ -147,9 +153,12 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     by = {"tp": 0, "vocab": 0, "whole": (count.parts["norms"] - fixed_norms) * d}
     stored, kv_split = 0, Fraction(0)
     words: dict[str, None] = {}  # what is whole, in words, in order
+    whole_bias = 0  # bias elements of row-parallel and replicated linears: whole
     for lin in count.linears:
         size = linear_bytes(q, lin, d)
         stored += size
+        if lin.bias and (_ROW_PARALLEL.search(lin.name) or _REPLICATED.search(lin.name)):
+            whole_bias += lin.count * lin.out_features
         if _REPLICATED.search(lin.name):
             by["whole"] += size
             words[_words(lin.name, "projections")] = None
@@ -170,7 +179,10 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
             words[_words(f.name, _FIXED_WORDS.get(f.part) or (
                 "audio tower" if "audio" in f.name else "vision tower"))] = None
     other = (count.total - linear_elements - fixed_elements - count.parts["norms"]
-             + fixed_norms) * d
+             + fixed_norms - whole_bias) * d
+    by["whole"] += whole_bias * d
+    if whole_bias:
+        words["biases of row-parallel and replicated linears"] = None
     if vocab and not any(lin.part == "embedding" for lin in count.linears):
         rows = count.parts["embedding"] * d  # an embedding table not held as a linear
         other -= rows

@@ -160,7 +160,9 @@ def _gemma4(t: _Tally) -> None:
             t.experts(p, e, c.int("top_k_experts"), (("gate_up_proj", d, 2 * im),
                                                       ("down_proj", im, d)))
             t.lin("router", f"{p}.router.proj", d, e)
-            t.add(router=d + e, norms=3 * d)
+            # the router's scale and per_expert_scale, whole on every rank as its proj
+            t.keep("router", f"{p}.router.scale", d + e, t.unquantized_bytes())
+            t.add(norms=3 * d)
     if ple:
         t.add(embedding=c.int("vocab_size_per_layer_input") * n * ple, norms=ple)
         t.lin("mlp", "model.language_model.per_layer_model_projection", d, n * ple)

@@ -21,7 +21,8 @@ class Linear:
     experts as ``...mlp.experts.gate_proj``). Its bias is in ``ParamCount.parts``, not here.
     ``kv_heads``: for a K or V projection, the KV heads it holds (vLLM's QKVParallelLinear gives
     each rank max(1, heads / TP) of them, replicating a head over TP / heads ranks); 0 where
-    the config's ``num_key_value_heads`` stands for every layer."""
+    the config's ``num_key_value_heads`` stands for every layer. ``bias``: it has one (of
+    ``out_features`` a copy, counted in ``parts``)."""
 
     name: str
     part: str
@@ -29,6 +30,7 @@ class Linear:
     out_features: int
     count: int = 1
     kv_heads: int = 0
+    bias: bool = False
 
     @property
     def params(self) -> int:
@@ -111,7 +113,7 @@ class _Tally:
     def lin(self, part: str, name: str, i: int, o: int, bias: bool = False, count: int = 1,
             kv_heads: int = 0):
         """A Linear(i -> o) (weight (o, i), bias (o,)) x count under ``name``."""
-        self.linears.append(Linear(name, part, i, o, count, kv_heads))
+        self.linears.append(Linear(name, part, i, o, count, kv_heads, bias))
         self.parts[part] += count * (i * o + (o if bias else 0))
 
     def keep(self, part: str, name: str, elements: int, bytes_per: int = 4,
