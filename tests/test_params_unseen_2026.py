@@ -235,3 +235,39 @@ def test_qwen3_5_tower_defaults_are_qwen3_5_visionconfigs():
     deepstack merger (the class has no deepstack_visual_indexes)."""
     cfg = {**load("qwen3.5-9b"), "vision_config": {}}
     assert count_params(cfg).parts["vision"] == qwen3_5_tower(3584)
+
+
+def test_qwen3_5_tower_per_gpu_at_tp_8():
+    """Qwen3.5-9B at TP 8, the tower on one rank in bf16: whole on every rank the Conv3d
+    patch embedding (3 x 2 x 16 x 16 x 1,152 + 1,152), the 2,304 positions, 27 blocks' two
+    LayerNorms and their row-parallel proj and linear_fc2 biases (1,152 each), the merger's
+    LayerNorm and its linear_fc2 bias (4,096); the rest split 8 ways. 122,083,868 B is what
+    vLLM 0.34.0's own Qwen3_5ForConditionalGeneration holds under ``visual`` on rank 0 of TP 8
+    (built on the meta device with its classes, the oracle's boot.py / drive.py)."""
+    d, i, w = 1152, 4304, 4608
+    whole = (3 * 2 * 16 * 16 * d + d + 2304 * d + 27 * (4 * d + d + d)
+             + 2 * d + 4096)
+    split = 27 * (d * 3 * d + 3 * d + d * d + d * i + i + i * d) + (w * w + w + w * 4096)
+    assert whole + split == qwen3_5_tower(4096)
+    r = count_params(load("qwen3.5-9b"))
+    assert tower_fixed(r) == {"vision tower (whole on every rank)": (whole, 2, True),
+                              "vision tower (split by TP)": (split, 2, False)}
+    assert whole * 2 + split * 2 // 8 == 122_083_868
+
+
+def test_lfm2_5_vl_per_gpu_at_tp_8():
+    """LFM2.5-VL-1.6B's weights on one rank at TP 8, bf16, by hand: the embedding (65,536 is a
+    multiple of 64: no padding) and the text model's linears split 8 ways (8 KV heads: one per
+    rank), its norms whole (two per layer, the final one, and the attention layers' q / k
+    layernorms of 64); the tower's parallel layers split, the rest of it and the projector
+    (ReplicatedLinear) whole. 425,535,388 B is what vLLM 0.34.0's own
+    Lfm2VLForConditionalGeneration holds on rank 0 of TP 8 (meta device, the oracle's boot.py)."""
+    d, w, vd, vi = 2048, 8192, 1152, 4304
+    text_split = (65536 * d + 10 * (d * 3 + d * 3 * d + d * d) + 6 * (d * 48 * 64 + d * d)
+                  + 16 * 3 * d * w)
+    text_whole = 16 * 2 * d + d + 6 * 2 * 64
+    tower_split = 27 * ((vd * 3 * vd + 3 * vd) + vd * vd + (vd * vi + vi) + vi * vd)
+    tower_whole = 426_285_296 - tower_split
+    per_gpu = (text_split + tower_split) * 2 // 8 + (text_whole + tower_whole) * 2
+    assert per_gpu == 425_535_388
+    assert checkpoint_weights(load("lfm2.5-vl-1.6b"), 8).per_gpu == per_gpu

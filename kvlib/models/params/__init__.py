@@ -50,7 +50,7 @@ from kvlib.models.params.moe import (
 )
 from kvlib.models.params.tally import PARTS, Fixed, Linear, ParamCount, _Tally
 from kvlib.models.params.vision import _TALLY_TOWERS, _TOWERS
-from kvlib.models.params.wrappers import TOWERS as _MORE_TOWERS
+from kvlib.models.params.wrappers import TALLY_TOWERS as _MORE_TALLY
 from kvlib.models.params.wrappers import count_apart
 from kvlib.models.readers.fields import Fields, load_config
 
@@ -127,11 +127,12 @@ def count_params(config) -> ParamCount:
     COUNTERS[family](t)
     towers = "none"
     extra = [k for k in ("vision_config", "audio_config") if isinstance(cfg.get(k), Mapping)]
-    if extra and outer.text("model_type") in _TALLY_TOWERS:
-        _TALLY_TOWERS[outer.text("model_type")](t, outer, c.int("hidden_size"))
+    tally_towers = {**_TALLY_TOWERS, **_MORE_TALLY}
+    if extra and outer.text("model_type") in tally_towers:
+        tally_towers[outer.text("model_type")](t, outer, c.int("hidden_size"))
         towers = "counted"
     elif extra:
-        tower = {**_TOWERS, **_MORE_TOWERS}.get(outer.text("model_type"))
+        tower = _TOWERS.get(outer.text("model_type"))
         if extra == ["vision_config"] and tower is not None:
             t.add(vision=tower(Fields(cfg["vision_config"], "vision_config.", outer),
                                c.int("hidden_size")))

@@ -97,7 +97,7 @@ def count_lfm2(t: _Tally) -> None:
             t.lin("attention", f"{a}.k_proj", d, kv * hd)
             t.lin("attention", f"{a}.v_proj", d, kv * hd)
             t.lin("attention", f"{a}.out_proj", h * hd, d)
-            t.add(attention=2 * hd)
+            t.add(norms=2 * hd)  # q_layernorm, k_layernorm: whole on every rank
         else:
             s = f"{p}.conv"
             t.add(mixers=d * cache + (d if bias else 0))  # conv1d: unquantized, split by TP

@@ -1,7 +1,7 @@
 """Families counted apart from :data:`kvlib.models.params.COUNTERS` (issue 42): LFM2 (flat), and
 the multimodal wrappers whose text model any counter counts and whose towers vLLM 0.34.0 loads:
 Mistral 3 (Pixtral, :mod:`.pixtral`), LFM2-VL (:mod:`.lfm2`), Voxtral (audio, :mod:`.audio`);
-and Qwen3.5's vision tower, Qwen3-VL's as vLLM builds it (:data:`TOWERS`).
+and Qwen3.5's vision tower, Qwen3-VL's as vLLM builds it (:data:`TALLY_TOWERS`).
 
 :func:`count_apart` returns a :class:`ParamCount` or None (not one of these). A wrapper's text
 model is counted by ``count`` (:func:`kvlib.models.params.count_params`, passed in: this module
@@ -23,7 +23,7 @@ from kvlib.models.params.tally import Fixed, ParamCount, _Tally
 from kvlib.models.params.vision import _qwen3_vl_vision
 from kvlib.models.readers.fields import Fields
 
-__all__ = ["count_apart", "TOWERS", "WRAPPERS"]
+__all__ = ["count_apart", "TALLY_TOWERS", "WRAPPERS"]
 
 # the wrapper keys a text config inherits when it has none of its own
 _INHERITED = ("tie_word_embeddings", "torch_dtype", "dtype")
@@ -66,22 +66,34 @@ WRAPPERS: dict[str, tuple[str, Callable[[Fields, int], dict]]] = {
 }
 
 
-def _qwen3_5_vision(v: Fields, d_text: int) -> int:
-    """Qwen3.5 / 3.6's tower: vLLM builds Qwen3-VL's (qwen3_5.py:500-518, 723-741) from
-    Qwen3_5VisionConfig, whose defaults stand for absent keys (transformers 5.25.0
-    configuration_qwen3_5.py: depth 27, width 1152, MLP 4304, 16 heads, patch 16, merge 2,
+def _qwen3_5_vision(t: _Tally, outer: Fields, d_text: int) -> None:
+    """Qwen3.5 / 3.6's tower into the tally: vLLM builds Qwen3-VL's (qwen3_5.py:500-518,
+    723-741) from Qwen3_5VisionConfig, whose defaults stand for absent keys (transformers
+    5.25.0 configuration_qwen3_5.py: depth 27, width 1152, MLP 4304, patch 16, merge 2,
     temporal patch 2, out_hidden_size 3584, 2304 positions) and which has no
     deepstack_visual_indexes: vLLM builds no deepstack merger without one (qwen3_5.py:502-507,
-    qwen3_vl.py:589-593)."""
+    qwen3_vl.py:589-593). Held as vLLM holds it (qwen3_vl.py): split by TP, the blocks' qkv
+    and proj and MLP linear_fc1 / linear_fc2 and the mergers' linear_fc1 / linear_fc2 (their
+    column-parallel biases too); whole on every rank, the Conv3d patch embedding, positions,
+    norms and the row-parallel biases (proj, linear_fc2: added after the reduction)."""
     defaults = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "patch_size": 16,
                 "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 3584,
                 "num_position_embeddings": 2304, "in_channels": 3,
                 "deepstack_visual_indexes": []}
-    return _qwen3_vl_vision(Fields({**defaults, **v.data}, v.path(""), v.outer), d_text)
+    v = Fields({**defaults, **(outer.data.get("vision_config") or {})}, "vision_config.",
+               outer)
+    total = _qwen3_vl_vision(v, d_text)
+    d, i, out = v.int("hidden_size"), v.int("intermediate_size"), v.int("out_hidden_size")
+    w = d * v.int("spatial_merge_size") ** 2
+    mergers = 1 + len(v.data["deepstack_visual_indexes"] or [])
+    split = (v.int("depth") * (d * 3 * d + 3 * d + d * d + d * i + i + i * d)
+             + mergers * (w * w + w + w * out))
+    t.keep("vision", "vision tower (whole on every rank)", total - split, 2)
+    t.keep("vision", "vision tower (split by TP)", split, 2, whole=False)
 
 
-# towers the package adds to a wrapper's tally by its model_type (as vision.py's _TOWERS)
-TOWERS = {"qwen3_5": _qwen3_5_vision, "qwen3_5_moe": _qwen3_5_vision}
+# towers the package adds to a wrapper's tally by its model_type (as vision.py's _TALLY_TOWERS)
+TALLY_TOWERS = {"qwen3_5": _qwen3_5_vision, "qwen3_5_moe": _qwen3_5_vision}
 
 
 def count_apart(cfg: Mapping, count: Callable[[Mapping], ParamCount]) -> ParamCount | None:
