@@ -383,5 +383,5 @@ def _weights_notes(dep) -> list[str]:
     return [f"weights: counted from the config, {dep.params:,} parameters stored as "
             f"{ck.method} ({_gb(ck.total)} in all{mtp}); per GPU "
             f"{_gb(ck.per_gpu)}, of which {_readable(ck.replicated)} is held whole by every rank "
-            "(routers, MLA down projections, indexer, norms); --weight-dtype overrides"] + [
+            f"({', '.join(ck.whole) or 'nothing'}); --weight-dtype overrides"] + [
         f"weights: {n}" for n in ck.notes]
