@@ -423,3 +423,19 @@ def test_kimi_k2_5_legacy_key_that_vllm_does_not_read_is_refused():
     cfg = CORPUS["moonshotai--Kimi-K2.5"]["config"]
     with pytest.raises(ValueError, match=r"vision_config\.vt_hidden_size=1024, but vLLM"):
         count_params({**cfg, "vision_config": {**cfg["vision_config"], "vt_hidden_size": 1024}})
+
+
+def test_an_absent_kv_head_count_is_the_config_class_default():
+    """Mistral 7B's config without num_key_value_heads: MistralConfig fills 8
+    (configuration_mistral.py), which vLLM 0.34.0 reads, not the 32 query heads. Per layer the
+    k and v projections are 4096 x (8 x 128) each; with 32 KV heads they would be 4096 x 4096:
+    32 layers x 2 x 4096 x (4096 - 1024) = 805,306,368 parameters too many."""
+    cfg = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000,
+           "tie_word_embeddings": False}
+    with_key = count_params({**cfg, "num_key_value_heads": 8})
+    without = count_params(cfg)
+    assert without.total == with_key.total
+    assert count_params({**cfg, "num_key_value_heads": 32}).total - without.total \
+        == 32 * 2 * 4096 * (4096 - 1024) == 805_306_368
+    assert any("num_key_value_heads" in n and "8" in n for n in without.notes)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvlib.models.params.tally import _embed, _gqa, _head_dim, _sizes, _Tally
+from kvlib.models.readers.class_defaults import take
 from kvlib.models.readers.fields import Fields, describe
 
 # Standard decoders: (q/k/v bias, o bias, q/k norm, norms per layer, tied head, default
@@ -31,11 +32,13 @@ _STANDARD = {
 def _standard(t: _Tally) -> None:
     qkv_b, o_b, qk_norm, norms, tied, hd_default, vocab = _STANDARD[t.family]
     d, n, h, kv = _sizes(t.c)
+    if kv is None:  # the config class's default, as vLLM 0.34.0 reads it (class_defaults.py)
+        kv = take("num_key_value_heads", t.c, t.notes) or h
     hd, bias = _head_dim(t, d, h, hd_default), bool(t.c.flag("attention_bias"))
     _embed(t, d, tied, vocab)
     for i in range(n):
         p = f"model.layers.{i}"
-        _gqa(t, f"{p}.self_attn", d, h, kv or h, hd, bias if qkv_b is None else qkv_b,
+        _gqa(t, f"{p}.self_attn", d, h, kv, hd, bias if qkv_b is None else qkv_b,
              bias if o_b is None else o_b, qk_norm)
         t.glu("mlp", f"{p}.mlp", d, t.c.int("intermediate_size"), bool(t.c.flag("mlp_bias")))
     t.add(norms=n * norms * d + d)
