@@ -29,8 +29,9 @@ def test_kimi_k3_whole_on_every_rank_by_hand():
 
     * the routers, 92 x 896 x 7168 bf16, and their fp32 biases 92 x 896 x 4;
     * routed_expert_down_proj and _up_proj (ReplicatedLinear, kimi_k3/nvidia/model.py:
-      479-503), 92 x 2, each as the checkpoint stores it (compressed-tensors MXFP4: 3584 x
-      7168 / 2 packed + one uint8 scale per 32 + 8 B = 13,647,880);
+      479-503), 92 x 2, in bf16 as vLLM holds them: it rewrites K3's compressed-tensors
+      mxfp4-pack-quantized to mxfp4, which quantizes the routed experts only
+      (models/config.py:786-816, layers/quantization/mxfp4.py:92-108), 3584 x 7168 x 2 B;
     * KDA's f_a_proj (the replicated shard of in_proj_qkvgfab, nvidia/kda.py:115-131), 69 x
       7168 x 128 bf16; MLA's q_a and kv_a, 24 x 7168 x (1536 + 576) bf16;
     * the attention-residual projections d -> 1, quant_config=None (model.py:834-846,
@@ -47,11 +48,11 @@ def test_kimi_k3_whole_on_every_rank_by_hand():
     norms = 93 * 4 * 7168 + 2 * 7168 + 69 * 128 + 24 * (1536 + 512) + 92 * 3584
     assert norms == 3_068_544
     whole = (92 * 896 * 7168 * 2 + 92 * 896 * 4
-             + 92 * 2 * (3584 * 7168 // 2 + 3584 * 7168 // 32 + 8)
+             + 92 * 2 * 3584 * 7168 * 2
              + 69 * 7168 * 128 * 2 + 24 * 7168 * (1536 + 576) * 2
              + (93 * 2 + 1) * 7168 * 2 + 447_358_976 * 2 + norms * 2)
     w8 = checkpoint_weights(cfg, tp=8)
-    assert w8.replicated == whole == 5_450_099_392
+    assert w8.replicated == whole == 12_392_850_688
     assert set(w8.whole) == {"routers", "latent-MoE projections", "KDA gate projections",
                              "MLA down projections", "attention-residual projections",
                              "vision tower", "norms"}

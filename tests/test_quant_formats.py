@@ -25,7 +25,16 @@ import pytest
 from test_cli_plan import run, run_json
 
 from kvlib.models.params import count_params
-from kvlib.models.quantization import checkpoint_bytes, read_quantization, vllm_module
+from kvlib.models.quantization import (
+    allocated_linear_bytes,
+    checkpoint_bytes,
+    linear_bytes,
+    mxfp4_moe_padding,
+    read_quantization,
+    vllm_module,
+    vllm_quantization,
+)
+from kvlib.serving.weights import _kda_padding, checkpoint_weights
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "configs" / "corpus-2026.json.gz"
 
@@ -448,6 +457,144 @@ def test_no_quant_method_is_refused_as_vllm_cannot_serve_it():
         read_quantization(cfg)
     cfg["quantization_config"]["quant_method"] = "compressed-tensors"
     assert read_quantization(cfg).method == "compressed-tensors"
+
+
+# --- weights memory: what vLLM allocates, beside the checkpoint's bytes --------------------
+# checkpoint_bytes and CheckpointWeights.total are the files' bytes; CheckpointWeights.per_gpu
+# is what vLLM 0.34.0 allocates on one rank (the plan subtracts it). Where they differ, by hand;
+# tests/test_quant_oracle.py measures each per_gpu against vLLM's own classes on the meta device.
+
+def _expert_delta(cfg: dict, tp: int) -> int:
+    """One rank's routed-expert bytes as vLLM allocates them less the checkpoint's split by tp."""
+    q, vq = read_quantization(cfg), vllm_quantization(cfg)
+    experts = [x for x in count_params(cfg).linears if x.part == "experts"]
+    return sum(allocated_linear_bytes(vq, x, 2, tp) - linear_bytes(q, x, 2)
+               for x in experts) // tp
+
+
+def test_compressed_tensors_fp8_scales_in_fp32_by_hand():
+    """compressed-tensors FP8 stores its 128 x 128 block scales in the model dtype (bf16);
+    vLLM 0.34.0 allocates every FP8 weight scale in fp32 (create_fp8_scale_parameter,
+    utils/fp8_utils.py:1396-1405; the routed experts' compressed_tensors_moe_w8a8_fp8.py:
+    170-230): 2 B more a block.
+
+    * poolside/Laguna-XS.2-FP8 (hidden 2048, 40 layers, layer 0 dense of 8192, 39 MoE layers of
+      256 experts of 512 and a shared expert of 512; attention ignored): per expert w13 2 x 4 x
+      16 blocks and w2 16 x 4; the dense MLP 3 x 16 x 64 = 3 x 1024; the shared expert 3 x 4 x
+      16 = 3 x 64: 39 x 256 x 192 x 2 + 3 x 1024 x 2 + 39 x 3 x 64 x 2 = 3,854,976 B;
+    * poolside/Laguna-S-2.1-FP8 (hidden 3072, 48 layers, 47 MoE layers of 256 experts of 1024;
+      the dense layer 0, the shared experts and the attention ignored): 47 x 256 x (2 x 8 x 24
+      + 24 x 8) x 2 = 13,860,864 B;
+    * RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8's FP8 linears (test_redhat_deepseek_v4_flash_nvfp4
+      _fp8): 43 x 6,528 + 21 x 512 = 291,456 blocks, 582,912 B."""
+    xs2 = corpus("poolside--Laguna-XS.2-FP8")
+    fp32 = 39 * 256 * (2 * 4 * 16 + 16 * 4) * 2 + 3 * 1024 * 2 + 39 * 3 * 64 * 2
+    assert fp32 == 3_854_976
+    assert checkpoint_weights(xs2, 1).per_gpu == checkpoint_bytes(xs2) + fp32
+    assert checkpoint_weights(xs2, 1).total == checkpoint_bytes(xs2)
+    assert checkpoint_weights(xs2, 4).per_gpu - checkpoint_weights(
+        without_quantization(xs2), 4).per_gpu == -(checkpoint_bytes(without_quantization(xs2))
+                                                   - checkpoint_bytes(xs2) - fp32) // 4
+    s21 = corpus("poolside--Laguna-S-2.1-FP8")
+    assert checkpoint_weights(s21, 1).per_gpu - checkpoint_bytes(s21) \
+        == 47 * 256 * (2 * 8 * 24 + 24 * 8) * 2 == 13_860_864
+    redhat = corpus("RedHatAI--DeepSeek-V4-Flash-NVFP4-FP8")
+    assert (43 * 6_528 + 21 * 512) * 2 == 582_912
+    assert checkpoint_weights(redhat, 1).per_gpu == 562_414_226_788 + 582_912
+    # the scheme: bf16 in the file, fp32 on the GPU; an INT8 channel scheme keeps its scales
+    q = read_quantization(xs2)
+    s = q.scheme_for("model.layers.3.mlp.experts.w2", "experts")
+    assert (s.scale_bytes, s.loaded_scale_bytes) == (2, 4)
+    assert s.bytes(512, 2048) == 512 * 2048 + 16 * 4 * 2
+    assert s.bytes(512, 2048, loaded=True) == 512 * 2048 + 16 * 4 * 4
+    int8 = read_quantization(_ct({"g": {"weights": INT8_CHANNEL, "targets": ["Linear"]}}))
+    assert int8.scheme.loaded_scale_bytes == 0
+
+
+def test_fp8_moe_scale_grid_refined_at_tp_by_hand():
+    """vLLM 0.34.0's Fp8MoEMethod (quant_method fp8, 128 x 128 blocks): where a rank's
+    intermediate rows do not divide 128, it refines the scale grid to gcd(128, 128, rows,
+    hidden) square (fused_moe/oracle/fp8.py:298-320, 362-401; layers/quantization/fp8.py:
+    553-565), fp32 scales.
+
+    * Qwen3-30B-A3B-FP8 at TP 4 (hidden 2048, 48 layers of 128 experts of 768): 192 rows a
+      rank, gcd 64. A rank's w13 holds 2 x 3 x 32 = 192 scales and its w2 32 x 3 = 96, where
+      the checkpoint's grid split by 4 is 2 x 6 x 16 / 4 = 48 and 16 x 6 / 4 = 24:
+      48 x 128 x ((192 - 48) + (96 - 24)) x 4 B = 5,308,416 B more a GPU;
+    * MiniMax-M2.5 at TP 8 (hidden 3072, 62 layers of 256 experts of 1536): 192 rows, gcd 64:
+      w13 2 x 3 x 48 = 288 against 2 x 12 x 24 / 8 = 72, w2 48 x 3 = 144 against 24 x 12 / 8 =
+      36: 62 x 256 x (216 + 108) x 4 = 20,570,112 B;
+    * at TP 1 (768 rows) and TP 2 (384 rows) Qwen3's rows divide 128: no refinement."""
+    qwen = corpus("Qwen--Qwen3-30B-A3B-FP8")
+    assert _expert_delta(qwen, 4) == 48 * 128 * ((192 - 48) + (96 - 24)) * 4 == 5_308_416
+    assert _expert_delta(qwen, 2) == _expert_delta(qwen, 1) == 0
+    minimax = corpus("MiniMaxAI--MiniMax-M2.5")
+    assert _expert_delta(minimax, 8) == 62 * 256 * (216 + 108) * 4 == 20_570_112
+
+
+def test_gpt_oss_mxfp4_padding_by_gpu_by_hand():
+    """gpt-oss's MXFP4 experts as its backend pads each rank's (hidden, intermediate rows)
+    (mxfp4_round_up_hidden_size_and_intermediate_size, fused_moe/oracle/mxfp4.py:822-901):
+    kvlib assumes a Hopper GPU (sm 90: H100, H200), where gpt-oss runs on OpenAI's Triton
+    kernels (:421-458) and the rows round up to 64; datacenter Blackwell (sm 100) runs the
+    TRT-LLM kernels, hidden to 256 and rows to 128 (notebooks/engines/01's 2880 x 2880 ->
+    3072 x 2944 for gpt-oss-20b at TP 1).
+
+    gpt-oss-120b at TP 8 on an H200 (hidden 2880, 36 layers of 128 experts of 2880, MXFP4:
+    half a byte a value and one e8m0 byte per 32 inputs): 360 rows -> 384. Per expert, w13
+    gains 2 x 24 rows of 2880 / 2 + 90 B, its bf16 bias 2 x 24 x 2 B, and w2's 2880 rows of
+    384 / 2 + 12 = 204 B where 360 / 2 + 11.25 = 191.25: 36 x 128 x (48 x 1530 + 2880 x 12.75
+    + 96) = 508,059,648 B more a GPU. gpt-oss-20b at TP 2 (24 layers of 32 experts): 1440 ->
+    1472 (a multiple of 128 would be 1536): 24 x 32 x (64 x 1530 + 2880 x 17 + 128) =
+    112,902,144 B."""
+    assert mxfp4_moe_padding(2880, 360) == (2880, 384)
+    assert mxfp4_moe_padding(2880, 1440) == (2880, 1472)
+    assert mxfp4_moe_padding(2880, 2880, sm=100) == (3072, 2944)
+    with pytest.raises(ValueError, match="compute capability sm 80"):
+        mxfp4_moe_padding(2880, 360, sm=80)
+    big, small = corpus("openai--gpt-oss-120b"), corpus("openai--gpt-oss-20b")
+    assert vllm_quantization(big).method == "gpt_oss_mxfp4"
+    assert 36 * 128 * (48 * 1530 + 2880 * 51 // 4 + 96) == 508_059_648
+    # on a B200 (sm 100): hidden 2880 -> 3072 and 384 rows; per expert w13 2 x 384 x (192 / 2
+    # + 6) B, w2 192 more rows of 204 B and its bias (whole on every rank) 192 x 2 B
+    assert checkpoint_weights(big, 8, sm=100).per_gpu - checkpoint_weights(big, 8).per_gpu \
+        == 36 * 128 * (768 * 102 + 192 * 204 + 192 * 2) == 543_227_904
+    assert _expert_delta(big, 8) == 508_059_648
+    assert _expert_delta(small, 2) == 24 * 32 * (64 * 1530 + 2880 * 17 + 128) == 112_902_144
+    assert checkpoint_weights(big, 8).total == checkpoint_bytes(big)
+
+
+def test_kimi_k3_as_vllm_holds_it_by_hand():
+    """moonshotai/Kimi-K3 (compressed-tensors mxfp4-pack-quantized for every Linear not
+    ignored: the routed experts and the latent-MoE routed_expert_down/up_proj). The file
+    stores MXFP4 as 4-bit values and one e8m0 byte per 32 inputs, no global scale: 3584 x 7168
+    / 2 + 3584 x 224 = 13,647,872 B a latent projection. vLLM 0.34.0 rewrites the method to
+    mxfp4 (models/config.py:786-816), which quantizes the routed experts only (mxfp4.py:
+    92-108): each of the 92 x 2 latent projections is 3584 x 7168 x 2 = 51,380,224 B on every
+    rank (ReplicatedLinear). Each KDA layer's fused in_proj_qkvgfab pads a rank's rows to 16
+    (nvidia/kda.py:640-669): at TP 8 4 x 1536 + 128 + 12 = 6,284 -> 6,288, 4 rows x 7168 x
+    2 B x 69 layers = 3,956,736 B; at TP 1 49,376 rows divide 16. One rank at TP 8 holds
+    92 x 2 x (51,380,224 - 13,647,872) + 3,956,736 = 6,946,709,504 B more than the file's
+    format; 6,946,460,736 B more than kvlib counted before, which gave every MXFP4 module an
+    8 B global scale (92 x 2 x 8 on the projections, 92 x 896 x 3 x 8 / 8 = 247,296 B a GPU
+    on the experts) that MXFP4 does not store."""
+    cfg = corpus("moonshotai--Kimi-K3")
+    q, vq = read_quantization(cfg), vllm_quantization(cfg)
+    assert (q.method, vq.method) == ("compressed-tensors", "mxfp4")
+    name = "model.layers.1.block_sparse_moe.routed_expert_down_proj"
+    assert q.bytes(7168, 3584, name) == 3584 * 7168 // 2 + 3584 * 224 == 13_647_872
+    assert vq.bytes(7168, 3584, name) == 3584 * 7168 * 2
+    assert vq.bytes(3584, 3072, "model.layers.1.block_sparse_moe.experts.w1", "experts") \
+        == q.bytes(3584, 3072, "model.layers.1.block_sparse_moe.experts.w1", "experts") \
+        == 3072 * 3584 // 2 + 3072 * 112
+    linears = count_params(cfg).linears
+    assert _kda_padding(linears, 8, vq, 2) // 8 == 4 * 7168 * 2 * 69 == 3_956_736
+    assert _kda_padding(linears, 1, vq, 2) == 0
+    assert 92 * 2 * (51_380_224 - 13_647_872) + 3_956_736 == 6_946_709_504
+    assert 92 * 2 * (51_380_224 - 13_647_880) + 3_956_736 - 92 * 896 * 3 * 8 // 8 \
+        == 6_946_460_736
+    assert any("rewrites Kimi K3's method to mxfp4" in n
+               for n in checkpoint_weights(cfg, 8).notes)
 
 
 # --- the plans ------------------------------------------------------------------------------

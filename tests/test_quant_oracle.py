@@ -23,7 +23,6 @@ from test_quant_formats import MINIMAX, MINIMAX_M3_VLLM_META, PREFIXED, QWEN36, 
 
 from kvlib.models.catalog import bundled_config
 from kvlib.models.params import count_params
-from kvlib.models.quantization import checkpoint_bytes
 from kvlib.serving.weights import checkpoint_weights
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -239,12 +238,10 @@ TEXT = {
     # the v shard of the 10 attention_k_eq_v layers; vLLM keeps the 60 layer_scalar values
     # as buffers (60 x 2 B), which kvlib counts with the norms
     "nvidia--Gemma-4-31B-IT-NVFP4": -60 * 2,
-    # compressed-tensors FP8 128 x 128 block scales: vLLM allocates them in fp32 where the
-    # checkpoint (and kvlib, kvlib/models/quantization.py) has bf16: 39 MoE layers x 256
-    # experts x (w13 2 x 4 x 16 + w2 16 x 4 blocks) x 2 B more, the dense layer's 3 MLP
-    # linears (3 x 1024 blocks x 2 B) and 39 shared experts' 3 linears (3 x 64 x 2 B)
-    "poolside--Laguna-XS.2-FP8": 39 * 256 * (2 * 4 * 16 + 16 * 4) * 2 + 3 * 1024 * 2
-                                 + 39 * 3 * 64 * 2,
+    # compressed-tensors FP8 128 x 128 block scales, which the checkpoint stores in bf16, in
+    # fp32 as vLLM allocates them (kvlib's allocated bytes; tests/test_quant_formats.py
+    # test_compressed_tensors_fp8_scales_in_fp32 by hand)
+    "poolside--Laguna-XS.2-FP8": 0, "poolside--Laguna-S-2.1-FP8": 0,
 }
 
 # (config, tp, text only) built as rank 0 of its TP group: vLLM's bytes on that GPU against
@@ -270,19 +267,18 @@ PER_GPU = {
     "Qwen3-32B-FP8 TP 8": ("Qwen--Qwen3-32B-FP8", 8, True, 0),
     "Llama 3.1 70B TP 8": ("llama-3.1-70b", 8, True, 0),
     "Qwen2.5-7B TP 4": ("qwen2.5-7b", 4, True, 0),
-    # the FP8 MoE scale grid refined to 64 x 64 (192 intermediate rows a rank, fp8.py:553-565):
-    # 48 layers x 128 experts x ((6 x 32 - 12 x 16 / 4) + (32 x 3 - 16 x 6 / 4)) x 4 B more
-    "Qwen3-30B-A3B-FP8 TP 4": ("Qwen--Qwen3-30B-A3B-FP8", 4, True,
-                               48 * 128 * ((6 * 32 - 12 * 16 // 4) + (32 * 3 - 16 * 6 // 4)) * 4),
+    # the FP8 MoE scale grid refined to 64 x 64 for 192 intermediate rows a rank
+    # (fp8.py:553-565), as kvlib allocates it (test_quant_formats.py by hand)
+    "Qwen3-30B-A3B-FP8 TP 4": ("Qwen--Qwen3-30B-A3B-FP8", 4, True, 0),
     # the fp32 block scales of the TEXT entry above, split by TP
-    "Laguna-XS.2-FP8 TP 4": ("poolside--Laguna-XS.2-FP8", 4, True, 3_854_976 // 4),
-    # o_proj's and the experts' w2 biases and the router's bias whole on every rank (kvlib's
-    # part). Left: vLLM's MXFP4 MoE backend on an H200 pads each rank's 360 intermediate rows
-    # to 384 (fused_moe/oracle/mxfp4.py:822-870, a multiple of 128): 36 layers x 128 experts
-    # x (48 rows x (1440 + 90) B of w13 and its scales + 2880 x (204 - 191.25) B of w2 + 48
-    # x 2 B of w13_bias)
-    "gpt-oss-120b TP 8": ("openai--gpt-oss-120b", 8, True,
-                          36 * 128 * (48 * (1440 + 90) + 2880 * 51 // 4 + 48 * 2)),
+    "Laguna-XS.2-FP8 TP 4": ("poolside--Laguna-XS.2-FP8", 4, True, 0),
+    # o_proj's and the experts' w2 biases and the router's bias whole on every rank; the MXFP4
+    # experts as gpt-oss's backend on an H200 (sm 90: OpenAI's Triton kernels) pads them:
+    # each rank's 360 intermediate rows to 384, a multiple of 64 (fused_moe/oracle/mxfp4.py:
+    # 900-901), kvlib's default sm 90 (test_quant_formats.py by hand)
+    "gpt-oss-120b TP 8": ("openai--gpt-oss-120b", 8, True, 0),
+    # at TP 2 the rows tell 64 from 128: 1440 a rank -> 1472 (a multiple of 128 would be 1536)
+    "gpt-oss-20b TP 2": ("openai--gpt-oss-20b", 2, True, 0),
     # AltUp and per-layer-input projections whole; the timm vision tower (294,126,912
     # parameters) is not built here (timm is not installed in the oracle's environment:
     # boot.py's _GemmaTowers), as in make crosscheck; 11,008 B not traced
@@ -291,21 +287,15 @@ PER_GPU = {
 
 # built in the stand-ins' process (tests/oracle/engine/minimax_m3.py)
 PER_GPU_STANDINS = {
-    # FP8 MoE block scales: at TP 8 each rank's 192 intermediate rows do not divide the 128
-    # block, and vLLM refines its scale grid to 64 x 64 (layers/quantization/fp8.py:553-565):
-    # 62 layers x 256 experts x ((6 x 48 - 24 x 24 / 8) + (48 x 3 - 24 x 12 / 8)) x 4 B more
-    "MiniMax-M2.5 TP 8": ("MiniMaxAI--MiniMax-M2.5", 8, True,
-                          62 * 256 * ((6 * 48 - 24 * 24 // 8) + (48 * 3 - 24 * 12 // 8)) * 4),
+    # FP8 MoE block scales on the grid vLLM refines to 64 x 64 for 192 intermediate rows a
+    # rank at TP 8 (layers/quantization/fp8.py:553-565), as kvlib allocates them
+    "MiniMax-M2.5 TP 8": ("MiniMaxAI--MiniMax-M2.5", 8, True, 0),
     # routed_expert_down/up_proj, f_a_proj, res_proj and a 12-head tower whole on every rank
-    # (kvlib's part, tests/test_params_per_gpu.py). Left, for kvlib/models/quantization.py:
-    # vLLM 0.34.0 rewrites K3's compressed-tensors mxfp4-pack-quantized to "mxfp4"
-    # (model_executor/models/config.py:786-816), which quantizes the routed experts only
-    # (mxfp4.py:92-108): routed_expert_down/up_proj are bf16 on the GPU, 92 x 2 x (3584 x
-    # 7168 x 2 - 13,647,880) B more; in_proj_qkvgfab padded to 16 rows a rank (4 rows x 7168
-    # x 2 B x 69 KDA layers, nvidia/kda.py:646-658); the routed experts' MXFP4 scales 247,296 B
-    # fewer than the checkpoint's per-module extras
-    "Kimi-K3 TP 8": ("moonshotai--Kimi-K3", 8, False,
-                     92 * 2 * (3584 * 7168 * 2 - 13_647_880) + 4 * 7168 * 2 * 69 - 247_296),
+    # (tests/test_params_per_gpu.py); K3's mxfp4-pack-quantized rewritten to "mxfp4"
+    # (model_executor/models/config.py:786-816), so routed_expert_down/up_proj in bf16
+    # (mxfp4.py:92-108), the routed experts with no per-module extras, and in_proj_qkvgfab
+    # padded to 16 rows a rank (nvidia/kda.py:640-669), as kvlib allocates them
+    "Kimi-K3 TP 8": ("moonshotai--Kimi-K3", 8, False, 0),
 }
 
 
@@ -314,8 +304,11 @@ def _config(name: str) -> dict:
 
 
 def _text_bytes(cfg: dict) -> int:
+    """What vLLM allocates for the text model at TP 1 (checkpoint_weights(cfg, 1).per_gpu, the
+    weights memory the plan subtracts) less a counted tower."""
     r = count_params(cfg)
-    return checkpoint_bytes(cfg) - (r.parts["vision"] * 2 if r.towers == "counted" else 0)
+    return (checkpoint_weights(cfg, 1).per_gpu
+            - (r.parts["vision"] * 2 if r.towers == "counted" else 0))
 
 
 def test_vllm_holds_the_weights_kvlib_counts(tmp_path):

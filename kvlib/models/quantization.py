@@ -38,6 +38,12 @@ serves it with no quantization method, and its quantized tensors do not load.
   code and an offset) and a 16-entry fp32 code; 8-bit with one fp32 ``SCB`` per output row.
   The small JSON quant-state blob is not counted.
 
+What the files store (:func:`checkpoint_bytes`, :func:`linear_bytes`) and what vLLM 0.34.0
+allocates (:func:`allocated_linear_bytes` of :func:`vllm_quantization`, which
+``checkpoint_weights``' ``per_gpu`` sums) differ where vLLM holds a tensor in another dtype
+(compressed-tensors FP8 scales in fp32), refines or pads it per rank (FP8 MoE scale grids,
+gpt-oss's MXFP4 experts), or rewrites the method (Kimi K3's mxfp4).
+
 Embeddings, norms and every non-linear element stay in the model dtype; lm_head, routers
 (MoE gates), the MTP ``eh_proj`` (vLLM deepseek_mtp.py builds it as a plain nn.Linear) and
 the V3.2 indexer's ``weights_proj`` (deepseek_v2.py builds it unquantized) are never
@@ -59,7 +65,8 @@ from kvlib.models.readers.state import model_dtype_bytes
 
 __all__ = ["Scheme", "Quantization", "read_quantization", "quantization_entry",
            "checkpoint_bytes", "linear_bytes", "METHODS", "modelopt_method", "KVCacheRequest",
-           "kv_cache_request", "unmatched", "vllm_module"]
+           "kv_cache_request", "unmatched", "vllm_module", "vllm_quantization",
+           "allocated_linear_bytes", "mxfp4_moe_padding", "MXFP4_MOE_ALIGN"]
 
 # Never quantized unless a config says so: lm_head, embeddings, routers, MTP and indexer
 # projections (module name's last segments).
@@ -85,7 +92,10 @@ class Scheme:
     scale; zero_bits: per zero point (0: symmetric, none stored), packed into int32 along
     the output dimension; pack: values packed into int32 words ("in" or "out"), or "" for
     plain bytes; g_idx: an int32 group index per input; extra: fixed bytes per module
-    (per-tensor fp32 scales, ``weight_shape``, code books).
+    (per-tensor fp32 scales, ``weight_shape``, code books). loaded_scale_bytes: per scale as
+    vLLM 0.34.0 allocates it on the GPU where that differs from the checkpoint's (0: the
+    same): compressed-tensors FP8 stores its scales in the model dtype, vLLM holds them in
+    fp32 (:meth:`bytes` with ``loaded``).
     """
 
     name: str
@@ -98,6 +108,7 @@ class Scheme:
     pack: str = ""
     g_idx: bool = False
     extra: int = 0
+    loaded_scale_bytes: int = 0
 
     def scales(self, in_features: int, out_features: int) -> int:
         """Number of scales: 1, out, out x ceil(in / group) or the blocks covering the matrix."""
@@ -109,8 +120,9 @@ class Scheme:
             return out_features * math.ceil(in_features / self.group)
         return math.ceil(out_features / self.block[0]) * math.ceil(in_features / self.block[1])
 
-    def bytes(self, in_features: int, out_features: int) -> int:
-        """Exact bytes of the stored weight, its scales, zero points and indices."""
+    def bytes(self, in_features: int, out_features: int, loaded: bool = False) -> int:
+        """Exact bytes of the stored weight, its scales, zero points and indices; with
+        ``loaded``, the scales in the dtype vLLM allocates them in (``loaded_scale_bytes``)."""
         if self.pack == "in":
             values = _packed(in_features, self.bits) * out_features
         elif self.pack == "out":
@@ -120,7 +132,9 @@ class Scheme:
         n_scales = self.scales(in_features, out_features)
         zeros = (_packed(out_features, self.zero_bits) * (n_scales // out_features)
                  if self.zero_bits else 0)
-        return (values + n_scales * self.scale_bytes + zeros
+        per_scale = self.loaded_scale_bytes if loaded and self.loaded_scale_bytes \
+            else self.scale_bytes
+        return (values + n_scales * per_scale + zeros
                 + (4 * in_features if self.g_idx else 0) + self.extra)
 
 
@@ -380,26 +394,33 @@ def _awq_gptq(q: Fields, d: int, gptq: bool) -> tuple[Scheme, dict]:
 
 def _ct_scheme(w: Fields, fmt: str, d: int) -> Scheme:
     """One compressed-tensors config group's ``weights`` read into a :class:`Scheme`: scales
-    in the model dtype (``d`` bytes) except NVFP4's fp8 (plus its two fp32 global scales);
-    ``pack-quantized`` adds ``weight_shape`` (2 x int64) and packs values into int32."""
+    in the model dtype (``d`` bytes) except FP4's one byte (NVFP4's fp8 plus its two fp32
+    global scales; MXFP4's e8m0, ``mxfp4-pack-quantized``, with no global scale);
+    ``pack-quantized`` adds ``weight_shape`` (2 x int64) and packs values into int32. FP8
+    weights' scales (block, channel, tensor) are allocated by vLLM 0.34.0 in fp32
+    (``loaded_scale_bytes`` 4: ``create_fp8_scale_parameter``, utils/fp8_utils.py:1396-1405,
+    for the linears; compressed_tensors_moe_w8a8_fp8.py:170-230 for the routed experts)."""
     bits, kind, strategy = w.int("num_bits"), w.text("type") or "int", w.text("strategy")
-    nvfp4 = kind == "float" and bits == 4
-    extra = (8 if nvfp4 else 0) + (16 if fmt == "pack-quantized" else 0)
+    fp4 = kind == "float" and bits == 4
+    mxfp4 = fp4 and fmt == "mxfp4-pack-quantized"
+    extra = (8 if fp4 and not mxfp4 else 0) + (16 if fmt == "pack-quantized" else 0)
+    fp32 = 4 if kind == "float" and bits == 8 else 0
     zero = 0 if w.flag("symmetric") is not False or kind == "float" else bits
     if strategy in ("group", "tensor_group"):
         return Scheme(f"compressed-tensors {kind}{bits} g{w.int('group_size')}", bits, "group",
-                      w.int("group_size"), scale_bytes=1 if nvfp4 else d, zero_bits=zero,
+                      w.int("group_size"), scale_bytes=1 if fp4 else d, zero_bits=zero,
                       pack="in" if fmt == "pack-quantized" else "", extra=extra)
     if strategy == "block":
         b = w.data.get("block_structure")
         if not (isinstance(b, list) and len(b) == 2):
             raise ValueError(f"{w.path('block_structure')} must be two ints, got {describe(b)}")
         return Scheme(f"compressed-tensors {kind}{bits} block {b[0]}x{b[1]}", bits, "block",
-                      block=tuple(b), scale_bytes=d, extra=extra)
+                      block=tuple(b), scale_bytes=d, extra=extra, loaded_scale_bytes=fp32)
     if strategy in ("channel", "tensor"):
         return Scheme(f"compressed-tensors {kind}{bits} {strategy}", bits, strategy,
                       scale_bytes=d, zero_bits=zero,
-                      pack="in" if fmt == "pack-quantized" else "", extra=extra)
+                      pack="in" if fmt == "pack-quantized" else "", extra=extra,
+                      loaded_scale_bytes=fp32)
     raise ValueError(f"{w.path('strategy')}={strategy!r}: not counted")
 
 
@@ -873,8 +894,122 @@ def linear_bytes(q: Quantization | None, lin, dense_bytes: int) -> int:
     return lin.count * q.bytes(lin.in_features, lin.out_features, lin.name, lin.part)
 
 
+def vllm_quantization(config) -> Quantization | None:
+    """The storage vLLM 0.34.0 builds the model's linears in, where it differs from the
+    checkpoint's (:func:`read_quantization`): Kimi K3's compressed-tensors
+    ``mxfp4-pack-quantized`` is rewritten to ``mxfp4`` (KimiK3ForConditionalGenerationConfig,
+    model_executor/models/config.py:786-816, for architectures KimiK3ForConditionalGeneration
+    and KimiK3MTPModel, :1572-1573), whose Mxfp4Config quantizes the routed experts only and
+    builds every linear unquantized (layers/quantization/mxfp4.py:92-108): the latent-MoE
+    routed_expert_down/up_proj, MXFP4 in the checkpoint, sit in the model dtype on the GPU.
+    gpt-oss's ``mxfp4`` is vLLM's ``gpt_oss_mxfp4`` (GptOssMxfp4Config for model_type
+    gpt_oss, mxfp4.py:117-150), whose experts its own backends pad (:func:`mxfp4_moe_padding`).
+    Any other config: :func:`read_quantization`'s."""
+    cfg = load_config(config)
+    q = read_quantization(cfg)
+    if q is not None and q.method == "mxfp4" and cfg.get("model_type") == "gpt_oss":
+        return replace(q, method="gpt_oss_mxfp4")
+    entry = quantization_entry(cfg)
+    arch = cfg.get("architectures") or []
+    if q is not None and entry is not None and isinstance(entry[1], Mapping) \
+            and q.method == "compressed-tensors" \
+            and entry[1].get("format") == "mxfp4-pack-quantized" \
+            and any(a in ("KimiK3ForConditionalGeneration", "KimiK3MTPModel") for a in arch):
+        return Quantization("mxfp4", Scheme("mxfp4", 4, "group", group=32, scale_bytes=1),
+                            dense_bytes=q.dense_bytes, experts_only=True, kv_cache=q.kv_cache,
+                            notes=(f"{entry[0]}.format='mxfp4-pack-quantized': vLLM 0.34.0 "
+                                   "rewrites Kimi K3's method to mxfp4 (models/config.py:786-"
+                                   "816), which quantizes only the routed experts (mxfp4.py:"
+                                   "92-108): the other linears are held in the model dtype",))
+    return q
+
+
+# The MXFP4 MoE backend vLLM 0.34.0 picks for gpt-oss (GptOssMxfp4MoEMethod,
+# fused_moe/oracle/mxfp4.py:421-458), by the GPU's compute capability, and how it rounds each
+# rank's (hidden, intermediate) up (mxfp4_round_up_hidden_size_and_intermediate_size,
+# :822-901): Hopper (sm 90) runs OpenAI's Triton kernels (TRITON; the TRT-LLM ones need
+# sm 100), which round the intermediate rows up to 64 (:900-901); datacenter Blackwell
+# (sm 100, 103) the TRT-LLM kernels (FLASHINFER_TRTLLM_MXFP4_BF16), hidden to 256 and
+# intermediate to 128 (:859-861).
+MXFP4_MOE_ALIGN = {90: ("TRITON", 1, 64), 100: ("FLASHINFER_TRTLLM_MXFP4_BF16", 256, 128),
+                   103: ("FLASHINFER_TRTLLM_MXFP4_BF16", 256, 128)}
+
+
+def mxfp4_moe_padding(hidden: int, per_rank: int, sm: int = 90) -> tuple[int, int]:
+    """(hidden, intermediate rows a rank) as gpt-oss's MXFP4 MoE backend on a GPU of compute
+    capability ``sm`` (90 Hopper, 100 / 103 Blackwell; :data:`MXFP4_MOE_ALIGN`) allocates
+    them: gpt-oss-120b at TP 8 on an H200, (2880, 360) -> (2880, 384)."""
+    if sm not in MXFP4_MOE_ALIGN:
+        raise ValueError(f"compute capability sm {sm}: kvlib knows gpt-oss's MXFP4 MoE padding "
+                         f"on {', '.join(map(str, MXFP4_MOE_ALIGN))}")
+    _, h, i = MXFP4_MOE_ALIGN[sm]
+    return -(-hidden // h) * h, -(-per_rank // i) * i
+
+
+def _fp8_moe_block(block: tuple[int, int], per_rank: int, hidden: int, tp: int
+                   ) -> tuple[int, int]:
+    """The scale grid vLLM 0.34.0's Fp8MoEMethod allocates for FP8 block experts with
+    ``per_rank`` intermediate rows a rank: the checkpoint's block, refined to
+    gcd(block_n, block_k, per_rank, hidden) square (at least 32) when per_rank does not divide
+    block_n, or (tp > 1) block_k, with moe_backend "auto" (fused_moe/oracle/fp8.py:298-320,
+    362-401; layers/quantization/fp8.py:553-565): Qwen3-30B-A3B-FP8 at TP 4, 192 rows a
+    rank, 128 x 128 -> 64 x 64."""
+    bn, bk = block
+    if per_rank % bn == 0 and (tp == 1 or per_rank % bk == 0):
+        return block
+    refine = math.gcd(bn, bk, per_rank, hidden)
+    return (refine, refine) if refine >= 32 else block
+
+
+_DOWN = re.compile(r"(down_proj|\.w2)$")  # an expert's row-parallel projection
+
+
+def allocated_linear_bytes(q: Quantization | None, lin, dense_bytes: int, tp: int = 1,
+                           sm: int = 90) -> int:
+    """Bytes vLLM 0.34.0 allocates for every copy of one linear (a
+    :class:`kvlib.models.params.Linear`) on all ``tp`` ranks together, so that a split
+    linear's share of one rank is this / tp: the checkpoint's format (:func:`linear_bytes`)
+    with the scales in the dtype vLLM holds them in (compressed-tensors FP8: fp32), and, for
+    routed experts, each rank's intermediate rows I / tp as vLLM lays them out: FP8 block
+    experts (method fp8, Fp8MoEMethod) on the refined scale grid (:func:`_fp8_moe_block`);
+    gpt-oss's MXFP4 experts padded as its backend pads them on a GPU of compute capability
+    ``sm`` (:func:`mxfp4_moe_padding`; the padded rows of its biases too: w2's bias, whole on
+    every rank, is returned tp times, so that / tp is one rank's). ``q`` is the
+    quantization vLLM builds (:func:`vllm_quantization`). The checkpoint's file bytes are
+    :func:`linear_bytes`."""
+    if q is None:
+        return lin.params * dense_bytes
+    scheme = q.scheme_for(lin.name, lin.part)
+    if scheme is None:
+        return lin.params * dense_bytes
+    expert = lin.part == "experts"
+    gpt_oss = q.method == "gpt_oss_mxfp4"
+    fp8_block = (q.method in ("fp8", "deepseek_v4_fp8") and scheme.strategy == "block"
+                 and scheme.bits == 8 and scheme.scale_bytes == 4)
+    if not expert or not (fp8_block or gpt_oss):
+        return lin.count * scheme.bytes(lin.in_features, lin.out_features, loaded=True)
+    down = bool(_DOWN.search(lin.name))
+    shards = 2 if lin.name.endswith("gate_up_proj") else 1
+    inter = (lin.in_features if down else lin.out_features // shards)
+    hidden = lin.out_features if down else lin.in_features
+    per_rank = inter // tp
+    bias_rows = 0
+    if fp8_block:
+        s = replace(scheme, block=_fp8_moe_block(scheme.block, per_rank, hidden, tp))
+    else:
+        s = scheme
+        hidden_pad, rows = mxfp4_moe_padding(hidden, per_rank, sm)
+        if lin.bias:  # w13_bias (experts, 2 x rows) split; w2_bias (experts, hidden) whole
+            bias_rows = hidden_pad - hidden if down else shards * (rows - per_rank)
+        hidden, per_rank = hidden_pad, rows
+    one = s.bytes(per_rank, hidden) if down else shards * s.bytes(hidden, per_rank)
+    return tp * lin.count * (one + bias_rows * dense_bytes)
+
+
 def checkpoint_bytes(config, count: ParamCount | None = None, include_mtp: bool = False) -> int:
-    """Total weight bytes of a config's checkpoint (tensor bytes, no file headers).
+    """Total weight bytes of a config's checkpoint as its files store them (tensor bytes, no
+    file headers): not what vLLM allocates, which :func:`allocated_linear_bytes` and
+    :func:`kvlib.serving.weights.checkpoint_weights`' ``per_gpu`` give.
 
     Each linear of ``count`` (:func:`kvlib.models.params.count_params` of the config when
     not given) in its stored format, each of its ``fixed`` tensors in its own dtype, every

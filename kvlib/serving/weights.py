@@ -1,11 +1,12 @@
 """Weight bytes per GPU (notebook 06, "The budget").
 
 Two ways: :func:`checkpoint_weights` reads the checkpoint's config (parameters counted per
-layer, each linear in its stored, possibly quantized, format, split as vLLM splits it), and
-:func:`weights_bytes_per_gpu` is parameters x bytes per weight / TP, for an override
-(``--weight-dtype``) or a model whose parameters kvlib cannot count. A third reads nothing
-but what the checkpoint stores: :func:`stored_weights` of a model folder (its
-``model.safetensors.index.json`` or the safetensors files' headers), exact bytes.
+layer, each linear in its stored, possibly quantized, format, split and allocated as vLLM
+0.34.0 allocates it on a rank: its ``per_gpu`` is weights memory, its ``total`` the files'
+bytes), and :func:`weights_bytes_per_gpu` is parameters x bytes per weight / TP, for an
+override (``--weight-dtype``) or a model whose parameters kvlib cannot count. A third reads
+nothing but what the checkpoint stores: :func:`stored_weights` of a model folder (its
+``model.safetensors.index.json`` or the safetensors files' headers), exact file bytes.
 """
 
 from __future__ import annotations
@@ -94,7 +95,9 @@ VOCAB_PADDING = 64  # VocabParallelEmbedding pads the vocabulary to a multiple o
 class CheckpointWeights:
     """Weight bytes per GPU of a checkpoint as vLLM loads it under TP.
 
-    per_gpu: bytes on one rank (the fullest); total: the checkpoint's bytes (no MTP layers);
+    per_gpu: bytes vLLM 0.34.0 allocates on one rank (the fullest), the weights memory the plan
+    subtracts; total: the checkpoint's bytes as its files store them (no MTP layers), which
+    is not per_gpu x tp where vLLM holds a tensor in another dtype or pads it;
     replicated: bytes every rank holds whole; method: the quantization method or the dtype;
     whole: what those replicated bytes are, in words ("routers", "norms", "vision tower",
     ...), in the order met, at this TP.
@@ -112,7 +115,34 @@ def _words(name: str, default: str) -> str:
     return next((w for r, w in _WHOLE_WORDS if r.search(name)), default)
 
 
-def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
+# Kimi K3's KDA (full-rank gate, g_proj): vLLM 0.34.0 fuses q, k, v, g, f_a and b into one
+# in_proj_qkvgfab and pads each rank's 4 P / tp + head_dim + H / tp rows up to a multiple of
+# 16 (models/kimi_k3/nvidia/kda.py:640-669; layers/mamba/gdn/kimi_gdn_linear_attn.py:198-212)
+_KDA_ALIGN = 16
+
+
+def _kda_padding(linears, tp: int, q, d: int) -> int:
+    """Bytes of the rows vLLM pads each rank's in_proj_qkvgfab with, over all ranks (so / tp
+    is one rank's): per full-rank-gate KDA layer, -(4 P / tp + head_dim + H / tp) % 16 rows
+    of ``hidden`` inputs in the fused module's dtype (the model dtype where the checkpoint
+    leaves the layer unquantized, as Kimi K3 does; a quantized one adds none here). Kimi K3
+    at TP 8: 4 x 1536 + 128 + 12 = 6,284 rows a rank, 4 padded, 4 x 7168 x 2 B a layer."""
+    by = {lin.name: lin for lin in linears}
+    out = 0
+    for lin in linears:
+        if not lin.name.endswith(".g_proj") or lin.part != "mixers":
+            continue
+        base = lin.name[: -len("g_proj")]
+        qp, fa, b = by.get(base + "q_proj"), by.get(base + "f_a_proj"), by.get(base + "b_proj")
+        if qp is None or fa is None or b is None or (q is not None and q.quantized(
+                base + "in_proj_qkvgfab", lin.part)):
+            continue
+        rows = -(4 * qp.out_features // tp + fa.out_features + b.out_features // tp) % _KDA_ALIGN
+        out += tp * rows * lin.in_features * d
+    return out
+
+
+def checkpoint_weights(config, tp: int = 1, count=None, sm: int = 90) -> CheckpointWeights:
     """Weights per GPU from a config dict: parameters counted per layer (``count``, else
     :func:`kvlib.models.params.count_params` of the config), each linear in its stored format
     (:func:`kvlib.models.quantization.linear_bytes`), split as vLLM splits them: column/row-
@@ -125,9 +155,24 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     unquantized, vision towers) in their own dtype, whole or split as each says at ``tp``.
     Other small tensors (biases, convolution kernels, SSM parameters) are counted as split.
     MTP / next-n layers are not counted: vLLM loads them only for speculative decoding.
+
+    ``per_gpu`` is what vLLM 0.34.0 allocates on one rank (:func:`kvlib.models.quantization.
+    allocated_linear_bytes` of the quantization vLLM builds, :func:`kvlib.models.quantization.
+    vllm_quantization`): compressed-tensors FP8 scales in fp32, FP8 MoE scales on the grid
+    refined for the rank's rows, gpt-oss's MXFP4 experts padded as its backend pads them on a
+    GPU of compute capability ``sm`` (90: Hopper's Triton kernels; 100 / 103: Blackwell's
+    TRT-LLM ones), Kimi K3's mxfp4 rewrite (its latent-MoE projections in bf16) and its KDA
+    rows padded to 16; ``total`` is the checkpoint's bytes as its files store them
+    (:func:`kvlib.models.quantization.checkpoint_bytes`).
     """
     from kvlib.models.params import count_params
-    from kvlib.models.quantization import linear_bytes, read_quantization, unmatched
+    from kvlib.models.quantization import (
+        allocated_linear_bytes,
+        linear_bytes,
+        read_quantization,
+        unmatched,
+        vllm_quantization,
+    )
     from kvlib.models.readers.fields import Fields, load_config
     from kvlib.models.readers.state import model_dtype_bytes
 
@@ -135,6 +180,7 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     cfg = load_config(config)
     count = count or count_params(cfg)
     q = read_quantization(cfg)
+    vq = vllm_quantization(cfg)
     notes: list[str] = list(count.notes)
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     d = q.dense_bytes if q else model_dtype_bytes(Fields(text), notes)
@@ -155,8 +201,8 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
     words: dict[str, None] = {}  # what is whole, in words, in order
     whole_bias = 0  # bias elements of row-parallel and replicated linears: whole
     for lin in count.linears:
-        size = linear_bytes(q, lin, d)
-        stored += size
+        stored += linear_bytes(q, lin, d)
+        size = allocated_linear_bytes(vq, lin, d, tp, sm)  # on all ranks together
         if lin.bias and (_ROW_PARALLEL.search(lin.name) or _REPLICATED.search(lin.name)):
             whole_bias += lin.count * lin.out_features
         if _REPLICATED.search(lin.name):
@@ -187,14 +233,14 @@ def checkpoint_weights(config, tp: int = 1, count=None) -> CheckpointWeights:
         rows = count.parts["embedding"] * d  # an embedding table not held as a linear
         other -= rows
         by["vocab"] += rows
-    by["tp"] += other
+    by["tp"] += other + _kda_padding(count.linears, tp, vq, d)
     split = Fraction(by["tp"], tp) + kv_split
     if vocab:
         split += Fraction(by["vocab"] * padded, vocab * tp)
     total = stored + (count.total - linear_elements - fixed_elements) * d
     method = q.method if q else {2: "bf16", 1: "fp8"}.get(d, f"{d} B")
     if q:
-        notes += list(q.notes)
+        notes += list(q.notes) + [n for n in (vq.notes if vq else ()) if n not in q.notes]
         kept = unmatched(q, count.linears)
         if kept:
             notes.append(kept)
