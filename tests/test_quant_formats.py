@@ -22,10 +22,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_cli_plan import run, run_json
 
 from kvlib.models.params import count_params
 from kvlib.models.quantization import (
+    _fp8_moe_block,
     allocated_linear_bytes,
     checkpoint_bytes,
     linear_bytes,
@@ -524,12 +527,43 @@ def test_fp8_moe_scale_grid_refined_at_tp_by_hand():
     * MiniMax-M2.5 at TP 8 (hidden 3072, 62 layers of 256 experts of 1536): 192 rows, gcd 64:
       w13 2 x 3 x 48 = 288 against 2 x 12 x 24 / 8 = 72, w2 48 x 3 = 144 against 24 x 12 / 8 =
       36: 62 x 256 x (216 + 108) x 4 = 20,570,112 B;
-    * at TP 1 (768 rows) and TP 2 (384 rows) Qwen3's rows divide 128: no refinement."""
+    * at TP 1 (768 rows) and TP 2 (384 rows) Qwen3's rows divide 128: no refinement;
+    * Step-3.7-Flash-FP8 at TP 8 (hidden 4096, 42 MoE layers of 288 experts of 1280): 160 rows,
+      gcd 32: w13 2 x 5 x 128 = 1,280 against 2 x 10 x 32 / 8 = 80, w2 128 x 5 = 640 against
+      32 x 10 / 8 = 40: 42 x 288 x (1200 + 600) x 4 = 87,091,200 B (by hand only: vLLM
+      0.34.0 has no Step3p7FlashForCausalLM class for the oracle to build)."""
     qwen = corpus("Qwen--Qwen3-30B-A3B-FP8")
     assert _expert_delta(qwen, 4) == 48 * 128 * ((192 - 48) + (96 - 24)) * 4 == 5_308_416
     assert _expert_delta(qwen, 2) == _expert_delta(qwen, 1) == 0
     minimax = corpus("MiniMaxAI--MiniMax-M2.5")
     assert _expert_delta(minimax, 8) == 62 * 256 * (216 + 108) * 4 == 20_570_112
+    step = corpus("stepfun-ai--Step-3.7-Flash-FP8")
+    assert _expert_delta(step, 8) == 42 * 288 * (1200 + 600) * 4 == 87_091_200
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.integers(1, 4096), hidden=st.sampled_from([2048, 2880, 3072, 4096, 7168]),
+       tp=st.sampled_from([1, 2, 4, 8, 16]))
+def test_fp8_moe_grid_property(rows, hidden, tp):
+    """The grid vLLM allocates a rank's FP8 expert scales on is the checkpoint's 128 x 128
+    where the rows divide 128, else a square that divides 128, the rows and hidden (so each
+    checkpoint scale upsamples exactly), or the checkpoint's when none of at least 32 does
+    (vLLM then refuses the shape in validate_fp8_block_shape_moe)."""
+    bn, bk = _fp8_moe_block((128, 128), rows, hidden, tp)
+    if rows % 128 == 0:
+        assert (bn, bk) == (128, 128)
+    elif (bn, bk) != (128, 128):
+        assert bn == bk >= 32 and 128 % bn == 0 and rows % bn == 0 and hidden % bn == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(hidden=st.integers(1, 16384), rows=st.integers(1, 16384), sm=st.sampled_from([90, 100]))
+def test_mxfp4_padding_property(hidden, rows, sm):
+    """Padding only grows a dimension, to the next multiple of the backend's alignment."""
+    h, r = mxfp4_moe_padding(hidden, rows, sm)
+    ah, ar = {90: (1, 64), 100: (256, 128)}[sm]
+    assert hidden <= h < hidden + ah and h % ah == 0
+    assert rows <= r < rows + ar and r % ar == 0
 
 
 def test_gpt_oss_mxfp4_padding_by_gpu_by_hand():
