@@ -572,7 +572,8 @@ def test_gpt_oss_mxfp4_padding_by_gpu_by_hand():
     kvlib assumes a Hopper GPU (sm 90: H100, H200), where gpt-oss runs on OpenAI's Triton
     kernels (:421-458) and the rows round up to 64; datacenter Blackwell (sm 100) runs the
     TRT-LLM kernels, hidden to 256 and rows to 128 (notebooks/engines/01's 2880 x 2880 ->
-    3072 x 2944 for gpt-oss-20b at TP 1).
+    3072 x 2944 for gpt-oss-20b at TP 1); Ampere and Ada run Marlin, hidden to 256 and rows to
+    128 (:850-855). Only sm 90 is measured (tests/test_quant_oracle.py).
 
     gpt-oss-120b at TP 8 on an H200 (hidden 2880, 36 layers of 128 experts of 2880, MXFP4:
     half a byte a value and one e8m0 byte per 32 inputs): 360 rows -> 384. Per expert, w13
@@ -584,8 +585,9 @@ def test_gpt_oss_mxfp4_padding_by_gpu_by_hand():
     assert mxfp4_moe_padding(2880, 360) == (2880, 384)
     assert mxfp4_moe_padding(2880, 1440) == (2880, 1472)
     assert mxfp4_moe_padding(2880, 2880, sm=100) == (3072, 2944)
-    with pytest.raises(ValueError, match="compute capability sm 80"):
-        mxfp4_moe_padding(2880, 360, sm=80)
+    assert mxfp4_moe_padding(2880, 1440, sm=89) == (3072, 1536)  # Marlin on an L40S
+    with pytest.raises(ValueError, match="compute capability sm 120"):
+        mxfp4_moe_padding(2880, 360, sm=120)
     big, small = corpus("openai--gpt-oss-120b"), corpus("openai--gpt-oss-20b")
     assert vllm_quantization(big).method == "gpt_oss_mxfp4"
     assert 36 * 128 * (48 * 1530 + 2880 * 51 // 4 + 96) == 508_059_648

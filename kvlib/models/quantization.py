@@ -930,15 +930,22 @@ def vllm_quantization(config) -> Quantization | None:
 # :822-901): Hopper (sm 90) runs OpenAI's Triton kernels (TRITON; the TRT-LLM ones need
 # sm 100), which round the intermediate rows up to 64 (:900-901); datacenter Blackwell
 # (sm 100, 103) the TRT-LLM kernels (FLASHINFER_TRTLLM_MXFP4_BF16), hidden to 256 and
-# intermediate to 128 (:859-861).
-MXFP4_MOE_ALIGN = {90: ("TRITON", 1, 64), 100: ("FLASHINFER_TRTLLM_MXFP4_BF16", 256, 128),
+# intermediate to 128 (:856-858); Ampere and Ada (sm 80, 86, 89), where neither the Triton
+# kernels (sm 90 and up, experts/gpt_oss_triton_kernels_moe.py:41-60) nor FlashInfer's or
+# CUTLASS's run, Marlin (sm 75 and up, experts/marlin_moe.py:539-541): hidden to 256 and
+# intermediate to 128 (:850-855). Consumer Blackwell (sm 120) depends on whether FlashInfer's
+# CUTLASS MoE is installed: not assumed. Only sm 90 is measured (make oracle).
+_MARLIN = ("MARLIN", 256, 128)
+MXFP4_MOE_ALIGN = {80: _MARLIN, 86: _MARLIN, 89: _MARLIN, 90: ("TRITON", 1, 64),
+                   100: ("FLASHINFER_TRTLLM_MXFP4_BF16", 256, 128),
                    103: ("FLASHINFER_TRTLLM_MXFP4_BF16", 256, 128)}
 
 
 def mxfp4_moe_padding(hidden: int, per_rank: int, sm: int = 90) -> tuple[int, int]:
     """(hidden, intermediate rows a rank) as gpt-oss's MXFP4 MoE backend on a GPU of compute
     capability ``sm`` (90 Hopper, 100 / 103 Blackwell; :data:`MXFP4_MOE_ALIGN`) allocates
-    them: gpt-oss-120b at TP 8 on an H200, (2880, 360) -> (2880, 384)."""
+    them: gpt-oss-120b at TP 8 on an H200, (2880, 360) -> (2880, 384). ValueError naming
+    ``sm`` for a GPU whose backend kvlib does not assume."""
     if sm not in MXFP4_MOE_ALIGN:
         raise ValueError(f"compute capability sm {sm}: kvlib knows gpt-oss's MXFP4 MoE padding "
                          f"on {', '.join(map(str, MXFP4_MOE_ALIGN))}")
