@@ -941,11 +941,16 @@ MXFP4_MOE_ALIGN = {80: _MARLIN, 86: _MARLIN, 89: _MARLIN, 90: ("TRITON", 1, 64),
                    103: ("FLASHINFER_TRTLLM_MXFP4_BF16", 256, 128)}
 
 
-def mxfp4_moe_padding(hidden: int, per_rank: int, sm: int = 90) -> tuple[int, int]:
+def mxfp4_moe_padding(hidden: int, per_rank: int, sm: int | None = 90) -> tuple[int, int]:
     """(hidden, intermediate rows a rank) as gpt-oss's MXFP4 MoE backend on a GPU of compute
     capability ``sm`` (90 Hopper, 100 / 103 Blackwell; :data:`MXFP4_MOE_ALIGN`) allocates
     them: gpt-oss-120b at TP 8 on an H200, (2880, 360) -> (2880, 384). ValueError naming
     ``sm`` for a GPU whose backend kvlib does not assume."""
+    if sm is None:  # ROCm and other platforms: their MXFP4 MoE kernels are not traced
+        raise ValueError("a GPU without a CUDA compute capability: kvlib knows gpt-oss's MXFP4 "
+                         "MoE padding only on NVIDIA sm "
+                         f"{', '.join(map(str, MXFP4_MOE_ALIGN))} (vLLM 0.34.0's "
+                         "fused_moe/oracle/mxfp4.py:822-901)")
     if sm not in MXFP4_MOE_ALIGN:
         raise ValueError(f"compute capability sm {sm}: kvlib knows gpt-oss's MXFP4 MoE padding "
                          f"on {', '.join(map(str, MXFP4_MOE_ALIGN))}")
@@ -972,7 +977,7 @@ _DOWN = re.compile(r"(down_proj|\.w2)$")  # an expert's row-parallel projection
 
 
 def allocated_linear_bytes(q: Quantization | None, lin, dense_bytes: int, tp: int = 1,
-                           sm: int = 90) -> int:
+                           sm: int | None = 90) -> int:
     """Bytes vLLM 0.34.0 allocates for every copy of one linear (a
     :class:`kvlib.models.params.Linear`) on all ``tp`` ranks together, so that a split
     linear's share of one rank is this / tp: the checkpoint's format (:func:`linear_bytes`)

@@ -142,7 +142,7 @@ def _kda_padding(linears, tp: int, q, d: int) -> int:
     return out
 
 
-def checkpoint_weights(config, tp: int = 1, count=None, sm: int = 90) -> CheckpointWeights:
+def checkpoint_weights(config, tp: int = 1, count=None, sm: int | None = 90) -> CheckpointWeights:
     """Weights per GPU from a config dict: parameters counted per layer (``count``, else
     :func:`kvlib.models.params.count_params` of the config), each linear in its stored format
     (:func:`kvlib.models.quantization.linear_bytes`), split as vLLM splits them: column/row-

@@ -103,9 +103,17 @@ def _count_of(key: str) -> tuple:
 
 
 @functools.lru_cache(maxsize=256)
-def _weights_of(key: str, tp: int) -> CheckpointWeights:
-    """:func:`checkpoint_weights` of a countable config ``key`` on ``tp`` ranks."""
-    return checkpoint_weights(json.loads(key), tp, _count_of(key)[0])
+def _weights_of(key: str, tp: int, sm: int | None = 90) -> CheckpointWeights:
+    """:func:`checkpoint_weights` of a countable config ``key`` on ``tp`` ranks of a GPU of
+    compute capability ``sm`` (major x 10 + minor; None off CUDA), which picks the MoE
+    backend's padding."""
+    return checkpoint_weights(json.loads(key), tp, _count_of(key)[0], sm)
+
+
+def _sm(gpu) -> int | None:
+    """A GPU's compute capability as one number (H200: 90), None where it has none (AMD)."""
+    cc = gpu.cuda_capability
+    return None if cc is None else cc[0] * 10 + cc[1]
 
 
 def _bundled_config(name: str) -> dict | None:
@@ -314,7 +322,7 @@ class Deployment:
                                  f"but kvlib cannot count its parameters ({why}); give "
                                  "--params and --weight-dtype")
             return None
-        return _weights_of(_config_key(self.config), self.tp)
+        return _weights_of(_config_key(self.config), self.tp, _sm(self.gpu))
 
     @property
     def counted(self) -> bool:
@@ -483,7 +491,7 @@ class Deployment:
         key = _config_key(config)
         if _count_of(key)[0] is None:
             return None  # a family kvlib cannot count: its published count x bf16
-        return _weights_of(key, self.draft_tp)
+        return _weights_of(key, self.draft_tp, _sm(self.gpu))
 
     @property
     def draft_weights_bytes_per_gpu(self) -> int:
