@@ -36,5 +36,6 @@ def test_an_untraced_backend_is_refused_by_name(gpu, words):
 
 
 def test_a_dense_model_is_the_same_on_every_gpu():
-    assert Deployment(load_model("llama-3.1-8b"), "MI300X", 1, 1).weights_bytes_per_gpu == \
-        Deployment(load_model("llama-3.1-8b"), "H200", 1, 1).weights_bytes_per_gpu == 8_030_261_248 * 2
+    llama = load_model("llama-3.1-8b")
+    assert Deployment(llama, "MI300X", 1, 1).weights_bytes_per_gpu == \
+        Deployment(llama, "H200", 1, 1).weights_bytes_per_gpu == 8_030_261_248 * 2
