@@ -28,6 +28,7 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from kvlib.core import validate
+from kvlib.core.calling import call, whole
 from kvlib.core.exact import check_names, exact_call
 from kvlib.core.notation import ALL_SYMBOLS, by_name
 
@@ -171,14 +172,7 @@ def _generated(expr: sp.Expr):
 
 
 def _call(expr: sp.Expr, values: dict, convert):
-    names, fn = _generated(expr)
-    if set(values) != set(names):
-        missing = [n for n in names if n not in values]
-        extra = [n for n in values if n not in names]
-        raise ValueError(f"{expr}: " + "; ".join(
-            part for part in (missing and f"needs {', '.join(missing)}",
-                              extra and f"takes no {', '.join(extra)}") if part))
-    return fn(*(convert(values[n]) for n in names))
+    return call(str(expr), *_generated(expr), values, convert)
 
 
 def evaluate(expr: sp.Expr, **values):
@@ -188,10 +182,7 @@ def evaluate(expr: sp.Expr, **values):
 
         evaluate(sp.floor(x / y), x=7, y=2)  # -> 3
     """
-    result = _call(expr, values, Fraction)
-    if type(result) is Fraction and result.denominator == 1:
-        return result.numerator
-    return result
+    return whole(_call(expr, values, Fraction))
 
 
 def evaluate_floats(expr: sp.Expr, **values):

@@ -6,7 +6,9 @@ SymPy. Do not edit: tests/test_kept_formulas.py fails when this is not a fresh d
 # ruff: noqa: E501
 
 import math  # noqa: F401 - the printed code may call math.floor / math.ceil
-from fractions import Fraction
+from fractions import Fraction  # noqa: F401 - rationals are printed as Fraction(p, q)
+
+from kvlib.core.calling import evaluators
 
 __all__ = ["EXPRESSIONS", "evaluate", "evaluate_floats"]
 
@@ -21,29 +23,4 @@ EXPRESSIONS = {
     'decode.STEP': (('B', 'BW', 'R_KV', 'R_W'), _decode_STEP),
 }
 
-
-def _call(name: str, values: dict, convert):
-    args, fn = EXPRESSIONS[name]
-    if set(values) != set(args):
-        missing = [a for a in args if a not in values]
-        extra = [a for a in values if a not in args]
-        raise ValueError(f"{name}: " + "; ".join(
-            part for part in (missing and f"needs {', '.join(missing)}",
-                              extra and f"takes no {', '.join(extra)}") if part))
-    return fn(*(convert(values[a]) for a in args))
-
-
-def evaluate(name: str, **values):
-    """Expression ``name`` at ``values`` (every symbol's, by name), exactly: each value made a
-    ``Fraction``; an ``int`` back when the value is whole, else a ``Fraction``
-    (:func:`kvlib.core.numeric.evaluate`'s semantics)."""
-    result = _call(name, values, Fraction)
-    if type(result) is Fraction and result.denominator == 1:
-        return result.numerator
-    return result
-
-
-def evaluate_floats(name: str, **values):
-    """Expression ``name`` with every value a Python ``float``
-    (:func:`kvlib.core.numeric.evaluate_floats`'s semantics)."""
-    return _call(name, values, float)
+evaluate, evaluate_floats = evaluators(EXPRESSIONS)
