@@ -723,7 +723,7 @@
       const m = PLAN.models[s.model], gpu = PLAN.gpus[s.gpu];
       if (s.gpus % s.tp) throw new Error(`gpus=${s.gpus} must be a multiple of tensor_parallel_size=${s.tp} (each data-parallel replica is one TP group)`);
       if (s.engine !== "vllm") return engineCompute(s, m, gpu);
-      const w = m.weights[`${s.weight_dtype} ${s.tp}`], layout = m.tp[s.tp];
+      const w = weightsOn(m, s, gpu), layout = m.tp[s.tp];
       if (w.error) throw new Error(w.error);
       if (layout.error) throw new Error(layout.error);
       // the release's budget rule (kvlib.serving.engines.vllm.budget.RULES): 0.33.0's profiled
@@ -901,8 +901,14 @@
     return div - floordiv > 0.5 ? floordiv + 1 : floordiv;
   }
   const ratOf = (o) => Object.fromEntries(Object.entries(o).map(([k, x]) => [k, parse(String(x))]));
+  // the weights per GPU of model m as set in s on gpu: one entry, or one per compute capability
+  // where the MoE backend's padding makes them differ (book_js._weights_entry)
+  function weightsOn(m, s, gpu) {
+    const w = m.weights[`${s.weight_dtype} ${s.tp}`];
+    return w.by_sm ? w.by_sm[gpu.sm === null ? "none" : String(gpu.sm)] : w;
+  }
   function engineCompute(s, m, gpu) {
-    const w = m.weights[`${s.weight_dtype} ${s.tp}`], me = m.engines[s.engine], eng = PLAN.engines[s.engine];
+    const w = weightsOn(m, s, gpu), me = m.engines[s.engine], eng = PLAN.engines[s.engine];
     if (w.weights === undefined) throw new Error(w.error);
     if (me.refuse) throw new Error(me.refuse);
     const kvb = eng.kv_bytes[s.kv_dtype];

@@ -235,14 +235,53 @@ def _group(g) -> dict:
             "ratio": g.ratio}
 
 
+
+def _sm_key(gpu) -> str:
+    """A GPU's compute capability as the page keys it ("90"; "none" off CUDA)."""
+    cc = gpu.cuda_capability
+    return "none" if cc is None else str(cc[0] * 10 + cc[1])
+
+
+def _sm_gpus() -> dict:
+    """One catalog GPU for each compute capability the catalog holds (the first of each)."""
+    from kvlib.serving.gpus import CATALOG
+
+    out = {}
+    for gpu in CATALOG.values():
+        out.setdefault(_sm_key(gpu), gpu)
+    return out
+
+
+def _weights_entry(spec, gpu, tp: int, w: str) -> dict:
+    """The page's weights of ``spec`` at ``tp`` in weight dtype ``w`` on ``gpu``: per GPU, their
+    label, what a decode step reads, the MoE layout; or the refusal."""
+    from kvlib.serving.decode import read_params
+    from kvlib.serving.engines.vllm.deployment import Deployment
+
+    try:
+        d = Deployment(spec, gpu, tp, tp, weight_dtype=w)
+        weights = d.weights_bytes_per_gpu
+    except ValueError as e:  # the engines' planner stops here too
+        return {"error": str(e)}
+    try:
+        d.state_bytes_per_sequence_per_gpu  # noqa: B018 (raises for a bad split)
+        layout = d.routing()
+        return {"weights": weights, "label": d.weights_label,
+                "read": d.decode_read_bytes_per_gpu(),
+                "base": read_params(d.active, d.config),
+                "bpw": _number(d.bytes_per_weight),
+                "moe": None if layout is None else [
+                    layout.experts, layout.per_token, layout.moe_layers, layout.expert_params]}
+    except ValueError as e:  # vLLM's plan refuses; SGLang's and TRT-LLM's go on
+        return {"error": str(e), "weights": weights, "label": d.weights_label}
+
+
 def _planner() -> dict:
     """Notebook 06's planner: the GPU catalog, and what kvlib works out per model, weight dtype
     and TP before any context is chosen: the layer groups as one TP rank holds them
     (:func:`kvlib.serving.sharding.shard`, ``shard_state``), the weights per GPU, the weight
     bytes a decode step reads, the MoE layout for uniform routing, or the error kvlib raises
     for that combination (a TP the heads do not allow)."""
-    from kvlib.serving.decode import read_params
-    from kvlib.serving.engines.vllm.deployment import Deployment
     from kvlib.serving.gpus import CATALOG
     from kvlib.serving.sharding import shard, shard_state
     from kvlib.views.widgets import capacity
@@ -266,25 +305,13 @@ def _planner() -> dict:
             except ValueError as e:
                 per_tp[tp] = {"error": str(e)}
             for w in weights:
-                try:
-                    d = Deployment(spec, next(iter(CATALOG)), tp, tp, weight_dtype=w)
-                except ValueError as e:  # the engines' planner stops here too
-                    per_weights[f"{w} {tp}"] = {"error": str(e)}
-                    continue
-                try:
-                    d.state_bytes_per_sequence_per_gpu  # noqa: B018 (raises for a bad split)
-                    layout = d.routing()
-                    per_weights[f"{w} {tp}"] = {
-                        "weights": d.weights_bytes_per_gpu, "label": d.weights_label,
-                        "read": d.decode_read_bytes_per_gpu(),
-                        "base": read_params(d.active, d.config),
-                        "bpw": _number(d.bytes_per_weight),
-                        "moe": None if layout is None else [
-                            layout.experts, layout.per_token, layout.moe_layers,
-                            layout.expert_params]}
-                except ValueError as e:  # vLLM's plan refuses; SGLang's and TRT-LLM's go on
-                    per_weights[f"{w} {tp}"] = {"error": str(e), "weights": d.weights_bytes_per_gpu,
-                                                "label": d.weights_label}
+                # the weights per GPU depend on the GPU only through its MoE backend's padding
+                # (compute capability: kvlib.models.quantization.mxfp4_moe_padding): one entry,
+                # or one per compute capability ("by_sm") where they differ
+                by_sm = {key: _weights_entry(spec, gpu, tp, w) for key, gpu in _sm_gpus().items()}
+                first = next(iter(by_sm.values()))
+                per_weights[f"{w} {tp}"] = first if all(e == first for e in by_sm.values()) \
+                    else {"by_sm": by_sm}
         models[name] = {"tp": per_tp, "weights": per_weights,
                         "engines": _model_engines(spec, bundled_config(name))}
     start = {k: p.default for k, p in explorer.items()}
