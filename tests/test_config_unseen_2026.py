@@ -82,38 +82,9 @@ def test_exaone_4_5_reads_its_text_config_as_exaone4():
     assert not [a for a in r.assumptions if "cohere2" in a]
 
 
-def test_exaone_4_5_text_config_is_what_transformers_makes_of_it():
-    """The engine's own config class, run here: transformers 5.25.0 turns the text_config into
-    an Exaone4Config with the file's layer_types."""
-    transformers = pytest.importorskip("transformers")
-    cfg = load("exaone-4.5-33b")
-    text = transformers.Exaone4_5_Config(**cfg).get_text_config()
-    assert text.model_type == "exaone4"
-    assert text.layer_types == cfg["text_config"]["layer_types"]
-    assert text.layer_types.count("full_attention") == 16
-
-
 def _exaone(n: int, **kw) -> dict:
     return {"model_type": "exaone4", "num_hidden_layers": n, "hidden_size": 256,
             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, **kw}
-
-
-@pytest.mark.parametrize("n, extra", [(8, {}), (12, {"sliding_window_pattern": 3}),
-                                      (5, {"sliding_window_pattern": 1}),
-                                      (9, {"sliding_window_pattern": 4, "sliding_window": 512}),
-                                      (7, {"sliding_window_pattern": 2, "sliding_window": 64})])
-def test_exaone_without_layer_types_derives_them_as_exaone4config_does(n, extra):
-    """No layer_types: Exaone4Config derives them (configuration_exaone4.py:102-108: layer i
-    slides iff (i + 1) % pattern != 0; pattern 4 and window 4096 by default). Checked against
-    the class itself, run on the CPU."""
-    transformers = pytest.importorskip("transformers")
-    theirs = transformers.Exaone4Config(**_exaone(n, **extra))
-    r = parse_config(_exaone(n, **extra))
-    ours = [r.layer(i) for i in range(n)]
-    assert ["full_attention" if k[0].value == "full" else "sliding_attention"
-            for k in ours] == theirs.layer_types
-    assert {k[1] for k in ours if k[0].value == "sliding"} <= {theirs.sliding_window}
-    assert said(r, "no layer_types: Exaone4Config derives it")
 
 
 def test_exaone_default_pattern_by_hand():
@@ -134,14 +105,12 @@ def test_exaone_default_pattern_by_hand():
 ])
 def test_exaone_without_layer_types_refuses_what_exaone4config_cannot_build(extra, message):
     """A string pattern ((i + 1) % "LLLG": TypeError) or a null window (pattern 0: modulo by
-    zero) fails in Exaone4Config itself (configuration_exaone4.py:100-105)."""
+    zero) fails in Exaone4Config itself (configuration_exaone4.py:100-105; run there by make
+    crosscheck, tests/crosscheck/test_exaone4_config_class.py)."""
     with pytest.raises(ValueError) as e:
         parse_config(_exaone(8, **extra))
     assert message in str(e.value) and "give layer_types" in str(e.value)
     assert "\n" not in str(e.value)
-    transformers = pytest.importorskip("transformers")
-    with pytest.raises((TypeError, ZeroDivisionError)):
-        transformers.Exaone4Config(**_exaone(8, **extra))
 
 
 # --- olmOCR 2 (Qwen2.5-VL): the top level repeats the text model's keys; vLLM reads text_config
