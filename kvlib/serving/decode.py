@@ -29,6 +29,7 @@ from fractions import Fraction
 from functools import cache
 
 from kvlib.core import validate
+from kvlib.core.lazy import lazy_attributes
 from kvlib.serving import kept
 
 # The expressions kvlib.serving.kept keeps as code (python -m kvlib.core.keep), so that
@@ -57,10 +58,8 @@ def symbolic() -> dict:
     return {"STEP": sp.Add(R, sp.Mul(B, K, evaluate=False), evaluate=False) / BW}
 
 
-def __getattr__(name: str):
-    if name in KEPT:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, KEPT, symbolic)
 
 
 def step_seconds(read_bytes, per_session_bytes, batch, bandwidth):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.serving.engines.sglang import kept
 
 # kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
@@ -37,10 +38,8 @@ def symbolic() -> dict:
             "REST_MEASURED": measured.args[0], "REST_MM": mm.args[0]}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 def _float32(x) -> float:

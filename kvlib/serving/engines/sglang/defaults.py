@@ -9,6 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import arch
 from kvlib.serving.engines.sglang import indexer as ix
@@ -37,10 +38,8 @@ def symbolic() -> dict:
     return {"MEM_FRACTION": (G - R_mib) / G}  # then rounded to 3 decimals
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)  # arg_groups/fields/schedule.py:160 (fallback=0.8)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.serving.engines.answer import DoesNotFit
 from kvlib.serving.engines.sglang import kept
 
@@ -91,10 +92,8 @@ def symbolic() -> dict:
             "RUNNING_V4": sp.Min(R, sp.floor(T / 2))}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 def is_v4(config: dict | None) -> bool:

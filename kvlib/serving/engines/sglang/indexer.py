@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.serving.engines.sglang import kept
 
 __all__ = ["DSA_ARCHS", "QUANT_BLOCK", "is_dsa", "dsa_page", "dsa_cells"]
@@ -53,10 +54,8 @@ def symbolic() -> dict:
     }
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 def is_dsa(config: dict | None) -> bool:

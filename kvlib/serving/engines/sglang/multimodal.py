@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
+
 __all__ = ["TRACED_MM_ARCHS", "MM_ARCHS", "MM_DISABLED", "BREAKABLE_GRAPH_ARCHS", "MM_RESERVE",
            "MM_RESERVE_MIB", "HOPPER_FEATURE_CACHE_MIB", "is_multimodal", "vision_shape",
            "vlm_fraction", "mm_reserve"]
@@ -111,10 +113,8 @@ def symbolic() -> dict:
     return {"VLM_FACTOR": factor, "VLM_FRACTION": f0 * factor}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 MM_RESERVE_MIB = 100  # environ.py:1598 SGLANG_VLM_CACHE_SIZE_MB
 MM_RESERVE = MM_RESERVE_MIB << 20  # bytes: reserved_mb / 1024 GB, kv_cache_configurator.py:221
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
+
 # kept as code in kvlib.serving.engines.sglang.kept (python -m kvlib.core.keep); the
 # expressions themselves are built with SymPy on first use
 KEPT = ("MAX_RUNNING", "SESSIONS", "SESSIONS_SWA")
@@ -33,7 +35,5 @@ def symbolic() -> dict:
             "SESSIONS_SWA": sp.Min(sessions, sp.floor(T_swa / (sp.Min(C, w) + p)))}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)

@@ -37,6 +37,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.sglang import kept
 
@@ -82,10 +83,8 @@ def symbolic() -> dict:
     }
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 def state_dtype_bytes(config: dict) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
+
 _SYMBOLIC = ("F0", "F1", "W", "X", "f", "c", "c_full", "c_swa", "p", "r", "N_g", "d_k", "d_v",
              "L", "b", "d_L", "d_R", "tp", "N_kv", "T", "C", "G", "R_mib", "T_swa", "w", "B_KV",
              "M_mm", "SYMBOLS", "SYMBOLS_BY_NAME")
@@ -46,7 +48,5 @@ def symbolic() -> dict:
     return {name: found[name] for name in _SYMBOLIC}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)

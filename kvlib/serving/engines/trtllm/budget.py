@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.serving.engines.trtllm import kept
 from kvlib.serving.engines.trtllm.defaults import DEFAULT_FRACTION
 
@@ -27,10 +28,8 @@ def symbolic() -> dict:
     return {"KV_BUDGET": sp.floor(sp.Add(M, -W, -O, evaluate=False) * phi)}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 def kv_budget(total: int, weights: int, other_peak: int, fraction=DEFAULT_FRACTION) -> int:

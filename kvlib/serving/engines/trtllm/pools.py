@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import kv_heads, text_config
 from kvlib.serving.engines.trtllm import kept
@@ -44,10 +45,8 @@ def symbolic() -> dict:
     }
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 def evaluate_cell(key: str, **values) -> int:

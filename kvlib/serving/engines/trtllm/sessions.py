@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
+
 # kept as code in kvlib.serving.engines.trtllm.kept (python -m kvlib.core.keep); the
 # expressions themselves are built with SymPy on first use
 KEPT = ("SESSIONS",)
@@ -23,7 +25,5 @@ def symbolic() -> dict:
     return {"SESSIONS": sp.Min(S_max, sp.floor(T / (sp.ceiling(C / n) * n)))}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)

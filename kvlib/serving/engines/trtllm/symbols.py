@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
+
 _SYMBOLIC = ("M", "W", "O", "phi", "N_g", "d", "d_V", "L", "b", "tp", "d_L", "d_R", "N_kv", "c",
              "B_KV", "n", "T", "C", "S_max", "SYMBOLS", "SYMBOLS_BY_NAME")
 __all__ = [*_SYMBOLIC, "symbolic"]
@@ -39,7 +41,5 @@ def symbolic() -> dict:
     return {name: found[name] for name in _SYMBOLIC}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.models.spec import CacheKind
 from kvlib.serving.engines.common import kv_heads
 from kvlib.serving.engines.trtllm import kept
@@ -64,10 +65,8 @@ def symbolic() -> dict:
     return {name: found[name] for name in _SYMBOLIC}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 class WindowPool(tuple):

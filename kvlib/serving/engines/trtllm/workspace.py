@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.serving.engines.common import text_config
 from kvlib.serving.engines.trtllm import kept
 
@@ -59,10 +60,8 @@ def symbolic() -> dict:
             "L_CAP": l_cap, "RESERVE": reserve, "B_AFTER": sp.floor(B_KV - reserve)}
 
 
-def __getattr__(name: str):  # the expressions, built with SymPy on first use
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 def workspace_bytes_per_token(model_name: str, config: dict | None, tp_: int, kv_dtype: str,

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from kvlib.core.lazy import lazy_attributes
 from kvlib.serving.decode import step_seconds  # the engine-neutral decode floor, shown here
 from kvlib.serving.engines.vllm import kept
 
@@ -113,10 +114,8 @@ __all__ = [*_SYMBOLIC, "MARGIN_FLOOR_BYTES", "usable", "kv_budget", "sessions", 
            "margin", "usable_extensible", "kv_budget_extensible", "symbolic", "KEPT"]
 
 
-def __getattr__(name: str):
-    if name in _SYMBOLIC:
-        return symbolic()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the expressions, built with SymPy on first use
+__getattr__ = lazy_attributes(__name__, _SYMBOLIC, symbolic)
 
 
 def _kept(name: str, **values) -> int:
