@@ -133,14 +133,7 @@ def test_default_context_is_reported(capsys):
 # --kv-dtype auto, the default, resolved as kvlib plan resolves it (issue 42 item 2): Llama 3.1
 # 70B's shapes (80 layers, 8 KV heads, head_dim 8192 / 64 = 128) with ModelOpt's
 # hf_quant_config.json beside config.json, as nvidia/Llama-3.1-70B-Instruct-FP8 ships them
-LLAMA_70B = {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
-             "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80,
-             "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 128256,
-             "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-             "torch_dtype": "bfloat16", "tie_word_embeddings": False}
-HF_QUANT = {"producer": {"name": "modelopt", "version": "0.15.0"},
-            "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
-                             "exclude_modules": ["lm_head"]}}
+from test_kv_auto import HF_QUANT, LLAMA_70B  # noqa: E402 - the same checkpoint as the plan's test
 
 
 def _llama_folder(tmp_path, quant: bool):

@@ -15,8 +15,8 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
+from test_explain_sglang_posted import _gb, _rows, _run
 
-from kvlib.cli import main
 from kvlib.serving.engines.sglang import log_lines as ll
 from kvlib.serving.engines.sglang.log import detect
 from kvlib.serving.engines.sglang.log_budget import token_range
@@ -34,20 +34,6 @@ DCU = SG / "deepseek-r1-channel-fp8_hygon-dcu_2-nodes_tp16-dp16_fp8kv_0.5.10rc0-
 GPT_OSS = SG / "gpt-oss-20b_1-layer-override_H100-shape_fp8e5m2_bench-one-batch_sglang-pr11024.log"
 DISTILL = SG / ("deepseek-r1-distill-qwen-7b_rtx3090_docker-desktop-prefix_0.4.2-era_"
                 "my-deepseek-r1.log")
-
-
-def _run(capsys, *argv):
-    code = main(["explain-log", *map(str, argv), "--json"])
-    out, err = capsys.readouterr()
-    return code, json.loads(out), err
-
-
-def _rows(d, quantity):
-    return [(c["line"], c["kvlib"], c["status"]) for c in d["checks"] if c["quantity"] == quantity]
-
-
-def _gb(b: int) -> str:
-    return f"{b / GiB:.4f} GB"
 
 
 def _tokens(before, after, f, cell) -> int:

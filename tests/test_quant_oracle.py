@@ -42,39 +42,14 @@ EXPECTED = {
 }
 
 SCRIPT = r'''
-import json, os, sys, tempfile
+import json, sys
 sys.path.insert(0, sys.argv[3])
 if sys.argv[4:] == ["minimax_m3"]:
     import minimax_m3  # noqa: F401  (its CuTe DSL stand-ins, then boot)
 import boot  # noqa: F401  (first: vLLM's CUDA platform, kernel stand-ins, meta tensors)
-import drive
 import torch
-from vllm.config import set_current_vllm_config
-from vllm.engine.arg_utils import EngineArgs
-from vllm.model_executor.model_loader.utils import initialize_model
-from vllm.usage.usage_lib import UsageContext
-from vllm.utils.torch_utils import set_default_torch_dtype
-from vllm.v1.worker import workspace
+from meta_build import build
 
-
-def build(config):
-    boot.set_gpu((9, 0), 150_109_880_320, "NVIDIA H200")
-    folder = tempfile.mkdtemp()
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f)
-    args = EngineArgs(model=folder, max_model_len=4096, skip_tokenizer_init=True,
-                      load_format="dummy", dtype="bfloat16", tensor_parallel_size=1,
-                      language_model_only=True, distributed_executor_backend="uni")
-    cfg = args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
-    if config.get("model_type") == "deepseek_v4":
-        cfg.kernel_config.enable_jit_warmup = False
-    drive._distributed(cfg, 1)
-    if not workspace.is_workspace_manager_initialized():
-        workspace.init_workspace_manager(torch.device("meta"))
-    with set_current_vllm_config(cfg), set_default_torch_dtype(cfg.model_config.dtype), \
-            boot.MetaTensors():
-        model = initialize_model(vllm_config=cfg)
-    return cfg, model
 
 
 def fp8_checkpoint(config):
@@ -155,45 +130,22 @@ def test_vllm_builds_what_kvlib_reads(tmp_path):
 # what vLLM 0.34.0 builds on a rank that is not a weight: the RoPE cos/sin caches and the
 # attention's q/k/v/prob scales and zero points (the KV cache's, not the checkpoint's)
 WEIGHTS_SCRIPT = r"""
-import json, os, re, sys, tempfile, types
+import json, re, sys, types
 sys.path.insert(0, sys.argv[3])
 STANDINS = sys.argv[4:] == ["standins"]
 if STANDINS:  # CuTe DSL / cuda-python stand-ins (minimax_m3.py), then boot; FlashKDA's module
     import minimax_m3  # noqa: F401
     sys.modules["vllm._flashkda_C"] = types.ModuleType("vllm._flashkda_C")
 import boot  # noqa: F401
-import drive
-import torch
-from vllm.config import set_current_vllm_config
-from vllm.engine.arg_utils import EngineArgs
-from vllm.model_executor.model_loader.utils import initialize_model
-from vllm.usage.usage_lib import UsageContext
-from vllm.utils.torch_utils import set_default_torch_dtype
-from vllm.v1.worker import workspace
+from meta_build import build
 
 SCALES = re.compile(r"\.(_?(k|v|q|prob)_scale|_one_scale|(k|v|q)_zero_point)$")
 results = []
 for case in json.load(open(sys.argv[1])):
-    boot.set_gpu((9, 0), 150_109_880_320, "NVIDIA H200")
-    folder = tempfile.mkdtemp()
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(case["config"], f)
-    tp = case["tp"]
     # Kimi K3's KDA picks FlashKDA on a GPU, a kernel library that sizes a workspace only;
     # Triton's prefill builds the same parameters
     extra = {"kda_prefill_backend": "triton"} if STANDINS else {}
-    args = EngineArgs(model=folder, max_model_len=4096, skip_tokenizer_init=True,
-                      load_format="dummy", dtype="bfloat16", tensor_parallel_size=tp,
-                      language_model_only=case["text_only"], additional_config=extra,
-                      distributed_executor_backend="uni" if tp == 1 else "mp")
-    cfg = args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
-    cfg.parallel_config.tensor_parallel_size = tp
-    drive._distributed(cfg, tp)  # rank 0 of tp
-    if not workspace.is_workspace_manager_initialized():
-        workspace.init_workspace_manager(torch.device("meta"))
-    with set_current_vllm_config(cfg), set_default_torch_dtype(cfg.model_config.dtype), \
-            boot.MetaTensors():
-        model = initialize_model(vllm_config=cfg)
+    cfg, model = build(case["config"], case["tp"], case["text_only"], extra)
     size = lambda t: t.numel() * t.element_size()
     params = dict(model.named_parameters())
     scales = sum(size(t) for n, t in params.items() if SCALES.search(n))

@@ -98,39 +98,16 @@ _audio.mel_filter_bank = _mel
 '''
 
 SCRIPT = r'''
-import json, os, re, sys, tempfile, types
+import json, re, sys
 sys.path.insert(0, sys.argv[3]); sys.path.insert(0, sys.argv[4])
 import stub_mc  # noqa: F401
 import boot  # noqa: F401
-import drive
-import torch
-from vllm.config import set_current_vllm_config
-from vllm.engine.arg_utils import EngineArgs
-from vllm.model_executor.model_loader.utils import initialize_model
-from vllm.usage.usage_lib import UsageContext
-from vllm.utils.torch_utils import set_default_torch_dtype
-from vllm.v1.worker import workspace
+from meta_build import build
 
 SCALES = re.compile(r"\.(_?(k|v|q|prob)_scale|_one_scale|(k|v|q)_zero_point)$")
 results = []
 for case in json.load(open(sys.argv[1])):
-    boot.set_gpu((9, 0), 150_109_880_320, "NVIDIA H200")
-    folder = tempfile.mkdtemp()
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(case["config"], f)
-    tp = case["tp"]
-    args = EngineArgs(model=folder, max_model_len=4096, skip_tokenizer_init=True,
-                      load_format="dummy", dtype="bfloat16", tensor_parallel_size=tp,
-                      language_model_only=case["text_only"],
-                      distributed_executor_backend="uni" if tp == 1 else "mp")
-    cfg = args.create_engine_config(usage_context=UsageContext.OPENAI_API_SERVER)
-    cfg.parallel_config.tensor_parallel_size = tp
-    drive._distributed(cfg, tp)  # rank 0 of tp
-    if not workspace.is_workspace_manager_initialized():
-        workspace.init_workspace_manager(torch.device("meta"))
-    with set_current_vllm_config(cfg), set_default_torch_dtype(cfg.model_config.dtype), \
-            boot.MetaTensors():
-        model = initialize_model(vllm_config=cfg)
+    cfg, model = build(case["config"], case["tp"], case["text_only"])
     size = lambda t: t.numel() * t.element_size()
     elems = sum(t.numel() for t in model.parameters())
     vis = {}
