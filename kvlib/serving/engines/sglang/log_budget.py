@@ -26,35 +26,34 @@ import json
 from fractions import Fraction
 
 from kvlib.models.spec import CacheKind
-from kvlib.serving.engines.common import kv_heads
+from kvlib.serving.engines.common import cell_bytes
 from kvlib.serving.engines.log import HALF, EngineCheck, GiB
+from kvlib.serving.engines.sglang import kept, pools
 from kvlib.serving.engines.sglang import log_lines as ll
 
 __all__ = ["cell_bytes_per_token", "token_range", "budget_checks", "overridden"]
 
 
 def cell_bytes_per_token(groups, tp: int, b: int) -> int | None:
-    """Bytes one token takes on one rank over ``groups`` (all full attention, or all latent);
-    None for any other mix (sliding, state or indexer layers: pools this check does not size)."""
-    kinds = {g.kind for g in groups}
-    if kinds == {CacheKind.LATENT}:
-        return sum(g.layers * (g.sizes["d_L"] + g.sizes.get("d_R", 0)) * b for g in groups)
-    if kinds == {CacheKind.FULL}:
-        return sum(g.layers * max(1, kv_heads(g) // tp) * (g.sizes["d_QK"] + g.sizes["d_V"]) * b
-                   for g in groups)
-    return None
+    """Bytes one token takes on one rank over ``groups`` (all full attention, or all latent), by
+    SGLang's cell expressions (:func:`kvlib.serving.engines.sglang.pools.cell_of`); None for any
+    other mix (sliding, state or indexer layers: pools this check does not size)."""
+    if {g.kind for g in groups} not in ({CacheKind.LATENT}, {CacheKind.FULL}):
+        return None
+    return sum(cell_bytes(pools, *pools.cell_of(g), tp, b) for g in groups)
 
 
 def token_range(before: str, after: str, fraction: str, cell: int, page: int = 1,
                 cap: int | None = None) -> tuple[int, int]:
     """The least and greatest pool token counts the printed free memories ``before`` and
-    ``after`` the weights (GB strings, two decimals) allow: int((B - A (1 - f)) x 2^30 // cell),
-    floored to ``page`` and capped by ``cap`` (max_total_tokens)."""
+    ``after`` the weights (GB strings, two decimals) allow: SGLang's rest F_1 - F_0 (1 - f)
+    (:data:`kvlib.serving.engines.sglang.budget.REST_MEASURED`) over the cell, in whole pages
+    (:data:`kvlib.serving.engines.sglang.pools.TOKENS`), capped by ``cap`` (max_total_tokens)."""
     a, b_, f = Fraction(before), Fraction(after), Fraction(fraction)
 
-    def count(a_, b2):
-        rest = (b2 - a_ * (1 - f)) * GiB
-        n = max(0, int(rest // cell)) // page * page
+    def count(a_, b2):  # SGLang's budget and pool expressions, by their kept code
+        rest = kept.evaluate("budget.REST_MEASURED", F_0=a_ * GiB, F_1=b2 * GiB, f=f)
+        n = kept.evaluate("pools.TOKENS", B_KV=max(0, rest), c=cell, p=page)
         return min(n, cap) if cap is not None else n
 
     return count(a + HALF, b_ - HALF), count(a - HALF, b_ + HALF)

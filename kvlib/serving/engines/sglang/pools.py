@@ -126,6 +126,15 @@ def pool(*, kind: str, budget: int, page: int, context: int, fraction, full_cell
                       terms=tuple(terms), notes=tuple(notes))
 
 
+def cell_of(g) -> tuple[str, dict]:
+    """The cell expression's name ("CELL_MLA" for a latent group, else "CELL_MHA") and its
+    values by symbol name, less TP and b, for the layer group ``g``."""
+    if g.kind == CacheKind.LATENT:
+        return "CELL_MLA", {"d_L": g.sizes["d_L"], "d_R": g.sizes.get("d_R", 0), "N_L": g.layers}
+    return "CELL_MHA", {"N_kv": kv_heads(g), "d_QK": g.sizes["d_QK"], "d_V": g.sizes["d_V"],
+                        "N_L": g.layers}
+
+
 def sglang_groups(model, config: dict | None) -> list[tuple]:
     """Per layer group of ``model``: (group, the cell expression's name in
     :mod:`~kvlib.serving.engines.sglang.pools` ("CELL_MLA" or "CELL_MHA"), its values by symbol name
@@ -142,12 +151,7 @@ def sglang_groups(model, config: dict | None) -> list[tuple]:
     for g in model.groups:
         if g.kind in STATEFUL or g.kind in (CacheKind.NONE, CacheKind.INDEXER):
             continue  # the state pool's, no cache, or the DSA indexer's (sglang.indexer)
-        if g.kind == CacheKind.LATENT:
-            key, values = "CELL_MLA", {"d_L": g.sizes["d_L"], "d_R": g.sizes.get("d_R", 0),
-                                       "N_L": g.layers}
-        else:
-            key, values = "CELL_MHA", {"N_kv": kv_heads(g), "d_QK": g.sizes["d_QK"],
-                                       "d_V": g.sizes["d_V"], "N_L": g.layers}
+        key, values = cell_of(g)
         sliding = g.kind in (CacheKind.SLIDING, CacheKind.CHUNKED)
         out.append((g, key, values, "swa" if hybrid and sliding else "full"))
     return out
